@@ -1,0 +1,41 @@
+# The project's two commands: `make run` and `make test`. Both share one .venv at the repo root
+# and reinstall only when a requirements file changed (stamp files record what was installed).
+PYTHON ?= python3
+PORT ?= 8501
+VENV := .venv
+PY := $(VENV)/bin/python
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export HF_HUB_DISABLE_TELEMETRY := 1
+export STREAMLIT_BROWSER_GATHER_USAGE_STATS := false
+
+.PHONY: run test lint bench clean-venv
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(VENV)/.runtime-stamp: requirements.txt | $(PY)
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $@
+
+$(VENV)/.dev-stamp: requirements-dev.txt requirements.txt $(VENV)/.runtime-stamp
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+run: $(VENV)/.runtime-stamp
+	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) \
+	  --server.headless true --browser.gatherUsageStats false
+
+test: $(VENV)/.dev-stamp
+	$(PY) -m pytest -q
+
+lint: $(VENV)/.dev-stamp
+	$(PY) -m ruff check crbc tests pages app.py benchmarks
+
+bench: $(VENV)/.runtime-stamp
+	$(PY) -m crbc bench
+
+clean-venv:
+	rm -rf $(VENV)
