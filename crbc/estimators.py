@@ -28,7 +28,7 @@ from .rollouts import RolloutGroup
 CREDIT_SCHEMA = "crbc.credit/1"
 
 
-class UnknownEstimatorError(KeyError):
+class UnknownEstimatorError(KeyError, ValueError):
     def __str__(self) -> str:  # KeyError would print the repr
         return str(self.args[0])
 

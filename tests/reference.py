@@ -1,0 +1,248 @@
+"""Slow, obvious twins of the estimators: one group at a time, dictionaries and loops, dense solves.
+
+Written from CRBC.md directly and on purpose sharing no code with ``crbc`` (only the data classes).
+The fast batched implementation must agree with these to 1e-9.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict, deque
+
+import numpy as np
+
+from crbc.rollouts import Rollout, RolloutGroup, Step
+
+ZP, ZM = "<z+>", "<z->"
+
+
+def transitions(group: RolloutGroup):
+    """Yield (rollout index, t (1-based), s, a, x) for every step."""
+    for i, r in enumerate(group.rollouts):
+        ok = r.success and not r.truncated
+        for t, st in enumerate(r.steps, start=1):
+            x = r.steps[t].anchor if t < len(r.steps) else (ZP if ok else ZM)
+            yield i, t, st.anchor, st.action, x
+
+
+def counts(group: RolloutGroup):
+    n_sax = defaultdict(int)
+    for _, _, s, a, x in transitions(group):
+        n_sax[(s, a, x)] += 1
+    n_sa = defaultdict(int)
+    n_s = defaultdict(int)
+    for (s, a, _), c in n_sax.items():
+        n_sa[(s, a)] += c
+        n_s[s] += c
+    return n_sax, n_sa, n_s
+
+
+def mu_p(group):
+    n_sax, n_sa, n_s = counts(group)
+    mu = {(s, a): c / n_s[s] for (s, a), c in n_sa.items()}
+    p = {(s, a, x): c / n_sa[(s, a)] for (s, a, x), c in n_sax.items()}
+    return mu, p
+
+
+def actions_at(group):
+    acts = defaultdict(set)
+    for _, _, s, a, _ in transitions(group):
+        acts[s].add(a)
+    return acts
+
+
+def visit_local(group, beta):
+    """Q0(s,a) = mean over occurrences of beta^(T-t+1) R; V0(s) = mean over visits."""
+    qs, vs = defaultdict(list), defaultdict(list)
+    for i, t, s, a, _ in transitions(group):
+        r = group.rollouts[i]
+        g = beta ** (len(r.steps) - t + 1) * (1.0 if (r.success and not r.truncated) else 0.0)
+        qs[(s, a)].append(g)
+        vs[s].append(g)
+    return {s: sum(v) / len(v) for s, v in vs.items()}, {k: sum(v) / len(v) for k, v in qs.items()}
+
+
+def closure_values(group, beta):
+    """Dense solve of (I - beta M) V = b."""
+    mu, p = mu_p(group)
+    states = sorted({s for (s, _) in mu})
+    idx = {s: k for k, s in enumerate(states)}
+    m = np.zeros((len(states), len(states)))
+    b = np.zeros(len(states))
+    for (s, a, x), pr in p.items():
+        w = mu[(s, a)] * pr
+        if x == ZP:
+            b[idx[s]] += beta * w
+        elif x != ZM:
+            m[idx[s], idx[x]] += w
+    v = np.linalg.solve(np.eye(len(states)) - beta * m, b)
+    return {s: float(v[idx[s]]) for s in states}
+
+
+def q_backup(group, values, beta):
+    mu, p = mu_p(group)
+    ext = dict(values)
+    ext[ZP], ext[ZM] = 1.0, 0.0
+    q = defaultdict(float)
+    for (s, a, x), pr in p.items():
+        q[(s, a)] += beta * pr * ext[x]
+    return dict(q)
+
+
+def v_backup(group, values, beta):
+    mu, _ = mu_p(group)
+    q = q_backup(group, values, beta)
+    v = defaultdict(float)
+    for (s, a), m in mu.items():
+        v[s] += m * q[(s, a)]
+    return dict(v)
+
+
+def depth_k(group, beta, depth):
+    """(V, Q) at depth K (None = closure)."""
+    if depth is None:
+        v = closure_values(group, beta)
+        return v, q_backup(group, v, beta)
+    v, q = visit_local(group, beta)
+    for _ in range(depth):
+        q = q_backup(group, v, beta)
+        v = v_backup(group, v, beta)
+    return v, q
+
+
+def group_advantage(group):
+    scores = [r.effective_score for r in group.rollouts]
+    n = len(scores)
+    if n < 2 or max(scores) == min(scores):
+        return [0.0] * n
+    mean = sum(scores) / n
+    std = math.sqrt(sum((x - mean) ** 2 for x in scores) / (n - 1))
+    return [(x - mean) / (std + 1e-6) for x in scores]
+
+
+def crbc_credits(group, beta=0.98, depth=None, sigma_min=0.1, w_group=1.0, w_step=5.0):
+    """Per rollout, per step: (value, q, credit, step_advantage, advantage); plus A_G list."""
+    v, q = depth_k(group, beta, depth)
+    mu, _ = mu_p(group)
+    acts = actions_at(group)
+    a = {(s, x): q[(s, x)] - v[s] for (s, x) in q}
+    sigma = defaultdict(float)
+    for (s, x), m in mu.items():
+        sigma[s] += m * a[(s, x)] ** 2
+    a_g = group_advantage(group)
+    out = []
+    for i, r in enumerate(group.rollouts):
+        rows = []
+        for st in r.steps:
+            s, x = st.anchor, st.action
+            gate = len(acts[s]) >= 2
+            a_s = a[(s, x)] / max(math.sqrt(sigma[s]), sigma_min) if gate else 0.0
+            rows.append((v[s], q[(s, x)], a[(s, x)], a_s, w_group * a_g[i] + w_step * a_s))
+        out.append(rows)
+    return out, a_g
+
+
+def _anchor_norm(group, returns, mode, eps):
+    by_anchor = defaultdict(list)
+    for i, r in enumerate(group.rollouts):
+        for t, st in enumerate(r.steps):
+            by_anchor[st.anchor].append(returns[i][t])
+    stats = {}
+    for s, xs in by_anchor.items():
+        m = sum(xs) / len(xs)
+        sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
+        stats[s] = (m, sd, len(xs))
+    return stats
+
+
+def step_return_credits(group, returns, mode="mean_std_norm", w_group=1.0, w_step=1.0, eps=1e-6):
+    stats = _anchor_norm(group, returns, mode, eps)
+    a_g = group_advantage(group)
+    out = []
+    for i, r in enumerate(group.rollouts):
+        rows = []
+        for t, st in enumerate(r.steps):
+            m, sd, n = stats[st.anchor]
+            g = returns[i][t]
+            if n < 2:
+                a_s = 0.0
+            elif mode == "mean_std_norm":
+                a_s = (g - m) / (sd + eps)
+            else:
+                a_s = g - m
+            rows.append((m, g, g - m, a_s, w_group * a_g[i] + w_step * a_s))
+        out.append(rows)
+    return out, a_g
+
+
+def gigpo_returns(group, gamma=0.95):
+    any_reward = any(st.reward is not None for r in group.rollouts for st in r.steps)
+    out = []
+    for r in group.rollouts:
+        if any_reward:
+            rew = [st.reward or 0.0 for st in r.steps]
+        else:
+            rew = [0.0] * len(r.steps)
+            rew[-1] = 1.0 if (r.success and not r.truncated) else 0.0
+        g, acc = [0.0] * len(rew), 0.0
+        for t in range(len(rew) - 1, -1, -1):
+            acc = rew[t] + gamma * acc
+            g[t] = acc
+        out.append(g)
+    return out
+
+
+def hop_distances(group):
+    """BFS from z+ over reversed observed edges."""
+    preds = defaultdict(set)
+    for _, _, s, _, x in transitions(group):
+        preds[x].add(s)
+    dist = {ZP: 0}
+    queue = deque([ZP])
+    while queue:
+        x = queue.popleft()
+        for s in preds[x]:
+            if s not in dist:
+                dist[s] = dist[x] + 1
+                queue.append(s)
+    return dist
+
+
+def shortest_path_returns(group, gamma_g=0.8, scale=10.0):
+    dist = hop_distances(group)
+    out = []
+    for r in group.rollouts:
+        row = []
+        for t, _ in enumerate(r.steps):
+            ok = r.success and not r.truncated
+            x = r.steps[t + 1].anchor if t + 1 < len(r.steps) else (ZP if ok else ZM)
+            row.append(scale * gamma_g ** dist[x] if x in dist else 0.0)
+        out.append(row)
+    return out
+
+
+def random_group(rng: np.random.Generator, name: str = "g", max_rollouts: int = 8,
+                 max_len: int = 12, n_anchors: int | None = None, n_actions: int | None = None,
+                 rewards: bool | None = None, scores: bool | None = None) -> RolloutGroup:
+    """A random group with cycles, self-loops, truncations and single-action anchors."""
+    n_r = int(rng.integers(1, max_rollouts + 1))
+    n_anchors = n_anchors or int(rng.integers(1, 7))
+    n_actions = n_actions or int(rng.integers(1, 4))
+    rewards = bool(rng.random() < 0.4) if rewards is None else rewards
+    scores = bool(rng.random() < 0.3) if scores is None else scores
+    rollouts = []
+    for i in range(n_r):
+        length = int(rng.integers(1, max_len + 1))
+        steps = []
+        s = 0 if rng.random() < 0.8 else int(rng.integers(n_anchors))
+        for _ in range(length):
+            a = int(rng.integers(n_actions))
+            rew = float(rng.choice([0.0, -0.1, 1.0, 10.0])) if rewards else None
+            steps.append(Step(f"s{s}", f"a{a}", reward=rew))
+            # deterministic-ish dynamics with noise: self-loops and cycles happen
+            s = (s + a) % n_anchors if rng.random() < 0.7 else int(rng.integers(n_anchors))
+        truncated = bool(rng.random() < 0.2)
+        success = (not truncated) and bool(rng.random() < 0.45)
+        score = float(rng.choice([0.0, 1.0, 2.5, -1.0])) if scores else None
+        rollouts.append(Rollout(name, i, tuple(steps), success, truncated, score))
+    return RolloutGroup(name, tuple(rollouts))

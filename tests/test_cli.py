@@ -1,0 +1,104 @@
+"""The command line as FORMATS.md specifies it, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from crbc.estimators import names
+
+from .test_rollouts import BAD, GOOD, lines
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "sample_rollouts" / "worked-example.jsonl"
+
+
+def crbc(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "crbc", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd or ROOT, timeout=120)
+
+
+def test_estimators_lists_registry():
+    out = crbc("estimators")
+    assert out.returncode == 0 and out.stdout.split() == names()
+    assert set(names()) == {"grpo", "visit_local", "crbc", "gigpo", "shortest_path"}
+
+
+def test_credit_worked_example(tmp_path):
+    out = tmp_path / "c.jsonl"
+    r = crbc("credit", EXAMPLE, "-o", out)
+    assert r.returncode == 0, r.stderr
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(recs) == 5 and [x["rollout"] for x in recs] == [0, 1, 2, 3, 4]
+    first = recs[0]
+    assert first["schema"] == "crbc.credit/1" and first["estimator"] == "crbc"
+    assert first["params"]["depth"] is None
+    assert first["value"] == pytest.approx([0.3842, 0.49], abs=1e-4)
+    assert first["q"] == pytest.approx([0.4802, 0.98], abs=1e-4)
+    assert first["credit"] == pytest.approx([0.096, 0.49], abs=1e-4)
+
+
+def test_credit_to_stdout_and_options():
+    r = crbc("credit", EXAMPLE, "--depth", "0", "--beta", "0.98", "--sigma-min", "0.1", "--w-group", "1",
+             "--w-step", "5")
+    assert r.returncode == 0, r.stderr
+    first = json.loads(r.stdout.splitlines()[0])
+    assert first["params"]["depth"] == 0 and first["q"][0] == pytest.approx(0.9604)
+    inf = json.loads(crbc("credit", EXAMPLE, "--depth", "inf").stdout.splitlines()[0])
+    assert inf["params"]["depth"] is None
+
+
+@pytest.mark.parametrize("name", ["grpo", "visit_local", "gigpo", "shortest_path"])
+def test_credit_every_estimator(name):
+    r = crbc("credit", EXAMPLE, "--estimator", name)
+    assert r.returncode == 0, r.stderr
+    recs = [json.loads(x) for x in r.stdout.splitlines()]
+    assert all(x["estimator"] == name for x in recs)
+    assert (recs[0]["value"] is None) == (name == "grpo")
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--estimator", "nope"], "unknown estimator"),
+    (["--beta", "1.5"], "beta"),
+    (["--beta", "abc"], "must be a number"),
+    (["--depth", "-2"], "non-negative"),
+    (["--estimator", "gigpo", "--depth", "2"], "no parameter depth"),
+    (["--sigma-min", "0"], "sigma_min"),
+    (["--bogus"], "unrecognized arguments"),
+])
+def test_bad_arguments_exit_2_one_line(tmp_path, args, needle):
+    out = tmp_path / "c.jsonl"
+    r = crbc("credit", EXAMPLE, "-o", out, *args)
+    assert r.returncode == 2
+    assert needle in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in r.stderr and not out.exists()
+
+
+@pytest.mark.parametrize("why,record,line,field", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_exit_2_located(tmp_path, why, record, line, field):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(lines(GOOD | {"rollout": 7}, record))
+    out = tmp_path / "c.jsonl"
+    r = crbc("credit", bad, "-o", out)
+    assert r.returncode == 2, r.stderr
+    assert f"bad.jsonl:2: {field}:" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in r.stderr and not out.exists() and r.stdout == ""
+
+
+def test_missing_file_and_existing_output_untouched(tmp_path):
+    out = tmp_path / "c.jsonl"
+    out.write_text("keep\n")
+    r = crbc("credit", tmp_path / "nope.jsonl", "-o", out)
+    assert r.returncode == 2 and "cannot read" in r.stderr
+    assert out.read_text() == "keep\n"
+
+
+def test_unknown_command_and_help():
+    assert crbc("frobnicate").returncode == 2
+    h = crbc("--help")
+    assert h.returncode == 0 and "credit" in h.stdout
+    assert crbc("credit", "--help").returncode == 0

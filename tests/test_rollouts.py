@@ -1,0 +1,155 @@
+"""The crbc.rollout/1 reader and writer: round trip and every bad-input rule of FORMATS.md."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from crbc.rollouts import (
+    Rollout,
+    RolloutFormatError,
+    RolloutGroup,
+    Step,
+    parse_rollouts,
+    read_rollouts,
+    write_rollouts,
+)
+
+GOOD = {"schema": "crbc.rollout/1", "group": "g", "rollout": 0,
+        "steps": [{"anchor": "#P_#", "action": "right", "obs": "o", "response": "right", "reward": -0.1}],
+        "success": False, "truncated": True, "score": -0.1, "meta": {"seed": 3}}
+
+
+def lines(*records):
+    return "\n".join(r if isinstance(r, str) else json.dumps(r) for r in records) + "\n"
+
+
+def with_(**changes):
+    rec = json.loads(json.dumps(GOOD))
+    for k, v in changes.items():
+        if v is _DEL:
+            rec.pop(k)
+        else:
+            rec[k] = v
+    return rec
+
+
+_DEL = object()
+
+
+def test_round_trip(tmp_path):
+    g = RolloutGroup("g", (
+        Rollout("g", 0, (Step("a", "up", "o", "r", 1.0), Step("b", "invalid")), True, score=10.0, meta={"x": 1}),
+        Rollout("g", 1, (Step("a", "down"),), False, truncated=True)))
+    path = tmp_path / "r.jsonl"
+    write_rollouts(path, [g])
+    back = read_rollouts(path)
+    assert back == [g] and back[0].rollouts[0].meta == {"x": 1}
+    assert back[0].rollouts[1].effective_score == 0.0 and back[0].rollouts[0].effective_score == 10.0
+
+
+def test_groups_in_order_and_default_indices():
+    text = lines({"group": "b", "steps": [{"anchor": "s", "action": "a"}], "success": True},
+                 {"group": "a", "steps": [{"anchor": "s", "action": "a"}], "success": False},
+                 "",
+                 {"group": "b", "steps": [{"anchor": "s", "action": "a"}], "success": False})
+    groups = parse_rollouts(text, "x.jsonl")
+    assert [g.group for g in groups] == ["b", "a"]
+    assert [r.rollout for r in groups[0].rollouts] == [0, 1]
+
+
+BAD = [
+    ("not json", "{nope", 1, "(line)"),
+    ("missing group", with_(group=_DEL), 1, "group"),
+    ("missing steps", with_(steps=_DEL), 1, "steps"),
+    ("missing success", with_(success=_DEL), 1, "success"),
+    ("group not a string", with_(group=3), 1, "group"),
+    ("success not bool", with_(success=1), 1, "success"),
+    ("truncated not bool", with_(truncated="no"), 1, "truncated"),
+    ("success and truncated", with_(success=True, truncated=True), 1, "truncated"),
+    ("empty steps", with_(steps=[]), 1, "steps"),
+    ("steps not a list", with_(steps={}), 1, "steps"),
+    ("step missing anchor", with_(steps=[{"action": "up"}]), 1, "steps[0].anchor"),
+    ("step missing action", with_(steps=[{"anchor": "x"}]), 1, "steps[0].action"),
+    ("anchor not a string", with_(steps=[{"anchor": 1, "action": "up"}]), 1, "steps[0].anchor"),
+    ("reward not a number", with_(steps=[{"anchor": "x", "action": "up", "reward": "1"}]), 1, "steps[0].reward"),
+    ("obs not a string", with_(steps=[{"anchor": "x", "action": "up", "obs": 2}]), 1, "steps[0].obs"),
+    ("score not a number", with_(score="high"), 1, "score"),
+    ("rollout negative", with_(rollout=-1), 1, "rollout"),
+    ("rollout not int", with_(rollout=1.5), 1, "rollout"),
+    ("meta not an object", with_(meta=[1]), 1, "meta"),
+    ("wrong schema", with_(schema="crbc.rollout/2"), 1, "schema"),
+    ("not an object", "[1, 2]", 1, "(record)"),
+    ("NaN", '{"group": "g", "steps": [{"anchor": "x", "action": "u", "reward": NaN}], "success": false}', 1, "(line)"),
+    ("Infinity score", '{"group": "g", "steps": [{"anchor": "x", "action": "u"}], "success": false, "score": Infinity}', 1, "(line)"),
+    ("huge number overflows to inf", '{"group": "g", "steps": [{"anchor": "x", "action": "u"}], "success": false, "score": 1e999}', 1, "record.score"),
+]
+
+
+@pytest.mark.parametrize("why,record,line,field", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_named(tmp_path, why, record, line, field):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(lines(GOOD | {"rollout": 5}, record) if line == 2 else lines(record))
+    with pytest.raises(RolloutFormatError) as e:
+        read_rollouts(path)
+    assert e.value.source == str(path) and e.value.line == line and e.value.field == field
+    assert str(e.value).startswith(f"{path}:{line}: {field}: ")
+
+
+def test_bad_line_after_good_lines_refuses_whole_file(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text(lines(GOOD, with_(rollout=1), "{broken"))
+    with pytest.raises(RolloutFormatError) as e:
+        read_rollouts(path)
+    assert e.value.line == 3
+
+
+def test_duplicate_group_rollout(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text(lines(GOOD, with_(group="other"), GOOD))
+    with pytest.raises(RolloutFormatError) as e:
+        read_rollouts(path)
+    assert (e.value.line, e.value.field) == (3, "rollout")
+
+
+def test_duplicate_with_default_index(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text(lines(with_(rollout=_DEL), with_(rollout=0)))
+    with pytest.raises(RolloutFormatError, match="duplicate"):
+        read_rollouts(path)
+
+
+def test_empty_and_missing_file(tmp_path):
+    empty = tmp_path / "e.jsonl"
+    empty.write_text("\n\n")
+    with pytest.raises(RolloutFormatError, match="empty"):
+        read_rollouts(empty)
+    with pytest.raises(RolloutFormatError, match="cannot read"):
+        read_rollouts(tmp_path / "missing.jsonl")
+
+
+def test_bad_utf8():
+    with pytest.raises(RolloutFormatError, match="UTF-8") as e:
+        parse_rollouts(b'{"group": "\xff"}\n', "u.jsonl")
+    assert e.value.line == 1
+
+
+def test_writer_is_atomic(tmp_path):
+    path = tmp_path / "out.jsonl"
+    path.write_text("old contents\n")
+
+    def boom():
+        yield Rollout("g", 0, (Step("a", "b"),), True)
+        raise RuntimeError("interrupted")
+
+    with pytest.raises(RuntimeError):
+        write_rollouts(path, boom())
+    assert path.read_text() == "old contents\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
+
+
+def test_writer_refuses_nan(tmp_path):
+    with pytest.raises(ValueError):
+        write_rollouts(tmp_path / "n.jsonl", [Rollout("g", 0, (Step("a", "b", reward=float("nan")),), True)])
+    assert not (tmp_path / "n.jsonl").exists()
