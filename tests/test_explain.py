@@ -1,0 +1,291 @@
+"""crbc.explain: the per-anchor arithmetic, tables, dense system, disagreement ranking, edits.
+
+Golden values are the worked example of CRBC.md section 8 (checkable by hand), and the shipped
+rare-route sample (shortest path ties the two routes, the closure does not).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crbc import closure as C
+from crbc import explain as E
+from crbc.estimators import compute
+from crbc.process import merge
+from crbc.rollouts import Rollout, RolloutGroup, Step, read_rollouts
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"
+RARE = ROOT / "sample_rollouts" / "rare-route.jsonl"
+
+
+@pytest.fixture(scope="module")
+def worked():
+    return read_rollouts(WORKED)[0]
+
+
+@pytest.fixture(scope="module")
+def wp(worked):
+    return merge([worked])
+
+
+def test_labels_of_the_worked_example_are_the_anchor_names(wp):
+    assert E.anchor_labels(wp) == ("s0", "s1", "s2")
+    assert E.node_labels(wp)[-2:] == ("z+", "z-")
+    assert E.find_state(wp, "s2") == 2
+
+
+def test_board_anchors_get_short_labels():
+    p = merge(read_rollouts(RARE))
+    assert E.anchor_labels(p) == ("s0", "s1", "s2", "s3")
+    assert E.find_state(p, "s1") == 1
+    assert E.find_state(p, p.state_anchor[1], "rare-route") == 1
+    with pytest.raises(KeyError):
+        E.find_state(p, "s9")
+
+
+def test_worked_example_at_the_closure(wp):
+    ar = E.anchor_arithmetic(wp, 0, beta=0.98, depth=None)
+    a, b = ar.action("a"), ar.action("b")
+    assert ar.v == pytest.approx(0.3842, abs=5e-5)
+    assert a.q == pytest.approx(0.4802, abs=5e-5)
+    assert b.q == pytest.approx(0.3601, abs=5e-5)
+    assert a.a == pytest.approx(0.0960, abs=5e-5)
+    assert (a.n, a.mu, b.n, b.mu) == (1, 0.2, 4, 0.8)
+    # successors of (s0, b): s1 once, s2 three times, with the closure values
+    succ = {x.label: (x.n, x.p, x.v) for x in b.successors}
+    assert succ["s1"] == (1, 0.25, pytest.approx(0.49))
+    assert succ["s2"][:2] == (3, 0.75) and succ["s2"][2] == pytest.approx(0.98 / 3)
+    assert b.q_expression == ("Q(s0,b) = 0.98 × (0.25 × V(s1) + 0.75 × V(s2)) = "
+                              "0.98 × (0.25 × 0.4900 + 0.75 × 0.3267) = 0.3601")
+    assert a.q_expression.endswith("= 0.4802")
+    assert ar.v_expression.endswith("0.2 × 0.4802 + 0.8 × 0.3601 = 0.3842")
+    # sigma = sqrt(0.2 * 0.09604^2 + 0.8 * 0.02401^2) = 0.04802 < sigma_min -> A_S = A / 0.1
+    assert ar.sigma == pytest.approx(0.04802, abs=1e-5)
+    assert ar.gate
+    assert a.a_s == pytest.approx(0.9604, abs=5e-5)
+    assert b.a_s == pytest.approx(-0.2401, abs=5e-5)
+    other = {lab: E.anchor_arithmetic(wp, s).v for s, lab in enumerate(("s0", "s1", "s2"))}
+    assert other["s1"] == pytest.approx(0.49, abs=5e-5)
+    assert other["s2"] == pytest.approx(0.3267, abs=5e-5)
+
+
+def test_worked_example_at_depth_zero(wp):
+    ar = E.anchor_arithmetic(wp, 0, beta=0.98, depth=0)
+    a, b = ar.action("a"), ar.action("b")
+    assert ar.v == pytest.approx(0.3842, abs=5e-5)
+    assert a.q == pytest.approx(0.9604, abs=5e-5)
+    assert b.q == pytest.approx(0.2401, abs=5e-5)
+    assert a.a == pytest.approx(0.5762, abs=5e-5)
+    assert b.returns == pytest.approx((0.0, 0.0, 0.0, 0.9604))
+    assert "mean of realised returns" in b.q_expression and b.q_expression.endswith("/ 4 = 0.2401")
+    # sigma = 0.2881 > sigma_min: A_S(s0,a) = 0.5762 / 0.2881 = 2
+    assert a.a_s == pytest.approx(2.0)
+
+
+def test_depth_one_backs_up_depth_zero_values(wp):
+    ar = E.anchor_arithmetic(wp, 0, depth=1)
+    assert "V^(0)(s1)" in ar.action("a").q_expression
+    assert ar.action("a").q == pytest.approx(0.4802, abs=5e-5)
+
+
+def test_arithmetic_agrees_with_the_crbc_estimator_on_the_rare_route():
+    p = merge(read_rollouts(RARE))
+    cr = compute("crbc", p, beta=0.98)
+    for s in range(p.n_states):
+        ar = E.anchor_arithmetic(p, s)
+        assert ar.v == pytest.approx(cr.value_S[s])
+        for line in ar.actions:
+            assert line.q == pytest.approx(cr.q_SA[line.pair])
+            assert line.a_s == pytest.approx(cr.step_advantage_SA[line.pair])
+            # Q = beta * sum P V from the displayed successors
+            assert line.q == pytest.approx(0.98 * sum(x.p * x.v for x in line.successors))
+            assert sum(x.p for x in line.successors) == pytest.approx(1.0)
+        assert sum(line.mu for line in ar.actions) == pytest.approx(1.0)
+    single = E.anchor_arithmetic(p, 3)
+    assert not single.gate and single.actions[0].a_s == 0.0 and "gate closed" in single.gate_expression
+
+
+def test_process_tables(wp):
+    t = E.process_tables(wp)
+    assert [r["N(s)"] for r in t.states] == [5, 2, 3]
+    mu = {(r["anchor"], r["action"]): r["mu(a|s)"] for r in t.pairs}
+    assert mu[("s0", "a")] == 0.2 and mu[("s2", "e")] == pytest.approx(2 / 3)
+    P = {(r["anchor"], r["action"], r["successor"]): (r["N(s,a,x)"], r["P(x|s,a)"]) for r in t.transitions}
+    assert P[("s0", "b", "s2")] == (3, 0.75)
+    assert P[("s1", "d", "z-")] == (1, 1.0)
+    assert len(t.transitions) == 7
+
+
+def test_dense_system_of_the_worked_example(wp):
+    ds = E.dense_system(wp, beta=0.98)
+    assert ds.labels == ("s0", "s1", "s2")
+    np.testing.assert_allclose(ds.a[0], [1.0, -0.98 * 0.4, -0.98 * 0.6])  # M(s0,s1) = 0.2 + 0.8 * 0.25
+    np.testing.assert_allclose(ds.b, [0.0, 0.49, 0.98 / 3])
+    np.testing.assert_allclose(ds.v, [0.38416, 0.49, 0.98 / 3], atol=1e-12)
+    np.testing.assert_allclose(ds.m.sum(axis=1), [1.0, 0.0, 0.0], atol=1e-12)  # s1, s2 lead only to boundaries
+    assert ds.residual < 1e-12
+    rows = ds.rows()
+    assert rows[0] == {"": "s0", "s0": "1.0000", "s1": "-0.3920", "s2": "-0.5880", "b": "0.0000", "V": "0.3842"}
+
+
+def test_dense_system_refuses_big_groups(wp):
+    with pytest.raises(ValueError, match="anchors"):
+        E.dense_system(wp, max_states=2)
+
+
+def test_trajectory_table_and_grpo_spread(wp):
+    rows = E.trajectory_table(wp)
+    assert rows[0]["path"] == "s0 -a-> s1 -c-> z+"
+    assert rows[0]["A_G"] == pytest.approx(1.0954, abs=1e-4)
+    assert rows[1]["A_G"] == pytest.approx(-0.7303, abs=1e-4)
+    spread = {(r["anchor"], r["action"]): r for r in E.grpo_pair_spread(wp)}
+    # (s0, b) is in three failures and one success: GRPO credits it both ways
+    assert spread[("s0", "b")]["min"] < 0 < spread[("s0", "b")]["max"]
+    assert spread[("s0", "b")]["occurrences"] == 4
+
+
+def test_step_and_pair_tables_match_the_credit_file(wp):
+    rows = E.step_table(wp, estimator="crbc", beta=0.98)
+    first = rows[:2]
+    # FORMATS.md: rollout 1 of the worked example
+    assert [round(r["V"], 4) for r in first] == [0.3842, 0.49]
+    assert [round(r["Q"], 4) for r in first] == [0.4802, 0.98]
+    assert [round(r["A_S"], 2) for r in first] == [0.96, 1.0]
+    assert [round(r["A_final"], 3) for r in first] == [5.897, 6.095]
+    pairs = E.pair_table(wp, depth=0)
+    assert pairs[0]["Q(s,a)"] == pytest.approx(0.9604)
+    assert "V" not in E.step_table(wp, estimator="grpo")[0]
+
+
+def test_depth_table_runs_from_k0_to_the_closure(wp):
+    rows = E.depth_table(wp, beta=0.98, k_max=3, what="A")
+    assert [r["K"] for r in rows] == ["0", "1", "2", "3", "∞"]
+    assert rows[0]["A(s0,a)"] == pytest.approx(0.57624)
+    assert rows[-1]["A(s0,a)"] == pytest.approx(0.09604)
+    v = E.depth_table(wp, k_max=1, what="V")
+    assert set(v[0]) == {"K", "V(s0)", "V(s1)", "V(s2)"}
+    with pytest.raises(ValueError):
+        E.depth_table(wp, what="B")
+
+
+def test_rare_route_sample_fools_shortest_path_but_not_the_closure():
+    groups = read_rollouts(RARE)
+    assert len(groups) == 1 and len(groups[0]) == 8
+    p = merge(groups)
+    foil = {r["anchor"]: r for r in E.foil_table(p)}
+    # the reliable (s1) and the rare (s2) approach are both one hop from success
+    assert foil["s1"]["hops to z+"] == foil["s2"]["hops to z+"] == 1
+    assert (foil["s1"]["rollouts through it"], foil["s1"]["of which succeeded"]) == (4, 3)
+    assert (foil["s2"]["rollouts through it"], foil["s2"]["of which succeeded"]) == (4, 1)
+    assert foil["s1"]["V closure"] > 2.5 * foil["s2"]["V closure"]
+    # at the fork s0: shortest path gives both actions the same credit; crbc does not
+    sp = compute("shortest_path", p)
+    cr = compute("crbc", p)
+    at_s0 = p.step_state == 0
+    assert np.allclose(sp.step_advantage_N[at_s0], 0.0)
+    up = p.action_names.index("up")
+    sa_up = int(np.flatnonzero((p.sa_state == 0) & (p.sa_action == up))[0])
+    assert cr.step_advantage_SA[sa_up] == pytest.approx(1.0)
+    d = E.disagreements(p, "crbc vs shortest_path")
+    top = d.anchors[0]
+    assert (top["anchor"], top["best by crbc"], top["best by shortest_path"], top["ranks differ"]) == \
+        ("s0", "up", "(tie)", True)
+
+
+def test_disagreements_are_ranked_and_complete(wp, worked):
+    for name in E.COMPARISONS:
+        d = E.disagreements([worked], name, beta=0.98, sigma_min=0.1, depth=None)
+        scores = [r["disagreement"] for r in d.anchors]
+        assert scores == sorted(scores, reverse=True)
+        assert len(d.anchors) == wp.n_states and len(d.steps) == wp.n_steps
+        assert [abs(r["Δ"]) for r in d.steps] == sorted((abs(r["Δ"]) for r in d.steps), reverse=True)
+    d = E.disagreements(wp, "K = 0 vs closure")
+    assert d.anchors[0]["anchor"] == "s0"  # only s0 changes between K = 0 and the closure
+    assert d.anchors[1]["disagreement"] == pytest.approx(0.0)
+    # the per-anchor score is the mean |delta| over the anchor's visits
+    s0 = [r for r in d.steps if r["anchor"] == "s0"]
+    assert d.anchors[0]["disagreement"] == pytest.approx(np.mean([abs(r["Δ"]) for r in s0]))
+
+
+def test_disagreements_across_groups_keep_groups_apart(worked):
+    rare = read_rollouts(RARE)[0]
+    d = E.disagreements([worked, rare], "crbc vs shortest_path")
+    assert {r["group"] for r in d.anchors} == {"worked-example", "rare-route"}
+    assert len(d.anchors) == 3 + 4
+    assert d.anchors[0]["group"] == "rare-route"  # the rare-route fork disagrees the most
+    ranked = E.anchors_by_visits(merge([worked, rare]))
+    assert ranked[0]["visits"] == 8
+
+
+def test_flip_outcome(worked):
+    g = E.flip_outcome(worked, 1)
+    assert g.rollouts[1].success and not worked.rollouts[1].success  # input untouched
+    p = merge([g])
+    # rollout 2 now succeeds: s1 always succeeds, so V(s1) = beta
+    assert E.anchor_arithmetic(p, 1).v == pytest.approx(0.98)
+    back = E.flip_outcome(g, 1)
+    assert back == worked
+    truncated = RolloutGroup("t", (Rollout("t", 0, (Step("x", "a"),), False, truncated=True, score=-1.0),))
+    flipped = E.flip_outcome(truncated, 0).rollouts[0]
+    assert flipped.success and not flipped.truncated and flipped.score is None
+    with pytest.raises(IndexError):
+        E.flip_outcome(worked, 9)
+
+
+def test_edit_remove_duplicate(worked):
+    g = E.edit_step(worked, 0, 1, action="b")  # rollout 1 now takes b at s0
+    p = merge([g])
+    assert E.anchor_arithmetic(p, 0).actions[0].action == "b" and p.n_actions[0] == 1
+    g2 = E.edit_step(worked, 2, 2, anchor="s1")  # rollout 3 goes through s1 instead of s2
+    assert merge([g2]).n_s.tolist() == [5, 3, 2]
+    with pytest.raises(IndexError):
+        E.edit_step(worked, 0, 3, action="x")
+    with pytest.raises(ValueError):
+        E.edit_step(worked, 0, 1, action=" ")
+    assert len(E.remove_rollout(worked, 0)) == 4
+    dup = E.duplicate_rollout(worked, 0)
+    assert len(dup) == 6 and dup.rollouts[-1].rollout == 5
+    with pytest.raises(ValueError):
+        E.remove_rollout(RolloutGroup("g", worked.rollouts[:1]), 0)
+
+
+def test_fmt():
+    assert E.fmt(0.48019999) == "0.4802"
+    assert E.fmt(0.09604, signed=True) == "+0.0960"
+    assert E.fmt(-3e-17, signed=True) == "+0.0000"
+    assert E.fmt(float("inf")) == "∞"
+    assert E.depth_name(None) == "K = ∞ (closure)" and E.depth_name(3) == "K = 3"
+
+
+# random groups: the displayed arithmetic always reproduces the estimator, at any depth
+
+_anchor = st.sampled_from(["a", "b", "c", "d"])
+_action = st.sampled_from(["x", "y", "z"])
+_rollout = st.tuples(st.lists(st.tuples(_anchor, _action), min_size=1, max_size=5), st.booleans())
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_rollout, min_size=1, max_size=6), st.sampled_from([None, 0, 1, 3]),
+       st.sampled_from([0.9, 0.98, 1.0]))
+def test_arithmetic_matches_the_estimator_on_random_groups(rollouts, depth, beta):
+    g = RolloutGroup("h", tuple(Rollout("h", i, tuple(Step(s, a) for s, a in steps), ok)
+                                for i, (steps, ok) in enumerate(rollouts)))
+    p = merge([g])
+    v_S, q_SA = C.estimate(p, beta, depth)
+    a_s_SA, _ = C.normalise(p, q_SA - v_S[p.sa_state], 0.1)
+    for s in range(p.n_states):
+        ar = E.anchor_arithmetic(p, s, beta=beta, depth=depth)
+        assert ar.v == pytest.approx(v_S[s], abs=1e-9)
+        for line in ar.actions:
+            assert line.q == pytest.approx(q_SA[line.pair], abs=1e-9)
+            assert line.a_s == pytest.approx(a_s_SA[line.pair], abs=1e-9)
+            if depth != 0:
+                assert line.q == pytest.approx(beta * sum(x.p * x.v for x in line.successors), abs=1e-9)
+    ds = E.dense_system(p, beta=beta)
+    assert ds.residual < 1e-9
