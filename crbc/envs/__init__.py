@@ -1,0 +1,107 @@
+"""Text environments behind one registry: ``make(env_id, **kwargs)``, ``env_ids()``.
+
+All envs follow the Gymnasium contract without depending on gymnasium (see ``base.py``):
+``reset(seed=None, options=None) -> (obs, info)`` and
+``step(action) -> (obs, reward, terminated, truncated, info)``; ``obs == render() == anchor()``.
+
+Env ids: ``gridworld-6x6-v0``, ``sokoban-6x6-v0`` (1 box), ``sokoban-8x8-2box-v0`` (2 boxes),
+and ``sokoban-xsb`` which needs ``level=`` (XSB text or a ``SokobanLevel``) and plays that fixed
+level on every reset; it is not listed by ``env_ids()``, which lists the seeded task families.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .base import ACTIONS, DEFAULT_MAX_STEPS, SOLVE_BONUS, STEP_PENALTY, TextEnv
+from .gridworld import GridConfig, GridWorldEnv
+from .sokoban import SokobanConfig, SokobanEnv, SokobanLevel, from_xsb, to_xsb
+
+__all__ = [
+    "ACTIONS",
+    "DEFAULT_MAX_STEPS",
+    "SOLVE_BONUS",
+    "STEP_PENALTY",
+    "EnvSpec",
+    "TextEnv",
+    "GridWorldEnv",
+    "SokobanEnv",
+    "SokobanLevel",
+    "env_ids",
+    "from_xsb",
+    "make",
+    "spec",
+    "to_xsb",
+]
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """A registered env: the class to build and the keyword arguments it gets by default."""
+
+    env_id: str
+    entry: Callable[..., TextEnv]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    needs_level: bool = False  #: True for envs that play a level given to ``make``
+    description: str = ""
+
+
+_REGISTRY: dict[str, EnvSpec] = {
+    s.env_id: s
+    for s in (
+        EnvSpec("gridworld-6x6-v0", GridWorldEnv, {"config": GridConfig()}, description="6x6 maze, reach G"),
+        EnvSpec(
+            "sokoban-6x6-v0",
+            SokobanEnv,
+            {"config": SokobanConfig()},
+            description="6x6 Sokoban, 1 box, optimal solution 2-10 moves",
+        ),
+        EnvSpec(
+            "sokoban-8x8-2box-v0",
+            SokobanEnv,
+            {
+                "config": SokobanConfig(
+                    height=8,
+                    width=8,
+                    n_boxes=2,
+                    min_floor=18,
+                    min_moves=3,
+                    max_moves=12,
+                    prefer_moves=8,
+                    reverse_steps=(15, 60),
+                )
+            },
+            description="8x8 Sokoban, 2 boxes, optimal solution 3-12 moves",
+        ),
+        EnvSpec(
+            "sokoban-xsb", SokobanEnv, needs_level=True, description="a fixed Sokoban level from XSB text"
+        ),
+    )
+}
+
+
+def env_ids() -> tuple[str, ...]:
+    """Ids of the seeded env families (those ``make`` builds without a ``level``)."""
+    return tuple(k for k, s in _REGISTRY.items() if not s.needs_level)
+
+
+def spec(env_id: str) -> EnvSpec:
+    """The registry entry of ``env_id``; unknown ids raise ValueError listing the known ones."""
+    try:
+        return _REGISTRY[env_id]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown env id {env_id!r}; known ids: {', '.join(_REGISTRY)}") from None
+
+
+def make(env_id: str, max_steps: int = DEFAULT_MAX_STEPS, **kwargs: Any) -> TextEnv:
+    """Build an env by id, e.g. ``make("sokoban-6x6-v0", max_steps=15)``.
+
+    ``make("sokoban-xsb", level=xsb_text)`` plays a fixed level. Extra keyword arguments
+    (``config=...``) override the registered defaults.
+    """
+    s = spec(env_id)
+    if s.needs_level and kwargs.get("level") is None:
+        raise ValueError(f"{env_id} needs a level: make({env_id!r}, level=xsb_text)")
+    return s.entry(env_id=env_id, max_steps=max_steps, **{**s.kwargs, **kwargs})
