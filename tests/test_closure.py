@@ -319,3 +319,24 @@ def test_bad_params_rejected():
         compute("gigpo", g, depth=3)
     with pytest.raises(KeyError, match="known: grpo"):
         compute("nope", g)
+
+
+@pytest.mark.parametrize("method", ["blocks", "sparse", "auto"])
+@pytest.mark.parametrize("beta", [0.98, 1.0])
+def test_every_solver_matches_dense_reference(method, beta):
+    rng = np.random.default_rng(29)
+    groups = [ref.random_group(rng, name=f"g{i}") for i in range(300)]
+    # a few large groups (> 128 anchors) so "auto" also takes the sparse path on a mixed batch
+    groups += [ref.random_group(rng, name=f"big{i}", max_rollouts=8, max_len=60, n_anchors=200)
+               for i in range(3)]
+    p = merge(groups)
+    v_S = C.solve_values(p, beta, method)
+    want = {(g.group, s): v for g in groups for s, v in ref.closure_values(g, beta).items()}
+    got = {(p.group_ids[p.state_group[k]], p.state_anchor[k]): v_S[k] for k in range(p.n_states)}
+    assert got.keys() == want.keys()
+    np.testing.assert_allclose([got[k] for k in want], list(want.values()), rtol=0, atol=1e-9)
+
+
+def test_unknown_solver():
+    with pytest.raises(ValueError, match="method"):
+        C.solve_values(merge([worked_example()]), 0.98, "magic")
