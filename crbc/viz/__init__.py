@@ -1,1 +1,7 @@
-"""Pure figure builders for the studio: plotly figures and HTML strings; never st.*, never estimator math."""
+"""Pure figure builders for the studio: plotly figures, tables and HTML strings.
+
+They take computed results (Process, Credits, DepthSweep) and never call ``st.*`` nor compute
+estimates. ``style`` fixes the colour language (one V scale everywhere, a diverging credit scale),
+``board`` draws grid anchors, ``graph`` draws the merged process (pyvis offline HTML, plotly),
+``charts`` holds tables, heatmaps, timelines, scatters and the convergence plot.
+"""

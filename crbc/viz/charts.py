@@ -1,0 +1,218 @@
+"""Tables and plotly charts of computed credits and depth sweeps (no estimator math here)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..closure import DepthSweep
+from ..estimators import Credits
+from ..process import Process
+from ..rollouts import RolloutGroup
+from .style import CREDIT_SCALE, HIGHLIGHT, OUTCOME_COLORS, short_label
+
+FIELDS = {
+    "step_advantage": "A_S (normalised step credit)",
+    "advantage": "A_final = w_G·A_G + w_S·A_S",
+    "credit": "Q − V (raw step credit)",
+}
+LOG_FLOOR = 1e-16  # zero errors are drawn at this floor on log axes
+EST_COLORS = {"crbc": "#2a6fdb", "visit_local": "#17becf", "gigpo": "#ff7f0e",
+              "shortest_path": "#9467bd", "grpo": "#7f7f7f"}
+
+
+def outcome(r) -> str:
+    if r.truncated:
+        return "truncated"
+    return "success" if r.success else "failure"
+
+
+def field_N(c: Credits, field: str) -> np.ndarray | None:
+    """Per-step values of ``field`` (``step_advantage``, ``advantage`` or ``credit``)."""
+    return {"step_advantage": c.step_advantage_N, "advantage": c.advantage_N,
+            "credit": c.credit_N}[field]
+
+
+def rollouts_table(group: RolloutGroup, c: Credits) -> pd.DataFrame:
+    """One row per rollout: index, length, outcome, score, A_G."""
+    return pd.DataFrame({
+        "rollout": [r.rollout for r in group.rollouts],
+        "length": [len(r.steps) for r in group.rollouts],
+        "outcome": [outcome(r) for r in group.rollouts],
+        "score": [r.effective_score for r in group.rollouts],
+        "A_G": np.round(c.group_advantage_R, 4),
+    })
+
+
+def steps_table(group: RolloutGroup, r: int, c: Credits) -> pd.DataFrame:
+    """One row per step of rollout ``r``: anchor, action, reward, V, Q, Q - V, A_S, A_final."""
+    p = c.process
+    sl = c.rollout_slice(r)
+    labels = [short_label(t, i) for i, t in enumerate(p.state_anchor)]
+    steps = group.rollouts[r].steps
+
+    def col(x):
+        return np.round(x[sl], 4) if x is not None else [None] * len(steps)
+
+    return pd.DataFrame({
+        "t": np.arange(1, len(steps) + 1),
+        "anchor": [labels[s] for s in p.step_state[sl]],
+        "action": [s.action for s in steps],
+        "reward": [s.reward for s in steps],
+        "V(s)": col(c.value_N), "Q(s,a)": col(c.q_N), "Q−V": col(c.credit_N),
+        "A_S": col(c.step_advantage_N), "A_final": col(c.advantage_N),
+    })
+
+
+def _sym_range(*arrays) -> float:
+    vals = [np.abs(a[np.isfinite(a)]).max() for a in arrays if a is not None and np.isfinite(a).any()]
+    return float(max(vals)) if vals and max(vals) > 0 else 1.0
+
+
+def step_credit_figure(c: Credits, r: int, step: int | None = None, field: str = "step_advantage",
+                       height: int = 260) -> go.Figure:
+    """Bars of one rollout's per-step credit (diverging colours), the current step outlined."""
+    vals = field_N(c, field)
+    sl = c.rollout_slice(r)
+    y = vals[sl] if vals is not None else np.zeros(sl.stop - sl.start)
+    t = np.arange(1, len(y) + 1)
+    z = _sym_range(vals)
+    acts = [c.process.action_names[a] for a in c.process.sa_action[c.process.step_sa[sl]]]
+    line_w = [3 if (step is not None and i == step) else 0 for i in range(len(y))]
+    fig = go.Figure(go.Bar(
+        x=t, y=y, marker=dict(color=y, colorscale=CREDIT_SCALE, cmin=-z, cmax=z,
+                              line=dict(color=HIGHLIGHT, width=line_w)),
+        customdata=acts, hovertemplate="step %{x}: %{customdata}<br>" + FIELDS[field] + " = %{y:.3f}"
+                                       "<extra></extra>"))
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=30), plot_bgcolor="white",
+                      title=f"{FIELDS[field]} per step ({c.estimator})", bargap=0.15)
+    fig.update_xaxes(title="step t", dtick=max(1, len(y) // 20))
+    fig.update_yaxes(zeroline=True, zerolinecolor="#888", gridcolor="#eee")
+    return fig
+
+
+def credit_matrix(c: Credits, field: str) -> np.ndarray:
+    """Rollouts x steps (NaN padded) of a per-step field."""
+    p = c.process
+    vals = field_N(c, field)
+    out = np.full((len(p.rollout_len), int(p.rollout_len.max())), np.nan)
+    if vals is not None:
+        out[p.step_rollout, p.step_t - 1] = vals
+    return out
+
+
+def credit_heatmap(c: Credits, field: str = "step_advantage", zmax: float | None = None,
+                   height: int = 300, title: str | None = None) -> go.Figure:
+    """Heatmap rollouts x steps of one estimator's credit, centred on zero."""
+    m = credit_matrix(c, field)
+    p = c.process
+    z = zmax if zmax is not None else _sym_range(m)
+    acts = np.full(m.shape, "", dtype=object)
+    acts[p.step_rollout, p.step_t - 1] = [p.action_names[a] for a in p.sa_action[p.step_sa]]
+    fig = go.Figure(go.Heatmap(
+        z=m, x=np.arange(1, m.shape[1] + 1), y=[f"r{int(i)}" for i in p.rollout_index],
+        colorscale=CREDIT_SCALE, zmid=0, zmin=-z, zmax=z, customdata=acts,
+        hovertemplate="rollout %{y}, step %{x}: %{customdata}<br>value %{z:.3f}<extra></extra>",
+        colorbar=dict(thickness=12), xgap=1, ygap=1))
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=36, b=30),
+                      title=title or c.estimator, plot_bgcolor="#f7f7f7")
+    fig.update_yaxes(autorange="reversed", title=None)
+    fig.update_xaxes(title="step t")
+    return fig
+
+
+def timeline_figure(all_credits: Mapping[str, Credits], r: int, field: str = "step_advantage",
+                    height: int = 340) -> go.Figure:
+    """One rollout's per-step credit under every estimator, one line each."""
+    fig = go.Figure()
+    for name, c in all_credits.items():
+        vals = field_N(c, field)
+        if vals is None:
+            continue
+        sl = c.rollout_slice(r)
+        fig.add_trace(go.Scatter(x=np.arange(1, sl.stop - sl.start + 1), y=vals[sl], name=name,
+                                 mode="lines+markers", line=dict(color=EST_COLORS.get(name))))
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=36, b=30), plot_bgcolor="white",
+                      title=f"Rollout {r}: {FIELDS[field]} per step, every estimator",
+                      legend=dict(orientation="h", y=-0.25), hovermode="x unified")
+    fig.update_xaxes(title="step t", gridcolor="#eee")
+    fig.update_yaxes(zeroline=True, zerolinecolor="#888", gridcolor="#eee")
+    return fig
+
+
+def scatter_figure(cx: Credits, cy: Credits, field: str = "step_advantage",
+                   height: int = 380) -> go.Figure:
+    """Per-step credit of estimator ``cx`` (x) against ``cy`` (y), coloured by rollout outcome."""
+    p = cx.process
+    x, y = field_N(cx, field), field_N(cy, field)
+    if x is None or y is None:
+        x = np.zeros(p.n_steps) if x is None else x
+        y = np.zeros(p.n_steps) if y is None else y
+    succ = p.rollout_success[p.step_rollout]
+    fig = go.Figure()
+    for label, mask in (("success", succ), ("failure", ~succ)):
+        fig.add_trace(go.Scatter(
+            x=x[mask], y=y[mask], mode="markers", name=f"step of a {label}",
+            marker=dict(color=OUTCOME_COLORS[label], size=7, opacity=0.6),
+            customdata=np.stack([p.rollout_index[p.step_rollout[mask]], p.step_t[mask]], axis=1),
+            hovertemplate="rollout %{customdata[0]}, step %{customdata[1]}<br>"
+                          f"{cx.estimator} %{{x:.3f}}, {cy.estimator} %{{y:.3f}}<extra></extra>"))
+    lim = _sym_range(x, y) * 1.05
+    fig.add_shape(type="line", x0=-lim, y0=-lim, x1=lim, y1=lim, line=dict(color="#bbb", dash="dot"))
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=36, b=30), plot_bgcolor="white",
+                      title=f"{cy.estimator} against {cx.estimator} ({FIELDS[field]})",
+                      legend=dict(orientation="h", y=-0.2))
+    fig.update_xaxes(title=cx.estimator, range=[-lim, lim], zeroline=True, zerolinecolor="#888",
+                     gridcolor="#eee")
+    fig.update_yaxes(title=cy.estimator, range=[-lim, lim], zeroline=True, zerolinecolor="#888",
+                     gridcolor="#eee")
+    return fig
+
+
+def convergence_figure(sw: DepthSweep, k: int | None = None, tol: float = 1e-6,
+                       height: int = 360) -> go.Figure:
+    """||V^(K) - V||, ||A^(K) - A_inf|| and the Cor. 3 bound against K, log scale."""
+    ks = np.arange(sw.k_max + 1)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=ks, y=np.maximum(sw.err_v_K, LOG_FLOOR), name="‖V^(K) − V‖∞",
+                             mode="lines+markers", line=dict(color="#2a6fdb")))
+    fig.add_trace(go.Scatter(x=ks, y=np.maximum(sw.err_a_K, LOG_FLOOR), name="‖A^(K) − A∞‖∞",
+                             mode="lines+markers", line=dict(color="#d62728")))
+    bound = np.where(np.isfinite(sw.bound_K), sw.bound_K, np.nan)
+    if np.isfinite(bound).any():
+        fig.add_trace(go.Scatter(x=ks, y=bound, name="Cor. 3 bound on ‖A^(K) − A∞‖∞",
+                                 mode="lines", line=dict(color="#555", dash="dash")))
+    fig.add_hline(y=tol, line=dict(color="#aaa", dash="dot"), annotation_text=f"tolerance {tol:g}",
+                  annotation_position="bottom left")
+    conv = sw.converged_at(tol)
+    if conv is not None:
+        fig.add_vline(x=conv, line=dict(color="#2e9e44", width=2),
+                      annotation_text=f"converged at K = {conv}", annotation_position="top right")
+    if k is not None:
+        fig.add_vline(x=k, line=dict(color=HIGHLIGHT, width=2, dash="dot"),
+                      annotation_text=f"K = {k}", annotation_position="top left")
+    fig.update_yaxes(type="log", title="sup-norm error (log)", gridcolor="#eee", exponentformat="power")
+    fig.update_xaxes(title="depth K (rounds of cross-rollout backup)", gridcolor="#eee")
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=30), plot_bgcolor="white",
+                      legend=dict(orientation="h", y=-0.3), uirevision="conv")
+    return fig
+
+
+def sweep_table(p: Process, sw: DepthSweep, k: int) -> pd.DataFrame:
+    """Per observed (anchor, action): visits, mu, Q^(K), A^(K) and the closure's Q, A_inf."""
+    labels = [short_label(t, i) for i, t in enumerate(p.state_anchor)]
+    df = pd.DataFrame({
+        "anchor": [labels[s] for s in p.sa_state],
+        "action": [p.action_names[a] for a in p.sa_action],
+        "N(s,a)": p.n_sa,
+        "mu(a|s)": np.round(p.mu, 3),
+        f"Q^({k})": np.round(sw.q_KSA[k], 4),
+        f"A^({k})": np.round(sw.a_KSA[k], 4),
+        "Q closure": np.round(sw.q_SA, 4),
+        "A∞ closure": np.round(sw.a_SA, 4),
+        "|A^(K) − A∞|": np.abs(sw.a_KSA[k] - sw.a_SA),
+    })
+    return df.sort_values(["|A^(K) − A∞|", "N(s,a)"], ascending=[False, False]).reset_index(drop=True)

@@ -1,0 +1,83 @@
+"""One visual language for every page: the V colour scale, the credit scale, board colours.
+
+V (a probability of reaching success, 0..1) always uses :data:`V_SCALE` with the range fixed to
+[0, 1], so the same colour means the same value on every page; step credits always use the
+diverging :data:`CREDIT_SCALE` centred on 0 (red = worse than the anchor's average, blue = better).
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+from plotly.colors import sample_colorscale
+
+V_SCALE = "Viridis"
+CREDIT_SCALE = "RdBu"
+V_RANGE = (0.0, 1.0)
+Z_PLUS_COLOR = "#2e9e44"   # success boundary
+Z_MINUS_COLOR = "#c0392b"  # failure boundary
+HIGHLIGHT = "#ff7f0e"      # the chosen rollout's path / the current step
+EDGE_COLOR = "#9aa3ad"
+OUTCOME_COLORS = {"success": "#2e9e44", "failure": "#c0392b", "truncated": "#e67e22"}
+
+# board symbols (FORMATS / INTERFACES): # wall, _ floor, O target, X box, √ box on target,
+# P player, S player on target, G goal
+BOARD_COLORS = {
+    "#": "#4a4f57",
+    "_": "#f3efe4",
+    " ": "#f3efe4",
+    "O": "#f5b7b1",
+    "X": "#b9770e",
+    "√": "#27ae60",
+    "P": "#2a6fdb",
+    "S": "#7d3cff",
+    "G": "#58d68d",
+}
+BOARD_NAMES = {
+    "#": "wall", "_": "floor", " ": "floor", "O": "target", "X": "box", "√": "box on target",
+    "P": "player", "S": "player on target", "G": "goal",
+}
+BOARD_UNKNOWN = "#d5d8dc"
+
+
+def v_color(v: float | np.ndarray) -> list[str]:
+    """Colours of values on the V scale (clipped to [0, 1])."""
+    vals = np.clip(np.atleast_1d(np.asarray(v, dtype=float)), 0.0, 1.0)
+    vals = np.where(np.isfinite(vals), vals, 0.0)
+    return sample_colorscale(V_SCALE, vals.tolist(), colortype="rgb")
+
+
+def is_board(text: str) -> bool:
+    """A board anchor: at least two rows of equal length made only of board symbols."""
+    rows = text.split("\n")
+    if len(rows) < 2 or len({len(r) for r in rows}) != 1 or len(rows[0]) < 2:
+        return False
+    return all(ch in BOARD_COLORS for r in rows for ch in r)
+
+
+def board_rows(text: str) -> list[str]:
+    return text.split("\n")
+
+
+def board_html(text: str, cell: int = 16) -> str:
+    """A small self-contained HTML table of a board (escaped), or the text in <pre> otherwise."""
+    if not is_board(text):
+        return f"<pre style='margin:0'>{html.escape(text)}</pre>"
+    out = ["<table style='border-collapse:collapse;line-height:0'>"]
+    for row in board_rows(text):
+        out.append("<tr>")
+        for ch in row:
+            color = BOARD_COLORS.get(ch, BOARD_UNKNOWN)
+            out.append(f"<td title='{html.escape(BOARD_NAMES.get(ch, ch))}' style='width:{cell}px;"
+                       f"height:{cell}px;padding:0;background:{color};border:1px solid #fff'></td>")
+        out.append("</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def short_label(text: str, index: int, max_len: int = 14) -> str:
+    """The anchor's own text when short and single-line (e.g. "s0"), else ``s<index>``."""
+    if "\n" not in text and len(text) <= max_len:
+        return text
+    return f"s{index}"
