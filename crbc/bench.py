@@ -10,6 +10,7 @@ threads set to 1.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -19,6 +20,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import scipy
@@ -130,13 +132,29 @@ def measure(paper_groups: int = 16, large_groups: int = 1000, group_size: int = 
     v_dense = _dense_by_group(lp, beta)
     v_vi, iters = _value_iteration(lp, beta)
     out["solvers"] = {
-        "sparse_block_diagonal_solve_s": _best(lambda: C.solve_values(lp, beta), repeats),
+        "closure_solve_blocks_s": _best(lambda: C.solve_values(lp, beta, "blocks"), repeats),
+        "closure_solve_sparse_s": _best(lambda: C.solve_values(lp, beta, "sparse"), repeats),
         "dense_group_by_group_s": _best(lambda: _dense_by_group(lp, beta), 2),
         "value_iteration_1e-10_s": _best(lambda: _value_iteration(lp, beta), 1),
         "value_iteration_sweeps": iters,
         "max_abs_diff_dense": float(np.abs(v_sparse - v_dense).max()),
         "max_abs_diff_value_iteration": float(np.abs(v_sparse - v_vi).max()),
     }
+
+    # the same comparison on real agent groups: a shipped Sokoban sample, tiled to the large size
+    sample = Path(__file__).resolve().parents[1] / "sample_rollouts" / "sokoban-weak.jsonl"
+    if sample.exists():
+        base = read_rollouts(sample)
+        tiled = [RolloutGroup(f"{g.group}#{k}", tuple(dataclasses.replace(r, group=f"{g.group}#{k}")
+                                                      for r in g.rollouts))
+                 for k in range(-(-large_groups // len(base))) for g in base][:large_groups]
+        tp = merge(tiled)
+        t_est = {k: _best(lambda k=k: estimators.compute(k, tp), repeats) for k in names}
+        out["sokoban_sample_tiled"] = {
+            "source": sample.name, "groups": len(tiled), "steps": tp.n_steps, "anchors": tp.n_states,
+            "estimator_s": t_est,
+            "steps_per_s_estimator_only": {k: tp.n_steps / t for k, t in t_est.items()},
+        }
 
     # linear growth: four batch sizes, least-squares slope of seconds against steps
     sizes = [large_groups // 8, large_groups // 4, large_groups // 2, large_groups]
