@@ -102,3 +102,13 @@ def test_unknown_command_and_help():
     h = crbc("--help")
     assert h.returncode == 0 and "credit" in h.stdout
     assert crbc("credit", "--help").returncode == 0
+
+
+def test_bench_smoke_prints_json():
+    """The benchmark runs end to end on a tiny size and prints one JSON object (no timing asserted)."""
+    r = crbc("bench", "--large-groups", "16", "--paper-groups", "2", "--repeats", "1", "--max-len", "10")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert set(out["large_batch"]["estimator_s"]) == set(names())
+    assert out["solvers"]["max_abs_diff_dense"] < 1e-9
+    assert len(out["scaling"]["points"]) == 4
