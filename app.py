@@ -33,7 +33,7 @@ def main() -> None:
     pages = [st.Page(path, title=title, icon=icon, url_path=url, default=(path == DEFAULT_PAGE))
              for path, title, icon, url in PAGES if (HERE / path).exists()]
     nav = st.navigation(pages)
-    common.sidebar()
+    common.sidebar(nav.url_path)
     nav.run()
 
 

@@ -1,4 +1,84 @@
-"""placeholder"""
+"""Bellman backups: the finite-depth family V^(K) from K = 0 (visit-local) to the closure."""
+
+from __future__ import annotations
+
 import streamlit as st
 
-st.title("backups")
+from crbc.viz import charts
+from crbc.viz.graph import graph_figure
+from pages import common
+
+TOL = 1e-6
+
+st.title("Bellman backups")
+st.caption(
+    "At depth **K = 0** each anchor's value is the average outcome of the rollouts that visited it "
+    "(*visit-local*): it only knows its own rollouts. Each further round **K** backs values up one "
+    "step through the merged graph, V^(K)(s) = β · average of V^(K−1) over where the group went "
+    "next, so what other rollouts discovered flows in. As K grows, V^(K) converges to the "
+    "**closure** V, which one linear solve gives exactly.")
+
+grp = common.require_group()
+gkey = common.group_key()
+beta = common.shared_params()["beta"]
+p = common.process(gkey)
+longest = int(p.rollout_len.max())
+default_kmax = int(min(max(longest + 5, 12), 120))
+
+c1, c2, c3 = st.columns([2, 1, 3])
+k_max = int(c1.number_input("Maximum depth shown", 1, 400, default_kmax, key="kmax",
+                            help="Depths 0..this are precomputed once; the slider scrubs them."))
+sw = common.sweep(gkey, beta, k_max)
+conv = sw.converged_at(TOL)
+if "K" in st.session_state and not (0 <= int(st.session_state["K"]) <= k_max):
+    st.session_state["K"] = k_max
+playing = st.session_state.get("playing", False)
+
+
+def _toggle() -> None:
+    st.session_state["playing"] = not st.session_state.get("playing", False)
+    if st.session_state["playing"] and int(st.session_state.get("K", 0)) >= k_max:
+        st.session_state["K"] = 0
+
+
+c2.button("⏸ Pause" if playing else "▶ Play", on_click=_toggle, key="play", width="stretch")
+c3.markdown(f"**β = {beta:g}** (sidebar) · "
+            + (f"✅ **converged at K = {conv}** (‖A^(K) − A∞‖ ≤ {TOL:g})" if conv is not None
+               else f"⏳ not converged within K ≤ {k_max} (tolerance {TOL:g})"))
+
+
+@st.fragment(run_every=0.9 if playing else None)
+def view() -> None:
+    if st.session_state.get("playing", False):
+        k_now = int(st.session_state.get("K", 0))
+        if k_now >= k_max:
+            st.session_state["playing"] = False
+            st.rerun()
+        st.session_state["K"] = k_now + 1
+    k = int(st.session_state.get("K", 0))
+    st.slider("Depth K", 0, k_max, value=min(k, k_max), key="K", bind="query-params",
+              help="Rounds of cross-rollout backup; scrub or press Play.")
+    k = int(st.session_state["K"])
+    g, e = st.columns([3, 2], gap="medium")
+    with g:
+        label = "V^(%d)" % k
+        st.plotly_chart(graph_figure(p, sw.v_KS[k], title=f"Anchors coloured by {label}",
+                                     highlight_rollout=common.current_rollout(), height=500,
+                                     value_name=label),
+                        width="stretch", key="backup_graph", config={"displayModeBar": False})
+    with e:
+        st.plotly_chart(charts.convergence_figure(sw, k, TOL), width="stretch", key="conv",
+                        config={"displayModeBar": False})
+        st.caption(
+            "Blue: largest gap between V^(K) and the closure's V over all anchors; red: the same "
+            "for the advantages A = Q − V; dashed: the guarantee of Cor. 3, "
+            "2β^K/(1−β)·‖TV0 − V0‖. Errors of exactly 0 are drawn at 1e-16.")
+    st.markdown(f"**Credit table at K = {k}** beside the closure's (sorted by the gap)")
+    st.dataframe(charts.sweep_table(p, sw, k), hide_index=True, width="stretch", height=320,
+                 column_config={"|A^(K) − A∞|": st.column_config.NumberColumn(format="%.2e")})
+    st.caption("One row per (anchor, action) seen in the group: N(s,a) visits, μ(a|s) how often "
+               "the group chose a at s, Q^(K) and A^(K) = Q^(K) − V^(K) at this depth, and the "
+               "closure's values on the right.")
+
+
+view()

@@ -346,8 +346,10 @@ def _generate_source() -> None:
     _set_source(key, f"live {env} seed {seed} ({model})", done[params])
 
 
-def sidebar() -> None:
-    """The shared sidebar: data source, group and rollout pickers, estimator and its parameters."""
+def sidebar(page: str | None = None) -> None:
+    """The shared sidebar: data source, group and rollout pickers, estimator and its parameters.
+
+    ``page`` is the current page's url path; on ``credits`` the parameters start expanded."""
     st.session_state.pop("_crbc_error", None)
     sb = st.sidebar
     sb.header("Data")
@@ -384,7 +386,7 @@ def sidebar() -> None:
                  index=names.index("crbc") if "crbc" in names else 0,
                  help="Used for the per-step credit on the Rollouts page.")
     sb.caption(estimators.get(current_estimator()).summary)
-    with sb.expander("Parameters", expanded=False):
+    with sb.expander("Parameters", expanded=page == "credits"):
         st.slider("beta (discount)", 0.80, 1.0, SHARED_DEFAULTS["beta"], 0.005, key="beta",
                   bind="query-params", format="%.3f",
                   help="Discount per step: V is the beta-discounted chance of reaching success.")

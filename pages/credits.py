@@ -1,4 +1,83 @@
-"""placeholder"""
+"""Step credits: every registered estimator side by side on the same group."""
+
+from __future__ import annotations
+
 import streamlit as st
 
-st.title("credits")
+from crbc import estimators
+from crbc.viz import charts
+from pages import common
+
+st.title("Step credits")
+st.caption(
+    "Every estimator gives each step a credit: did this action do better (blue) or worse (red) than "
+    "what the group usually did from the same anchor? **grpo** gives no step credit (only the "
+    "trajectory's A_G); **visit_local** compares raw outcomes of visits; **crbc** compares values "
+    "after recombining all rollouts through the merged graph; **gigpo** normalises discounted step "
+    "returns per anchor; **shortest_path** rewards being few hops from any success. "
+    "Edit β, K, σ_min, w_G and w_S under *Parameters* in the sidebar.")
+
+grp = common.require_group()
+gkey = common.group_key()
+names = estimators.names()
+all_c = {n: common.credits(gkey, n) for n in names}
+r = common.current_rollout()
+
+f1, f2 = st.columns([3, 2])
+field = f1.radio("Show", list(charts.FIELDS), format_func=charts.FIELDS.get, horizontal=True,
+                 key="field", bind="query-params")
+f2.caption("A_S is comparable across estimators (each normalised per anchor); A_final adds the "
+           "trajectory term; Q − V is the raw credit (estimators with a value function only).")
+
+st.subheader("Rollouts × steps, one heatmap per estimator")
+cols = st.columns(2)
+height = int(min(120 + 22 * len(grp), 520))
+for i, n in enumerate(names):
+    with cols[i % 2]:
+        c = all_c[n]
+        if charts.field_N(c, field) is None:
+            st.info(f"{n}: no value function, so no Q − V.")
+            continue
+        st.plotly_chart(charts.credit_heatmap(c, field, height=height,
+                                              title=f"{n}: {estimators.get(n).summary}"),
+                        width="stretch", key=f"heat_{n}", config={"displayModeBar": False})
+
+st.subheader(f"Rollout {grp.rollouts[r].rollout}, step by step")
+timeline = charts.timeline_figure(all_c, r, field)
+st.plotly_chart(timeline, width="stretch", key="timeline")
+st.caption("Where the lines disagree, the estimators tell the learner different stories about the "
+           "same step. Choose another rollout in the sidebar.")
+
+st.subheader("Two estimators, step by step")
+s1, s2 = st.columns(2)
+x_name = s1.selectbox("x axis", names, index=names.index("gigpo") if "gigpo" in names else 0,
+                      key="scatter_x")
+y_name = s2.selectbox("y axis", names, index=names.index("crbc") if "crbc" in names else 0,
+                      key="scatter_y")
+scatter = charts.scatter_figure(all_c[x_name], all_c[y_name], field)
+st.plotly_chart(scatter, width="stretch", key="scatter")
+st.caption("Each dot is one step. On the dotted diagonal both estimators agree; dots in the "
+           "top-left or bottom-right quadrants are steps they judge in opposite directions.")
+
+st.subheader("Download")
+d1, d2, d3, d4 = st.columns(4)
+est = d1.selectbox("Estimator to export", names, index=names.index(common.current_estimator()),
+                   key="export_est")
+slug = grp.group.replace("/", "_")
+d1.download_button(f"{est} credits (crbc.credit/1 JSONL)", lambda: charts.credits_jsonl(all_c[est]),
+                   file_name=f"{slug}.{est}.credits.jsonl", mime="application/jsonl",
+                   on_click="ignore", key="dl_jsonl")
+d2.download_button("All estimators (CSV, one row per step)",
+                   lambda: charts.credits_frame(all_c).to_csv(index=False),
+                   file_name=f"{slug}.credits.csv", mime="text/csv", on_click="ignore", key="dl_csv")
+d3.download_button("Timeline figure (HTML)", lambda: charts.figure_html(timeline),
+                   file_name=f"{slug}.timeline.html", mime="text/html", on_click="ignore",
+                   key="dl_timeline")
+d4.download_button("Scatter figure (HTML)", lambda: charts.figure_html(scatter),
+                   file_name=f"{slug}.scatter.html", mime="text/html", on_click="ignore",
+                   key="dl_scatter")
+d3.download_button(f"{est} heatmap (HTML)",
+                   lambda: charts.figure_html(charts.credit_heatmap(all_c[est], field)),
+                   file_name=f"{slug}.{est}.heatmap.html", mime="text/html", on_click="ignore",
+                   key="dl_heat")
+st.caption("Figures download as standalone HTML with plotly.js inside: they open offline.")

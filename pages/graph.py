@@ -1,4 +1,44 @@
-"""placeholder"""
+"""Anchor graph: the merged empirical process of the group as an interactive, offline graph."""
+
+from __future__ import annotations
+
 import streamlit as st
 
-st.title("graph")
+from crbc.viz.graph import anchor_graph_html
+from pages import common
+
+st.title("Anchor graph")
+st.caption(
+    "Rollouts of a group often pass through the **same state** (an *anchor*). Merging them gives "
+    "one graph: each node is an anchor, each arrow an observed transition (labelled by the action "
+    "and how often it was seen out of the times that action was taken there). Every rollout ends in "
+    "one of two absorbing boundaries: **z+ success** or **z− failure**.")
+
+grp = common.require_group()
+gkey = common.group_key()
+params = common.estimator_params("crbc")
+c = common.credits(gkey, "crbc", params)
+p = c.process
+r = common.current_rollout()
+
+a, b, d = st.columns(3)
+a.metric("Anchors", p.n_states)
+b.metric("Observed transitions", len(p.transitions()[0]))
+d.metric("Steps merged", p.n_steps)
+
+
+
+@st.cache_data(show_spinner="Drawing the graph...", max_entries=16)
+def _graph(gkey: str, params: tuple, r: int) -> str:
+    cr = common.credits(gkey, "crbc", params)
+    return anchor_graph_html(cr.process, cr.value_S, highlight_rollout=r, height_px=620)
+
+
+st.iframe(_graph(gkey, tuple(sorted(params.items())), r), height=630)
+depth = "exact closure" if params.get("depth") is None else f"depth K = {params['depth']}"
+st.caption(
+    f"Node colour: **V(s)**, the β-discounted probability (β = {params['beta']:g}) of reaching "
+    f"success from this anchor if you keep acting like the group did (crbc, {depth}); "
+    "yellow ≈ 1, dark purple ≈ 0 (the same scale on every page). Node size: how often the anchor "
+    f"was visited. Orange: the path of rollout {grp.rollouts[r].rollout} (choose another in the "
+    "sidebar). Hover a node to see its board; drag to pan, scroll to zoom.")

@@ -1,4 +1,84 @@
-"""placeholder"""
+"""Rollouts: the group as a table; one rollout scrubbed step by step with its board and credit."""
+
+from __future__ import annotations
+
 import streamlit as st
 
-st.title("rollouts")
+from crbc.viz import charts
+from crbc.viz.board import board_figure
+from crbc.viz.style import short_label
+from pages import common
+
+st.title("Rollouts")
+st.caption(
+    "A **group** is several attempts (rollouts) at the same task from the same start. Each rollout "
+    "ends in success or failure; the trajectory advantage **A_G** says how much better than the "
+    "group's average it scored. Step credit says which *steps* deserved it: choose a rollout and "
+    "scrub through its steps.")
+
+grp = common.require_group()
+gkey = common.group_key()
+name = common.current_estimator()
+c = common.credits(gkey, name)
+p = c.process
+
+
+def _pick_rollout() -> None:
+    rows = st.session_state["rollouts_table"].selection.rows
+    if rows:
+        st.session_state["rollout"] = int(rows[0])
+
+
+left, right = st.columns([2, 3], gap="large")
+with left:
+    st.subheader(f"{len(grp)} rollouts")
+    st.dataframe(charts.rollouts_table(grp, c), hide_index=True, width="stretch",
+                 height=min(38 + 35 * len(grp), 420), key="rollouts_table",
+                 on_select=_pick_rollout, selection_mode="single-row")
+    st.caption("Click a row (or use the sidebar) to choose a rollout. score is the trajectory "
+               "score; A_G = (score − group mean) / group std.")
+
+r = common.current_rollout()
+roll = grp.rollouts[r]
+T = len(roll.steps)
+if st.session_state.get("step", 1) not in range(1, T + 1):
+    st.session_state["step"] = 1
+with right:
+    st.subheader(f"Rollout {roll.rollout}: {T} steps, {charts.outcome(roll)}")
+    t = st.slider("Step", 1, T, key="step", bind="query-params", disabled=T == 1,
+                  help="Scrub through the rollout: the board before the step, the action taken, "
+                       "and the credit the estimator gives it.") if T > 1 else 1
+    i = c.rollout_slice(r).start + t - 1
+    s = int(p.step_state[i])
+    step = roll.steps[t - 1]
+    b, m = st.columns([3, 2])
+    with b:
+        st.plotly_chart(board_figure(step.anchor, title=f"anchor {short_label(step.anchor, s)} "
+                                     f"before step {t}", size=300),
+                        width="stretch", config={"displayModeBar": False}, key="board")
+    with m:
+        st.metric("Action", step.action)
+        st.metric("Reward", "—" if step.reward is None else f"{step.reward:g}")
+        st.metric(f"A_S ({name})", f"{c.step_advantage_N[i]:+.3f}",
+                  help="Normalised step credit: positive = better than the anchor's average action.")
+        if c.value_N is not None:
+            st.caption(f"V(s) = {c.value_N[i]:.3f}, Q(s,a) = {c.q_N[i]:.3f}, "
+                       f"Q − V = {c.credit_N[i]:+.3f}; A_final = {c.advantage_N[i]:+.3f}")
+        else:
+            st.caption(f"{name} has no value function; A_final = {c.advantage_N[i]:+.3f}")
+        st.caption(f"This anchor was visited {int(p.n_s[s])} times in the group with "
+                   f"{int(p.n_actions[s])} different actions.")
+
+st.plotly_chart(charts.step_credit_figure(c, r, t - 1), width="stretch", key="stepbars",
+                config={"displayModeBar": False})
+st.caption("Blue bars: the step did better than the average action at its anchor; red: worse. "
+           "A missing bar (zero) means only one action was ever tried at that anchor (nothing to compare "
+           "against). The outlined bar is the current step.")
+with st.expander("All steps of this rollout as a table"):
+    st.dataframe(charts.steps_table(grp, r, c), hide_index=True, width="stretch")
+if step.obs or step.response:
+    with st.expander("What the policy saw and wrote at this step"):
+        if step.obs:
+            st.text(step.obs)
+        if step.response:
+            st.code(step.response, language=None)

@@ -216,3 +216,39 @@ def sweep_table(p: Process, sw: DepthSweep, k: int) -> pd.DataFrame:
         "|A^(K) − A∞|": np.abs(sw.a_KSA[k] - sw.a_SA),
     })
     return df.sort_values(["|A^(K) − A∞|", "N(s,a)"], ascending=[False, False]).reset_index(drop=True)
+
+
+def credits_frame(all_credits: Mapping[str, Credits]) -> pd.DataFrame:
+    """Long table, one row per (estimator, step): for CSV export."""
+    frames = []
+    for name, c in all_credits.items():
+        p = c.process
+        n = p.n_steps
+
+        def col(x, n=n):
+            return x if x is not None else np.full(n, np.nan)
+
+        frames.append(pd.DataFrame({
+            "estimator": name,
+            "group": [p.group_ids[g] for g in p.rollout_group[p.step_rollout]],
+            "rollout": p.rollout_index[p.step_rollout],
+            "t": p.step_t,
+            "action": [p.action_names[a] for a in p.sa_action[p.step_sa]],
+            "value": col(c.value_N), "q": col(c.q_N), "credit": col(c.credit_N),
+            "step_advantage": c.step_advantage_N,
+            "group_advantage": c.group_advantage_R[p.step_rollout],
+            "advantage": c.advantage_N,
+        }))
+    return pd.concat(frames, ignore_index=True)
+
+
+def credits_jsonl(c: Credits) -> str:
+    """``crbc.credit/1`` JSON Lines of one estimator (one line per rollout)."""
+    import json
+
+    return "".join(json.dumps(rec) + "\n" for rec in c.records())
+
+
+def figure_html(fig: go.Figure) -> str:
+    """A standalone HTML file of a figure with plotly.js inlined (works offline, no CDN)."""
+    return fig.to_html(include_plotlyjs=True, full_html=True)
