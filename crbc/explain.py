@@ -194,9 +194,10 @@ class AnchorArithmetic:
                  "A(s,a)": a.a, "A_S(s,a)": a.a_s} for a in self.actions]
 
     def successor_rows(self) -> list[dict[str, Any]]:
-        """One row per (action, successor): N(s,a,x), P(x|s,a), V(x)."""
+        """One row per (action, successor): N(s,a,x), P(x|s,a), V(x) (None at K = 0: no backup)."""
         return [{"action": a.action, "successor": x.label, "N(s,a,x)": x.n, "P(x|s,a)": x.p,
-                 "V(x)": x.v} for a in self.actions for x in a.successors]
+                 "V(x)": None if math.isnan(x.v) else x.v}
+                for a in self.actions for x in a.successors]
 
     def action(self, name: str) -> ActionLine:
         for a in self.actions:
@@ -252,23 +253,23 @@ def anchor_arithmetic(p: Process, state: int, beta: float = 0.98, depth: int | N
             expr = (f"{qname} = mean of realised returns = ({body}) / {len(rets)} = {f(q_SA[sa])}"
                     if len(rets) > 1 else f"{qname} = realised return {f(rets[0])} = {f(q_SA[sa])}")
         else:
-            sym = " + ".join(f"{_num(x.p)} × {vname}({x.label})" for x in succ)
-            num = " + ".join(f"{_num(x.p)} × {f(x.v)}" for x in succ)
-            expr = f"{qname} = {_num(beta)} × ({sym}) = {_num(beta)} × ({num}) = {f(q_SA[sa])}"
+            sym = " + ".join(f"{num(x.p)} × {vname}({x.label})" for x in succ)
+            nums = " + ".join(f"{num(x.p)} × {f(x.v)}" for x in succ)
+            expr = f"{qname} = {num(beta)} × ({sym}) = {num(beta)} × ({nums}) = {f(q_SA[sa])}"
         lines.append(ActionLine(sa, act, int(p.n_sa[sa]), float(p.mu[sa]), float(q_SA[sa]),
                                 float(a_SA[sa]), float(a_s_SA[sa]), succ, expr, rets))
     lab = labels[state]
     k = "" if depth is None else f"^({depth})"
     v_expr = (f"V{k}({lab}) = Σ_a mu(a|{lab}) Q{k}({lab},a) = "
-              + " + ".join(f"{_num(a.mu)} × {f(a.q)}" for a in lines) + f" = {f(v_S[state])}")
+              + " + ".join(f"{num(a.mu)} × {f(a.q)}" for a in lines) + f" = {f(v_S[state])}")
     sig = float(sigma_S[state])
     sig_expr = (f"sigma({lab}) = sqrt(Σ_a mu A²) = sqrt("
-                + " + ".join(f"{_num(a.mu)} × {fmt(a.a, digits, True)}²" for a in lines)
+                + " + ".join(f"{num(a.mu)} × {fmt(a.a, digits, True)}²" for a in lines)
                 + f") = {f(sig)}")
     gate = bool(p.n_actions[state] >= 2)
     if gate:
         gate_expr = (f"{int(p.n_actions[state])} actions observed ≥ 2: gate open; "
-                     f"A_S = A / max(sigma, sigma_min) = A / max({f(sig)}, {_num(sigma_min)}) "
+                     f"A_S = A / max(sigma, sigma_min) = A / max({f(sig)}, {num(sigma_min)}) "
                      f"= A / {f(max(sig, sigma_min))}")
     else:
         gate_expr = "only 1 action observed: gate closed, A_S = 0 (nothing to compare it with)"
@@ -279,7 +280,7 @@ def anchor_arithmetic(p: Process, state: int, beta: float = 0.98, depth: int | N
         v_expression=v_expr, sigma_expression=sig_expr, gate_expression=gate_expr)
 
 
-def _num(x: float) -> str:
+def num(x: float) -> str:
     """A parameter or probability, short: 0.98, 0.25, 0.6667."""
     s = f"{float(x):.4f}".rstrip("0").rstrip(".")
     return s if s not in ("", "-0") else "0"
@@ -473,7 +474,7 @@ def foil_table(p: Process, group: int = 0, beta: float = 0.98, gamma_g: float = 
                      "rollouts through it": int(len(through)),
                      "of which succeeded": int(p.rollout_success[through].sum()),
                      "hops to z+": int(d[s]) if reach else None,
-                     f"V_sp = {_num(gamma_g)}^hops": float(gamma_g ** d[s]) if reach else 0.0,
+                     f"V_sp = {num(gamma_g)}^hops": float(gamma_g ** d[s]) if reach else 0.0,
                      "V closure": float(v_S[s])})
     return rows
 

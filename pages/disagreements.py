@@ -1,0 +1,121 @@
+"""Disagreement finder: where two estimators credit the same steps most differently.
+
+Both sides are compared on the step credit A_S, which every estimator normalises per anchor, so
+the two share a scale. Each ranked anchor or step is one click away from the Inspector.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from crbc import explain as E
+from crbc.viz.lesson import disagreement_figure, format_rows
+from pages import common
+
+SCOPES = {"group": "This group", "file": "All groups of the file"}
+TOP = 12
+
+
+@st.cache_resource(show_spinner="Comparing the estimators...", max_entries=32)
+def _group_dis(gkey: str, comparison: str, params: tuple) -> E.Disagreement:
+    return E.disagreements(common.process(gkey), comparison, **dict(params))
+
+
+@st.cache_resource(show_spinner="Comparing the estimators on every group...", max_entries=8)
+def _file_dis(source_key: str, comparison: str, params: tuple, _groups) -> E.Disagreement:
+    return E.disagreements(list(_groups), comparison, **dict(params))
+
+
+def _inspect(group_id: str, label: str) -> None:
+    """Button callback: hand the anchor (and its group) to the Inspector."""
+    ss = st.session_state
+    ss["inspect_anchor"] = {"group": group_id, "anchor": label}
+    if group_id in [g.group for g in common.current_groups()]:
+        ss["group"] = group_id
+    ss["inspect_sort"] = "disagreement"
+    ss["inspect_cmp"] = ss.get("dis_cmp", "crbc vs shortest_path")
+    ss["_dis_go"] = True
+
+
+st.title("Disagreements")
+st.caption("Where do two estimators disagree most about which steps deserve credit? Anchors and steps "
+           "are ranked by |Δ A_S|, the difference of their step credits (each estimator normalises "
+           "A_S per anchor, so both sides share a scale). **Inspect** opens the anchor's arithmetic.")
+
+grp = common.require_group()
+gkey = common.group_key()
+ss = st.session_state
+if ss.get("dis_cmp") not in E.COMPARISONS:
+    ss["dis_cmp"] = "crbc vs shortest_path"
+if ss.get("dis_scope") not in SCOPES:
+    ss["dis_scope"] = "group"
+groups = common.current_groups()
+
+c1, c2 = st.columns([2, 2])
+c1.selectbox("Compare", list(E.COMPARISONS), key="dis_cmp", bind="query-params")
+c2.segmented_control("Scope", list(SCOPES), format_func=SCOPES.get, key="dis_scope", required=True,
+                     bind="query-params", disabled=len(groups) < 2)
+params = common.shared_params()
+shared = tuple(sorted({"beta": params["beta"], "sigma_min": params["sigma_min"],
+                       "depth": params["depth"]}.items()))
+if ss["dis_scope"] == "file" and len(groups) > 1:
+    dis = _file_dis(gkey.rpartition("#")[0], ss["dis_cmp"], shared, tuple(groups))
+    where = f"all {len(groups)} groups of {common.source_label()}"
+else:
+    dis = _group_dis(gkey, ss["dis_cmp"], shared)
+    where = f"group {grp.group}"
+cmp_ = dis.comparison
+multi = ss["dis_scope"] == "file" and len(groups) > 1
+st.markdown(f"**{cmp_.x_label}** against **{cmp_.y_label}** on {where}.")
+
+if ss.pop("_dis_go", False):
+    st.switch_page("pages/inspector.py")
+
+st.plotly_chart(disagreement_figure(dis, top=15), key="dis_fig", config={"displayModeBar": False})
+
+
+def _row_buttons(rows, cols_spec, cells, prefix: str) -> None:
+    head = st.columns(cols_spec)
+    for h, (name, _) in zip(head, cells, strict=False):
+        h.markdown(f"**{name}**")
+    head[-1].markdown("")
+    for i, r in enumerate(rows):
+        cs = st.columns(cols_spec, vertical_alignment="center")
+        for c, (_, fn) in zip(cs, cells, strict=False):
+            c.markdown(fn(r))
+        cs[-1].button("Inspect", key=f"{prefix}_{i}", on_click=_inspect, args=(r["group"], r["anchor"]),
+                      icon=":material/search:")
+
+
+st.subheader("Anchors, most disagreement first")
+xl, yl = cmp_.x_label, cmp_.y_label
+anchor_cells = ([("group", lambda r: f"`{r['group']}`")] if multi else []) + [
+    ("anchor", lambda r: f"**{r['anchor']}**"),
+    ("visits", lambda r: str(r["visits"])),
+    ("actions", lambda r: str(r["actions"])),
+    ("mean |Δ|", lambda r: E.fmt(r["disagreement"], 3)),
+    (f"best by {xl}", lambda r: r[f"best by {xl}"]),
+    (f"best by {yl}", lambda r: r[f"best by {yl}"] + (" ⚠" if r["ranks differ"] else "")),
+]
+spec = ([2] if multi else []) + [1, 1, 1, 1, 1.4, 1.4, 1.2]
+_row_buttons(dis.anchors[:TOP], spec, anchor_cells, "dis_a")
+st.caption("⚠: the two estimators prefer a different action at this anchor (or one sees a tie).")
+if len(dis.anchors) > TOP:
+    with st.expander(f"All {len(dis.anchors)} anchors"):
+        st.table(format_rows(dis.anchors), hide_index=True)
+
+st.subheader("Steps, most disagreement first")
+step_cells = ([("group", lambda r: f"`{r['group']}`")] if multi else []) + [
+    ("rollout", lambda r: str(r["rollout"])),
+    ("t", lambda r: str(r["t"])),
+    ("anchor", lambda r: f"**{r['anchor']}**"),
+    ("action", lambda r: r["action"]),
+    (f"A_S {xl}", lambda r: E.fmt(r[f"A_S {xl}"], 3, True)),
+    (f"A_S {yl}", lambda r: E.fmt(r[f"A_S {yl}"], 3, True)),
+    ("Δ", lambda r: E.fmt(r["Δ"], 3, True)),
+]
+spec = ([2] if multi else []) + [1, 0.6, 1, 1, 1.3, 1.3, 1, 1.2]
+_row_buttons(dis.steps[:TOP], spec, step_cells, "dis_s")
+
+with st.expander("Per (anchor, action): mean A_S under each estimator"):
+    st.table(format_rows(dis.pairs), hide_index=True)

@@ -1,0 +1,149 @@
+"""Anchor inspector: one anchor's board, its actions and successors, and the backup arithmetic.
+
+Pick the anchor from the list (sorted by visits or by how much two estimators disagree there) or
+by clicking it in the graph. Another page can send the reader here with
+``st.session_state["inspect_anchor"] = {"group": <group id>, "anchor": <label>}`` before
+``st.switch_page("pages/inspector.py")``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from crbc import explain as E
+from crbc.viz.board import board_figure
+from crbc.viz.graph import graph_figure
+from crbc.viz.lesson import arithmetic_markdown, backup_figure, format_rows
+from crbc.viz.style import board_html, is_board
+from pages import common
+
+DEPTHS = ["inf"] + [str(k) for k in range(0, 33)]
+SORTS = {"visits": "most visited", "disagreement": "most disagreement"}
+GRAPH_MAX_ANCHORS = 400
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _disagreement(gkey: str, comparison: str, params: tuple) -> E.Disagreement:
+    return E.disagreements(common.process(gkey), comparison, **dict(params))
+
+
+def _pick_from_graph(anchors_curve: int, labels: tuple[str, ...]) -> None:
+    """Graph click -> the anchor picker (a callback, so it runs before the picker is drawn)."""
+    sel = st.session_state.get("inspect_graph")
+    points = (sel or {}).get("selection", {}).get("points", []) if isinstance(sel, dict) else \
+        getattr(getattr(sel, "selection", None), "points", [])
+    for pt in points:
+        if pt.get("curve_number") == anchors_curve and pt.get("point_index") is not None:
+            i = int(pt["point_index"])
+            if 0 <= i < len(labels):
+                st.session_state["inspect"] = labels[i]
+                return
+
+
+st.title("Anchor inspector")
+st.caption("One anchor, all of its arithmetic: the actions observed there with mu, their successors "
+           "with P and V, the backup Q = beta · Σ P V written out, the advantage, the scale sigma, "
+           "the gate and the step credit A_S, at the closure or at any depth K.")
+
+grp = common.require_group()
+gkey = common.group_key()
+p = common.process(gkey)
+params = common.shared_params()
+beta, sigma_min = params["beta"], params["sigma_min"]
+labels = E.anchor_labels(p)
+ss = st.session_state
+
+# a request from another page (e.g. Disagreements) wins over the previous choice
+req = ss.pop("inspect_anchor", None)
+if isinstance(req, dict) and req.get("anchor") in labels and req.get("group") in (None, grp.group):
+    ss["inspect"] = req["anchor"]
+if ss.get("inspect") not in labels:
+    ss["inspect"] = labels[0]
+if ss.get("inspect_sort") not in SORTS:
+    ss["inspect_sort"] = "visits"
+if ss.get("inspect_cmp") not in E.COMPARISONS:
+    ss["inspect_cmp"] = "crbc vs shortest_path"
+if ss.get("inspect_K") not in DEPTHS:
+    ss["inspect_K"] = "inf"
+
+c_pick, c_graph = st.columns([2, 3])
+with c_pick:
+    st.segmented_control("List anchors by", list(SORTS), format_func=SORTS.get, key="inspect_sort",
+                         required=True, bind="query-params")
+    shared = {"beta": beta, "sigma_min": sigma_min, "depth": params["depth"]}
+    if ss["inspect_sort"] == "disagreement":
+        st.selectbox("Disagreement between", list(E.COMPARISONS), key="inspect_cmp", bind="query-params")
+        dis = _disagreement(gkey, ss["inspect_cmp"], tuple(sorted(shared.items())))
+        order = [r["anchor"] for r in dis.anchors]
+        info = {r["anchor"]: f"mean |Δ A_S| {r['disagreement']:.3f}, {r['visits']} visits" for r in dis.anchors}
+    else:
+        rows = E.anchors_by_visits(p)
+        order = [r["anchor"] for r in rows]
+        info = {r["anchor"]: f"{r['visits']} visits, {r['actions']} action(s)" for r in rows}
+    st.selectbox("Anchor", order, key="inspect", bind="query-params",
+                 format_func=lambda lab: f"{lab} — {info[lab]}")
+    st.selectbox("Depth K", DEPTHS, key="inspect_K", bind="query-params",
+                 format_func=lambda d: "∞ (exact closure)" if d == "inf" else f"K = {d}",
+                 help="K = 0: visit-local averages; K ≥ 1: K rounds of backups; ∞: the closure.")
+state = labels.index(ss["inspect"])
+depth = None if ss["inspect_K"] == "inf" else int(ss["inspect_K"])
+ar = E.anchor_arithmetic(p, state, beta=beta, depth=depth, sigma_min=sigma_min)
+
+with c_graph:
+    if p.n_states <= GRAPH_MAX_ANCHORS:
+        v_closure = common.credits(gkey, "crbc", {"beta": beta, "depth": None, "sigma_min": sigma_min}).value_S
+        fig = graph_figure(p, v_closure, height=330)
+        curve = next((i for i, t in enumerate(fig.data) if t.name == "anchors"), 1)
+        fig.data[curve].update(selectedpoints=[state], selected=dict(marker=dict(opacity=1.0)),
+                               unselected=dict(marker=dict(opacity=0.55)))
+        st.plotly_chart(fig, key="inspect_graph", on_select=lambda: _pick_from_graph(curve, labels),
+                        selection_mode="points", config={"displayModeBar": False})
+        st.caption("Click an anchor in the graph to inspect it (colour: V at the closure).")
+    else:
+        st.caption(f"{p.n_states} anchors: too many to draw here; use the list.")
+
+st.divider()
+k_name = E.depth_name(depth)
+st.subheader(f"Anchor {ar.label} · {k_name}")
+c_board, c_tree = st.columns([1, 2])
+with c_board:
+    st.plotly_chart(board_figure(ar.anchor, size=240), key="inspect_board", config={"displayModeBar": False})
+    m1, m2, m3 = st.columns(3)
+    m1.metric("visits N(s)", ar.n)
+    m2.metric("V(s)" if depth is None else f"V^({depth})(s)", E.fmt(ar.v))
+    m3.metric("sigma(s)", E.fmt(ar.sigma))
+    st.caption(("Gate open: " if ar.gate else "Gate closed: ") + ar.gate_expression.split(":", 1)[-1].strip())
+with c_tree:
+    st.plotly_chart(backup_figure(ar), key="inspect_tree", config={"displayModeBar": False})
+
+c_act, c_succ = st.columns([1, 1])
+with c_act:
+    st.markdown("**Actions observed here**")
+    st.table(format_rows(ar.rows()), hide_index=True)
+with c_succ:
+    st.markdown("**Their successors**" + ("" if depth != 0 else " (K = 0 averages realised returns; nothing is backed up)"))
+    st.table(format_rows(ar.successor_rows()), hide_index=True)
+
+st.markdown("**The arithmetic, with the numbers**")
+st.code("\n".join(arithmetic_markdown(ar)), language=None, wrap_lines=True)
+
+st.markdown("**The same anchor at every depth** (A^(K) of each action; the last row is the closure)")
+k_show = max(6, depth or 0)
+rows = E.depth_table(p, group=0, beta=beta, k_max=k_show, what="A")
+cols = ["K"] + [c for c in rows[0] if c.startswith(f"A({ar.label},")]
+st.table(format_rows([{c: r[c] for c in cols} for r in rows]), hide_index=True)
+
+succ_boards = [(x.label, p.state_anchor[x.node]) for a in ar.actions for x in a.successors
+               if x.node < p.n_states]
+if is_board(ar.anchor) and succ_boards:
+    with st.expander("Boards of the successors"):
+        seen, cols_ = set(), st.columns(min(4, len(succ_boards)))
+        i = 0
+        for lab, text in succ_boards:
+            if lab in seen:
+                continue
+            seen.add(lab)
+            with cols_[i % len(cols_)]:
+                st.markdown(f"**{lab}**")
+                st.html(board_html(text))
+            i += 1
