@@ -319,9 +319,10 @@ if fooled:
         f"gives V = {E.fmt(hi['V closure'])} against {E.fmt(lo['V closure'])}.")
 top = dis.anchors[0]
 if top["ranks differ"]:
-    st.markdown(
-        f"Where it matters most, at **{top['anchor']}**, the closure prefers "
-        f"**{top['best by crbc']}** while shortest path says **{top['best by shortest_path']}**:")
+    other = ("gives every action there the same credit" if top["best by shortest_path"] == "(tie)"
+             else f"prefers **{top['best by shortest_path']}**")
+    st.markdown(f"Where it matters most, at **{top['anchor']}**, the closure prefers "
+                f"**{top['best by crbc']}** while shortest path {other}:")
 table([{k: v for k, v in r.items() if k != "group"} for r in dis.pairs if r["anchor"] == top["anchor"]])
 if st.session_state["lesson_start"] != "rare":
     st.markdown("The rare-route sample shows the same effect on a gridworld fork.")

@@ -1,0 +1,192 @@
+"""AppTest: the Lesson, Inspector and Disagreements pages and their widgets.
+
+AppTest cannot render plotly or iframes; the numbers checked here are in static tables and code
+blocks (the browser test covers the rest).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+
+
+def _app(sample: str = "worked-example.jsonl", page: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params["sample"] = sample
+    at.run()
+    if page:
+        at.switch_page(page)
+        at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _tables(at: AppTest) -> str:
+    return "\n".join(t.value.to_string() for t in at.table)
+
+
+def _codes(at: AppTest) -> str:
+    return "\n".join(c.value for c in at.code)
+
+
+def _md(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+# ---- lesson ----------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def lesson() -> AppTest:
+    return _app(page="pages/lesson.py")
+
+
+def test_lesson_walks_through_every_section(lesson):
+    heads = [h.value for h in lesson.header]
+    assert [h.split(" · ")[0] for h in heads] == [str(i) for i in range(1, 9)]
+    assert "GRPO" in heads[1] and "linear system" in heads[4] and "shortest-path" in heads[7]
+
+
+def test_lesson_shows_the_worked_example_numbers_of_crbc_md(lesson):
+    code, tables = _codes(lesson), _tables(lesson)
+    # closure (CRBC.md section 8, K = infinity)
+    assert "Q(s0,a) = 0.98 × (1 × V(s1)) = 0.98 × (1 × 0.4900) = 0.4802" in code
+    assert "Q(s0,b) = 0.98 × (0.25 × V(s1) + 0.75 × V(s2)) = 0.98 × (0.25 × 0.4900 + 0.75 × 0.3267) = 0.3601" in code
+    assert "V(s0) = Σ_a mu(a|s0) Q(s0,a) = 0.2 × 0.4802 + 0.8 × 0.3601 = 0.3842" in code
+    assert "A(s0,a) = Q - V = 0.4802 - 0.3842 = +0.0960" in code
+    # K = 0
+    assert "Q^(0)(s0,a) = realised return 0.9604" in code
+    assert "= 0.2401" in code
+    for number in ("0.4900", "0.3267", "0.3842", "+0.5762", "+0.0960"):
+        assert number in tables, number
+    # the dense system's solution column
+    sys_table = next(t.value for t in lesson.table if "b" in t.value.columns and "V" in t.value.columns)
+    assert sys_table["V"].tolist() == ["0.3842", "0.4900", "0.3267"]
+    # GRPO: (s0, b) credited both ways
+    assert "-0.730, -0.730, -0.730, +1.095" in _md(lesson)
+
+
+def test_flipping_an_outcome_changes_every_table(lesson):
+    before = _tables(lesson)
+    lesson.selectbox(key="lesson_flip_r").set_value(1)
+    lesson.button(key="lesson_flip").click().run()
+    assert not lesson.exception
+    assert "rollout 1: outcome flipped to success" in "\n".join(c.value for c in lesson.caption)
+    sys_table = next(t.value for t in lesson.table if "b" in t.value.columns and "V" in t.value.columns)
+    # s1 now always succeeds: V(s1) = beta
+    assert sys_table["V"].tolist()[1] == "0.9800"
+    assert _tables(lesson) != before
+    lesson.button(key="lesson_reset").click().run()
+    sys_table = next(t.value for t in lesson.table if "b" in t.value.columns and "V" in t.value.columns)
+    assert sys_table["V"].tolist() == ["0.3842", "0.4900", "0.3267"]
+
+
+def test_editing_a_step(lesson):
+    lesson.selectbox(key="lesson_edit_r").set_value(0)
+    lesson.number_input(key="lesson_edit_t").set_value(1)
+    lesson.text_input(key="lesson_edit_action").input("b")
+    lesson.button(key="lesson_edit").click().run()
+    assert not lesson.exception
+    assert "step 1: action b" in "\n".join(c.value for c in lesson.caption)
+    # only b is observed at s0 now: the gate closes there
+    assert "only 1 action observed: gate closed" in _codes(lesson)
+    # every step table follows: rollout 0 now starts with s0 -b-> s1
+    assert "s0 -b-> s1 -c-> z+" in _tables(lesson)
+
+
+def test_lesson_on_the_rare_route_sample(lesson):
+    lesson.radio(key="lesson_start").set_value("rare").run()
+    assert not lesson.exception
+    md = _md(lesson)
+    assert "**s1** and **s2** are both 1 hop(s) from success" in md
+    assert "3 of the 4 rollouts through s1 succeeded, and only 1 of 4 through s2" in md
+    assert "the closure prefers **up** while shortest path gives every action there the same credit" in md
+
+
+def test_lesson_edits_do_not_touch_the_shared_source(lesson):
+    lesson.button(key="lesson_flip").click().run()
+    assert lesson.session_state["sample"] == "worked-example.jsonl"
+    lesson.switch_page("pages/inspector.py")
+    lesson.run()
+    # the inspector reads the shared (unedited) group
+    assert "Q(s0,a) = 0.98 × (1 × V(s1)) = 0.98 × (1 × 0.4900) = 0.4802" in _codes(lesson)
+
+
+# ---- inspector --------------------------------------------------------------------------------
+
+
+def test_inspector_arithmetic_at_the_closure_and_at_depth():
+    at = _app(page="pages/inspector.py")
+    assert at.subheader[0].value == "Anchor s0 · K = ∞ (closure)"
+    code = _codes(at)
+    assert "A_S(s0,a) = +0.9604" in code and "gate open" in code
+    actions = at.table[0].value
+    assert actions["Q(s,a)"].tolist() == ["0.4802", "0.3601"]
+    succ = at.table[1].value
+    assert succ[["action", "successor", "P(x|s,a)", "V(x)"]].values.tolist() == [
+        ["a", "s1", "1.0000", "0.4900"], ["b", "s1", "0.2500", "0.4900"], ["b", "s2", "0.7500", "0.3267"]]
+    at.selectbox(key="inspect_K").set_value("0").run()
+    assert at.subheader[0].value == "Anchor s0 · K = 0"
+    assert at.table[0].value["Q(s,a)"].tolist() == ["0.9604", "0.2401"]
+    assert at.table[0].value["A(s,a)"].tolist() == ["+0.5762", "-0.1441"]
+    at.selectbox(key="inspect_K").set_value("1").run()
+    assert "V^(0)(s1)" in _codes(at)
+    at.selectbox(key="inspect").set_value("s2").run()
+    assert at.subheader[0].value == "Anchor s2 · K = 1"
+    # depth table: one row per K and the closure
+    depth_rows = at.table[-1].value
+    assert depth_rows["K"].tolist()[-1] == "∞" and list(depth_rows.columns) == ["K", "A(s2,e)", "A(s2,g)"]
+
+
+def test_inspector_lists_anchors_by_disagreement():
+    at = _app("rare-route.jsonl", page="pages/inspector.py")
+    at.segmented_control(key="inspect_sort").set_value("disagreement").run()
+    assert not at.exception
+    sel = at.selectbox(key="inspect")
+    assert sel.options[0].startswith("s0 — mean |Δ A_S| 1.000")
+    at.selectbox(key="inspect_cmp").set_value("K = 0 vs closure").run()
+    assert not at.exception
+
+
+def test_inspector_takes_an_anchor_from_another_page():
+    at = _app(page="pages/inspector.py")
+    at.session_state["inspect_anchor"] = {"group": "worked-example", "anchor": "s2"}
+    at.run()
+    assert at.subheader[0].value.startswith("Anchor s2")
+    assert "inspect_anchor" not in at.session_state
+
+
+# ---- disagreements -------------------------------------------------------------------------------
+
+
+def test_disagreements_rank_and_inspect_in_one_click():
+    at = _app("rare-route.jsonl", page="pages/disagreements.py")
+    md = _md(at)
+    assert "**crbc** against **shortest_path** on group rare-route." in md
+    # first ranked anchor: the fork s0, where crbc prefers up and shortest path sees a tie
+    assert "**s0**" in md and "(tie) ⚠" in md
+    inspect = [b for b in at.button if b.label == "Inspect"]
+    assert len(inspect) >= 4
+    inspect[0].click().run()
+    assert not at.exception
+    assert at.title[0].value == "Anchor inspector"
+    assert at.subheader[0].value == "Anchor s0 · K = ∞ (closure)"
+    assert at.segmented_control(key="inspect_sort").value == "disagreement"
+
+
+def test_disagreements_other_comparisons_and_steps():
+    at = _app(page="pages/disagreements.py")
+    for name in ("crbc vs gigpo", "K = 0 vs closure"):
+        at.selectbox(key="dis_cmp").set_value(name).run()
+        assert not at.exception
+    assert "**visit_local** against **crbc**" in _md(at)
+    # the step list has its own Inspect buttons: click the first step's
+    step_buttons = [b for b in at.button if b.key and b.key.startswith("dis_s_")]
+    assert step_buttons
+    step_buttons[0].click().run()
+    assert at.subheader[0].value.startswith("Anchor s0")
