@@ -264,7 +264,7 @@ def anchor_arithmetic(p: Process, state: int, beta: float = 0.98, depth: int | N
               + " + ".join(f"{num(a.mu)} × {f(a.q)}" for a in lines) + f" = {f(v_S[state])}")
     sig = float(sigma_S[state])
     sig_expr = (f"sigma({lab}) = sqrt(Σ_a mu A²) = sqrt("
-                + " + ".join(f"{num(a.mu)} × {fmt(a.a, digits, True)}²" for a in lines)
+                + " + ".join(f"{num(a.mu)} × ({fmt(a.a, digits, True)})²" for a in lines)
                 + f") = {f(sig)}")
     gate = bool(p.n_actions[state] >= 2)
     if gate:
@@ -567,8 +567,8 @@ def disagreements(groups: Sequence[RolloutGroup] | Process, comparison: str | Co
         acts = [p.action_names[p.sa_action[sa]] for sa in sas]
         bx = acts[int(np.argmax(mx_SA[sas]))]
         by = acts[int(np.argmax(my_SA[sas]))]
-        tie_y = np.ptp(my_SA[sas]) < 1e-9 if len(sas) > 1 else True
-        tie_x = np.ptp(mx_SA[sas]) < 1e-9 if len(sas) > 1 else True
+        tie_x = len(sas) > 1 and np.ptp(mx_SA[sas]) < 1e-9  # a single action is its own best
+        tie_y = len(sas) > 1 and np.ptp(my_SA[sas]) < 1e-9
         anchors.append({
             "group": p.group_ids[int(p.state_group[s])], "anchor": labels[s], "state": s,
             "visits": int(p.n_s[s]), "actions": len(sas),

@@ -108,11 +108,9 @@ st.subheader(f"Anchor {ar.label} · {k_name}")
 c_board, c_tree = st.columns([1, 2])
 with c_board:
     st.plotly_chart(board_figure(ar.anchor, size=240), key="inspect_board", config={"displayModeBar": False})
-    m1, m2, m3 = st.columns(3)
-    m1.metric("visits N(s)", ar.n)
-    m2.metric("V(s)" if depth is None else f"V^({depth})(s)", E.fmt(ar.v))
-    m3.metric("sigma(s)", E.fmt(ar.sigma))
-    st.caption(("Gate open: " if ar.gate else "Gate closed: ") + ar.gate_expression.split(":", 1)[-1].strip())
+    v_name = "V(s)" if depth is None else f"V^({depth})(s)"
+    st.markdown(f"visits N(s) = **{ar.n}** · {v_name} = **{E.fmt(ar.v)}** · sigma(s) = **{E.fmt(ar.sigma)}**")
+    st.caption(ar.gate_expression)
 with c_tree:
     st.plotly_chart(backup_figure(ar), key="inspect_tree", config={"displayModeBar": False})
 
