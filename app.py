@@ -29,7 +29,7 @@ DEFAULT_PAGE = "pages/rollouts.py"
 
 
 def main() -> None:
-    st.set_page_config(page_title="crbc studio", page_icon=":material/hub:", layout="wide")
+    st.set_page_config(page_title="crbc studio", page_icon="🔁", layout="wide")
     pages = [st.Page(path, title=title, icon=icon, url_path=url, default=(path == DEFAULT_PAGE))
              for path, title, icon, url in PAGES if (HERE / path).exists()]
     nav = st.navigation(pages)

@@ -23,7 +23,7 @@ gkey = common.group_key()
 beta = common.shared_params()["beta"]
 p = common.process(gkey)
 longest = int(p.rollout_len.max())
-default_kmax = int(min(max(longest + 5, 12), 120))
+default_kmax = int(min(max(2 * longest, 12), 150))
 
 c1, c2, c3 = st.columns([2, 1, 3])
 k_max = int(c1.number_input("Maximum depth shown", 1, 400, default_kmax, key="kmax",
@@ -41,10 +41,14 @@ def _toggle() -> None:
         st.session_state["K"] = 0
 
 
-c2.button("⏸ Pause" if playing else "▶ Play", on_click=_toggle, key="play", width="stretch")
-c3.markdown(f"**β = {beta:g}** (sidebar) · "
-            + (f"✅ **converged at K = {conv}** (‖A^(K) − A∞‖ ≤ {TOL:g})" if conv is not None
-               else f"⏳ not converged within K ≤ {k_max} (tolerance {TOL:g})"))
+c2.button("Pause" if playing else "Play", on_click=_toggle, key="play", width="stretch",
+          icon=":material/pause:" if playing else ":material/play_arrow:",
+          help="Step K up once a second until the maximum depth.")
+c3.markdown(f"**β = {beta:g}** (sidebar)  \n"
+            + (f":green[:material/check_circle: **converged at K = {conv}**] "
+               f"(‖A^(K) − A∞‖∞ ≤ {TOL:g})" if conv is not None
+               else f":orange[:material/hourglass_top: **not converged within K ≤ {k_max}**] "
+                    f"(tolerance {TOL:g}); raise the maximum depth"))
 
 
 @st.fragment(run_every=0.9 if playing else None)

@@ -41,6 +41,26 @@ from crbc import closure, estimators
 from crbc.process import Process, merge
 from crbc.rollouts import RolloutFormatError, RolloutGroup, parse_rollouts
 
+
+
+def _ensure_navigation() -> None:
+    """Make a deep link (e.g. ``/graph``) on the first load after the server starts run app.py.
+
+    Streamlit remembers that ``pages/`` exists and, until some script has called st.navigation,
+    runs a page file directly (legacy multipage mode), bypassing app.py and its sidebar. When
+    that happens we switch the legacy mode off and rerun, so app.py runs and routes the page.
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # pragma: no cover - internal module moved
+        return
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+_ensure_navigation()
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES_DIR = ROOT / "sample_rollouts"
 MODELS_DIR = ROOT / "models"

@@ -38,8 +38,8 @@ for i, n in enumerate(names):
         if charts.field_N(c, field) is None:
             st.info(f"{n}: no value function, so no Q − V.")
             continue
-        st.plotly_chart(charts.credit_heatmap(c, field, height=height,
-                                              title=f"{n}: {estimators.get(n).summary}"),
+        st.markdown(f"**{n}** · {estimators.get(n).summary}")
+        st.plotly_chart(charts.credit_heatmap(c, field, height=height),
                         width="stretch", key=f"heat_{n}", config={"displayModeBar": False})
 
 st.subheader(f"Rollout {grp.rollouts[r].rollout}, step by step")
@@ -77,7 +77,7 @@ d4.download_button("Scatter figure (HTML)", lambda: charts.figure_html(scatter),
                    file_name=f"{slug}.scatter.html", mime="text/html", on_click="ignore",
                    key="dl_scatter")
 d3.download_button(f"{est} heatmap (HTML)",
-                   lambda: charts.figure_html(charts.credit_heatmap(all_c[est], field)),
+                   lambda: charts.figure_html(charts.credit_heatmap(all_c[est], field, title=est)),
                    file_name=f"{slug}.{est}.heatmap.html", mime="text/html", on_click="ignore",
                    key="dl_heat")
 st.caption("Figures download as standalone HTML with plotly.js inside: they open offline.")

@@ -117,10 +117,10 @@ def credit_heatmap(c: Credits, field: str = "step_advantage", zmax: float | None
         colorscale=CREDIT_SCALE, zmid=0, zmin=-z, zmax=z, customdata=acts,
         hovertemplate="rollout %{y}, step %{x}: %{customdata}<br>value %{z:.3f}<extra></extra>",
         colorbar=dict(thickness=12), xgap=1, ygap=1))
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=36, b=30),
-                      title=title or c.estimator, plot_bgcolor="#f7f7f7")
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=36 if title else 8, b=30),
+                      title=title, plot_bgcolor="#f7f7f7")
     fig.update_yaxes(autorange="reversed", title=None)
-    fig.update_xaxes(title="step t")
+    fig.update_xaxes(title="step t", dtick=max(1, m.shape[1] // 10))
     return fig
 
 
@@ -186,14 +186,14 @@ def convergence_figure(sw: DepthSweep, k: int | None = None, tol: float = 1e-6,
         fig.add_trace(go.Scatter(x=ks, y=bound, name="Cor. 3 bound on ‖A^(K) − A∞‖∞",
                                  mode="lines", line=dict(color="#555", dash="dash")))
     fig.add_hline(y=tol, line=dict(color="#aaa", dash="dot"), annotation_text=f"tolerance {tol:g}",
-                  annotation_position="bottom left")
+                  annotation_position="bottom right")
     conv = sw.converged_at(tol)
     if conv is not None:
         fig.add_vline(x=conv, line=dict(color="#2e9e44", width=2),
                       annotation_text=f"converged at K = {conv}", annotation_position="top right")
     if k is not None:
         fig.add_vline(x=k, line=dict(color=HIGHLIGHT, width=2, dash="dot"),
-                      annotation_text=f"K = {k}", annotation_position="top left")
+                      annotation_text=f"K = {k}", annotation_position="bottom right")
     fig.update_yaxes(type="log", title="sup-norm error (log)", gridcolor="#eee", exponentformat="power")
     fig.update_xaxes(title="depth K (rounds of cross-rollout backup)", gridcolor="#eee")
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=30), plot_bgcolor="white",

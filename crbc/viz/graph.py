@@ -203,7 +203,9 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
     edges = _edges(p)
     show_all = len(edges) <= max_edge_labels
     n_sa = {(int(p.sa_state[i]), int(p.sa_action[i])): int(p.n_sa[i]) for i in range(len(p.n_sa))}
+    parallel: dict[tuple[int, int], int] = {}
     for i, (a, act, x, c) in enumerate(edges):
+        k = parallel[(a, x)] = parallel.get((a, x), -1) + 1  # k-th edge between the same nodes
         name = p.action_names[act]
         freq = c / n_sa[(a, act)]
         on_path = (a, act, x) in path
@@ -214,8 +216,10 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
         net.add_edge(int(a), int(x), id=f"e{i}", label=label if (show_all or on_path) else "",
                      info=info, width=(4.0 if on_path else 1.0 + 3.0 * np.sqrt(c / n_max)),
                      color=HIGHLIGHT if on_path else EDGE_COLOR, arrows="to",
-                     font={"size": 11, "align": "middle", "color": "#333"},
-                     smooth={"enabled": a == x, "type": "curvedCW", "roundness": 0.6})
+                     font={"size": 13, "align": "middle", "color": "#222", "background": "white",
+                           "strokeWidth": 0},
+                     smooth={"enabled": a == x or k > 0, "type": "curvedCW",
+                             "roundness": 0.6 if a == x else 0.18 * k})
     net.toggle_physics(False)
     net.set_options(json.dumps({
         "physics": {"enabled": False},
@@ -246,9 +250,15 @@ def _offline(page: str, height_px: int) -> str:
     if marker not in page:
         raise RuntimeError("unexpected pyvis template: cannot find the network constructor")
     page = page.replace(marker, marker + "\n" + js.replace("<script>", "").replace("</script>", ""), 1)
-    style = (f"<style>body{{margin:0}} #mynetwork{{height:{height_px}px;border:none}} "
-             ".card{{border:none}}</style>")
-    return page.replace("</head>", style + "</head>", 1)
+    style = (f"<style>body{{margin:0;font-family:sans-serif}} #mynetwork{{height:{height_px}px;"
+             "border:none} .card{border:none} #vlegend{position:absolute;z-index:10;left:12px;top:10px;"
+             "font:12px sans-serif;color:#333;background:rgba(255,255,255,.85);padding:4px 6px}"
+             "#vlegend .bar{width:160px;height:10px;background:linear-gradient(to right,"
+             + ",".join(v_color(np.linspace(0, 1, 9))) + ")}</style>")
+    legend = ("<div id='vlegend'>node colour: V(s)<div class='bar'></div>"
+              "<span>0</span><span style='float:right'>1</span></div>")
+    page = page.replace("</head>", style + "</head>", 1)
+    return page.replace("<body>", "<body>" + legend, 1)
 
 
 def external_urls(page: str) -> list[str]:
@@ -269,6 +279,8 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
     lay = layout(p)
     n = p.n_states
     labels = node_labels(p)
+    # SVG scatter redraws faster than WebGL for the sizes we show (and needs no GPU)
+    Sc = go.Scatter if n + p.n_steps < 20000 else go.Scattergl
     ex, ey = [], []
     xs = np.concatenate([lay.x_S, lay.x_B])
     ys = -np.concatenate([lay.y_S, lay.y_B])  # plotly's y grows upwards
@@ -278,35 +290,39 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
         ex += [xs[a], xs[x], None]
         ey += [ys[a], ys[x], None]
     fig = go.Figure()
-    fig.add_trace(go.Scattergl(x=ex, y=ey, mode="lines", line=dict(color="#c7cdd4", width=1),
+    fig.add_trace(Sc(x=ex, y=ey, mode="lines", line=dict(color="#c7cdd4", width=1),
                                hoverinfo="skip", showlegend=False, name="transitions"))
     if highlight_rollout is not None:
         hx, hy = [], []
         for a, _act, x in rollout_path(p, highlight_rollout):
             hx += [xs[a], xs[x], None]
             hy += [ys[a], ys[x], None]
-        fig.add_trace(go.Scattergl(x=hx, y=hy, mode="lines", line=dict(color=HIGHLIGHT, width=3),
+        fig.add_trace(Sc(x=hx, y=hy, mode="lines", line=dict(color=HIGHLIGHT, width=3),
                                    hoverinfo="skip", name=f"rollout {highlight_rollout}"))
     n_max = max(int(p.n_s.max()), 1)
     hover = [f"<b>{html.escape(labels[s])}</b>  {value_name} = {_fmt(value_S[s])}<br>"
              f"visits {int(p.n_s[s])}<br><span style='font-family:monospace'>"
              + "<br>".join(html.escape(r) for r in p.state_anchor[s].split("\n")[:12]) + "</span>"
              for s in range(n)]
-    fig.add_trace(go.Scattergl(
-        x=lay.x_S, y=-lay.y_S, mode="markers", name="anchors", showlegend=False,
+    fig.add_trace(Sc(
+        x=lay.x_S, y=-lay.y_S, mode="markers+text" if n <= 60 else "markers", name="anchors",
+        showlegend=False, textposition="bottom center", texttemplate=labels if n <= 60 else None,
+        textfont=dict(size=12, color="#333"),
         marker=dict(size=8 + 18 * np.sqrt(p.n_s / n_max), color=np.asarray(value_S, dtype=float),
                     colorscale=V_SCALE, cmin=0.0, cmax=1.0, line=dict(color="#333", width=0.5),
-                    colorbar=dict(title=value_name, thickness=14)),
+                    colorbar=dict(title=dict(text=value_name, side="right"), thickness=14,
+                                  len=0.8, y=0.45)),
         text=hover, hovertemplate="%{text}<extra></extra>"))
     fig.add_trace(go.Scatter(
         x=lay.x_B, y=-lay.y_B, mode="markers+text", showlegend=False, name="boundaries",
         marker=dict(symbol="square", size=22, color=[Z_PLUS_COLOR, Z_MINUS_COLOR]),
-        text=["z+ success (V=1)", "z- failure (V=0)"], textposition="middle right",
+        text=["z+ success (V=1)", "z- failure (V=0)"], textposition=["top center", "bottom center"],
         hoverinfo="text"))
     fig.update_xaxes(visible=False, range=[xs.min() - X_GAP * 0.4, xs.max() + X_GAP * 1.3])
     fig.update_yaxes(visible=False)
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
                       title=title, plot_bgcolor="white", uirevision="graph",
+                      legend=dict(orientation="h", x=0, y=0, yanchor="top", xanchor="left"),
                       hoverlabel=dict(bgcolor="white"))
     return fig
 

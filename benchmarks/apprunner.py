@@ -1,0 +1,150 @@
+"""Run the studio on a free local port and drive it in headless Chromium (Playwright).
+
+Shared by ``tests/test_browser.py`` and ``benchmarks/bench_app.py``. Chromium is Debian's
+``/usr/bin/chromium`` (``playwright install`` cannot download browsers here).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+LOCAL_PREFIXES = ("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:", "about:")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running_app(port: int | None = None, timeout: float = 90.0, log_path: Path | None = None
+                ) -> Iterator[str]:
+    """Start ``streamlit run app.py`` on 127.0.0.1 and yield its base URL; stop it afterwards."""
+    port = port or free_port()
+    env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", HF_HUB_OFFLINE="1",
+               TRANSFORMERS_OFFLINE="1")
+    log = open(log_path, "wb") if log_path else subprocess.DEVNULL
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+         "--server.port", str(port), "--server.headless", "true",
+         "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the app exited with status {proc.returncode}")
+            try:
+                with urllib.request.urlopen(base + "/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.time() > deadline:
+                raise RuntimeError(f"the app did not answer /_stcore/health within {timeout:.0f} s")
+            time.sleep(0.3)
+        yield base
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if log_path:
+            log.close()
+
+
+def launch(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+
+class RequestLog:
+    """Records every request and websocket a page opens; ``outside`` lists non-local ones."""
+
+    def __init__(self, page) -> None:
+        self.urls: list[str] = []
+        page.on("request", lambda r: self.urls.append(r.url))
+        page.on("websocket", lambda ws: self.urls.append(ws.url))
+
+    @property
+    def outside(self) -> list[str]:
+        return sorted({u for u in self.urls if not u.startswith(LOCAL_PREFIXES)})
+
+
+# --------------------------------------------------------------------------------------------
+# waiting for things to be drawn
+
+PLOTLY_DRAWN = """(sel) => {
+  const gds = document.querySelectorAll(sel + ' .js-plotly-plot');
+  if (!gds.length) return false;
+  return Array.from(gds).every(gd => gd.querySelector('.main-svg') && gd._fullLayout &&
+                                     gd.querySelector('.xaxislayer-above, .xtick, .scatterlayer'));
+}"""
+
+
+def wait_idle(page, timeout_ms: int = 60000) -> None:
+    """Wait until the app has finished its current run (no 'running' status widget)."""
+    page.wait_for_selector("[data-testid=stApp]", timeout=timeout_ms)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=stStatusWidget] [data-testid=stStatusWidgetRunningIcon], "
+        "[data-testid=stStatusWidgetRunningManIcon]') && document.querySelector('[data-testid=stMain]')",
+        timeout=timeout_ms)
+
+
+def wait_plotly(page, scope: str = "[data-testid=stMain]", timeout_ms: int = 60000) -> None:
+    page.wait_for_function(PLOTLY_DRAWN, arg=scope, timeout=timeout_ms)
+
+
+def wait_pyvis(page, timeout_ms: int = 60000):
+    """Wait until the pyvis iframe has drawn its canvas; returns the frame."""
+    page.wait_for_selector("[data-testid=stMain] iframe", timeout=timeout_ms)
+    deadline = time.time() + timeout_ms / 1000
+    while time.time() < deadline:
+        for fr in page.frames:
+            if fr == page.main_frame:
+                continue
+            try:
+                if fr.evaluate("() => document.body && document.body.getAttribute('data-graph-ready') === '1'"
+                               " && !!document.querySelector('#mynetwork canvas')"):
+                    return fr
+            except Exception:  # frame navigated or detached while we looked
+                pass
+        time.sleep(0.1)
+    raise TimeoutError("the pyvis graph did not draw")
+
+
+GRAPH_COLORS = """() => {
+  const gd = document.querySelector('.st-key-backup_graph .js-plotly-plot');
+  if (!gd || !gd.data) return null;
+  const t = gd.data.find(d => d.name === 'anchors');
+  return t ? JSON.stringify(t.marker.color) : null;
+}"""
+
+
+def drag_slider(page, container: str, fraction: float) -> None:
+    """Drag a Streamlit slider thumb inside ``container`` to ``fraction`` of its track."""
+    thumb = page.locator(f"{container} div:has(> div > input[type=range])").first
+    track = page.locator(f"{container} [role=group] > [data-orientation=horizontal]").first
+    tb = thumb.bounding_box()
+    box = track.bounding_box()
+    page.mouse.move(tb["x"] + tb["width"] / 2, tb["y"] + tb["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * fraction, tb["y"] + tb["height"] / 2, steps=8)
+    page.mouse.up()
