@@ -1,0 +1,209 @@
+"""The paper's estimator comparison in miniature; the ``experiment`` command.
+
+One ``train`` run per (estimator, seed), all with the same configuration otherwise, each in its
+own run folder ``OUT/<estimator>-s<seed>``; then the table (mean ± spread over seeds of final
+success, held-out success and iterations to a success threshold) and the learning-curve figure.
+
+    python -m crbc experiment --estimators grpo gigpo crbc --seeds 3 --iterations 12 \\
+        --out sample_rollouts/runs/sokoban-6x6 --jobs 2
+
+Runs are separate processes (``python -m crbc train``), ``--jobs`` at a time. A finished run is
+skipped, an unfinished one resumed, so the command can be re-run after Ctrl-C. Unless
+``--keep-models`` is given, each finished run's ``checkpoint/`` and ``policy/`` are deleted so the
+folder holds only what ships (run.json, metrics.jsonl, rollouts/). Outputs in OUT:
+``summary.json``, ``summary.md`` and, with ``--png``, a PNG of the curves (rendered by the
+local chromium through playwright, when available).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .runs import find_runs, order_runs, read_run, summarize, table_markdown
+
+
+def run_name(estimator: str, seed: int) -> str:
+    return f"{estimator}-s{seed}"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from .train import add_config_arguments
+
+    parser.add_argument("--estimators", nargs="+", default=["grpo", "gigpo", "crbc"],
+                        help="registered estimator names (default: grpo gigpo crbc)")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per estimator: 0 .. N-1")
+    parser.add_argument("--out", default="runs/experiment", help="folder of the runs")
+    parser.add_argument("--jobs", type=int, default=1, help="runs in parallel (processes)")
+    parser.add_argument("--threshold", type=float, default=0.5,
+                        help="success rate for 'iterations to reach' (default 0.5)")
+    parser.add_argument("--smooth", type=int, default=3,
+                        help="trailing average (iterations) before the threshold test")
+    parser.add_argument("--keep-models", action="store_true",
+                        help="keep checkpoint/ and policy/ of finished runs")
+    parser.add_argument("--summary-only", action="store_true", help="do not train; summarise OUT")
+    parser.add_argument("--png", default=None, help="also write the curves as a PNG here")
+    add_config_arguments(parser, skip=("estimator", "seed", "diagnostics"))
+
+
+def _finished(run_dir: Path, iterations: int) -> bool:
+    if not (run_dir / "run.json").exists():
+        return False
+    r = read_run(run_dir)
+    return r.last_iteration + 1 >= iterations and "final_eval" in r.meta
+
+
+def _train_argv(args: argparse.Namespace, est: str, seed: int, run_dir: Path, resume: bool) -> list[str]:
+    from .train import _FLAGS
+
+    argv = [sys.executable, "-m", "crbc", "train", "--out", str(run_dir), "--quiet"]
+    if resume:
+        argv += ["--resume"]
+        if args.iterations is not None:
+            argv += ["--iterations", str(args.iterations)]
+        if args.threads is not None:
+            argv += ["--threads", str(args.threads)]
+        return argv
+    argv += ["--estimator", est, "--seed", str(seed)]
+    for f in _FLAGS:
+        if f.name in ("estimator", "seed"):
+            continue
+        v = getattr(args, f.name, None)
+        if v is not None:
+            argv += ["--" + f.name.replace("_", "-"), str(v)]
+    if args.estimator_params is not None:
+        argv += ["--estimator-params", args.estimator_params]
+    return argv
+
+
+def run_all(args: argparse.Namespace, log=print) -> list[Path]:
+    """Train every (estimator, seed) not finished yet; returns the run folders."""
+    from .train import TrainConfig
+
+    out = Path(args.out)
+    iterations = args.iterations or TrainConfig().iterations
+    todo, dirs = [], []
+    for seed in range(args.seeds):
+        for est in args.estimators:
+            d = out / run_name(est, seed)
+            dirs.append(d)
+            if not _finished(d, iterations):
+                todo.append((est, seed, d, (d / "run.json").exists()))
+    running: list[tuple[subprocess.Popen, Path, str, float]] = []
+    t_start = time.perf_counter()
+    total = len(todo)
+    done = 0
+    try:
+        while todo or running:
+            while todo and len(running) < max(args.jobs, 1):
+                est, seed, d, resume = todo.pop(0)
+                d.parent.mkdir(parents=True, exist_ok=True)
+                proc = subprocess.Popen(_train_argv(args, est, seed, d, resume))
+                running.append((proc, d, f"{est} seed {seed}", time.perf_counter()))
+            time.sleep(0.5)
+            for item in list(running):
+                proc, d, label, t0 = item
+                rc = proc.poll()
+                if rc is None:
+                    continue
+                running.remove(item)
+                done += 1
+                if rc != 0:
+                    raise RuntimeError(f"run {label} ({d}) failed with exit status {rc}")
+                if not args.keep_models:
+                    for sub in ("checkpoint", "policy"):
+                        shutil.rmtree(d / sub, ignore_errors=True)
+                log(f"experiment: {done}/{total} {label} done in {time.perf_counter() - t0:.0f}s "
+                    f"(elapsed {time.perf_counter() - t_start:.0f}s)")
+    except KeyboardInterrupt:
+        for proc, *_ in running:
+            try:
+                proc.wait(timeout=30)  # the children got the same Ctrl-C and stop cleanly
+            except subprocess.TimeoutExpired:
+                proc.terminate()
+        raise
+    return dirs
+
+
+def write_summary(out: Path, threshold: float, smooth: int, png: str | None = None,
+                  log=print, estimators=("grpo", "gigpo", "crbc")) -> dict[str, Any]:
+    """summary.json / summary.md (and a PNG) of every run under ``out``."""
+    runs = order_runs([read_run(p) for p in find_runs(out)], estimators)
+    if not runs:
+        raise ValueError(f"no runs found under {out}")
+    rows = summarize(runs, threshold=threshold, smooth=smooth)
+    md = table_markdown(rows, smooth=smooth)
+    info = {"runs": [r.name for r in runs], "threshold": threshold, "smooth": smooth, "table": rows,
+            "config": {k: v for k, v in runs[0].config.items() if k not in ("estimator", "seed")}}
+    (out / "summary.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    (out / "summary.md").write_text(md + "\n", encoding="utf-8")
+    if png:
+        try:
+            render_png(runs, png, threshold, smooth)
+            log(f"experiment: wrote {png}")
+        except Exception as e:  # no chromium / playwright: the table is still written
+            log(f"experiment: could not render {png} ({e})")
+    return info
+
+
+def render_png(runs, path: str, threshold: float, smooth: int) -> None:
+    """Render the learning curves to a PNG with the local chromium (no network)."""
+    import tempfile
+
+    from playwright.sync_api import sync_playwright
+
+    from .runs import curves
+    from .viz.runs import curves_figure
+
+    fig = curves_figure(curves(runs, "success_rate", smooth=smooth), threshold=threshold, height=480,
+                        title=f"Sokoban 6x6: batch success vs iteration ({smooth}-iteration average; "
+                              "band = min..max over seeds)")
+    fig.update_layout(width=900)
+    with tempfile.TemporaryDirectory() as tmp:
+        html = Path(tmp) / "fig.html"
+        fig.write_html(str(html), include_plotlyjs=True, full_html=True)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+            page = browser.new_page(viewport={"width": 920, "height": 500})
+            page.goto(html.as_uri())
+            page.wait_for_selector(".main-svg")
+            page.screenshot(path=path, full_page=True)
+            browser.close()
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``experiment`` command."""
+    from .cli import UsageError
+    from .estimators import names
+
+    bad = [e for e in args.estimators if e not in names()]
+    if bad:
+        raise UsageError(f"unknown estimator {bad[0]!r} (known: {', '.join(names())})")
+    if args.seeds < 1 or args.jobs < 1:
+        raise UsageError("--seeds and --jobs must be >= 1")
+    if not 0 < args.threshold <= 1:
+        raise UsageError("--threshold must be in (0, 1]")
+    out = Path(args.out)
+    if not args.summary_only:
+        from .train import config_from_args
+
+        config_from_args(argparse.Namespace(**{**vars(args), "estimator": args.estimators[0], "seed": 0}))
+        try:
+            run_all(args, log=lambda m: print(m, file=sys.stderr, flush=True))
+        except KeyboardInterrupt:
+            print("crbc experiment: interrupted; re-run the same command to continue", file=sys.stderr)
+            return 130
+        except RuntimeError as e:
+            raise UsageError(str(e)) from None
+    info = write_summary(out, args.threshold, args.smooth, args.png,
+                         log=lambda m: print(m, file=sys.stderr), estimators=args.estimators)
+    print((out / "summary.md").read_text(encoding="utf-8"))
+    return 0 if info else 1

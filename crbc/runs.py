@@ -1,0 +1,537 @@
+"""Saved training runs: reading and writing the ``crbc.run/1`` folder format (FORMATS.md).
+
+A run folder::
+
+    <run>/
+      run.json            {"schema": "crbc.run/1", "name", "config": {...}, "model", "created_at", ...}
+      metrics.jsonl       one JSON object per completed iteration (``iteration`` 0, 1, 2, ...)
+      rollouts/iter-0000.jsonl, ...   crbc.rollout/1 files of every iteration (meta.iteration set)
+      checkpoint/, policy/            only while training / after it (never shipped in the repo)
+
+Write discipline (so that Ctrl-C or a crash never leaves anything half-written):
+
+* ``run.json`` and every rollout file are written through a temporary file and a rename
+  (:func:`crbc.rollouts.atomic_write_lines`);
+* ``metrics.jsonl`` is appended one whole line per iteration with a single ``write`` followed by
+  ``flush`` and ``fsync``; an iteration counts as completed once its metrics line is there;
+* the reader (:func:`read_run`) refuses a malformed line in the middle of ``metrics.jsonl`` with
+  an error naming the file, the line and the field, and reports a trailing line without its
+  newline (a half-written line) in :attr:`Run.partial_tail` instead of using it. It is never
+  merged into the metrics.
+
+Also here, numpy only: learning curves of several runs per estimator (mean and spread over seeds),
+iterations to reach a success threshold, and the experiment table (:func:`summarize`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import re
+import zipfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .rollouts import (
+    RolloutFormatError,
+    RolloutGroup,
+    atomic_write_lines,
+    dumps_rollout,
+    group_rollouts,
+    iter_rollouts,
+)
+
+RUN_SCHEMA = "crbc.run/1"
+RUN_FILE = "run.json"
+METRICS_FILE = "metrics.jsonl"
+ROLLOUTS_DIR = "rollouts"
+_ITER_RE = re.compile(r"^iter-(\d{4,})\.jsonl$")
+MAX_ZIP_BYTES = 200 * 2**20  #: refuse uploaded run archives that expand beyond this
+
+
+class RunFormatError(ValueError):
+    """A run folder (or archive) breaks the ``crbc.run/1`` contract: ``file[:line]: field: message``."""
+
+    def __init__(self, message: str, source: str, line: int | None = None, field: str | None = None):
+        self.source, self.line, self.field, self.reason = source, line, field, message
+        where = source if line is None else f"{source}:{line}"
+        super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
+
+
+def rollouts_name(iteration: int) -> str:
+    """File name of an iteration's rollouts: ``iter-0007.jsonl``."""
+    return f"iter-{int(iteration):04d}.jsonl"
+
+
+# --------------------------------------------------------------------------------------------
+# writing
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, allow_nan=False, sort_keys=False)
+
+
+def _clean(x: Any) -> Any:
+    """JSON-safe copy: numpy scalars to Python, non-finite floats to None."""
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def compact_groups(groups: Sequence[RolloutGroup]) -> list[RolloutGroup]:
+    """Drop ``obs`` where it equals the anchor (lossless for the tiny policy; halves the files)."""
+    import dataclasses
+
+    out = []
+    for g in groups:
+        rs = []
+        for r in g.rollouts:
+            steps = tuple(dataclasses.replace(s, obs=None) if s.obs == s.anchor else s for s in r.steps)
+            rs.append(dataclasses.replace(r, steps=steps))
+        out.append(RolloutGroup(g.group, tuple(rs)))
+    return out
+
+
+class RunWriter:
+    """Writes one run folder. ``RunWriter.create`` starts a run; ``RunWriter.open`` continues one.
+
+    Methods: :meth:`write_rollouts` (atomic, per iteration), :meth:`append_metrics` (one flushed
+    line), :meth:`truncate` (forget iterations after a resume point).
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    @classmethod
+    def create(cls, path: str | os.PathLike, meta: dict[str, Any]) -> RunWriter:
+        """Start a run folder; refuses a folder that already holds a run."""
+        w = cls(path)
+        if (w.path / RUN_FILE).exists():
+            raise FileExistsError(f"{w.path} already holds a run (use resume, or another folder)")
+        w.path.mkdir(parents=True, exist_ok=True)
+        record = {"schema": RUN_SCHEMA, **_clean(meta)}
+        atomic_write_lines(w.path / RUN_FILE, [json.dumps(record, ensure_ascii=False, indent=2,
+                                                          allow_nan=False)])
+        (w.path / METRICS_FILE).touch()
+        (w.path / ROLLOUTS_DIR).mkdir(exist_ok=True)
+        return w
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> RunWriter:
+        w = cls(path)
+        read_meta(w.path)  # validates run.json
+        (w.path / ROLLOUTS_DIR).mkdir(exist_ok=True)
+        return w
+
+    def update_meta(self, **fields: Any) -> None:
+        meta = read_meta(self.path)
+        meta.update(_clean(fields))
+        atomic_write_lines(self.path / RUN_FILE, [json.dumps(meta, ensure_ascii=False, indent=2,
+                                                             allow_nan=False)])
+
+    def write_rollouts(self, iteration: int, groups: Sequence[RolloutGroup]) -> Path:
+        """Write an iteration's groups atomically (``obs`` dropped where it equals the anchor)."""
+        path = self.path / ROLLOUTS_DIR / rollouts_name(iteration)
+        atomic_write_lines(path, (dumps_rollout(r) for g in compact_groups(groups) for r in g.rollouts))
+        return path
+
+    def append_metrics(self, record: dict[str, Any]) -> None:
+        """Append one completed iteration's metrics as one line: one write, flush, fsync."""
+        if not isinstance(record.get("iteration"), int):
+            raise ValueError("a metrics record needs an integer 'iteration'")
+        line = _dumps(_clean(record)) + "\n"
+        with open(self.path / METRICS_FILE, "a", encoding="utf-8", newline="\n") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def truncate(self, last_iteration: int) -> None:
+        """Keep only iterations ``<= last_iteration`` (metrics lines and rollout files).
+
+        Used by resume: whatever came after the last checkpoint (including a half-written
+        metrics line) is dropped explicitly and redone.
+        """
+        run = read_run(self.path)
+        keep = [m for m in run.metrics if m["iteration"] <= last_iteration]
+        atomic_write_lines(self.path / METRICS_FILE, [_dumps(m) for m in keep])
+        for it, p in _iteration_files(self.path / ROLLOUTS_DIR).items():
+            if it > last_iteration:
+                p.unlink()
+
+
+# --------------------------------------------------------------------------------------------
+# reading
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """A parsed run: ``meta`` (run.json), ``metrics`` (one dict per completed iteration, in order),
+    ``iterations_with_rollouts``, and ``partial_tail``: the text of a trailing half-written
+    metrics line that was *not* used (None when the file ends cleanly)."""
+
+    source: str
+    meta: dict[str, Any]
+    metrics: list[dict[str, Any]]
+    iterations_with_rollouts: tuple[int, ...]
+    partial_tail: str | None = None
+    _files: dict[int, Any] = field(default_factory=dict, repr=False)
+    _zip: bytes | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return str(self.meta.get("name") or Path(self.source).name)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return dict(self.meta.get("config") or {})
+
+    @property
+    def estimator(self) -> str:
+        return str(self.config.get("estimator", "?"))
+
+    @property
+    def seed(self) -> int | None:
+        s = self.config.get("seed")
+        return int(s) if isinstance(s, int) else None
+
+    @property
+    def last_iteration(self) -> int:
+        """Last completed iteration (-1 when none)."""
+        return self.metrics[-1]["iteration"] if self.metrics else -1
+
+    def series(self, key: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(iterations, values)`` of a metric; iterations without it (or with null) are skipped."""
+        its, vals = [], []
+        for m in self.metrics:
+            v = m.get(key)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                its.append(m["iteration"])
+                vals.append(float(v))
+        return np.asarray(its, dtype=int), np.asarray(vals, dtype=float)
+
+    def metric_names(self) -> list[str]:
+        names: dict[str, None] = {}
+        for m in self.metrics:
+            for k, v in m.items():
+                if k != "iteration" and isinstance(v, (int, float)) and not isinstance(v, bool):
+                    names[k] = None
+        return list(names)
+
+    def rollouts(self, iteration: int) -> list[RolloutGroup]:
+        """The validated groups of one iteration (all or nothing, like every rollout reader)."""
+        if iteration not in self._files:
+            raise KeyError(f"{self.source}: no rollouts saved for iteration {iteration}")
+        ref = self._files[iteration]
+        if self._zip is None:
+            from .rollouts import read_rollouts
+
+            return read_rollouts(ref)
+        with zipfile.ZipFile(io.BytesIO(self._zip)) as z:
+            data = z.read(ref)
+        groups = group_rollouts(iter_rollouts(data.splitlines(), f"{self.source}/{ref}"))
+        if not groups:
+            raise RolloutFormatError("no rollouts found (the file is empty)", f"{self.source}/{ref}")
+        return groups
+
+
+def _iteration_files(folder: Path) -> dict[int, Path]:
+    if not folder.is_dir():
+        return {}
+    out = {}
+    for p in folder.iterdir():
+        m = _ITER_RE.match(p.name)
+        if m and p.is_file():
+            out[int(m.group(1))] = p
+    return dict(sorted(out.items()))
+
+
+def parse_meta(text: str | bytes, source: str) -> dict[str, Any]:
+    """Validate the text of ``run.json``."""
+    try:
+        meta = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise RunFormatError(f"not valid JSON ({e})", source) from None
+    if not isinstance(meta, dict):
+        raise RunFormatError("expected a JSON object", source)
+    if meta.get("schema") != RUN_SCHEMA:
+        raise RunFormatError(f"unsupported schema {meta.get('schema')!r} (expected {RUN_SCHEMA!r})",
+                             source, field="schema")
+    if not isinstance(meta.get("config", {}), dict):
+        raise RunFormatError("must be an object", source, field="config")
+    return meta
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"non-finite number {name}")
+
+
+def read_meta(path: str | os.PathLike) -> dict[str, Any]:
+    p = Path(path) / RUN_FILE
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise RunFormatError(f"cannot read file ({e.strerror})", str(p)) from None
+    return parse_meta(text, str(p))
+
+
+def parse_metrics(data: str | bytes, source: str) -> tuple[list[dict[str, Any]], str | None]:
+    """Parse ``metrics.jsonl``: ``(records, partial_tail)``.
+
+    Every complete line must be a JSON object with an integer ``iteration``, strictly increasing;
+    anything else raises :class:`RunFormatError` (file, line, field). A last line without its
+    trailing newline was being written when the writer stopped: it is returned as
+    ``partial_tail`` and not used, even if it happens to parse.
+    """
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise RunFormatError(f"not valid UTF-8 ({e.reason})", source) from None
+    lines = data.split("\n")
+    tail = lines.pop()  # text after the last newline: "" when the file ends cleanly
+    records: list[dict[str, Any]] = []
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line, parse_constant=_reject_constant)
+        except ValueError as e:
+            raise RunFormatError(f"not valid JSON ({e})", source, lineno, "(line)") from None
+        if not isinstance(obj, dict):
+            raise RunFormatError("expected a JSON object", source, lineno, "(line)")
+        it = obj.get("iteration")
+        if not isinstance(it, int) or isinstance(it, bool) or it < 0:
+            raise RunFormatError(f"must be a non-negative integer, got {it!r}", source, lineno, "iteration")
+        if records and it <= records[-1]["iteration"]:
+            raise RunFormatError(f"iteration {it} does not follow {records[-1]['iteration']}",
+                                 source, lineno, "iteration")
+        records.append(obj)
+    return records, (tail if tail.strip() else None)
+
+
+def read_run(path: str | os.PathLike) -> Run:
+    """Read and validate a run folder (see :func:`parse_metrics` for the half-written tail)."""
+    path = Path(path)
+    meta = read_meta(path)
+    mpath = path / METRICS_FILE
+    try:
+        data = mpath.read_bytes() if mpath.exists() else b""
+    except OSError as e:
+        raise RunFormatError(f"cannot read file ({e.strerror})", str(mpath)) from None
+    metrics, tail = parse_metrics(data, str(mpath))
+    files = _iteration_files(path / ROLLOUTS_DIR)
+    return Run(str(path), meta, metrics, tuple(files), tail, files)
+
+
+def read_run_zip(data: bytes, source: str = "upload.zip") -> Run:
+    """Read a run from a zip archive of its folder (``run.json`` at the top or one level down).
+
+    Only JSON text is read (never executed); archives that expand beyond ``MAX_ZIP_BYTES`` are
+    refused. Rollout files are validated when an iteration is opened.
+    """
+    try:
+        z = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile as e:
+        raise RunFormatError(f"not a zip archive ({e})", source) from None
+    with z:
+        infos = [i for i in z.infolist() if not i.is_dir()]
+        if sum(i.file_size for i in infos) > MAX_ZIP_BYTES:
+            raise RunFormatError(f"the archive expands beyond {MAX_ZIP_BYTES // 2**20} MB", source)
+        names = [i.filename for i in infos]
+        metas = sorted((n for n in names if n.rsplit("/", 1)[-1] == RUN_FILE), key=len)
+        if not metas:
+            raise RunFormatError(f"no {RUN_FILE} in the archive", source)
+        prefix = metas[0][: -len(RUN_FILE)]
+        meta = parse_meta(z.read(metas[0]), f"{source}/{metas[0]}")
+        mname = prefix + METRICS_FILE
+        metrics, tail = parse_metrics(z.read(mname) if mname in names else b"", f"{source}/{mname}")
+        files = {}
+        for n in names:
+            if n.startswith(prefix + ROLLOUTS_DIR + "/"):
+                m = _ITER_RE.match(n[len(prefix + ROLLOUTS_DIR) + 1:])
+                if m:
+                    files[int(m.group(1))] = n
+    files = dict(sorted(files.items()))
+    return Run(source, meta, metrics, tuple(files), tail, files, data)
+
+
+def find_runs(root: str | os.PathLike) -> list[Path]:
+    """Run folders (holding ``run.json``) under ``root``, sorted by path."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(p.parent for p in root.rglob(RUN_FILE) if p.is_file())
+
+
+# --------------------------------------------------------------------------------------------
+# curves and the experiment table (numpy only)
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One estimator's curve of a metric over seeds: per-iteration mean, std, min, max, n."""
+
+    estimator: str
+    iterations: np.ndarray
+    mean: np.ndarray
+    std: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    n: np.ndarray
+    runs: tuple[str, ...]
+    per_run: tuple[tuple[np.ndarray, np.ndarray], ...]
+
+
+def curves(runs: Iterable[Run], metric: str = "success_rate", smooth: int = 1) -> dict[str, Curve]:
+    """Curves of ``metric`` grouped by estimator (in first-seen order).
+
+    ``smooth`` > 1 applies a trailing moving average of that many iterations to each run before
+    aggregating. Spread is over runs (seeds): std (ddof 0), min and max.
+    """
+    by_est: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] = {}
+    for r in runs:
+        its, vals = r.series(metric)
+        if len(its) == 0:
+            continue
+        by_est.setdefault(r.estimator, []).append((r.name, its, moving_average(vals, smooth)))
+    out = {}
+    for est, items in by_est.items():
+        all_its = np.unique(np.concatenate([i for _, i, _ in items]))
+        table = np.full((len(items), len(all_its)), np.nan)
+        for k, (_, its, vals) in enumerate(items):
+            table[k, np.searchsorted(all_its, its)] = vals
+        n = np.sum(~np.isnan(table), axis=0)
+        with np.errstate(all="ignore"), _quiet():
+            out[est] = Curve(est, all_its, np.nanmean(table, 0), np.nanstd(table, 0),
+                             np.nanmin(table, 0), np.nanmax(table, 0), n,
+                             tuple(name for name, _, _ in items),
+                             tuple((i, v) for _, i, v in items))
+    return out
+
+
+class _quiet:
+    def __enter__(self):
+        import warnings
+
+        self._w = warnings.catch_warnings()
+        self._w.__enter__()
+        warnings.simplefilter("ignore", RuntimeWarning)
+
+    def __exit__(self, *exc):
+        return self._w.__exit__(*exc)
+
+
+def moving_average(x: np.ndarray, window: int) -> np.ndarray:
+    """Trailing mean over the last ``window`` values (shorter at the start)."""
+    x = np.asarray(x, dtype=float)
+    if window <= 1 or len(x) == 0:
+        return x
+    c = np.cumsum(np.insert(x, 0, 0.0))
+    idx = np.arange(1, len(x) + 1)
+    lo = np.maximum(idx - window, 0)
+    return (c[idx] - c[lo]) / (idx - lo)
+
+
+def iterations_to_reach(its: np.ndarray, vals: np.ndarray, threshold: float) -> int | None:
+    """First iteration whose value is >= ``threshold`` (None if never)."""
+    hit = np.nonzero(np.asarray(vals) >= threshold)[0]
+    return int(its[hit[0]]) if len(hit) else None
+
+
+def summarize(runs: Sequence[Run], metric: str = "success_rate", threshold: float = 0.5,
+              smooth: int = 3, final_window: int = 3, eval_metric: str = "eval_success_rate"
+              ) -> list[dict[str, Any]]:
+    """The experiment table, one row per estimator (first-seen order).
+
+    * ``start``: mean of ``metric`` at the first iteration over seeds;
+    * ``final``: per run the mean of ``metric`` over the last ``final_window`` iterations, then
+      mean and std over seeds;
+    * ``eval_final``: each run's held-out evaluation after its last update (``final_eval`` in
+      run.json; else its last evaluation in the metrics), mean and std;
+    * ``to_threshold``: per run the first iteration where the ``smooth``-iteration trailing
+      average of ``metric`` reaches ``threshold``; mean over the runs that reached it, and how
+      many did (``reached``/``seeds``).
+    """
+    rows = []
+    for est, items in _by_estimator(runs).items():
+        finals, starts, evals, hits = [], [], [], []
+        for r in items:
+            its, vals = r.series(metric)
+            if len(its) == 0:
+                continue
+            starts.append(vals[0])
+            finals.append(float(np.mean(vals[-final_window:])))
+            hits.append(iterations_to_reach(its, moving_average(vals, smooth), threshold))
+            fe = (r.meta.get("final_eval") or {}).get(eval_metric)
+            e_its, e_vals = r.series(eval_metric)
+            if isinstance(fe, (int, float)):
+                evals.append(float(fe))
+            elif len(e_vals):
+                evals.append(float(e_vals[-1]))
+        reached = [h for h in hits if h is not None]
+        rows.append({
+            "estimator": est, "seeds": len(finals),
+            "iterations": int(max((r.last_iteration for r in items), default=-1)) + 1,
+            "start": _mean(starts), "final": _mean(finals), "final_std": _std(finals),
+            "final_min": min(finals) if finals else None, "final_max": max(finals) if finals else None,
+            "eval_final": _mean(evals), "eval_final_std": _std(evals),
+            "to_threshold": _mean(reached), "to_threshold_std": _std(reached),
+            "reached": len(reached), "threshold": threshold,
+        })
+    return rows
+
+
+def order_runs(runs: Sequence[Run], estimators: Sequence[str] = ("grpo", "gigpo", "crbc")) -> list[Run]:
+    """Runs sorted by estimator (the given order first, then by name) and seed."""
+    rank = {e: i for i, e in enumerate(estimators)}
+    return sorted(runs, key=lambda r: (rank.get(r.estimator, len(rank)), r.estimator,
+                                       r.seed if r.seed is not None else -1, r.name))
+
+
+def _by_estimator(runs: Sequence[Run]) -> dict[str, list[Run]]:
+    out: dict[str, list[Run]] = {}
+    for r in runs:
+        out.setdefault(r.estimator, []).append(r)
+    return out
+
+
+def _mean(x: Sequence[float]) -> float | None:
+    return float(np.mean(x)) if len(x) else None
+
+
+def _std(x: Sequence[float]) -> float | None:
+    return float(np.std(x)) if len(x) else None
+
+
+def table_markdown(rows: Sequence[dict[str, Any]], smooth: int = 3, final_window: int = 3) -> str:
+    """The experiment table as Markdown (mean ± std over seeds)."""
+
+    def pm(m, s, pct=True):
+        if m is None:
+            return "—"
+        return f"{100 * m:.1f} ± {100 * (s or 0):.1f}%" if pct else f"{m:.1f} ± {s or 0:.1f}"
+
+    thr = rows[0]["threshold"] if rows else 0.5
+    head = (f"| estimator | seeds | iterations | success at start | final success (last {final_window} it.) "
+            f"| held-out success (last eval) | iterations to {100 * thr:.0f}% ({smooth}-it. avg) |")
+    lines = [head, "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        reach = (f"{pm(r['to_threshold'], r['to_threshold_std'], pct=False)} ({r['reached']}/{r['seeds']} reached)"
+                 if r["reached"] else f"not reached (0/{r['seeds']})")
+        start = "—" if r["start"] is None else f"{100 * r['start']:.1f}%"
+        lines.append(f"| {r['estimator']} | {r['seeds']} | {r['iterations']} | {start} "
+                     f"| {pm(r['final'], r['final_std'])} | {pm(r['eval_final'], r['eval_final_std'])} "
+                     f"| {reach} |")
+    return "\n".join(lines)
