@@ -44,16 +44,22 @@ from crbc.rollouts import RolloutFormatError, RolloutGroup, parse_rollouts
 
 
 def _ensure_navigation() -> None:
-    """Make a deep link (e.g. ``/graph``) on the first load after the server starts run app.py.
+    """Make sure a page never runs without app.py (and so without the shared sidebar).
 
     Streamlit remembers that ``pages/`` exists and, until some script has called st.navigation,
-    runs a page file directly (legacy multipage mode), bypassing app.py and its sidebar. When
+    runs a page file directly (legacy multipage mode), bypassing app.py: on a deep link (e.g.
+    ``/graph``) as the first request after the server starts, and on every AppTest rerun. When
     that happens we switch the legacy mode off and rerun, so app.py runs and routes the page.
+    Called on import and by every state accessor.
     """
     try:
         from streamlit.runtime.pages_manager import PagesManager
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
     except ImportError:  # pragma: no cover - internal module moved
         return
+    ctx = get_script_run_ctx()
+    if ctx is None or ctx.page_script_hash == ctx.pages_manager.main_script_hash:
+        return  # app.py itself is running: it calls st.navigation
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
         st.rerun()
@@ -68,7 +74,8 @@ MAX_UPLOAD_MB = 20
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
 SAMPLE_ORDER = ("sokoban-weak.jsonl", "sokoban-strong.jsonl", "gridworld.jsonl", "worked-example.jsonl")
 DEPTH_OPTIONS = ["inf"] + [str(k) for k in range(0, 65)]
-SOURCES = {"sample": "Shipped sample", "upload": "Upload a .jsonl", "generate": "Generate live"}
+SOURCES = {"sample": "Shipped sample", "upload": "Upload a .jsonl", "generate": "Generate live",
+           "run": "Training run iteration"}
 # which shared parameter goes to which estimator: a field of the same name in its config, except
 # that w_step (the CRBC weight of A_S, default 5) is only given to the CRBC family (crbc,
 # visit_local); GiGPO and shortest path keep their own omega = 1.
@@ -175,6 +182,7 @@ def sweep(gkey: str, beta: float, k_max: int) -> closure.DepthSweep:
 
 
 def _source() -> tuple[str, str, list[RolloutGroup]] | None:
+    _ensure_navigation()
     return st.session_state.get("_crbc_source")
 
 
@@ -271,6 +279,24 @@ def _set_source(key: str, label: str, groups: list[RolloutGroup]) -> None:
 
 def _clear_source() -> None:
     st.session_state.pop("_crbc_source", None)
+
+
+def open_groups(key: str, label: str, groups: list[RolloutGroup], group_index: int = 0) -> None:
+    """Make ``groups`` (e.g. one iteration of a saved training run) the current source of every
+    page, with group ``group_index`` chosen. Call it from a page, then switch page: the sidebar
+    applies the request on the next run (source "run")."""
+    _register(key, groups)
+    st.session_state["_crbc_opened"] = (key, label, groups)
+    st.session_state["_crbc_open_request"] = groups[group_index].group
+
+
+def _opened_source() -> None:
+    opened = st.session_state.get("_crbc_opened")
+    if not opened:
+        st.sidebar.info("Open an iteration's group from the Training runs page.")
+        _clear_source()
+        return
+    _set_source(*opened)
 
 
 def _sample_source() -> None:
@@ -373,12 +399,17 @@ def sidebar(page: str | None = None) -> None:
     st.session_state.pop("_crbc_error", None)
     sb = st.sidebar
     sb.header("Data")
+    request = st.session_state.pop("_crbc_open_request", None)
+    if request is not None:  # open_groups() was called on the previous run
+        st.session_state.update(source="run", group=request, rollout=0)
     source = sb.radio("Source", list(SOURCES), key="source", bind="query-params",
                       captions=list(SOURCES.values()))
     if source == "upload":
         _upload_source()
     elif source == "generate":
         _generate_source()
+    elif source == "run":
+        _opened_source()
     else:
         _sample_source()
 

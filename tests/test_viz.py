@@ -1,0 +1,184 @@
+"""crbc.viz: pure figure builders (no Streamlit), offline pyvis HTML, colours, tables."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from benchmarks.synthetic import random_walk_group
+from crbc import estimators
+from crbc.closure import depth_sweep
+from crbc.process import merge
+from crbc.rollouts import Rollout, RolloutGroup, Step, read_rollouts
+from crbc.viz import charts
+from crbc.viz.board import board_figure
+from crbc.viz.graph import anchor_graph_html, external_urls, graph_figure, layout, rollout_path
+from crbc.viz.style import V_SCALE, board_html, is_board, short_label, v_color
+
+WORKED = "sample_rollouts/worked-example.jsonl"
+
+
+@pytest.fixture(scope="module")
+def worked():
+    g = read_rollouts(WORKED)
+    return g[0], merge(g)
+
+
+@pytest.fixture(scope="module")
+def walk():
+    g = random_walk_group(16, 50, size=5, seed=3)
+    return g, merge([g])
+
+
+def test_board_detection_and_html_escapes():
+    board = "####\n#P_#\n#_G#\n####"
+    assert is_board(board)
+    assert not is_board("s0")
+    assert not is_board("#P\n#")  # ragged rows
+    html = board_html(board)
+    assert html.count("<td") == 16
+    evil = "<script>alert(1)</script>"
+    assert "<script>" not in board_html(evil)
+    assert short_label("s0", 4) == "s0" and short_label(board, 4) == "s4"
+
+
+def test_board_figure_draws_one_cell_per_symbol():
+    fig = board_figure("#####\n#PX_#\n#_O√#\n#####")
+    assert len(fig.layout.shapes) == 20
+    assert fig.layout.yaxis.scaleanchor == "x"
+    assert board_figure("s0").layout.annotations[0].text == "s0"
+
+
+def test_v_colours_are_the_fixed_scale():
+    lo, hi = v_color([0.0, 1.0])
+    assert lo != hi
+    assert v_color(2.0) == v_color(1.0)  # clipped
+    assert V_SCALE == "Viridis"
+
+
+def test_layout_layers_and_boundaries(worked, walk):
+    _, p = worked
+    lay = layout(p)
+    s0 = p.state_anchor.index("s0")
+    assert lay.layer_S[s0] == 0
+    assert set(lay.layer_S.tolist()) == {0, 1}
+    assert np.all(lay.x_B > lay.x_S.max())  # boundaries on the right
+    assert lay.y_B[0] < lay.y_B[1]  # z+ above z-
+    _, pw = walk
+    l1, l2 = layout(pw), layout(pw)
+    assert np.array_equal(l1.x_S, l2.x_S) and np.array_equal(l1.y_S, l2.y_S)  # deterministic
+
+
+def test_rollout_path_ends_at_its_boundary(worked):
+    _, p = worked
+    path = rollout_path(p, 0)
+    assert path[-1][2] == p.z_plus
+    assert rollout_path(p, 1)[-1][2] == p.z_minus
+
+
+def test_pyvis_html_is_offline_fixed_and_escaped():
+    evil = "<img src=x onerror=alert(1)>"
+    g = RolloutGroup("g", (
+        Rollout("g", 0, (Step(evil, "a"), Step("s1", "b")), True),
+        Rollout("g", 1, (Step(evil, "c"),), False),
+    ))
+    p = merge([g])
+    page = anchor_graph_html(p, np.array([0.5, 0.9]), highlight_rollout=0)
+    assert external_urls(page) == []
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "cdnjs" not in page and "jsdelivr" not in page
+    assert "vis.Network" in page  # vis-network inlined
+    assert '"enabled": false' in page.replace("'", '"')  # physics off
+    nodes = json.loads(re.search(r"nodes = new vis\.DataSet\((\[.*?\])\);", page, re.S).group(1))
+    assert all(n["physics"] is False and "x" in n and "y" in n for n in nodes)
+    assert {n["label"] for n in nodes} >= {"z+ success", "z- failure"}
+    assert evil not in page  # anchor text only reaches the page JSON-escaped
+    assert "textContent" in page  # tooltips are built as text, never innerHTML
+
+
+def test_pyvis_big_graph_labels_only_on_path(walk):
+    g, p = walk
+    c = estimators.compute("crbc", p)
+    page = anchor_graph_html(p, c.value_S, highlight_rollout=2, max_edge_labels=10)
+    edges = json.loads(re.search(r"edges = new vis\.DataSet\((\[.*?\])\);", page, re.S).group(1))
+    labelled = [e for e in edges if e["label"]]
+    assert labelled and len(labelled) < len(edges)
+    assert all(e["width"] == 4.0 for e in labelled)
+
+
+def test_graph_figure_colours_by_value(worked):
+    _, p = worked
+    v = np.array([0.1, 0.5, 0.9])
+    fig = graph_figure(p, v, highlight_rollout=1)
+    anchors = next(t for t in fig.data if t.name == "anchors")
+    assert list(anchors.marker.color) == [0.1, 0.5, 0.9]
+    assert anchors.marker.cmin == 0 and anchors.marker.cmax == 1
+    assert any(t.name == "rollout 1" for t in fig.data)
+
+
+def test_credit_matrix_and_heatmap(walk):
+    g, p = walk
+    c = estimators.compute("crbc", p)
+    m = charts.credit_matrix(c, "step_advantage")
+    assert m.shape == (16, int(p.rollout_len.max()))
+    assert np.isnan(m).sum() == m.size - p.n_steps
+    fig = charts.credit_heatmap(c, "step_advantage")
+    assert fig.data[0].zmid == 0 and fig.data[0].colorscale is not None
+    assert charts.field_N(estimators.compute("grpo", p), "credit") is None
+
+
+def test_tables(worked):
+    g, p = worked
+    c = estimators.compute("crbc", p)
+    t = charts.rollouts_table(g, c)
+    assert list(t["outcome"]) == ["success", "failure", "failure", "failure", "success"]
+    assert t["A_G"].iloc[0] == pytest.approx(1.0954, abs=1e-4)
+    s = charts.steps_table(g, 0, c)
+    assert s["Q(s,a)"].iloc[0] == pytest.approx(0.4802, abs=1e-4)
+    sw = depth_sweep(p, 0.98, 4)
+    tab = charts.sweep_table(p, sw, 0)
+    row = tab[(tab.anchor == "s0") & (tab.action == "a")].iloc[0]
+    assert row["Q^(0)"] == pytest.approx(0.9604, abs=1e-4)
+    assert row["Q closure"] == pytest.approx(0.4802, abs=1e-4)
+
+
+def test_convergence_figure_marks_convergence(walk):
+    _, p = walk
+    sw = depth_sweep(p, 0.9, 200)
+    fig = charts.convergence_figure(sw, k=5, tol=1e-6)
+    assert fig.layout.yaxis.type == "log"
+    conv = sw.converged_at(1e-6)
+    assert conv is not None
+    texts = [a.text for a in fig.layout.annotations]
+    assert f"converged at K = {conv}" in texts and "K = 5" in texts
+    assert min(fig.data[0].y) > 0  # zeros floored for the log axis
+
+
+def test_timeline_scatter_and_exports(walk):
+    g, p = walk
+    all_c = {n: estimators.compute(n, p) for n in estimators.names()}
+    tl = charts.timeline_figure(all_c, 3, "step_advantage")
+    assert {t.name for t in tl.data} == set(estimators.names())
+    sc = charts.scatter_figure(all_c["gigpo"], all_c["crbc"])
+    assert sum(len(t.x) for t in sc.data) == p.n_steps
+    frame = charts.credits_frame(all_c)
+    assert len(frame) == len(all_c) * p.n_steps
+    lines = charts.credits_jsonl(all_c["crbc"]).splitlines()
+    assert len(lines) == 16
+    rec = json.loads(lines[0])
+    assert rec["schema"] == "crbc.credit/1" and rec["estimator"] == "crbc"
+    html = charts.figure_html(sc)
+    assert not re.search(r"<script[^>]+src=", html)  # plotly.js inline, no CDN
+    assert len(html) > 1_000_000
+
+
+def test_viz_never_imports_streamlit():
+    import subprocess
+    import sys
+    code = ("import crbc.viz.graph, crbc.viz.charts, crbc.viz.board, crbc.viz.style, sys; "
+            "print('streamlit' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
