@@ -24,6 +24,7 @@ PAGES = [
     ("pages/credits.py", "Step credits", ":material/bar_chart:", "credits"),
     ("pages/inspector.py", "Inspector", ":material/search:", "inspector"),
     ("pages/disagreements.py", "Disagreements", ":material/compare_arrows:", "disagreements"),
+    ("pages/runs.py", "Training runs", ":material/monitoring:", "runs"),
 ]
 DEFAULT_PAGE = "pages/rollouts.py"
 

@@ -1,0 +1,191 @@
+"""Training runs: learning curves per estimator, the estimator's diagnostics per iteration, and a
+drill-down from an iteration to a group that opens in the other pages.
+
+Shipped runs live in ``sample_rollouts/runs/`` (crbc.run/1 folders); a run can also be uploaded
+as a .zip of its folder. Everything shown is computed by :mod:`crbc.runs` and drawn by
+:mod:`crbc.viz.runs`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import streamlit as st
+
+from crbc import runs as R
+from crbc.diagnostics import DIAGNOSTICS
+from crbc.rollouts import RolloutFormatError
+from crbc.viz import runs as V
+from pages import common
+
+MAX_ZIP_MB = 50
+OPEN_IN = [("pages/graph.py", "Anchor graph", ":material/hub:"),
+           ("pages/backups.py", "Bellman backups", ":material/replay:"),
+           ("pages/credits.py", "Step credits", ":material/bar_chart:")]
+METRICS = ["success_rate", "eval_success_rate", "mean_return", "mean_length", "loss", "kl",
+           "clip_frac", "step_credit_share", "seconds"]
+
+
+@st.cache_data(show_spinner=False, ttl=30)
+def _shipped(root: str) -> list[str]:
+    return [str(p.relative_to(root)) for p in R.find_runs(root)]
+
+
+@st.cache_resource(show_spinner=False, max_entries=128)
+def _load_folder(root: str, rel: str, stamp: float) -> R.Run:
+    del stamp  # part of the cache key: a run that is still being written is re-read
+    return R.read_run(Path(root) / rel)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _load_zip(digest: str, name: str, _data: bytes) -> R.Run:
+    return R.read_run_zip(_data, name)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _iteration_groups(run_key: str, iteration: int, _run: R.Run):
+    return _run.rollouts(iteration)
+
+
+def _stamp(rel: str) -> float:
+    p = common.SAMPLES_DIR / "runs" / rel / R.METRICS_FILE
+    return p.stat().st_mtime if p.exists() else 0.0
+
+
+st.title("Training runs")
+st.caption("Runs of `python -m crbc train` / `experiment` (format `crbc.run/1`): success against "
+           "iterations per estimator, the estimator's diagnostics on each iteration's batch, and any "
+           "iteration's groups, which open in the Anchor graph, Bellman backups and Step credits pages.")
+
+# ---------------------------------------------------------------------------------- choose runs
+RUNS_DIR = common.SAMPLES_DIR / "runs"
+shipped = _shipped(str(RUNS_DIR))
+c1, c2 = st.columns([3, 2])
+with c1:
+    chosen = st.multiselect("Shipped runs (sample_rollouts/runs/)", shipped, default=shipped,
+                            key="runs_pick", help="Pick several seeds of each estimator to see the spread.")
+with c2:
+    uploads = st.file_uploader(f"…or upload runs (.zip of a run folder, at most {MAX_ZIP_MB} MB each)",
+                               type=["zip"], accept_multiple_files=True, key="runs_upload")
+
+loaded: dict[str, R.Run] = {}
+errors = []
+for rel in chosen:
+    try:
+        loaded[f"shipped:{rel}"] = _load_folder(str(RUNS_DIR), rel, _stamp(rel))
+    except R.RunFormatError as e:
+        errors.append(str(e))
+for up in uploads or []:
+    data = up.getvalue()
+    if len(data) > MAX_ZIP_MB * 2**20:
+        errors.append(f"{up.name}: larger than {MAX_ZIP_MB} MB")
+        continue
+    digest = hashlib.sha1(data).hexdigest()[:16]
+    try:
+        loaded[f"upload:{digest}"] = _load_zip(digest, up.name, data)
+    except R.RunFormatError as e:
+        errors.append(str(e))
+for e in errors:
+    st.error(f"A run was refused: `{e}`")
+for run in loaded.values():
+    if run.partial_tail is not None:
+        st.warning(f"{run.name}: the last line of metrics.jsonl was half-written (the run was "
+                   "interrupted while writing it); it is ignored.")
+
+runs = R.order_runs(list(loaded.values()))
+if not runs:
+    st.info("No run selected. Shipped runs are in `sample_rollouts/runs/`; make your own with "
+            "`python -m crbc train --out runs/NAME` or `python -m crbc experiment`, or upload a "
+            ".zip of a run folder.")
+    st.stop()
+
+# ---------------------------------------------------------------------------------- curves
+st.subheader("Learning curves")
+names = list(dict.fromkeys(m for r in runs for m in r.metric_names()))
+metrics = [m for m in METRICS if m in names] + [m for m in names if m not in METRICS
+                                                 and not m.startswith(("diag.", "seconds_"))]
+k1, k2, k3, k4 = st.columns([2, 1, 1, 1])
+metric = k1.selectbox("Metric", metrics, key="runs_metric", bind="query-params",
+                      format_func=lambda m: V.METRIC_LABELS.get(m, m))
+smooth = k2.slider("Smoothing (iterations)", 1, 5, 1, key="runs_smooth",
+                   help="Trailing average over this many iterations, per run, before averaging seeds.")
+band = k3.radio("Spread over seeds", ["minmax", "std"], key="runs_band", horizontal=True,
+                format_func=lambda b: "min–max" if b == "minmax" else "± 1 sd")
+threshold = k4.slider("Success threshold", 0.05, 1.0, 0.5, 0.05, key="runs_threshold")
+curve_set = R.curves(runs, metric, smooth=smooth)
+fig = V.curves_figure(curve_set, metric, band=band,
+                      threshold=threshold if "success" in metric else None)
+event = st.plotly_chart(fig, on_select="rerun", selection_mode="points", key="runs_curve",
+                        width="stretch")
+st.caption("Click a point to drill into that iteration below. Thin lines: single seeds.")
+
+clicked = None
+try:
+    points = event.selection.points if event else []
+    if points:
+        clicked = int(points[0].get("x"))
+except (AttributeError, TypeError, ValueError):
+    clicked = None
+if clicked is not None and st.session_state.get("_runs_last_click") != clicked:
+    st.session_state["_runs_last_click"] = clicked
+    st.session_state["runs_iter"] = clicked
+
+rows = R.summarize(runs, threshold=threshold, smooth=max(smooth, 1))
+st.markdown(f"**Per estimator** (mean ± sd over seeds; final = mean of the last 3 iterations' batch "
+            f"success; iterations to {threshold:.0%} use the {max(smooth, 1)}-iteration average):")
+st.dataframe(V.summary_table(rows), hide_index=True, width="stretch")
+with st.expander("Runs", expanded=False):
+    st.dataframe(V.runs_table(runs), hide_index=True, width="stretch")
+
+# ---------------------------------------------------------------------------------- drill down
+st.subheader("Drill into an iteration")
+with_rollouts = [r for r in runs if r.iterations_with_rollouts]
+if not with_rollouts:
+    st.info("None of the selected runs ships its rollouts.")
+    st.stop()
+labels = [r.name for r in with_rollouts]
+common._drop_invalid("runs_run", labels)
+d1, d2 = st.columns([2, 1])
+run_name = d1.selectbox("Run", labels, key="runs_run", bind="query-params")
+run = with_rollouts[labels.index(run_name)]
+its = list(run.iterations_with_rollouts)
+if st.session_state.get("runs_iter") not in its:
+    st.session_state.pop("runs_iter", None)
+iteration = d2.selectbox("Iteration", its, key="runs_iter",
+                         help="Or click a point of the curves above.")
+
+st.markdown("**Estimator diagnostics per iteration** (computed on each iteration's batch; the "
+            "dotted line is the chosen iteration)")
+st.plotly_chart(V.diagnostics_figure(runs, selected=iteration), width="stretch", key="runs_diag")
+rec = next((m for m in run.metrics if m["iteration"] == iteration), {})
+if rec:
+    cols = st.columns(len(DIAGNOSTICS))
+    for col, (key, label) in zip(cols, DIAGNOSTICS.items(), strict=True):
+        v = rec.get(f"diag.{key}")
+        col.metric(label, "—" if v is None else (f"{v:.0%}" if "share" in key else f"{v:.3g}"))
+
+try:
+    groups = _iteration_groups(f"{run.source}#{run.name}", iteration, run)
+except (RolloutFormatError, KeyError, OSError) as e:
+    st.error(f"The rollouts of iteration {iteration} could not be read: `{e}`")
+    st.stop()
+sr = rec.get("success_rate")
+st.markdown(f"**{run.name}, iteration {iteration}**: {len(groups)} groups"
+            + (f", batch success {sr:.0%}" if sr is not None else "")
+            + ". Pick a group (click a row), then open it:")
+table = V.groups_table(groups)
+sel = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row",
+                   key="runs_groups", width="stretch", height=min(38 + 35 * len(table), 320))
+picked = sel.selection.rows[0] if sel and sel.selection.rows else None
+gids = [g.group for g in groups]
+gi = st.selectbox("Group", range(len(gids)), index=picked or 0, format_func=lambda i: gids[i],
+                  key=f"runs_group_pick_{picked}")
+key = f"run:{hashlib.sha1(f'{run.source}|{iteration}'.encode()).hexdigest()[:16]}"
+label = f"run {run.name} iteration {iteration}"
+bcols = st.columns(len(OPEN_IN))
+for col, (path, title, icon) in zip(bcols, OPEN_IN, strict=True):
+    if (Path(common.ROOT) / path).exists() and col.button(f"Open in {title}", icon=icon,
+                                                          key=f"runs_open_{Path(path).stem}"):
+        common.open_groups(key, label, groups, gi)
+        st.switch_page(path)

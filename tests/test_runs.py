@@ -1,0 +1,194 @@
+"""crbc.run/1 folders (crbc.runs): writing, the tolerant-but-explicit reader, curves and the
+experiment table; and the per-iteration estimator diagnostics (crbc.diagnostics). No torch."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from crbc import runs as R
+from crbc.diagnostics import iteration_diagnostics, rankdata, spearman
+from crbc.rollouts import read_rollouts
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"
+RARE = ROOT / "sample_rollouts" / "rare-route.jsonl"
+
+
+def make_run(path: Path, estimator: str = "crbc", seed: int = 0, successes=(0.2, 0.4, 0.6),
+             rollouts: bool = True) -> Path:
+    w = R.RunWriter.create(path, {"name": path.name, "config": {"estimator": estimator, "seed": seed},
+                                  "model": "models/x"})
+    groups = read_rollouts(WORKED)
+    for it, s in enumerate(successes):
+        if rollouts:
+            w.write_rollouts(it, groups)
+        w.append_metrics({"iteration": it, "success_rate": s, "loss": 0.1 * it,
+                          "diag.step_credit_share": 0.5, "eval_success_rate": s if it % 2 == 0 else None})
+    return path
+
+
+def test_round_trip(tmp_path):
+    run = R.read_run(make_run(tmp_path / "a"))
+    assert run.meta["schema"] == "crbc.run/1" and run.estimator == "crbc" and run.seed == 0
+    assert [m["iteration"] for m in run.metrics] == [0, 1, 2] and run.partial_tail is None
+    assert run.iterations_with_rollouts == (0, 1, 2)
+    its, vals = run.series("success_rate")
+    assert its.tolist() == [0, 1, 2] and vals.tolist() == [0.2, 0.4, 0.6]
+    assert run.series("eval_success_rate")[0].tolist() == [0, 2]  # nulls skipped
+    groups = run.rollouts(1)
+    assert groups[0].group == "worked-example" and len(groups[0]) == 5
+    assert (tmp_path / "a" / "rollouts" / "iter-0001.jsonl").is_file()
+    with pytest.raises(FileExistsError):
+        R.RunWriter.create(tmp_path / "a", {})
+
+
+def test_half_written_last_line_is_reported_not_merged(tmp_path):
+    path = make_run(tmp_path / "a")
+    with open(path / "metrics.jsonl", "a") as f:
+        f.write('{"iteration": 3, "success_rate": 0.9}')  # complete JSON but no newline yet
+    run = R.read_run(path)
+    assert run.last_iteration == 2
+    assert run.partial_tail == '{"iteration": 3, "success_rate": 0.9}'
+    with open(path / "metrics.jsonl", "a") as f:
+        f.write(', "lo')  # and a truly broken tail
+    assert R.read_run(path).partial_tail.endswith('"lo')
+
+
+def test_bad_line_in_the_middle_is_refused_with_file_and_line(tmp_path):
+    path = make_run(tmp_path / "a")
+    lines = (path / "metrics.jsonl").read_text().splitlines()
+    lines[1] = lines[1][:-5]
+    (path / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(R.RunFormatError, match=r"metrics.jsonl:2: \(line\)"):
+        R.read_run(path)
+    lines[1] = '{"iteration": 0}'
+    (path / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(R.RunFormatError, match=r"metrics.jsonl:2: iteration: iteration 0 does not follow 0"):
+        R.read_run(path)
+
+
+def test_bad_run_json(tmp_path):
+    path = make_run(tmp_path / "a")
+    meta = json.loads((path / "run.json").read_text())
+    (path / "run.json").write_text(json.dumps({**meta, "schema": "crbc.run/9"}))
+    with pytest.raises(R.RunFormatError, match="schema"):
+        R.read_run(path)
+    with pytest.raises(R.RunFormatError, match="cannot read"):
+        R.read_run(tmp_path / "missing")
+
+
+def test_truncate_drops_later_iterations_and_the_tail(tmp_path):
+    path = make_run(tmp_path / "a")
+    with open(path / "metrics.jsonl", "a") as f:
+        f.write('{"iteration": 3')
+    R.RunWriter.open(path).truncate(1)
+    run = R.read_run(path)
+    assert run.last_iteration == 1 and run.partial_tail is None and run.iterations_with_rollouts == (0, 1)
+
+
+def test_metrics_are_json_clean(tmp_path):
+    w = R.RunWriter.create(tmp_path / "a", {"config": {}})
+    w.append_metrics({"iteration": 0, "x": float("nan"), "y": np.float64(2.5), "z": np.int64(3)})
+    rec = R.read_run(tmp_path / "a").metrics[0]
+    assert rec == {"iteration": 0, "x": None, "y": 2.5, "z": 3}
+    with pytest.raises(ValueError):
+        w.append_metrics({"success_rate": 1.0})
+
+
+def test_obs_equal_to_the_anchor_is_dropped(tmp_path):
+    import dataclasses
+
+    g = read_rollouts(WORKED)[0]
+    r0 = g.rollouts[0]
+    steps = tuple(dataclasses.replace(s, obs=s.anchor, response="x") for s in r0.steps)
+    g2 = dataclasses.replace(g, rollouts=(dataclasses.replace(r0, steps=steps),) + g.rollouts[1:])
+    w = R.RunWriter.create(tmp_path / "a", {"config": {}})
+    w.write_rollouts(0, [g2])
+    text = (tmp_path / "a" / "rollouts" / "iter-0000.jsonl").read_text()
+    assert '"obs"' not in text and '"response": "x"' in text
+
+
+def test_zip_upload(tmp_path):
+    path = make_run(tmp_path / "myrun")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for p in path.rglob("*"):
+            if p.is_file():
+                z.write(p, "myrun/" + str(p.relative_to(path)))
+    run = R.read_run_zip(buf.getvalue(), "myrun.zip")
+    assert run.last_iteration == 2 and run.iterations_with_rollouts == (0, 1, 2)
+    assert run.rollouts(2)[0].group == "worked-example"
+    with pytest.raises(R.RunFormatError, match="not a zip"):
+        R.read_run_zip(b"hello", "x.zip")
+
+
+def test_find_and_order_runs(tmp_path):
+    for est, seed in (("crbc", 1), ("grpo", 0), ("crbc", 0), ("gigpo", 0)):
+        make_run(tmp_path / f"{est}-s{seed}", est, seed, rollouts=False)
+    runs = R.order_runs([R.read_run(p) for p in R.find_runs(tmp_path)])
+    assert [r.name for r in runs] == ["grpo-s0", "gigpo-s0", "crbc-s0", "crbc-s1"]
+
+
+def test_curves_and_summary(tmp_path):
+    a = R.read_run(make_run(tmp_path / "crbc-s0", "crbc", 0, (0.2, 0.4, 0.6, 0.8)))
+    b = R.read_run(make_run(tmp_path / "crbc-s1", "crbc", 1, (0.0, 0.2, 0.4)))
+    c = R.read_run(make_run(tmp_path / "grpo-s0", "grpo", 0, (0.1, 0.1, 0.1)))
+    cur = R.curves([a, b, c])
+    assert list(cur) == ["crbc", "grpo"]
+    cc = cur["crbc"]
+    assert cc.iterations.tolist() == [0, 1, 2, 3]
+    np.testing.assert_allclose(cc.mean, [0.1, 0.3, 0.5, 0.8])
+    np.testing.assert_allclose(cc.lo, [0.0, 0.2, 0.4, 0.8])
+    assert cc.n.tolist() == [2, 2, 2, 1]
+    rows = R.summarize([a, b, c], threshold=0.5, smooth=1, final_window=2)
+    crbc = rows[0]
+    assert crbc["estimator"] == "crbc" and crbc["seeds"] == 2
+    assert math.isclose(crbc["final"], np.mean([0.7, 0.3]))
+    assert crbc["to_threshold"] == 2 and crbc["reached"] == 1  # seed 0 reaches 0.5 at 0.6 (iteration 2)
+    assert rows[1]["reached"] == 0 and rows[1]["to_threshold"] is None
+    md = R.table_markdown(rows)
+    assert "| crbc | 2 |" in md and "not reached (0/1)" in md
+
+
+def test_moving_average_and_threshold():
+    np.testing.assert_allclose(R.moving_average(np.array([1.0, 2, 3, 4]), 2), [1, 1.5, 2.5, 3.5])
+    assert R.iterations_to_reach(np.array([0, 1, 2]), np.array([0.1, 0.5, 0.7]), 0.5) == 1
+    assert R.iterations_to_reach(np.array([0, 1]), np.array([0.1, 0.2]), 0.5) is None
+
+
+# ---- diagnostics ---------------------------------------------------------------------------
+
+
+def test_rank_helpers_match_scipy():
+    from scipy.stats import rankdata as sp_rank
+    from scipy.stats import spearmanr
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        x = rng.integers(0, 4, 12).astype(float)
+        y = rng.normal(size=12)
+        np.testing.assert_allclose(rankdata(x), sp_rank(x))
+        assert math.isclose(spearman(x, y), spearmanr(x, y)[0], abs_tol=1e-12)
+    assert math.isnan(spearman([1, 1, 1], [1, 2, 3])) and math.isnan(spearman([1, 2], [2, 1]))
+
+
+def test_diagnostics_of_the_worked_example():
+    d = iteration_diagnostics(read_rollouts(WORKED))
+    assert d["anchors"] == 3 and d["multi_action_anchors"] == 3
+    assert d["step_credit_share"] == 1.0
+    assert d["rank_crbc_visit_local"] > 0.9
+    # s0: the closure prefers a (0.4802 > 0.3601); shortest path rates a and b alike (one hop each)
+    assert d["rare_route_disagreements"] == 1
+
+
+def test_diagnostics_of_the_rare_route_sample():
+    d = iteration_diagnostics(read_rollouts(RARE))
+    assert d["rare_route_disagreements"] == 1  # the start: reliable 'up' vs rare 'right'
+    assert 0 < d["step_credit_share"] < 1  # the single-action anchor gets no step credit

@@ -1,0 +1,101 @@
+"""AppTest: the Training runs page on synthetic runs (curves, table, diagnostics, drill-down, and
+opening an iteration's group in the other pages). AppTest cannot render plotly; the browser
+screenshots cover the figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from crbc import runs as R
+from crbc.rollouts import read_rollouts
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"
+RARE = ROOT / "sample_rollouts" / "rare-route.jsonl"
+
+
+def _write_runs(root: Path) -> None:
+    groups = read_rollouts(WORKED) + read_rollouts(RARE)
+    for est, seed, curve in (("grpo", 0, (0.2, 0.3, 0.3)), ("crbc", 0, (0.2, 0.5, 0.7)),
+                             ("crbc", 1, (0.1, 0.4, 0.6))):
+        w = R.RunWriter.create(root / f"{est}-s{seed}", {"name": f"{est}-s{seed}",
+                                                         "config": {"estimator": est, "seed": seed}})
+        for it, s in enumerate(curve):
+            w.write_rollouts(it, groups)
+            w.append_metrics({"iteration": it, "success_rate": s, "loss": 0.1, "kl": 0.01,
+                              "diag.step_credit_share": 0.4, "diag.multi_action_anchors": 3,
+                              "diag.mean_abs_step_adv": 0.5, "diag.rank_crbc_gigpo": 0.3,
+                              "diag.rank_crbc_visit_local": 0.9, "diag.rare_route_disagreements": 1})
+
+
+@pytest.fixture()
+def page(tmp_path, monkeypatch) -> AppTest:
+    import pages.common as common
+
+    _write_runs(tmp_path / "runs")
+    monkeypatch.setattr(common, "SAMPLES_DIR", tmp_path)
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.run()
+    at.switch_page("pages/runs.py")
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_runs_page_shows_curves_table_and_diagnostics(page):
+    assert page.title[0].value == "Training runs"
+    assert set(page.multiselect(key="runs_pick").value) == {"grpo-s0", "crbc-s0", "crbc-s1"}
+    table = page.dataframe[0].value
+    assert table["estimator"].tolist() == ["grpo", "crbc"]
+    assert table["seeds"].tolist() == [1, 2]
+    assert "not reached (0/1)" in table.iloc[0].to_string()
+    assert "1.5 ± 0.5 (2/2)" in table.iloc[1].to_string()  # crbc: iterations 1 and 2 reach 50%
+    labels = [m.label for m in page.metric]
+    assert "rare-route disagreements with shortest_path (anchors)" in labels
+
+
+def test_drill_down_opens_a_group_in_the_other_pages(page):
+    page.selectbox(key="runs_run").set_value("crbc-s1").run()
+    page.selectbox(key="runs_iter").set_value(2).run()
+    assert not page.exception
+    groups = page.dataframe[-1].value
+    assert groups["group"].tolist() == ["worked-example", "rare-route"]
+    page.selectbox(key="runs_group_pick_None").set_value(1).run()
+    page.button(key="runs_open_credits").click().run()
+    assert not page.exception, page.exception
+    # the sidebar now serves the run's iteration, with the chosen group selected
+    assert page.radio(key="source").value == "run"
+    assert page.selectbox(key="group").value == "rare-route"
+    assert any("run crbc-s1 iteration 2" in c.value or "rare-route" in c.value for c in page.sidebar.caption)
+
+
+def test_runs_page_without_runs(tmp_path, monkeypatch):
+    import pages.common as common
+
+    monkeypatch.setattr(common, "SAMPLES_DIR", tmp_path)
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.run()
+    at.switch_page("pages/runs.py")
+    at.run()
+    assert not at.exception
+    assert any("No run selected" in i.value for i in at.info)
+
+
+def test_a_broken_run_is_refused_on_the_page(tmp_path, monkeypatch):
+    import pages.common as common
+
+    _write_runs(tmp_path / "runs")
+    bad = tmp_path / "runs" / "crbc-s1" / "metrics.jsonl"
+    lines = bad.read_text().splitlines()
+    bad.write_text("\n".join([lines[0], "{oops", lines[2]]) + "\n")
+    monkeypatch.setattr(common, "SAMPLES_DIR", tmp_path)
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.run()
+    at.switch_page("pages/runs.py")
+    at.run()
+    assert not at.exception
+    assert any("metrics.jsonl:2" in e.value for e in at.error)
