@@ -1,0 +1,34 @@
+"""Shared fixtures. Browser tests (marker ``browser``) need Debian's /usr/bin/chromium: without it
+they are skipped with a clear message, except under CI=true where a missing browser fails."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+
+
+def require_chromium() -> None:
+    """Skip (or, under CI=true, fail) when the browser or playwright is missing."""
+    if not Path(CHROMIUM).exists():
+        msg = f"{CHROMIUM} not found: install it with `apt-get install -y chromium` to run browser tests"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true: {msg}", pytrace=False)
+        pytest.skip(msg)
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true: the playwright package is missing", pytrace=False)
+        pytest.skip("the playwright package is missing (pip install -r requirements-dev.txt)")
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS

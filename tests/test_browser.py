@@ -1,0 +1,129 @@
+"""End to end in a real browser: the studio's four views in headless Debian Chromium.
+
+Starts ``streamlit run app.py`` on a free port of 127.0.0.1, opens every page, waits until the
+plotly axes and the pyvis canvas have drawn, drags the depth slider and checks the graph
+changed, uploads a broken file and checks the error, and records every request the page makes:
+any request to a host other than 127.0.0.1 fails. Screenshots go to ``test-artifacts/``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.apprunner import (GRAPH_COLORS, RequestLog, drag_slider, launch, running_app,
+                                  wait_idle, wait_plotly, wait_pyvis)
+from benchmarks.synthetic import random_walk_group
+from crbc.rollouts import dumps_rollout
+from tests.conftest import require_chromium
+
+pytestmark = pytest.mark.browser
+TIMEOUT_MS = 60_000
+OWN_PAGES = {"Rollouts": "plotly", "Anchor graph": "pyvis", "Bellman backups": "plotly",
+             "Step credits": "plotly"}
+
+
+@pytest.fixture(scope="module")
+def app_url(artifacts_dir):
+    require_chromium()
+    with running_app(log_path=artifacts_dir / "browser-app.log") as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = launch(pw)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = ctx.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    log = RequestLog(pg)
+    pg.request_log = log
+    yield pg
+    ctx.close()
+    assert log.outside == [], f"requests left the machine: {log.outside}"
+
+
+def _nav(page, title: str) -> None:
+    page.click(f"[data-testid=stSidebarNavLink] >> text='{title}'")
+    if title in OWN_PAGES:  # our pages' headings are their titles
+        page.wait_for_function(
+            "(t) => Array.from(document.querySelectorAll('h1')).some(h => h.textContent.includes(t))",
+            arg=title)
+    else:
+        page.wait_for_timeout(1500)
+    wait_idle(page)
+
+
+def _no_exception(page) -> None:
+    assert page.locator("[data-testid=stException]").count() == 0, page.inner_text("[data-testid=stMain]")
+
+
+def _synthetic_upload(page, tmp_path) -> None:
+    g = random_walk_group(16, 50, size=6, seed=0)
+    f = tmp_path / "random-walk.jsonl"
+    f.write_text("".join(dumps_rollout(r) + "\n" for r in g.rollouts))
+    page.set_input_files("[data-testid=stFileUploaderDropzoneInput]", str(f))
+    page.wait_for_selector("text=16 rollouts")
+    wait_idle(page)
+
+
+def test_every_page_draws(app_url, page, artifacts_dir):
+    page.goto(app_url + "/")
+    wait_idle(page)
+    wait_plotly(page)
+    titles = page.eval_on_selector_all("[data-testid=stSidebarNavLink]",
+                                       "els => els.map(e => e.innerText.trim().split('\\n').pop().trim())")
+    assert set(OWN_PAGES) <= set(titles), titles
+    for i, title in enumerate(titles):
+        _nav(page, title)
+        kind = OWN_PAGES.get(title)
+        if kind == "plotly":
+            wait_plotly(page)
+        elif kind == "pyvis":
+            frame = wait_pyvis(page, TIMEOUT_MS)
+            assert frame.evaluate("() => document.querySelectorAll('#mynetwork canvas').length") == 1
+        _no_exception(page)
+        page.screenshot(path=str(artifacts_dir / f"browser-{i:02d}-{title.lower().replace(' ', '-')}.png"),
+                        full_page=True)
+
+
+def test_depth_slider_changes_the_graph(app_url, page, artifacts_dir, tmp_path):
+    page.goto(app_url + "/?source=upload")
+    wait_idle(page)
+    _synthetic_upload(page, tmp_path)
+    _nav(page, "Bellman backups")
+    page.wait_for_selector(".st-key-backup_graph .js-plotly-plot")
+    wait_plotly(page)
+    before = page.evaluate(GRAPH_COLORS)
+    assert before
+    drag_slider(page, ".st-key-K", 0.5)
+    page.wait_for_function(f"(b) => {{ const c = ({GRAPH_COLORS})(); return c && c !== b; }}",
+                           arg=before, timeout=TIMEOUT_MS)
+    wait_idle(page)
+    assert "Credit table at K = 0" not in page.inner_text("[data-testid=stMain]")
+    assert "K=" in page.url  # the depth is in the shareable URL
+    _no_exception(page)
+    page.screenshot(path=str(artifacts_dir / "browser-backups-after-drag.png"), full_page=True)
+
+
+def test_broken_upload_shows_the_error(app_url, page, artifacts_dir, tmp_path):
+    page.goto(app_url + "/?source=upload")
+    wait_idle(page)
+    bad = tmp_path / "broken.jsonl"
+    bad.write_text('{"group": "g", "steps": [{"anchor": "s0", "action": "a"}], "success": true}\n'
+                   '{"group": "g", "steps": [{"anchor": "s0"}], "success": false}\n')
+    page.set_input_files("[data-testid=stFileUploaderDropzoneInput]", str(bad))
+    page.wait_for_selector("text=nothing was loaded")
+    main = page.inner_text("[data-testid=stMain]")
+    assert "broken.jsonl:2" in main and "action" in main
+    assert "No rollout group is loaded" in main  # nothing half-loaded
+    page.screenshot(path=str(artifacts_dir / "browser-broken-upload.png"), full_page=True)
