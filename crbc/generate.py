@@ -1,0 +1,229 @@
+"""Roll groups of a policy out in a toy environment, and the ``generate`` command.
+
+All live episodes of all requested groups advance together: one batched ``policy.act`` call per
+step. Every episode owns a ``torch.Generator`` seeded from (base seed, task seed, rollout index),
+so a group is the same whether it is generated alone or next to other groups, and the same seed
+always gives the same file.
+
+    python -m crbc generate --env sokoban-6x6-v0 --model models/sokoban-tiny-weak \\
+        --seeds 0-15 --group-size 8 --temperature 1.0 -o out.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .rollouts import Rollout, RolloutGroup, Step
+
+#: progress(finished_episodes, total_episodes)
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class _Episode:
+    """One live episode: its env, its generator and the steps taken so far."""
+
+    env: Any
+    seed: int
+    index: int
+    generator: Any
+    steps: list[Step] = field(default_factory=list)
+    success: bool = False
+    truncated: bool = False
+    done: bool = False
+
+    def advance(self, obs: str, action: str, response: str) -> None:
+        """Apply one parsed action and record the step."""
+        anchor = self.env.anchor()
+        _, reward, terminated, truncated, info = self.env.step(action)
+        self.steps.append(Step(anchor, action, obs, response, float(reward)))
+        self.success = bool(info.get("success", False))
+        self.truncated = bool(truncated) and not self.success
+        self.done = bool(terminated or truncated)
+
+
+def base_seed(rng: Any = None) -> int:
+    """The base seed of all episode generators: 0 by default, or drawn from / given by ``rng``.
+
+    ``rng`` may be None, an int, a ``numpy.random.Generator`` or a ``torch.Generator``.
+    """
+    if rng is None:
+        return 0
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return int(rng)
+    if isinstance(rng, np.random.Generator):
+        return int(rng.integers(2**62))
+    import torch
+
+    if isinstance(rng, torch.Generator):
+        return int(torch.randint(2**62, (1,), generator=rng))
+    raise TypeError(f"rng must be None, an int, a numpy or a torch Generator, got {type(rng).__name__}")
+
+
+def episode_generator(base: int, seed: int, index: int):
+    """A torch generator for one episode, seeded from (base, task seed, rollout index)."""
+    import torch
+
+    state = np.random.SeedSequence([base, seed, index]).generate_state(2, dtype=np.uint32)
+    return torch.Generator().manual_seed(int(state[0]) << 31 ^ int(state[1]))
+
+
+def _make_env(env_id: str, max_steps: int | None):
+    from .envs import make
+
+    return make(env_id) if max_steps is None else make(env_id, max_steps=max_steps)
+
+
+def _finish(episodes: Sequence[_Episode], env_id: str, policy_name: str,
+            temperature: float, max_steps: int) -> list[RolloutGroup]:
+    """Pack finished episodes into groups, in seed order."""
+    groups: dict[int, list[Rollout]] = {}
+    for e in episodes:
+        gid = f"{env_id}/seed-{e.seed}"
+        meta = {"env": env_id, "seed": e.seed, "policy": policy_name,
+                "temperature": temperature, "max_steps": max_steps}
+        score = float(sum(s.reward for s in e.steps))
+        groups.setdefault(e.seed, []).append(
+            Rollout(gid, e.index, tuple(e.steps), e.success, e.truncated, score, meta))
+    return [RolloutGroup(f"{env_id}/seed-{s}", tuple(rs)) for s, rs in groups.items()]
+
+
+def generate_groups(env_id: str, seeds: Sequence[int], group_size: int, policy,
+                    temperature: float = 1.0, max_steps: int | None = None, rng: Any = None,
+                    progress: Progress | None = None) -> list[RolloutGroup]:
+    """Roll out ``group_size`` episodes of every seed; one batched policy call per step.
+
+    Deterministic given (seeds, rng). ``max_steps=None`` keeps the environment's default.
+    Rollouts carry anchor/action/obs/response/reward steps, success, truncated, score = sum of
+    rewards and meta = {env, seed, policy, temperature, max_steps}.
+    """
+    if group_size < 1:
+        raise ValueError(f"group_size must be >= 1, got {group_size}")
+    base = base_seed(rng)
+    episodes = []
+    for seed in seeds:
+        for i in range(group_size):
+            env = _make_env(env_id, max_steps)
+            env.reset(seed=int(seed))
+            episodes.append(_Episode(env, int(seed), i, episode_generator(base, int(seed), i)))
+    total = len(episodes)
+    while live := [e for e in episodes if not e.done]:
+        obs = [policy.observation(e.env) for e in live]
+        replies = policy.act(obs, temperature, [e.generator for e in live])
+        for e, o, (action, response) in zip(live, obs, replies, strict=True):
+            e.advance(o, action, response)
+        if progress is not None:
+            progress(total - sum(not e.done for e in episodes), total)
+    limit = episodes[0].env.max_steps if episodes else (max_steps or 0)
+    return _finish(episodes, env_id, policy.name, float(temperature), limit)
+
+
+def generate_group(env_id: str, seed: int, group_size: int, policy, temperature: float = 1.0,
+                   max_steps: int | None = None, rng: Any = None) -> RolloutGroup:
+    """One group of ``group_size`` rollouts from the level of ``seed`` (see generate_groups)."""
+    return generate_groups(env_id, [seed], group_size, policy, temperature, max_steps, rng)[0]
+
+
+# --------------------------------------------------------------------------------------------
+# command line
+
+
+def parse_seeds(text: str) -> list[int]:
+    """Seeds from ``"0-15"``, ``"1,5,9"`` or a mix (``"0-3,10"``); order kept, no duplicates."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        lo, dash, hi = part.partition("-")
+        if not part or not lo.strip().isdigit() or (dash and not hi.strip().isdigit()):
+            raise ValueError(f"bad seed list {text!r}: use non-negative integers like 0-15 or 1,5,9")
+        a, b = int(lo), int(hi) if dash else int(lo)
+        if b < a:
+            raise ValueError(f"bad seed range {part!r}: the end is before the start")
+        seeds.extend(range(a, b + 1))
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seed list {text!r} repeats a seed")
+    return seeds
+
+
+class TextProgress:
+    """A one-line text progress bar on standard error (no tqdm)."""
+
+    def __init__(self, label: str, stream=None, width: int = 30):
+        self.label, self.stream, self.width = label, stream or sys.stderr, width
+        self.start = time.perf_counter()
+
+    def __call__(self, done: int, total: int) -> None:
+        filled = int(self.width * done / max(total, 1))
+        secs = time.perf_counter() - self.start
+        bar = "#" * filled + "." * (self.width - filled)
+        self.stream.write(f"\r{self.label} [{bar}] {done}/{total} episodes {secs:5.1f}s")
+        if done >= total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", required=True, help="environment id, e.g. sokoban-6x6-v0")
+    parser.add_argument("--model", required=True, help="policy folder (tiny format or chat LM)")
+    parser.add_argument("--seeds", default="0-15", help="level seeds: 0-15, 1,5,9 or a mix")
+    parser.add_argument("--group-size", type=int, default=8, help="rollouts per group (G)")
+    parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
+    parser.add_argument("--max-steps", type=int, default=None, help="episode step limit")
+    parser.add_argument("--rng-seed", type=int, default=0, help="base seed of the sampling")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("-o", "--output", required=True, help="output .jsonl file")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _check_args(args: argparse.Namespace) -> list[int]:
+    from .cli import UsageError
+
+    try:
+        seeds = parse_seeds(args.seeds)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if args.group_size < 1:
+        raise UsageError(f"--group-size must be >= 1, got {args.group_size}")
+    if not (args.temperature >= 0 and np.isfinite(args.temperature)):
+        raise UsageError(f"--temperature must be a finite number >= 0, got {args.temperature}")
+    if args.max_steps is not None and args.max_steps < 1:
+        raise UsageError(f"--max-steps must be >= 1, got {args.max_steps}")
+    from .envs import env_ids
+
+    if args.env not in env_ids():
+        raise UsageError(f"unknown env {args.env!r} (known: {', '.join(env_ids())})")
+    return seeds
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``generate`` command: write groups as crbc.rollout/1 JSON Lines, atomically."""
+    from .cli import UsageError
+
+    seeds = _check_args(args)
+    import torch
+
+    from .policy import load_policy
+    from .rollouts import write_rollouts
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        policy = load_policy(args.model)
+    except (FileNotFoundError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    progress = None if args.quiet else TextProgress(f"generate {args.env}")
+    groups = generate_groups(args.env, seeds, args.group_size, policy, args.temperature,
+                             args.max_steps, rng=args.rng_seed, progress=progress)
+    write_rollouts(args.output, groups)
+    n = sum(len(g) for g in groups)
+    wins = sum(r.success for g in groups for r in g)
+    print(f"wrote {len(groups)} groups, {n} rollouts ({wins / max(n, 1):.0%} success) to {args.output}",
+          file=sys.stderr)
+    return 0

@@ -1,0 +1,180 @@
+"""The policy interface and the batched sampling loop shared by both adapters.
+
+``Policy.act`` turns B observations into B (semantic action, raw response) pairs with one
+forward pass per generated token for the whole batch: prompts are left-padded, positions are
+computed from the attention mask, and the key/value cache is reused between tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+#: A single generator shared by the batch, or one generator per row (per-episode randomness that
+#: does not depend on which other episodes share the batch).
+Generators = torch.Generator | Sequence[torch.Generator] | None
+
+
+class Policy:
+    """A text policy over board observations, backed by a transformers causal LM.
+
+    Subclasses define the prompt, the parser and the canonical response of an action.
+    Attributes: ``model`` (the causal LM), ``tokenizer``, ``name`` (written into rollout meta),
+    ``max_new_tokens`` (response length cap; a response without a stop token is invalid).
+    """
+
+    max_new_tokens: int = 8
+
+    def __init__(self, model, tokenizer, name: str):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.name = name
+
+    # -- adapter hooks --------------------------------------------------------------------------
+    def observation(self, env) -> str:
+        """The observation text this policy sees for an environment's current state."""
+        return env.render()
+
+    def prompt(self, observation: str) -> str:
+        """The full prompt text for one observation."""
+        raise NotImplementedError
+
+    def parse(self, token_ids: Sequence[int]) -> tuple[str, str]:
+        """(semantic action or ``invalid``, raw response text) of generated token ids."""
+        raise NotImplementedError
+
+    def canonical_response(self, action: str) -> str:
+        """The response text that expresses a semantic action (for ``action_logprobs``)."""
+        raise NotImplementedError
+
+    @property
+    def stop_ids(self) -> list[int]:
+        """Token ids that end a response."""
+        ids = {self.tokenizer.eos_token_id}
+        gen_eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
+        if isinstance(gen_eos, int):
+            ids.add(gen_eos)
+        elif gen_eos:
+            ids.update(gen_eos)
+        return sorted(i for i in ids if i is not None)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    # -- sampling -------------------------------------------------------------------------------
+    def encode_prompts(self, observations: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Left-padded (input_ids, attention_mask) for a batch of observations."""
+        self.tokenizer.padding_side = "left"
+        enc = self.tokenizer([self.prompt(o) for o in observations], add_special_tokens=False,
+                             padding=True, return_tensors="pt")
+        return enc["input_ids"].to(self.device), enc["attention_mask"].to(self.device)
+
+    def act(self, observations: Sequence[str], temperature: float = 1.0,
+            generator: Generators = None) -> list[tuple[str, str]]:
+        """Sample one response per observation; temperature 0 is greedy.
+
+        One batched forward pass per generated token. Returns (action, raw response) pairs.
+        """
+        if not observations:
+            return []
+        ids, mask = self.encode_prompts(observations)
+        rows = sample_tokens(self.model, ids, mask, self.max_new_tokens, self.stop_ids,
+                             temperature, generator, self.tokenizer.pad_token_id)
+        return [self.parse(r) for r in rows]
+
+    # -- scoring --------------------------------------------------------------------------------
+    def response_logprobs(self, observations: Sequence[str], responses: Sequence[str],
+                          temperature: float = 1.0) -> torch.Tensor:
+        """Sum of log-probabilities of each response's tokens given its prompt, shape (B,).
+
+        Differentiable (call under ``torch.no_grad()`` when only scoring).
+        """
+        if len(observations) != len(responses):
+            raise ValueError("observations and responses must have the same length")
+        tok = self.tokenizer
+        prompts = tok([self.prompt(o) for o in observations], add_special_tokens=False)["input_ids"]
+        answers = tok(list(responses), add_special_tokens=False)["input_ids"]
+        width = max(len(p) + len(a) for p, a in zip(prompts, answers, strict=True))
+        pad = tok.pad_token_id
+        ids = torch.full((len(prompts), width), pad, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        target = torch.zeros_like(ids, dtype=torch.bool)
+        for i, (p, a) in enumerate(zip(prompts, answers, strict=True)):
+            ids[i, : len(p) + len(a)] = torch.tensor(p + a)
+            mask[i, : len(p) + len(a)] = 1
+            target[i, len(p): len(p) + len(a)] = True
+        ids, mask, target = ids.to(self.device), mask.to(self.device), target.to(self.device)
+        logits = self.model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
+        logp = torch.log_softmax(logits / max(temperature, 1e-6), dim=-1)
+        picked = logp.gather(-1, ids[:, 1:, None]).squeeze(-1)
+        return (picked * target[:, 1:]).sum(-1)
+
+    def action_logprobs(self, observations: Sequence[str], actions: Sequence[str],
+                        temperature: float = 1.0) -> torch.Tensor:
+        """Log-probabilities of the canonical responses of semantic actions, shape (B,).
+
+        For the tiny model that is log p(word) + log p(<eos> | word). ``invalid`` has no
+        canonical response: score the raw response with :meth:`response_logprobs` instead.
+        """
+        responses = [self.canonical_response(a) for a in actions]
+        return self.response_logprobs(observations, responses, temperature)
+
+
+def _draw_uniforms(n_rows: int, rows: torch.Tensor, generator: Generators) -> torch.Tensor:
+    """Uniform numbers for the rows being sampled (per-row generators draw only for their row)."""
+    if generator is None or isinstance(generator, torch.Generator):
+        return torch.rand(n_rows, generator=generator, dtype=torch.float64)[rows]
+    out = torch.zeros(n_rows, dtype=torch.float64)
+    for r in rows.tolist():
+        out[r] = torch.rand(1, generator=generator[r], dtype=torch.float64)[0]
+    return out[rows]
+
+
+def choose_tokens(logits: torch.Tensor, temperature: float, live: torch.Tensor,
+                  generator: Generators) -> torch.Tensor:
+    """Next token per row: argmax at temperature 0, else inverse-CDF sampling of softmax(l/T)."""
+    choice = torch.zeros(logits.shape[0], dtype=torch.long)
+    rows = torch.nonzero(live).flatten()
+    if rows.numel() == 0:
+        return choice
+    sub = logits[rows].double().cpu()
+    if temperature <= 0:
+        choice[rows] = sub.argmax(-1)
+        return choice
+    cdf = torch.softmax(sub / temperature, dim=-1).cumsum(-1)
+    u = _draw_uniforms(logits.shape[0], rows, generator) * cdf[:, -1]
+    picked = torch.searchsorted(cdf, u[:, None], right=True).squeeze(-1)
+    choice[rows] = picked.clamp(max=logits.shape[-1] - 1)
+    return choice
+
+
+@torch.inference_mode()
+def sample_tokens(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                  max_new_tokens: int, stop_ids: Sequence[int], temperature: float,
+                  generator: Generators, pad_id: int) -> list[list[int]]:
+    """Batched autoregressive sampling with a KV cache; each row is cut after its stop token."""
+    n = input_ids.shape[0]
+    if generator is not None and not isinstance(generator, torch.Generator) and len(generator) != n:
+        raise ValueError(f"got {len(generator)} generators for a batch of {n}")
+    position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                use_cache=True, logits_to_keep=1)
+    stop = torch.tensor(list(stop_ids), dtype=torch.long)
+    live = torch.ones(n, dtype=torch.bool)
+    next_pos = position_ids[:, -1:] + 1
+    rows: list[list[int]] = [[] for _ in range(n)]
+    for step in range(max_new_tokens):
+        tok = choose_tokens(out.logits[:, -1, :], temperature, live, generator)
+        for r in torch.nonzero(live).flatten().tolist():
+            rows[r].append(int(tok[r]))
+        live &= ~torch.isin(tok, stop)
+        if not live.any() or step == max_new_tokens - 1:
+            break
+        tok = torch.where(live, tok, torch.full_like(tok, pad_id)).to(input_ids.device)
+        attention_mask = torch.cat([attention_mask, torch.ones_like(attention_mask[:, :1])], dim=1)
+        out = model(input_ids=tok[:, None], attention_mask=attention_mask, position_ids=next_pos,
+                    cache=out.cache, use_cache=True)
+        next_pos = next_pos + 1
+    return rows

@@ -1,0 +1,135 @@
+"""Generation: batched groups, determinism, rollout contents, and the ``generate`` command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from crbc.cli import main  # noqa: E402
+from crbc.envs import make  # noqa: E402
+from crbc.generate import TextProgress, generate_group, generate_groups, parse_seeds  # noqa: E402
+from crbc.policy import load_policy  # noqa: E402
+from crbc.policy.prompting import ACTIONS, INVALID_ACTION  # noqa: E402
+from crbc.policy.tiny import TinyModelConfig, build_model, build_tokenizer, save_tiny  # noqa: E402
+from crbc.rollouts import read_rollouts  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = "sokoban-6x6-v0"
+SMALL = TinyModelConfig(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=4)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    """The weak shipped checkpoint when present (mixed outcomes), else a random tiny model."""
+    shipped = ROOT / "models" / "sokoban-tiny-weak"
+    if shipped.is_dir():
+        return shipped
+    tok = build_tokenizer()
+    path = tmp_path_factory.mktemp("tiny")
+    save_tiny(build_model(tok, SMALL, seed=1), tok, path, SMALL)
+    return path
+
+
+@pytest.fixture(scope="module")
+def policy(model_dir):
+    return load_policy(model_dir)
+
+
+def test_parse_seeds():
+    assert parse_seeds("0-3") == [0, 1, 2, 3]
+    assert parse_seeds("1,5,9") == [1, 5, 9]
+    assert parse_seeds("7") == [7]
+    assert parse_seeds("0-1, 10") == [0, 1, 10]
+    for bad in ["", "a", "3-1", "1,,2", "-4", "1-2-3", "1,1", "1.5"]:
+        with pytest.raises(ValueError):
+            parse_seeds(bad)
+
+
+def test_group_contents(policy):
+    group = generate_group(ENV, 3, 4, policy, temperature=1.0, max_steps=6)
+    assert group.group == f"{ENV}/seed-3" and len(group) == 4
+    env = make(ENV, max_steps=6)
+    start, _ = env.reset(seed=3)
+    for i, r in enumerate(group):
+        assert r.rollout == i and r.group == group.group
+        assert r.steps[0].anchor == start  # every rollout starts from the same anchor
+        assert 1 <= len(r.steps) <= 6
+        assert not (r.success and r.truncated)
+        assert r.success or r.truncated
+        assert r.score == pytest.approx(sum(s.reward for s in r.steps))
+        assert r.meta == {"env": ENV, "seed": 3, "policy": policy.name, "temperature": 1.0,
+                          "max_steps": 6}
+        # replay: the anchors are the env states before each executed action
+        env.reset(seed=3)
+        for s in r.steps:
+            assert s.anchor == env.anchor() and s.obs == env.render()
+            assert s.action in ACTIONS or s.action == INVALID_ACTION
+            _, reward, *_ = env.step(s.action)
+            assert s.reward == reward
+
+
+def test_same_seed_same_groups_and_groups_independent_of_batch(policy):
+    a = generate_groups(ENV, [0, 1], 3, policy, 1.0, max_steps=5, rng=7)
+    b = generate_groups(ENV, [0, 1], 3, policy, 1.0, max_steps=5, rng=7)
+    assert a == b
+    alone = generate_group(ENV, 1, 3, policy, 1.0, max_steps=5, rng=7)
+    assert alone == a[1]
+    other = generate_groups(ENV, [0, 1], 3, policy, 1.0, max_steps=5, rng=8)
+    assert [g.group for g in other] == [g.group for g in a]
+
+
+def test_progress_called_until_done(policy):
+    seen = []
+    generate_groups(ENV, [0], 2, policy, 1.0, max_steps=3, progress=lambda d, t: seen.append((d, t)))
+    assert seen and seen[-1] == (2, 2) and all(t == 2 for _, t in seen)
+
+
+def test_text_progress_bar(capsys):
+    bar = TextProgress("gen")
+    bar(1, 4)
+    bar(4, 4)
+    err = capsys.readouterr().err
+    assert "gen [" in err and "4/4 episodes" in err and err.endswith("\n")
+
+
+def test_cli_writes_a_valid_file_deterministically(model_dir, tmp_path, capsys):
+    out1, out2 = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    args = ["generate", "--env", ENV, "--model", str(model_dir), "--seeds", "0-1,5",
+            "--group-size", "2", "--max-steps", "4", "--threads", "1"]
+    assert main(args + ["-o", str(out1)]) == 0
+    assert main(args + ["-o", str(out2), "--quiet"]) == 0
+    assert out1.read_bytes() == out2.read_bytes()
+    groups = read_rollouts(out1)
+    assert [g.group for g in groups] == [f"{ENV}/seed-{s}" for s in (0, 1, 5)]
+    assert all(len(g) == 2 for g in groups)
+    err = capsys.readouterr().err
+    assert "episodes" in err and "wrote 3 groups" in err
+
+
+@pytest.mark.parametrize("change,needle", [
+    (["--seeds", "x"], "seed"), (["--seeds", "5-1"], "seed"), (["--group-size", "0"], "group-size"),
+    (["--temperature", "-1"], "temperature"), (["--max-steps", "0"], "max-steps"),
+    (["--env", "chess-v0"], "unknown env"), (["--model", "no/such/folder"], "not found"),
+])
+def test_cli_refuses_bad_args(model_dir, tmp_path, capsys, change, needle):
+    out = tmp_path / "x.jsonl"
+    base = {"--env": ENV, "--model": str(model_dir), "--seeds": "0", "--group-size": "1"}
+    base[change[0]] = change[1]
+    argv = ["generate", *[x for kv in base.items() for x in kv], "-o", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("crbc generate: error:") and needle in err and "\n" not in err
+    assert not out.exists()
+
+
+def test_cli_requires_output(model_dir, capsys):
+    assert main(["generate", "--env", ENV, "--model", str(model_dir)]) == 2
+    assert "-o/--output" in capsys.readouterr().err
