@@ -20,8 +20,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.apprunner import (GRAPH_COLORS, RequestLog, drag_slider, launch, running_app,
-                                  wait_idle, wait_plotly)
+from benchmarks.apprunner import (
+    GRAPH_COLORS,
+    RequestLog,
+    drag_slider,
+    launch,
+    running_app,
+    wait_idle,
+    wait_plotly,
+)
 from benchmarks.synthetic import random_walk_group
 from crbc.rollouts import dumps_rollout
 

@@ -65,7 +65,7 @@ def view() -> None:
     k = int(st.session_state["K"])
     g, e = st.columns([3, 2], gap="medium")
     with g:
-        label = "V^(%d)" % k
+        label = f"V^({k})"
         st.plotly_chart(graph_figure(p, sw.v_KS[k], title=f"Anchors coloured by {label}",
                                      highlight_rollout=common.current_rollout(), height=500,
                                      value_name=label),

@@ -21,8 +21,10 @@ view can be shared as a link)
     credits(group_key, name, params) -> Credits      cached crbc.estimators.compute
     sweep(group_key, beta, k_max) -> DepthSweep       cached crbc.closure.depth_sweep
     source_label() -> str                  human-readable name of the current source
+    open_groups(key, label, groups, i)     make groups (e.g. a training-run iteration) the
+                                           current source "run"; applied on the next run
 
-URL query parameters (widget keys): ``source`` (sample|upload|generate), ``sample`` (file name),
+URL query parameters (widget keys): ``source`` (sample|upload|generate|run), ``sample`` (file name),
 ``seed``, ``group``, ``rollout``, ``estimator``, ``beta``, ``depth``, ``sigma_min``, ``w_group``,
 ``w_step``; pages add their own (``K`` on Bellman backups, ``step`` on Rollouts). The page itself
 is the URL path (st.navigation).
@@ -40,7 +42,6 @@ import streamlit as st
 from crbc import closure, estimators
 from crbc.process import Process, merge
 from crbc.rollouts import RolloutFormatError, RolloutGroup, parse_rollouts
-
 
 
 def _ensure_navigation() -> None:
@@ -344,8 +345,8 @@ def _generated() -> dict[tuple, list[RolloutGroup]]:
 
 def _generate_source() -> None:
     try:
-        from crbc.envs import env_ids
         import crbc.generate  # noqa: F401
+        from crbc.envs import env_ids
     except ImportError as e:
         st.sidebar.info(f"Live generation is not available in this build ({e}).")
         _clear_source()

@@ -39,6 +39,9 @@ for i, n in enumerate(names):
             st.info(f"{n}: no value function, so no Q − V.")
             continue
         st.markdown(f"**{n}** · {estimators.get(n).summary}")
+        vals = charts.field_N(c, field)
+        if not vals.any():
+            st.caption(f"All zero: {n} gives no step-level {charts.FIELDS[field]} on this group.")
         st.plotly_chart(charts.credit_heatmap(c, field, height=height),
                         width="stretch", key=f"heat_{n}", config={"displayModeBar": False})
 

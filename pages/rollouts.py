@@ -6,7 +6,7 @@ import streamlit as st
 
 from crbc.viz import charts
 from crbc.viz.board import board_figure
-from crbc.viz.style import short_label
+from crbc.viz.style import board_legend_html, is_board, short_label
 from pages import common
 
 st.title("Rollouts")
@@ -56,6 +56,8 @@ with right:
         st.plotly_chart(board_figure(step.anchor, title=f"anchor {short_label(step.anchor, s)} "
                                      f"before step {t}", size=300),
                         width="stretch", config={"displayModeBar": False}, key="board")
+        if is_board(step.anchor):
+            st.html(board_legend_html())
     with m:
         st.metric("Action", step.action)
         st.metric("Reward", "—" if step.reward is None else f"{step.reward:g}")

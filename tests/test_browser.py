@@ -10,8 +10,16 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.apprunner import (GRAPH_COLORS, RequestLog, drag_slider, launch, running_app,
-                                  wait_idle, wait_plotly, wait_pyvis)
+from benchmarks.apprunner import (
+    GRAPH_COLORS,
+    RequestLog,
+    drag_slider,
+    launch,
+    running_app,
+    wait_idle,
+    wait_plotly,
+    wait_pyvis,
+)
 from benchmarks.synthetic import random_walk_group
 from crbc.rollouts import dumps_rollout
 from tests.conftest import require_chromium

@@ -18,8 +18,18 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..process import Process
-from .style import (BOARD_COLORS, BOARD_UNKNOWN, EDGE_COLOR, HIGHLIGHT, V_SCALE, Z_MINUS_COLOR,
-                    Z_PLUS_COLOR, is_board, short_label, v_color)
+from .style import (
+    BOARD_COLORS,
+    BOARD_UNKNOWN,
+    EDGE_COLOR,
+    HIGHLIGHT,
+    V_SCALE,
+    Z_MINUS_COLOR,
+    Z_PLUS_COLOR,
+    is_board,
+    short_label,
+    v_color,
+)
 
 X_GAP, Y_GAP = 190.0, 95.0
 
@@ -80,8 +90,11 @@ def layout(p: Process) -> Layout:
     x = layer.astype(float)
     last = float(layer.max()) + 1.0
     spread = max(1.0, float(np.abs(y).max()) if n else 1.0)
-    return Layout(x_S=x * X_GAP, y_S=y * Y_GAP, layer_S=layer,
-                  x_B=np.array([last, last]) * X_GAP,
+    # narrower columns for deep graphs, so the drawing keeps a landscape shape near 16:9
+    widest = int(np.bincount(layer).max())
+    gap_x = float(np.clip(Y_GAP * max(widest, 2) * 1.8 / (last + 1), 110.0, X_GAP))
+    return Layout(x_S=x * gap_x, y_S=y * Y_GAP, layer_S=layer,
+                  x_B=np.array([last, last]) * gap_x,
                   y_B=np.array([-0.5 * spread - 0.5, 0.5 * spread + 0.5]) * Y_GAP)
 
 
@@ -164,7 +177,7 @@ _TOOLTIP_JS = """
 
 
 def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int | None = None,
-                      height_px: int = 640, max_edge_labels: int = 160,
+                      height_px: int = 640, max_edge_labels: int = 60,
                       value_name: str = "V") -> str:
     """The merged process as a self-contained, offline pyvis page.
 

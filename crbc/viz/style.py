@@ -81,3 +81,16 @@ def short_label(text: str, index: int, max_len: int = 14) -> str:
     if "\n" not in text and len(text) <= max_len:
         return text
     return f"s{index}"
+
+
+def board_legend_html() -> str:
+    """A one-line colour legend of the board symbols."""
+    seen, items = set(), []
+    for ch, name in BOARD_NAMES.items():
+        if name in seen or ch == " ":
+            continue
+        seen.add(name)
+        items.append(f"<span style='display:inline-block;width:11px;height:11px;background:"
+                     f"{BOARD_COLORS[ch]};border:1px solid #999;margin:0 3px 0 8px;"
+                     f"vertical-align:middle'></span>{html.escape(name)} <code>{html.escape(ch)}</code>")
+    return "<div style='font-size:12px;color:#555;line-height:1.8'>" + "".join(items) + "</div>"
