@@ -63,24 +63,26 @@ st.caption("Each dot is one step. On the dotted diagonal both estimators agree; 
            "top-left or bottom-right quadrants are steps they judge in opposite directions.")
 
 st.subheader("Download")
-d1, d2, d3, d4 = st.columns(4)
+d1, d2, d3 = st.columns(3)
 est = d1.selectbox("Estimator to export", names, index=names.index(common.current_estimator()),
                    key="export_est")
 slug = grp.group.replace("/", "_")
-d1.download_button(f"{est} credits (crbc.credit/1 JSONL)", lambda: charts.credits_jsonl(all_c[est]),
+d2.download_button(f"{est} credits · crbc.credit/1 JSONL", lambda: charts.credits_jsonl(all_c[est]),
                    file_name=f"{slug}.{est}.credits.jsonl", mime="application/jsonl",
-                   on_click="ignore", key="dl_jsonl")
-d2.download_button("All estimators (CSV, one row per step)",
+                   on_click="ignore", key="dl_jsonl", icon=":material/download:", width="stretch")
+d3.download_button("All estimators · CSV (one row per step)",
                    lambda: charts.credits_frame(all_c).to_csv(index=False),
-                   file_name=f"{slug}.credits.csv", mime="text/csv", on_click="ignore", key="dl_csv")
-d3.download_button("Timeline figure (HTML)", lambda: charts.figure_html(timeline),
-                   file_name=f"{slug}.timeline.html", mime="text/html", on_click="ignore",
-                   key="dl_timeline")
-d4.download_button("Scatter figure (HTML)", lambda: charts.figure_html(scatter),
-                   file_name=f"{slug}.scatter.html", mime="text/html", on_click="ignore",
-                   key="dl_scatter")
-d3.download_button(f"{est} heatmap (HTML)",
+                   file_name=f"{slug}.credits.csv", mime="text/csv", on_click="ignore", key="dl_csv",
+                   icon=":material/download:", width="stretch")
+f1, f2, f3 = st.columns(3)
+f1.download_button(f"{est} heatmap · HTML",
                    lambda: charts.figure_html(charts.credit_heatmap(all_c[est], field, title=est)),
                    file_name=f"{slug}.{est}.heatmap.html", mime="text/html", on_click="ignore",
-                   key="dl_heat")
+                   key="dl_heat", icon=":material/image:", width="stretch")
+f2.download_button("Timeline figure · HTML", lambda: charts.figure_html(timeline),
+                   file_name=f"{slug}.timeline.html", mime="text/html", on_click="ignore",
+                   key="dl_timeline", icon=":material/image:", width="stretch")
+f3.download_button("Scatter figure · HTML", lambda: charts.figure_html(scatter),
+                   file_name=f"{slug}.scatter.html", mime="text/html", on_click="ignore",
+                   key="dl_scatter", icon=":material/image:", width="stretch")
 st.caption("Figures download as standalone HTML with plotly.js inside: they open offline.")

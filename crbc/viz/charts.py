@@ -138,7 +138,9 @@ def timeline_figure(all_credits: Mapping[str, Credits], r: int, field: str = "st
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=36, b=30), plot_bgcolor="white",
                       title=f"Rollout {r}: {FIELDS[field]} per step, every estimator",
                       legend=dict(orientation="h", y=-0.25), hovermode="x unified")
-    fig.update_xaxes(title="step t", gridcolor="#eee")
+    n_steps = max((c.rollout_slice(r).stop - c.rollout_slice(r).start for c in all_credits.values()),
+                  default=1)
+    fig.update_xaxes(title="step t", gridcolor="#eee", dtick=max(1, n_steps // 20))
     fig.update_yaxes(zeroline=True, zerolinecolor="#888", gridcolor="#eee")
     return fig
 
