@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import html
+
 import streamlit as st
 
 from crbc.viz import charts
-from crbc.viz.board import board_figure
-from crbc.viz.style import board_legend_html, is_board, short_label
+from crbc.viz.style import board_html, board_legend_html, is_board, short_label
 from pages import common
 
 st.title("Rollouts")
@@ -53,9 +54,10 @@ with right:
     step = roll.steps[t - 1]
     b, m = st.columns([3, 2])
     with b:
-        st.plotly_chart(board_figure(step.anchor, title=f"anchor {short_label(step.anchor, s)} "
-                                     f"before step {t}", size=300),
-                        width="stretch", config={"displayModeBar": False}, key="board")
+        st.markdown(f"**anchor {short_label(step.anchor, s)}** before step {t}")
+        # plain HTML (escaped): drawn at once, without waiting for the plotly bundle
+        st.html(board_html(step.anchor, cell=34) if is_board(step.anchor) else
+                f"<div style='font:28px monospace;padding:24px 0'>{html.escape(step.anchor)}</div>")
         if is_board(step.anchor):
             st.html(board_legend_html())
     with m:
