@@ -179,7 +179,9 @@ sel = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="si
                    key="runs_groups", width="stretch", height=min(38 + 35 * len(table), 320))
 picked = sel.selection.rows[0] if sel and sel.selection.rows else None
 gids = [g.group for g in groups]
-gi = st.selectbox("Group", range(len(gids)), index=picked or 0, format_func=lambda i: gids[i],
+mixed = [i for i, g in enumerate(groups) if 0 < g.success_rate < 1]
+gi = st.selectbox("Group", range(len(gids)), index=picked if picked is not None else (mixed or [0])[0],
+                  format_func=lambda i: f"{gids[i]} ({groups[i].success_rate:.0%} succeeded)",
                   key=f"runs_group_pick_{picked}")
 key = f"run:{hashlib.sha1(f'{run.source}|{iteration}'.encode()).hexdigest()[:16]}"
 label = f"run {run.name} iteration {iteration}"

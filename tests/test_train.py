@@ -55,6 +55,7 @@ def weights(path: Path) -> dict[str, np.ndarray]:
     return load_file(str(path))
 
 
+@pytest.mark.slow
 def test_run_folder_interrupt_and_resume_reproduce_the_uninterrupted_run(tiny_model, tmp_path):
     cfg = small(tiny_model)
     full = train(cfg, tmp_path / "full")
