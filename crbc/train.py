@@ -417,7 +417,8 @@ def train(cfg: TrainConfig, out: str | os.PathLike, resume: bool = False,
         start = ck + 1
         log(f"resuming {out} after iteration {ck}")
     else:
-        meta = {"name": out.name, "config": asdict(cfg), "model": cfg.model, "created_at": _now(),
+        meta = {"name": out.name, "config": asdict(cfg), "model": cfg.model,
+                "model_sha256": _model_digest(cfg.model), "created_at": _now(),
                 "env": cfg.env, "estimator": cfg.estimator, "seed": cfg.seed,
                 "held_out_seeds": f"{HELD_OUT_SEED}-{HELD_OUT_SEED + max(cfg.eval_seeds, 1) - 1}",
                 "train_seeds": f"< {HELD_OUT_SEED}, numpy default_rng([seed, 1, iteration])",
@@ -497,6 +498,20 @@ def _save_policy(policy, folder: Path) -> None:
 
         folder.mkdir(parents=True, exist_ok=True)
         save_model(policy.model, str(folder / "model.safetensors"))
+
+
+def _model_digest(folder: str) -> str | None:
+    """sha256 of the starting weights (model.safetensors), so a run names exactly what it used."""
+    import hashlib
+
+    p = Path(folder) / "model.safetensors"
+    if not p.is_file():
+        return None
+    h = hashlib.sha256()
+    with open(p, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _now() -> str:
