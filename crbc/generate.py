@@ -12,6 +12,7 @@ always gives the same file.
 from __future__ import annotations
 
 import argparse
+import copy
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -109,9 +110,10 @@ def generate_groups(env_id: str, seeds: Sequence[int], group_size: int, policy,
     base = base_seed(rng)
     episodes = []
     for seed in seeds:
+        first = _make_env(env_id, max_steps)
+        first.reset(seed=int(seed))  # build the level once; the group's other members copy it
         for i in range(group_size):
-            env = _make_env(env_id, max_steps)
-            env.reset(seed=int(seed))
+            env = first if i == 0 else copy.deepcopy(first)
             episodes.append(_Episode(env, int(seed), i, episode_generator(base, int(seed), i)))
     total = len(episodes)
     while live := [e for e in episodes if not e.done]:

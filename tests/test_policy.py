@@ -286,7 +286,7 @@ def test_chat_adapter_parses_generated_tokens(chat_dir):
     policy = load_policy(chat_dir)
     tok = policy.tokenizer
     ids = tok("<action>right</action>", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
-    assert policy.parse(ids) == ("right", "<action>right</action>")
+    assert policy.parse(ids) == ("right", "<action>right</action><|im_end|>")
     assert policy.parse(tok("go right", add_special_tokens=False)["input_ids"])[0] == INVALID_ACTION
     lp = policy.action_logprobs(["hello"] * 2, ["up", "down"])
     assert lp.shape == (2,) and torch.all(lp < 0)
@@ -329,3 +329,51 @@ def test_importing_the_policy_package_does_not_import_torch():
                          timeout=60)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "False"
+
+
+def test_response_logprobs_scores_raw_invalid_responses(tiny_dir):
+    policy = load_policy(tiny_dir)
+    lp = policy.response_logprobs([BOARD, BOARD], ["leftO<sep>", "up<eos>"]).detach()
+    assert lp.shape == (2,) and torch.isfinite(lp).all() and torch.all(lp < 0)
+    with torch.no_grad():
+        ref = policy.action_logprobs([BOARD], ["up"])[0]
+    assert float(lp[1]) == pytest.approx(float(ref), abs=1e-5)
+
+
+# ---- pretrain recipe ----------------------------------------------------------------------------
+
+PRETRAIN_ARGS = ["--env", "gridworld-6x6-v0", "--seed", "4", "--states", "48", "--epochs", "1",
+                 "--batch-size", "16", "--hidden-size", "32", "--intermediate-size", "64",
+                 "--layers", "1", "--heads", "4", "--eval-seeds", "2", "--eval-group", "2",
+                 "--threads", "1", "--quiet"]
+
+
+def test_pretrain_command_reproduces_its_checkpoint(tmp_path, monkeypatch):
+    from crbc.cli import main
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["pretrain", "--out", str(a), *PRETRAIN_ARGS]) == 0
+    assert main(["pretrain", "--out", str(b), *PRETRAIN_ARGS]) == 0
+    assert (a / "model.safetensors").read_bytes() == (b / "model.safetensors").read_bytes()
+    card = json.loads((a / "card.json").read_text())
+    assert card["config"]["states"] == 48 and card["dataset"]["states"] == 48
+    assert card["command"].startswith(f"python -m crbc pretrain --out {a}")
+    assert card["params"] > 0 and "train_seconds" in card["training"]
+    ev = card["evaluation"]
+    assert ev["seeds"] == "1000000-1000001" and 0 <= ev["success_rate"] <= 1
+    assert 0 <= ev["mixed_group_share"] <= 1
+    assert isinstance(load_policy(a), TinyPolicy)
+
+
+@pytest.mark.parametrize("change,needle", [
+    (["--states", "0"], "--states"), (["--label-noise", "2"], "--label-noise"),
+    (["--env", "chess-v0"], "unknown env"), (["--epochs", "x"], "invalid int"),
+])
+def test_pretrain_refuses_bad_args(tmp_path, capsys, change, needle):
+    from crbc.cli import main
+
+    assert main(["pretrain", "--out", str(tmp_path / "m"), *PRETRAIN_ARGS, *change]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("crbc pretrain: error:") and needle in err
+    assert not (tmp_path / "m").exists()

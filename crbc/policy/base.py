@@ -63,6 +63,14 @@ class Policy:
     def device(self) -> torch.device:
         return next(self.model.parameters()).device
 
+    def save_pretrained(self, path) -> None:
+        """Write the model (safetensors) and the tokenizer to a folder ``load_policy`` can read."""
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        self.model.save_pretrained(path, safe_serialization=True)
+        self.tokenizer.save_pretrained(path)
+
     # -- sampling -------------------------------------------------------------------------------
     def encode_prompts(self, observations: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
         """Left-padded (input_ids, attention_mask) for a batch of observations."""
@@ -150,6 +158,25 @@ def choose_tokens(logits: torch.Tensor, temperature: float, live: torch.Tensor,
     return choice
 
 
+def _prefill(model, input_ids, attention_mask, position_ids):
+    """Forward the prompts once per distinct prompt, then expand logits and cache to all rows.
+
+    Episodes of one group often sit on the same anchor (always at the first step), so this saves
+    most of the prompt compute of a group.
+    """
+    uniq, inverse = torch.unique(input_ids, dim=0, return_inverse=True)
+    if uniq.shape[0] == input_ids.shape[0]:
+        return model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                     use_cache=True, logits_to_keep=1)
+    first = torch.zeros(uniq.shape[0], dtype=torch.long, device=input_ids.device)
+    first.scatter_(0, inverse, torch.arange(len(inverse), device=input_ids.device))
+    out = model(input_ids=input_ids[first], attention_mask=attention_mask[first],
+                position_ids=position_ids[first], use_cache=True, logits_to_keep=1)
+    out.cache.batch_select_indices(inverse)
+    out.logits = out.logits[inverse]
+    return out
+
+
 @torch.inference_mode()
 def sample_tokens(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                   max_new_tokens: int, stop_ids: Sequence[int], temperature: float,
@@ -159,8 +186,7 @@ def sample_tokens(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     if generator is not None and not isinstance(generator, torch.Generator) and len(generator) != n:
         raise ValueError(f"got {len(generator)} generators for a batch of {n}")
     position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
-    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                use_cache=True, logits_to_keep=1)
+    out = _prefill(model, input_ids, attention_mask, position_ids)
     stop = torch.tensor(list(stop_ids), dtype=torch.long)
     live = torch.ones(n, dtype=torch.bool)
     next_pos = position_ids[:, -1:] + 1

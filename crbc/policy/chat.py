@@ -38,10 +38,8 @@ class ChatPolicy(Policy):
                                                   add_generation_prompt=True)
 
     def parse(self, token_ids: Sequence[int]) -> tuple[str, str]:
-        ids = list(token_ids)
-        if ids and ids[-1] in self.stop_ids:
-            ids = ids[:-1]
-        text = self.tokenizer.decode(ids, skip_special_tokens=False)
+        """The raw text keeps the stop token, so that ``response_logprobs`` scores it too."""
+        text = self.tokenizer.decode(list(token_ids), skip_special_tokens=False)
         return parse_chat(text), text
 
     def canonical_response(self, action: str) -> str:
