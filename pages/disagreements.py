@@ -12,8 +12,9 @@ from crbc import explain as E
 from crbc.viz.lesson import disagreement_figure, format_rows
 from pages import common
 
-SCOPES = {"group": "This group", "file": "All groups of the file"}
+SCOPES = ("this group", "all groups of the file")  # shown as they are: URL-bound
 TOP = 12
+SHARED_URL_KEYS = ("source", "sample", "group", "beta", "depth", "sigma_min")  # sidebar widget keys
 
 
 @st.cache_resource(show_spinner="Comparing the estimators...", max_entries=32)
@@ -26,15 +27,19 @@ def _file_dis(source_key: str, comparison: str, params: tuple, _groups) -> E.Dis
     return E.disagreements(list(_groups), comparison, **dict(params))
 
 
-def _inspect(group_id: str, label: str) -> None:
-    """Button callback: hand the anchor (and its group) to the Inspector."""
+def _inspect_link(group_id: str, label: str) -> dict[str, str]:
+    """Query parameters that open ``label`` (of ``group_id``) in the Inspector: the shared view of
+    the current URL (source, sample, parameters) plus the Inspector's own URL-bound choices, so the
+    resulting address can be shared as it is."""
     ss = st.session_state
-    ss["inspect_anchor"] = {"group": group_id, "anchor": label}
-    if group_id in [g.group for g in common.current_groups()]:
-        ss["group"] = group_id
-    ss["inspect_sort"] = "disagreement"
-    ss["inspect_cmp"] = ss.get("dis_cmp", "crbc vs shortest_path")
-    ss["_dis_go"] = True
+    qp = {k: v for k, v in st.query_params.to_dict().items() if not k.startswith(("dis_", "inspect"))}
+    # the shared view can be missing from st.query_params right after a page change: take the
+    # values that decide the numbers from the session (defaults are dropped from the URL again)
+    qp.update({k: str(ss[k]) for k in SHARED_URL_KEYS if ss.get(k) is not None})
+    qp.update(inspect=label, inspect_sort="disagreement", inspect_cmp=st.session_state["dis_cmp"])
+    if group_id != common.current_group().group:
+        qp["group"] = group_id
+    return qp
 
 
 st.title("Disagreements")
@@ -45,46 +50,43 @@ st.caption("Where do two estimators disagree most about which steps deserve cred
 grp = common.require_group()
 gkey = common.group_key()
 ss = st.session_state
-if ss.get("dis_cmp") not in E.COMPARISONS:
-    ss["dis_cmp"] = "crbc vs shortest_path"
-if ss.get("dis_scope") not in SCOPES:
-    ss["dis_scope"] = "group"
+for key, options in (("dis_cmp", E.COMPARISONS), ("dis_scope", SCOPES)):
+    if key in ss and ss[key] not in options:
+        del ss[key]
 groups = common.current_groups()
 
 c1, c2 = st.columns([2, 2])
-c1.selectbox("Compare", list(E.COMPARISONS), key="dis_cmp", bind="query-params")
-c2.segmented_control("Scope", list(SCOPES), format_func=SCOPES.get, key="dis_scope", required=True,
-                     bind="query-params", disabled=len(groups) < 2)
+cmp_name = c1.selectbox("Compare", list(E.COMPARISONS), key="dis_cmp", bind="query-params")
+scope = c2.segmented_control("Scope", SCOPES, key="dis_scope", required=True, default=SCOPES[0],
+                             bind="query-params", disabled=len(groups) < 2)
 params = common.shared_params()
 shared = tuple(sorted({"beta": params["beta"], "sigma_min": params["sigma_min"],
                        "depth": params["depth"]}.items()))
-if ss["dis_scope"] == "file" and len(groups) > 1:
-    dis = _file_dis(gkey.rpartition("#")[0], ss["dis_cmp"], shared, tuple(groups))
+if scope == SCOPES[1] and len(groups) > 1:
+    dis = _file_dis(gkey.rpartition("#")[0], cmp_name, shared, tuple(groups))
     where = f"all {len(groups)} groups of {common.source_label()}"
 else:
-    dis = _group_dis(gkey, ss["dis_cmp"], shared)
+    dis = _group_dis(gkey, cmp_name, shared)
     where = f"group {grp.group}"
 cmp_ = dis.comparison
-multi = ss["dis_scope"] == "file" and len(groups) > 1
+multi = scope == SCOPES[1] and len(groups) > 1
 st.markdown(f"**{cmp_.x_label}** against **{cmp_.y_label}** on {where}.")
-
-if ss.pop("_dis_go", False):
-    st.switch_page("pages/inspector.py")
 
 st.plotly_chart(disagreement_figure(dis, top=15), key="dis_fig", config={"displayModeBar": False})
 
 
-def _row_buttons(rows, cols_spec, cells, prefix: str) -> None:
+def _row_links(rows, cols_spec, cells) -> None:
     head = st.columns(cols_spec)
     for h, (name, _) in zip(head, cells, strict=False):
         h.markdown(f"**{name}**")
     head[-1].markdown("")
-    for i, r in enumerate(rows):
+    for r in rows:
         cs = st.columns(cols_spec, vertical_alignment="center")
         for c, (_, fn) in zip(cs, cells, strict=False):
             c.markdown(fn(r))
-        cs[-1].button("Inspect", key=f"{prefix}_{i}", on_click=_inspect, args=(r["group"], r["anchor"]),
-                      icon=":material/search:")
+        cs[-1].page_link("pages/inspector.py", label="Inspect", icon=":material/search:",
+                         query_params=_inspect_link(r["group"], r["anchor"]),
+                         help=f"Open {r['anchor']} in the Inspector")
 
 
 st.subheader("Anchors, most disagreement first")
@@ -98,7 +100,7 @@ anchor_cells = ([("group", lambda r: f"`{r['group']}`")] if multi else []) + [
     (f"best by {yl}", lambda r: r[f"best by {yl}"] + (" ⚠" if r["ranks differ"] else "")),
 ]
 spec = ([2] if multi else []) + [1, 1, 1, 1, 1.4, 1.4, 1.2]
-_row_buttons(dis.anchors[:TOP], spec, anchor_cells, "dis_a")
+_row_links(dis.anchors[:TOP], spec, anchor_cells)
 st.caption("⚠: the two estimators prefer a different action at this anchor (or one sees a tie).")
 if len(dis.anchors) > TOP:
     with st.expander(f"All {len(dis.anchors)} anchors"):
@@ -115,7 +117,7 @@ step_cells = ([("group", lambda r: f"`{r['group']}`")] if multi else []) + [
     ("Δ", lambda r: E.fmt(r["Δ"], 3, True)),
 ]
 spec = ([2] if multi else []) + [1, 0.6, 1, 1, 1.3, 1.3, 1, 1.2]
-_row_buttons(dis.steps[:TOP], spec, step_cells, "dis_s")
+_row_links(dis.steps[:TOP], spec, step_cells)
 
 with st.expander("Per (anchor, action): mean A_S under each estimator"):
     st.table(format_rows(dis.pairs), hide_index=True)

@@ -17,8 +17,10 @@ from crbc.viz.lesson import arithmetic_markdown, backup_figure, format_rows
 from crbc.viz.style import board_html, is_board
 from pages import common
 
+# URL-bound widgets show their options as they are (no format_func): Streamlit matches a shared
+# URL's value against the displayed option text, so that text must be stable
 DEPTHS = ["inf"] + [str(k) for k in range(0, 33)]
-SORTS = {"visits": "most visited", "disagreement": "most disagreement"}
+SORTS = ("visits", "disagreement")
 GRAPH_MAX_ANCHORS = 400
 
 
@@ -57,36 +59,35 @@ ss = st.session_state
 req = ss.pop("inspect_anchor", None)
 if isinstance(req, dict) and req.get("anchor") in labels and req.get("group") in (None, grp.group):
     ss["inspect"] = req["anchor"]
-if ss.get("inspect") not in labels:
-    ss["inspect"] = labels[0]
-if ss.get("inspect_sort") not in SORTS:
-    ss["inspect_sort"] = "visits"
-if ss.get("inspect_cmp") not in E.COMPARISONS:
-    ss["inspect_cmp"] = "crbc vs shortest_path"
-if ss.get("inspect_K") not in DEPTHS:
-    ss["inspect_K"] = "inf"
+# forget remembered choices that do not fit this group (defaults then come from the widgets,
+# or from the URL when the view was opened from a shared link)
+for key, options in (("inspect", labels), ("inspect_sort", SORTS), ("inspect_cmp", E.COMPARISONS),
+                     ("inspect_K", DEPTHS)):
+    if key in ss and ss[key] not in options:
+        del ss[key]
 
 c_pick, c_graph = st.columns([2, 3])
 with c_pick:
-    st.segmented_control("List anchors by", list(SORTS), format_func=SORTS.get, key="inspect_sort",
-                         required=True, bind="query-params")
+    sort = st.segmented_control("List anchors by", SORTS, key="inspect_sort", required=True,
+                                default="visits", bind="query-params")
     shared = {"beta": beta, "sigma_min": sigma_min, "depth": params["depth"]}
-    if ss["inspect_sort"] == "disagreement":
-        st.selectbox("Disagreement between", list(E.COMPARISONS), key="inspect_cmp", bind="query-params")
-        dis = _disagreement(gkey, ss["inspect_cmp"], tuple(sorted(shared.items())))
+    if sort == "disagreement":
+        cmp_name = st.selectbox("Disagreement between", list(E.COMPARISONS), key="inspect_cmp",
+                                bind="query-params")
+        dis = _disagreement(gkey, cmp_name, tuple(sorted(shared.items())))
         order = [r["anchor"] for r in dis.anchors]
-        info = {r["anchor"]: f"mean |Δ A_S| {r['disagreement']:.3f}, {r['visits']} visits" for r in dis.anchors}
+        info = {r["anchor"]: f"mean |Δ A_S| {r['disagreement']:.3f} ({r['visits']} visits)" for r in dis.anchors}
     else:
         rows = E.anchors_by_visits(p)
         order = [r["anchor"] for r in rows]
         info = {r["anchor"]: f"{r['visits']} visits, {r['actions']} action(s)" for r in rows}
-    st.selectbox("Anchor", order, key="inspect", bind="query-params",
-                 format_func=lambda lab: f"{lab} — {info[lab]}")
-    st.selectbox("Depth K", DEPTHS, key="inspect_K", bind="query-params",
-                 format_func=lambda d: "∞ (exact closure)" if d == "inf" else f"K = {d}",
-                 help="K = 0: visit-local averages; K ≥ 1: K rounds of backups; ∞: the closure.")
-state = labels.index(ss["inspect"])
-depth = None if ss["inspect_K"] == "inf" else int(ss["inspect_K"])
+    chosen = st.selectbox(f"Anchor (listed by {sort})", order, key="inspect", bind="query-params")
+    st.caption(f"{chosen}: {info[chosen]}. Next: "
+               + ", ".join(f"{lab} ({info[lab]})" for lab in order[:4] if lab != chosen))
+    k_choice = st.selectbox("Depth K (inf = the exact closure)", DEPTHS, key="inspect_K", bind="query-params",
+                            help="K = 0: visit-local averages; K ≥ 1: K rounds of backups; inf: the closure.")
+state = labels.index(chosen)
+depth = None if k_choice == "inf" else int(k_choice)
 ar = E.anchor_arithmetic(p, state, beta=beta, depth=depth, sigma_min=sigma_min)
 
 with c_graph:

@@ -22,12 +22,10 @@ from crbc.viz.lesson import (
 )
 from pages import common
 
-STARTS = {
-    "worked": "The worked example (CRBC.md section 8)",
-    "rare": "The rare-route sample (a gridworld fork)",
-    "sidebar": "The group chosen in the sidebar",
-}
-START_FILES = {"worked": "worked-example.jsonl", "rare": "rare-route.jsonl"}
+# options of the URL-bound "Start from" radio, shown as they are (a shared URL names one of them)
+WORKED, RARE, SIDEBAR = "worked example", "rare route", "sidebar group"
+STARTS = (WORKED, RARE, SIDEBAR)
+START_FILES = {WORKED: "worked-example.jsonl", RARE: "rare-route.jsonl"}
 LATEX_MAX_ANCHORS = 8
 TABLE_MAX_ANCHORS = 40
 
@@ -37,14 +35,14 @@ TABLE_MAX_ANCHORS = 40
 
 
 def _start_group(start: str) -> RolloutGroup | None:
-    if start == "sidebar":
+    if start == SIDEBAR:
         groups = common.current_groups()
         return common.current_group() if groups else None
     return read_rollouts(common.SAMPLES_DIR / START_FILES[start])[0]
 
 
 def _start_key(start: str) -> str:
-    if start == "sidebar":
+    if start == SIDEBAR:
         try:
             return "sidebar:" + common.group_key()
         except LookupError:
@@ -53,7 +51,7 @@ def _start_key(start: str) -> str:
 
 
 def _reset() -> None:
-    start = st.session_state.get("lesson_start", "worked")
+    start = st.session_state.get("lesson_start", WORKED)
     st.session_state["lesson_group"] = _start_group(start)
     st.session_state["lesson_base"] = _start_key(start)
     st.session_state["lesson_edits"] = []
@@ -86,7 +84,7 @@ def _edit() -> None:
 
 def _state() -> RolloutGroup | None:
     ss = st.session_state
-    if ss.get("lesson_group") is None or ss.get("lesson_base") != _start_key(ss["lesson_start"]):
+    if ss.get("lesson_group") is None or ss.get("lesson_base") != _start_key(ss.get("lesson_start", WORKED)):
         _reset()
     return ss["lesson_group"]
 
@@ -105,10 +103,11 @@ st.markdown(
     "idea at a time, on a group small enough to check by hand. Every number below is computed "
     "by `crbc` from the group shown: change the group and watch every table follow.")
 
-if st.session_state.get("lesson_start") not in STARTS:
-    st.session_state["lesson_start"] = "worked"
-st.radio("Start from", list(STARTS), format_func=STARTS.get, key="lesson_start", horizontal=True,
-         bind="query-params")
+if "lesson_start" in st.session_state and st.session_state["lesson_start"] not in STARTS:
+    del st.session_state["lesson_start"]
+st.radio("Start from", STARTS, key="lesson_start", horizontal=True, bind="query-params",
+         captions=["CRBC.md section 8, checkable by hand", "a gridworld fork (sample_rollouts/)",
+                   "whatever the sidebar has loaded"])
 group = _state()
 if group is None:
     st.info("No group is loaded in the sidebar; pick the worked example or the rare-route sample.")
@@ -324,11 +323,11 @@ if top["ranks differ"]:
     st.markdown(f"Where it matters most, at **{top['anchor']}**, the closure prefers "
                 f"**{top['best by crbc']}** while shortest path {other}:")
 table([{k: v for k, v in r.items() if k != "group"} for r in dis.pairs if r["anchor"] == top["anchor"]])
-if st.session_state["lesson_start"] != "rare":
+if st.session_state.get("lesson_start", WORKED) != RARE:
     st.markdown("The rare-route sample shows the same effect on a gridworld fork.")
 
     def _load_rare() -> None:
-        st.session_state["lesson_start"] = "rare"
+        st.session_state["lesson_start"] = RARE
 
     st.button("Continue on the rare-route sample", on_click=_load_rare, key="lesson_go_rare",
               icon=":material/alt_route:")

@@ -7,6 +7,7 @@ blocks (the browser test covers the rest).
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -100,7 +101,7 @@ def test_editing_a_step(lesson):
 
 
 def test_lesson_on_the_rare_route_sample(lesson):
-    lesson.radio(key="lesson_start").set_value("rare").run()
+    lesson.radio(key="lesson_start").set_value("rare route").run()
     assert not lesson.exception
     md = _md(lesson)
     assert "**s1** and **s2** are both 1 hop(s) from success" in md
@@ -148,7 +149,8 @@ def test_inspector_lists_anchors_by_disagreement():
     at.segmented_control(key="inspect_sort").set_value("disagreement").run()
     assert not at.exception
     sel = at.selectbox(key="inspect")
-    assert sel.options[0].startswith("s0 — mean |Δ A_S| 1.000")
+    assert sel.options[0] == "s0"
+    assert "s0: mean |Δ A_S| 1.000 (8 visits)" in "\n".join(c.value for c in at.caption)
     at.selectbox(key="inspect_cmp").set_value("K = 0 vs closure").run()
     assert not at.exception
 
@@ -164,19 +166,37 @@ def test_inspector_takes_an_anchor_from_another_page():
 # ---- disagreements -------------------------------------------------------------------------------
 
 
+def _follow(link, sample: str = "worked-example.jsonl") -> AppTest:
+    """Open a page link the way a browser does: its page with its query string added to the
+    current URL (which carries the sidebar's sample)."""
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.query_params["sample"] = sample
+    for k, v in parse_qsl(link.proto.query_string):
+        at.query_params[k] = v
+    at.switch_page(f"pages/{link.proto.page}.py")
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
 def test_disagreements_rank_and_inspect_in_one_click():
     at = _app("rare-route.jsonl", page="pages/disagreements.py")
     md = _md(at)
     assert "**crbc** against **shortest_path** on group rare-route." in md
     # first ranked anchor: the fork s0, where crbc prefers up and shortest path sees a tie
     assert "**s0**" in md and "(tie) ⚠" in md
-    inspect = [b for b in at.button if b.label == "Inspect"]
-    assert len(inspect) >= 4
-    inspect[0].click().run()
-    assert not at.exception
-    assert at.title[0].value == "Anchor inspector"
-    assert at.subheader[0].value == "Anchor s0 · K = ∞ (closure)"
-    assert at.segmented_control(key="inspect_sort").value == "disagreement"
+    links = [x for x in at.get("page_link") if x.value == "Inspect"]
+    assert len(links) >= 4
+    assert dict(parse_qsl(links[0].proto.query_string)) == {
+        "source": "sample", "sample": "rare-route.jsonl", "beta": "0.98", "depth": "inf", "sigma_min": "0.1",
+        "inspect": "s0", "inspect_sort": "disagreement", "inspect_cmp": "crbc vs shortest_path"}
+    ins = _follow(links[0], "rare-route.jsonl")
+    assert ins.title[0].value == "Anchor inspector"
+    assert ins.subheader[0].value == "Anchor s0 · K = ∞ (closure)"
+    assert ins.segmented_control(key="inspect_sort").value == "disagreement"
+    assert "Q(s0,up) = 0.98 × (1 × V(s1)) = 0.98 × (1 × 0.7277) = 0.7132" in _codes(ins)
+    # the second ranked anchor's link opens that anchor
+    assert _follow(links[1], "rare-route.jsonl").subheader[0].value.startswith("Anchor s1")
 
 
 def test_disagreements_other_comparisons_and_steps():
@@ -185,8 +205,10 @@ def test_disagreements_other_comparisons_and_steps():
         at.selectbox(key="dis_cmp").set_value(name).run()
         assert not at.exception
     assert "**visit_local** against **crbc**" in _md(at)
-    # the step list has its own Inspect buttons: click the first step's
-    step_buttons = [b for b in at.button if b.key and b.key.startswith("dis_s_")]
-    assert step_buttons
-    step_buttons[0].click().run()
-    assert at.subheader[0].value.startswith("Anchor s0")
+    links = [x for x in at.get("page_link") if x.value == "Inspect"]
+    assert len(links) == 3 + 10  # 3 anchors, then the 10 steps of the worked example
+    step_link = dict(parse_qsl(links[3].proto.query_string))
+    assert step_link["inspect_cmp"] == "K = 0 vs closure" and step_link["inspect"] == "s0"
+    ins = _follow(links[3])
+    assert ins.subheader[0].value.startswith("Anchor s0")
+    assert ins.selectbox(key="inspect_cmp").value == "K = 0 vs closure"
