@@ -101,9 +101,6 @@ class TinyPolicy(Policy):
 
     max_new_tokens = TINY_MAX_NEW_TOKENS
 
-    def __init__(self, model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, name: str):
-        super().__init__(model, tokenizer, name)
-
     def prompt(self, observation: str) -> str:
         return tiny_prompt(observation)
 
