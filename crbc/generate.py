@@ -179,7 +179,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
     parser.add_argument("--max-steps", type=int, default=None, help="episode step limit")
     parser.add_argument("--rng-seed", type=int, default=0, help="base seed of the sampling")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads (1 is fastest on a shared machine)")
     parser.add_argument("-o", "--output", required=True, help="output .jsonl file")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -195,6 +196,8 @@ def _check_args(args: argparse.Namespace) -> list[int]:
         raise UsageError(f"--group-size must be >= 1, got {args.group_size}")
     if not (args.temperature >= 0 and np.isfinite(args.temperature)):
         raise UsageError(f"--temperature must be a finite number >= 0, got {args.temperature}")
+    if args.threads < 1:
+        raise UsageError(f"--threads must be >= 1, got {args.threads}")
     if args.max_steps is not None and args.max_steps < 1:
         raise UsageError(f"--max-steps must be >= 1, got {args.max_steps}")
     from .envs import env_ids
@@ -214,8 +217,7 @@ def run(args: argparse.Namespace) -> int:
     from .policy import load_policy
     from .rollouts import write_rollouts
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads)
     try:
         policy = load_policy(args.model)
     except (FileNotFoundError, ValueError) as e:

@@ -55,7 +55,7 @@ class PretrainConfig:
     rope_theta: float = 50.0  #: rotary base (small: board offsets are easy to tell apart)
     eval_seeds: int = 128  #: held-out levels for the card
     eval_group: int = 8  #: rollouts per held-out level
-    threads: int = 2  #: torch CPU threads
+    threads: int = 1  #: torch CPU threads (more threads thrash on a shared machine)
 
     def model_config(self):
         """The tiny model shape these settings ask for."""
