@@ -107,33 +107,47 @@ def solve_values(p: Process, beta: float, method: str = "auto") -> np.ndarray:
 
 
 def _solve_blocks(p: Process, beta: float) -> np.ndarray:
-    """Batched dense LU over the diagonal blocks of ``I - beta M`` (see :func:`solve_values`)."""
+    """Batched dense LU over the diagonal blocks of ``I - beta M`` (see :func:`solve_values`).
+
+    Blocks are padded to ``P_g`` (a multiple of 8; padding rows are identity rows) and laid out
+    in one flat buffer, ordered by padded size, so that the blocks of one size are a contiguous
+    ``(k, P, P)`` view: one ``bincount`` assembles every block, one LAPACK call per size solves.
+    """
     n, n_g = p.n_states, len(p.group_ids)
     start_G = np.searchsorted(p.state_group, np.arange(n_g + 1))
     size_G = np.diff(start_G)
+    pad_G = np.where(size_G > 0, np.maximum(8, -(-size_G // 8) * 8), 0)
+    order_G = np.argsort(pad_G, kind="stable")
+    sq_G = pad_G[order_G] ** 2
+    moff_G = np.empty(n_g, dtype=np.int64)  # offset of each block in the matrix buffer
+    moff_G[order_G] = np.cumsum(sq_G) - sq_G
+    voff_G = np.empty(n_g, dtype=np.int64)  # offset of each block in the vector buffer
+    voff_G[order_G] = np.cumsum(pad_G[order_G]) - pad_G[order_G]
     local_S = np.arange(n) - start_G[p.state_group]
     w_N = 1.0 / p.n_s[p.step_state]
-    b_S = beta * np.bincount(p.step_state, weights=w_N * (p.step_next == p.z_plus), minlength=n)
     inner = p.step_next < n
-    row_E, col_E, val_E = p.step_state[inner], p.step_next[inner], -beta * w_N[inner]
+    row_E, col_E = p.step_state[inner], p.step_next[inner]
     g_E = p.state_group[row_E]
-    pad_G = np.maximum(8, -(-size_G // 8) * 8)  # block size rounded up to a multiple of 8
-    v_S = np.empty(n)
-    for size in np.unique(pad_G[size_G > 0]):
-        pos_G = np.full(n_g, -1)
-        members = np.flatnonzero((pad_G == size) & (size_G > 0))
-        pos_G[members] = np.arange(len(members))
-        e = pos_G[g_E] >= 0
-        flat = (pos_G[g_E[e]] * size + local_S[row_E[e]]) * size + local_S[col_E[e]]
-        a_BSS = np.bincount(flat, weights=val_E[e], minlength=len(members) * size * size)
-        a_BSS = a_BSS.astype(float, copy=False).reshape(len(members), size, size)  # int if empty
-        a_BSS[:, np.arange(size), np.arange(size)] += 1.0  # padding rows become identity rows
-        s = pos_G[p.state_group] >= 0
-        blk, loc = pos_G[p.state_group[s]], local_S[s]
-        rhs = np.zeros((len(members), size, 1))
-        rhs[blk, loc, 0] = b_S[s]
-        v_S[s] = np.linalg.solve(a_BSS, rhs)[blk, loc, 0]
-    return v_S
+    # every diagonal entry of every padded block, then the -beta * mu * P entries
+    diag_g = np.repeat(np.arange(n_g), pad_G)
+    diag_i = np.arange(len(diag_g)) - np.repeat(np.cumsum(pad_G) - pad_G, pad_G)
+    flat = np.concatenate([moff_G[diag_g] + diag_i * (pad_G[diag_g] + 1),
+                           moff_G[g_E] + local_S[row_E] * pad_G[g_E] + local_S[col_E]])
+    vals = np.concatenate([np.ones(len(diag_g)), -beta * w_N[inner]])
+    mat = np.bincount(flat, weights=vals, minlength=int(sq_G.sum())).astype(float, copy=False)
+    rhs = np.zeros(int(pad_G.sum()))
+    rhs[voff_G[p.state_group] + local_S] = beta * np.bincount(
+        p.step_state, weights=w_N * (p.step_next == p.z_plus), minlength=n)
+    sol = np.empty_like(rhs)
+    sizes, first = np.unique(pad_G[order_G], return_index=True)
+    for size, g0, g1 in zip(sizes, first, [*first[1:], n_g], strict=True):
+        if size == 0:
+            continue
+        m0, v0 = moff_G[order_G[g0]], voff_G[order_G[g0]]
+        k = g1 - g0
+        blocks = mat[m0:m0 + k * size * size].reshape(k, size, size)
+        sol[v0:v0 + k * size] = np.linalg.solve(blocks, rhs[v0:v0 + k * size].reshape(k, size, 1)).ravel()
+    return sol[voff_G[p.state_group] + local_S]
 
 
 def estimate(p: Process, beta: float, depth: int | None = None, method: str = "auto"
