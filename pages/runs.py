@@ -23,6 +23,9 @@ MAX_ZIP_MB = 50
 OPEN_IN = [("pages/graph.py", "Anchor graph", ":material/hub:"),
            ("pages/backups.py", "Bellman backups", ":material/replay:"),
            ("pages/credits.py", "Step credits", ":material/bar_chart:")]
+SHORT = {"step_credit_share": "non-zero A_S", "multi_action_anchors": "anchors, ≥ 2 actions",
+         "mean_abs_step_adv": "mean |A_S|", "rank_crbc_gigpo": "ρ crbc ~ gigpo",
+         "rank_crbc_visit_local": "ρ crbc ~ visit_local", "rare_route_disagreements": "rare-route disagr."}
 METRICS = ["success_rate", "eval_success_rate", "mean_return", "mean_length", "loss", "kl",
            "clip_frac", "step_credit_share", "seconds"]
 
@@ -163,7 +166,8 @@ if rec:
     cols = st.columns(len(DIAGNOSTICS))
     for col, (key, label) in zip(cols, DIAGNOSTICS.items(), strict=True):
         v = rec.get(f"diag.{key}")
-        col.metric(label, "—" if v is None else (f"{v:.0%}" if "share" in key else f"{v:.3g}"))
+        col.metric(SHORT.get(key, key), "—" if v is None else (f"{v:.0%}" if "share" in key else f"{v:.3g}"),
+                   help=f"{label} (iteration {iteration} of {run.name})")
 
 try:
     groups = _iteration_groups(f"{run.source}#{run.name}", iteration, run)

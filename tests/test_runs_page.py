@@ -54,8 +54,9 @@ def test_runs_page_shows_curves_table_and_diagnostics(page):
     assert table["seeds"].tolist() == [1, 2]
     assert "not reached (0/1)" in table.iloc[0].to_string()
     assert "1.5 ± 0.5 (2/2)" in table.iloc[1].to_string()  # crbc: iterations 1 and 2 reach 50%
-    labels = [m.label for m in page.metric]
-    assert "rare-route disagreements with shortest_path (anchors)" in labels
+    metrics = {m.label: m for m in page.metric}
+    assert metrics["rare-route disagr."].value == "1"
+    assert "rare-route disagreements with shortest_path" in metrics["rare-route disagr."].help
 
 
 def test_drill_down_opens_a_group_in_the_other_pages(page):
