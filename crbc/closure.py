@@ -99,11 +99,13 @@ def solve_values(p: Process, beta: float, method: str = "auto") -> np.ndarray:
         sizes = np.bincount(p.state_group, minlength=len(p.group_ids))
         method = "blocks" if sizes.max(initial=0) <= MAX_DENSE_BLOCK else "sparse"
     if method == "blocks":
-        return _solve_blocks(p, beta)
-    a, b_S = system(p, beta)
-    if p.n_states == 1:
-        return b_S / a.toarray().ravel()
-    return np.asarray(spla.spsolve(a, b_S), dtype=float).reshape(p.n_states)
+        v_S = _solve_blocks(p, beta)
+    else:
+        a, b_S = system(p, beta)
+        v_S = b_S / a.toarray().ravel() if p.n_states == 1 else spla.spsolve(a, b_S)
+    # V is a discounted probability: 0 <= V <= beta exactly; clip LU round-off (|err| ~ 1e-16),
+    # so that an anchor no rollout ever left towards success shows V = 0, not -0.000
+    return np.clip(np.asarray(v_S, dtype=float).reshape(p.n_states), 0.0, beta)
 
 
 def _solve_blocks(p: Process, beta: float) -> np.ndarray:

@@ -203,7 +203,16 @@ def _group_index() -> int:
         return 0
     ids = [g.group for g in src[2]]
     chosen = st.session_state.get("group")
-    return ids.index(chosen) if chosen in ids else 0
+    return ids.index(chosen) if chosen in ids else showcase_group(src[2])
+
+
+def showcase_group(groups: list[RolloutGroup]) -> int:
+    """The group a file opens on: the first one that mixes successes and failures (a group whose
+    rollouts all fail, or all succeed, has no step credit to show), else the first."""
+    for i, g in enumerate(groups):
+        if 0.0 < g.success_rate < 1.0:
+            return i
+    return 0
 
 
 def current_group() -> RolloutGroup:
@@ -419,6 +428,8 @@ def sidebar(page: str | None = None) -> None:
         ids = [g.group for g in groups]
         if len(ids) > 1:
             _drop_invalid("group", ids)
+            if "group" not in st.session_state and "group" not in st.query_params:
+                st.session_state["group"] = ids[showcase_group(groups)]
             sb.selectbox(f"Group ({len(ids)} in this file)", ids, key="group", bind="query-params",
                          help="A group is G rollouts of the same task; anchors are merged only "
                               "inside a group.")

@@ -171,3 +171,16 @@ def test_sample_order_prefers_sokoban(tmp_path, monkeypatch):
         (tmp_path / name).write_text("")
     monkeypatch.setattr(common, "SAMPLES_DIR", tmp_path)
     assert [p.name for p in common.sample_files()][:2] == ["sokoban-strong.jsonl", "gridworld.jsonl"]
+
+
+def test_first_load_opens_a_mixed_sokoban_group():
+    """The default view shows a group with both outcomes, so every estimator has credit to show."""
+    at = _app()
+    assert at.selectbox(key="sample").value.startswith("sokoban")
+    groups = at.session_state["_crbc_source"][2]
+    chosen = next(g for g in groups if g.group == at.selectbox(key="group").value)
+    assert 0.0 < chosen.success_rate < 1.0
+    # a group given in the URL wins over the showcase choice
+    first = groups[0].group
+    at2 = _app(group=first)
+    assert at2.selectbox(key="group").value == first
