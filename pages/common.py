@@ -366,9 +366,19 @@ def _generate_source() -> None:
         _clear_source()
         return
     ids = list(env_ids())
-    env = st.sidebar.selectbox("Environment", ids, key="gen_env", bind="query-params")
     ckpts = [p.name for p in models]
-    preferred = [c for c in ckpts if env.split("-")[0] in c]
+
+    def matching(env_id: str) -> str:
+        """The first checkpoint named after the env's family (sokoban-..., gridworld-...)."""
+        return next((c for c in ckpts if c.startswith(env_id.split("-")[0])), ckpts[0])
+
+    def follow_env() -> None:  # a new environment brings its own checkpoint along
+        st.session_state["gen_model"] = matching(st.session_state["gen_env"])
+
+    env = st.sidebar.selectbox("Environment", ids, key="gen_env", bind="query-params",
+                               index=ids.index("sokoban-6x6-v0") if "sokoban-6x6-v0" in ids else 0,
+                               on_change=follow_env)
+    preferred = [matching(env)]
     _drop_invalid("gen_model", ckpts)
     model = st.sidebar.selectbox("Checkpoint", ckpts, key="gen_model", bind="query-params",
                                  index=ckpts.index((preferred or ckpts)[0]))
@@ -378,7 +388,11 @@ def _generate_source() -> None:
     params = (env, model, int(seed), int(size), round(float(temp), 3))
     done = _generated()
     if params not in done:
-        if not st.sidebar.button("Generate", type="primary", key="gen_go"):
+        # the click is kept in the session by a callback, so a rerun before this line (e.g. the
+        # routing rerun of _ensure_navigation) cannot swallow it
+        st.sidebar.button("Generate", type="primary", key="gen_go",
+                          on_click=lambda: st.session_state.update(_gen_request=True))
+        if not st.session_state.pop("_gen_request", False):
             st.sidebar.caption("Choose the settings and press Generate; results are cached.")
             _clear_source()
             return

@@ -184,3 +184,28 @@ def test_first_load_opens_a_mixed_sokoban_group():
     first = groups[0].group
     at2 = _app(group=first)
     assert at2.selectbox(key="group").value == first
+
+
+def test_live_generation_from_a_shipped_model():
+    """Sidebar "Generate live": a shipped checkpoint rolls out a fresh group that every page can use."""
+    at = _app(source="generate")
+    assert at.selectbox(key="gen_model").value.startswith("sokoban")
+    at.number_input(key="gen_size").set_value(4)
+    at.number_input(key="seed").set_value(3)
+    at.run()
+    at.button(key="gen_go").click()
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    groups = at.session_state["_crbc_source"][2]
+    assert len(groups) == 1 and len(groups[0].rollouts) == 4
+    assert groups[0].group == "sokoban-6x6-v0/seed-3"
+    assert groups[0].rollouts[0].meta["policy"].endswith(at.selectbox(key="gen_model").value)
+    at.switch_page("pages/credits.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+
+
+def test_changing_the_environment_brings_its_checkpoint():
+    at = _app(source="generate")
+    at.selectbox(key="gen_env").set_value("gridworld-6x6-v0")
+    at.run()
+    assert at.selectbox(key="gen_model").value == "gridworld-tiny"
