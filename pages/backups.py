@@ -6,6 +6,7 @@ import streamlit as st
 
 from crbc.viz import charts
 from crbc.viz.graph import graph_figure
+from crbc.viz.style import png_config
 from pages import common
 
 TOL = 1e-6
@@ -72,7 +73,7 @@ def view() -> None:
                         width="stretch", key="backup_graph", config={"displayModeBar": False})
     with e:
         st.plotly_chart(charts.convergence_figure(sw, k, TOL), width="stretch", key="conv",
-                        config={"displayModeBar": False})
+                        config=png_config("convergence"))
         st.caption(
             "Blue: largest gap between V^(K) and the closure's V over all anchors; red: the same "
             "for the advantages A = Q − V; dashed: the guarantee of Cor. 3, "

@@ -6,6 +6,7 @@ import streamlit as st
 
 from crbc import estimators
 from crbc.viz import charts
+from crbc.viz.style import png_config
 from pages import common
 
 st.title("Step credits")
@@ -43,11 +44,13 @@ for i, n in enumerate(names):
         if not vals.any():
             st.caption(f"All zero: {n} gives no step-level {charts.FIELDS[field]} on this group.")
         st.plotly_chart(charts.credit_heatmap(c, field, height=height),
-                        width="stretch", key=f"heat_{n}", config={"displayModeBar": False})
+                        width="stretch", key=f"heat_{n}",
+                        config=png_config(f"{grp.group.replace('/', '_')}.{n}.heatmap"))
 
 st.subheader(f"Rollout {grp.rollouts[r].rollout}, step by step")
 timeline = charts.timeline_figure(all_c, r, field)
-st.plotly_chart(timeline, width="stretch", key="timeline")
+st.plotly_chart(timeline, width="stretch", key="timeline",
+                config=png_config(f"{grp.group.replace('/', '_')}.timeline"))
 st.caption("Where the lines disagree, the estimators tell the learner different stories about the "
            "same step. Choose another rollout in the sidebar.")
 
@@ -58,7 +61,8 @@ x_name = s1.selectbox("x axis", names, index=names.index("gigpo") if "gigpo" in 
 y_name = s2.selectbox("y axis", names, index=names.index("crbc") if "crbc" in names else 0,
                       key="scatter_y")
 scatter = charts.scatter_figure(all_c[x_name], all_c[y_name], field)
-st.plotly_chart(scatter, width="stretch", key="scatter")
+st.plotly_chart(scatter, width="stretch", key="scatter",
+                config=png_config(f"{grp.group.replace('/', '_')}.scatter"))
 st.caption("Each dot is one step. On the dotted diagonal both estimators agree; dots in the "
            "top-left or bottom-right quadrants are steps they judge in opposite directions.")
 
@@ -85,4 +89,5 @@ f2.download_button("Timeline figure · HTML", lambda: charts.figure_html(timelin
 f3.download_button("Scatter figure · HTML", lambda: charts.figure_html(scatter),
                    file_name=f"{slug}.scatter.html", mime="text/html", on_click="ignore",
                    key="dl_scatter", icon=":material/image:", width="stretch")
-st.caption("Figures download as standalone HTML with plotly.js inside: they open offline.")
+st.caption("Figures download as standalone HTML with plotly.js inside: they open offline. For a PNG, "
+           "use the camera button at the top right of any chart (it appears on hover).")

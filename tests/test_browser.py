@@ -135,3 +135,31 @@ def test_broken_upload_shows_the_error(app_url, page, artifacts_dir, tmp_path):
     assert "broken.jsonl:2" in main and "action" in main
     assert "No rollout group is loaded" in main  # nothing half-loaded
     page.screenshot(path=str(artifacts_dir / "browser-broken-upload.png"), full_page=True)
+
+
+def test_credit_and_figure_downloads(app_url, browser, tmp_path):
+    """Step credits: crbc.credit/1 JSONL download, and a chart saved as PNG from its camera button."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    pg = ctx.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    log = RequestLog(pg)
+    try:
+        pg.goto(app_url + "/credits")
+        pg.wait_for_selector(".st-key-timeline .js-plotly-plot")
+        wait_idle(pg)
+        pg.hover(".st-key-timeline .js-plotly-plot")
+        with pg.expect_download() as dl:
+            pg.click(".st-key-timeline .modebar-btn")
+        png = tmp_path / dl.value.suggested_filename
+        dl.value.save_as(png)
+        assert png.suffix == ".png" and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        with pg.expect_download() as dl:
+            pg.click(".st-key-dl_jsonl button")
+        out = tmp_path / dl.value.suggested_filename
+        dl.value.save_as(out)
+        import json
+        recs = [json.loads(line) for line in out.read_text().splitlines()]
+        assert recs and all(r["schema"] == "crbc.credit/1" for r in recs)
+        assert log.outside == [], log.outside
+    finally:
+        ctx.close()

@@ -94,3 +94,10 @@ def board_legend_html() -> str:
                      f"{BOARD_COLORS[ch]};border:1px solid #999;margin:0 3px 0 8px;"
                      f"vertical-align:middle'></span>{html.escape(name)} <code>{html.escape(ch)}</code>")
     return "<div style='font-size:12px;color:#555;line-height:1.8'>" + "".join(items) + "</div>"
+
+
+def png_config(filename: str) -> dict:
+    """Plotly config with a single modebar button that saves the chart as PNG, in the browser
+    (plotly.js renders the image client-side: no server, no network)."""
+    return {"displaylogo": False, "modeBarButtons": [["toImage"]],
+            "toImageButtonOptions": {"format": "png", "filename": filename, "scale": 2}}
