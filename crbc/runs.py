@@ -458,6 +458,10 @@ def summarize(runs: Sequence[Run], metric: str = "success_rate", threshold: floa
     * ``start``: mean of ``metric`` at the first iteration over seeds;
     * ``final``: per run the mean of ``metric`` over the last ``final_window`` iterations, then
       mean and std over seeds;
+    * ``eval_start``: each run's held-out evaluation of the starting policy (its first
+      evaluation, at iteration 0), mean and std. Held-out levels and sampling seeds are fixed, so
+      ``eval_start`` vs ``eval_final`` is a like-for-like comparison; ``start`` vs ``final`` is not
+      (every iteration draws fresh training levels, and their difficulty varies a lot);
     * ``eval_final``: each run's held-out evaluation after its last update (``final_eval`` in
       run.json; else its last evaluation in the metrics), mean and std;
     * ``to_threshold``: per run the first iteration where the ``smooth``-iteration trailing
@@ -466,7 +470,7 @@ def summarize(runs: Sequence[Run], metric: str = "success_rate", threshold: floa
     """
     rows = []
     for est, items in _by_estimator(runs).items():
-        finals, starts, evals, hits = [], [], [], []
+        finals, starts, evals, eval_starts, hits = [], [], [], [], []
         for r in items:
             its, vals = r.series(metric)
             if len(its) == 0:
@@ -476,6 +480,8 @@ def summarize(runs: Sequence[Run], metric: str = "success_rate", threshold: floa
             hits.append(iterations_to_reach(its, moving_average(vals, smooth), threshold))
             fe = (r.meta.get("final_eval") or {}).get(eval_metric)
             e_its, e_vals = r.series(eval_metric)
+            if len(e_its) and e_its[0] == 0:
+                eval_starts.append(float(e_vals[0]))
             if isinstance(fe, (int, float)):
                 evals.append(float(fe))
             elif len(e_vals):
@@ -486,6 +492,7 @@ def summarize(runs: Sequence[Run], metric: str = "success_rate", threshold: floa
             "iterations": int(max((r.last_iteration for r in items), default=-1)) + 1,
             "start": _mean(starts), "final": _mean(finals), "final_std": _std(finals),
             "final_min": min(finals) if finals else None, "final_max": max(finals) if finals else None,
+            "eval_start": _mean(eval_starts), "eval_start_std": _std(eval_starts),
             "eval_final": _mean(evals), "eval_final_std": _std(evals),
             "to_threshold": _mean(reached), "to_threshold_std": _std(reached),
             "reached": len(reached), "threshold": threshold,
@@ -525,13 +532,16 @@ def table_markdown(rows: Sequence[dict[str, Any]], smooth: int = 3, final_window
 
     thr = rows[0]["threshold"] if rows else 0.5
     head = (f"| estimator | seeds | iterations | success at start | final success (last {final_window} it.) "
-            f"| held-out success (last eval) | iterations to {100 * thr:.0f}% ({smooth}-it. avg) |")
-    lines = [head, "|---|---|---|---|---|---|---|"]
+            f"| held-out success at start | held-out success (last eval) "
+            f"| iterations to {100 * thr:.0f}% ({smooth}-it. avg) |")
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         reach = (f"{pm(r['to_threshold'], r['to_threshold_std'], pct=False)} ({r['reached']}/{r['seeds']} reached)"
                  if r["reached"] else f"not reached (0/{r['seeds']})")
         start = "—" if r["start"] is None else f"{100 * r['start']:.1f}%"
         lines.append(f"| {r['estimator']} | {r['seeds']} | {r['iterations']} | {start} "
-                     f"| {pm(r['final'], r['final_std'])} | {pm(r['eval_final'], r['eval_final_std'])} "
+                     f"| {pm(r['final'], r['final_std'])} "
+                     f"| {pm(r.get('eval_start'), r.get('eval_start_std'))} "
+                     f"| {pm(r['eval_final'], r['eval_final_std'])} "
                      f"| {reach} |")
     return "\n".join(lines)

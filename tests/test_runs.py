@@ -153,8 +153,10 @@ def test_curves_and_summary(tmp_path):
     assert math.isclose(crbc["final"], np.mean([0.7, 0.3]))
     assert crbc["to_threshold"] == 2 and crbc["reached"] == 1  # seed 0 reaches 0.5 at 0.6 (iteration 2)
     assert rows[1]["reached"] == 0 and rows[1]["to_threshold"] is None
+    # held-out at start: the iteration-0 evaluation (same levels as the last one), mean over seeds
+    assert math.isclose(crbc["eval_start"], 0.1) and math.isclose(rows[1]["eval_start"], 0.1)
     md = R.table_markdown(rows)
-    assert "| crbc | 2 |" in md and "not reached (0/1)" in md
+    assert "| crbc | 2 |" in md and "not reached (0/1)" in md and "held-out success at start" in md
 
 
 def test_moving_average_and_threshold():

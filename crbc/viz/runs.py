@@ -141,6 +141,7 @@ def summary_table(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
             "estimator": r["estimator"], "seeds": r["seeds"], "iterations": r["iterations"],
             "start success %": "—" if r["start"] is None else f"{100 * r['start']:.1f}",
             "final success % (mean ± sd)": pm(r["final"], r["final_std"]),
+            "held-out success % (start)": pm(r.get("eval_start"), r.get("eval_start_std")),
             "held-out success % (last eval)": pm(r["eval_final"], r["eval_final_std"]),
             f"iterations to {100 * r['threshold']:.0f}%": (
                 f"{pm(r['to_threshold'], r['to_threshold_std'], pct=False)} ({r['reached']}/{r['seeds']})"
