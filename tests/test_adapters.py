@@ -92,8 +92,9 @@ def test_torch_in_torch_out_and_order_of_appearance(tmp_path):
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-5)
     # integer anchor keys and actions work as well as strings
     a_codes = {a: i for i, a in enumerate(dict.fromkeys(anchors))}
+    x_codes = {a: i for i, a in enumerate(dict.fromkeys(act))}  # injective (hash() % n may collide)
     out2 = step_advantages(np.array([a_codes[a] for a in anchors]), list(uid), list(traj), np.array(succ),
-                           scores=np.array(score), actions=np.array([hash(a) % 97 for a in act]))
+                           scores=np.array(score), actions=np.array([x_codes[a] for a in act]))
     np.testing.assert_allclose(out2, expected, rtol=1e-9, atol=1e-9)
 
 
