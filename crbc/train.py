@@ -259,7 +259,7 @@ def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg: TrainConfig, ge
 
 
 # --------------------------------------------------------------------------------------------
-# checkpoints (safetensors + json; never pickle)
+# checkpoints (safetensors + json only)
 
 
 def save_checkpoint(folder: Path, policy, optimizer, iteration: int) -> None:

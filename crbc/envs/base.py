@@ -36,9 +36,12 @@ _SEED_BOUND = 2**31
 class TextEnv(ABC):
     """Base class: seeding, step counting, rewards common to all envs, end-of-episode rules.
 
-    Subclasses implement :meth:`_new_task`, :meth:`_move`, :meth:`_solved`, :meth:`render`,
-    :meth:`legend`, :meth:`optimal_actions` and :meth:`optimal_distance`.
+    Subclasses keep the episode's state in ``self.level`` (an object with ``render()``) and
+    implement :meth:`_new_task`, :meth:`_move`, :meth:`_solved`, :meth:`legend`,
+    :meth:`optimal_actions` and :meth:`optimal_distance`.
     """
+
+    level: Any = None
 
     def __init__(self, env_id: str, max_steps: int = DEFAULT_MAX_STEPS) -> None:
         if int(max_steps) < 1:
@@ -64,9 +67,14 @@ class TextEnv(ABC):
     def _solved(self) -> bool:
         """Whether the current state is solved."""
 
-    @abstractmethod
+    def _require_level(self):
+        if self.level is None:
+            raise RuntimeError(f"{self.env_id}: call reset() first")
+        return self.level
+
     def render(self) -> str:
         """The board text, rows joined by ``"\\n"``."""
+        return self._require_level().render()
 
     @abstractmethod
     def legend(self) -> str:

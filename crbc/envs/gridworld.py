@@ -144,14 +144,6 @@ class GridWorldEnv(TextEnv):
     def _solved(self) -> bool:
         return self.level is not None and self.level.player == self.level.goal
 
-    def _require_level(self) -> GridLevel:
-        if self.level is None:
-            raise RuntimeError(f"{self.env_id}: call reset() first")
-        return self.level
-
-    def render(self) -> str:
-        return self._require_level().render()
-
     def legend(self) -> str:
         return (
             "Gridworld: you are the player P on a grid seen from above. Reach the goal G. "

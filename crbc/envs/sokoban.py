@@ -603,14 +603,6 @@ class SokobanEnv(TextEnv):
     def _solved(self) -> bool:
         return self.level is not None and self.level.solved
 
-    def _require_level(self) -> SokobanLevel:
-        if self.level is None:
-            raise RuntimeError(f"{self.env_id}: call reset() first")
-        return self.level
-
-    def render(self) -> str:
-        return self._require_level().render()
-
     def legend(self) -> str:
         return (
             "Sokoban: you are the player P (S when standing on a target) in a room seen from above. "
