@@ -24,20 +24,14 @@ c = common.credits(gkey, name)
 p = c.process
 
 
-def _pick_rollout() -> None:
-    rows = st.session_state["rollouts_table"].selection.rows
-    if rows:
-        st.session_state["rollout"] = int(rows[0])
-
-
 left, right = st.columns([2, 3], gap="large")
 with left:
     st.subheader(f"{len(grp)} rollouts")
-    st.dataframe(charts.rollouts_table(grp, c), hide_index=True, width="stretch",
-                 height=min(38 + 35 * len(grp), 420), key="rollouts_table",
-                 on_select=_pick_rollout, selection_mode="single-row")
-    st.caption("Click a row (or use the sidebar) to choose a rollout. score is the trajectory "
-               "score; A_G = (score − group mean) / group std.")
+    # static table and plain HTML bars below: this page is the landing page, and plotly's and the
+    # data grid's JavaScript would add about 1.5 s before anything but the title is drawn
+    st.table(charts.rollouts_table(grp, c))
+    st.caption("Choose a rollout in the sidebar. score is the trajectory score; "
+               "A_G = (score − group mean) / group std.")
 
 r = common.current_rollout()
 roll = grp.rollouts[r]
@@ -73,13 +67,13 @@ with right:
         st.caption(f"This anchor was visited {int(p.n_s[s])} times in the group with "
                    f"{int(p.n_actions[s])} different actions.")
 
-st.plotly_chart(charts.step_credit_figure(c, r, t - 1), width="stretch", key="stepbars",
-                config={"displayModeBar": False})
+st.markdown(f"**{charts.FIELDS['step_advantage']} per step ({name})**")
+st.html(charts.step_credit_bars_html(c, r, t - 1))
 st.caption("Blue bars: the step did better than the average action at its anchor; red: worse. "
            "A missing bar (zero) means only one action was ever tried at that anchor (nothing to compare "
            "against). The outlined bar is the current step.")
 with st.expander("All steps of this rollout as a table"):
-    st.dataframe(charts.steps_table(grp, r, c), hide_index=True, width="stretch")
+    st.table(charts.steps_table(grp, r, c))
 if step.obs or step.response:
     with st.expander("What the policy saw and wrote at this step"):
         if step.obs:

@@ -182,3 +182,18 @@ def test_viz_never_imports_streamlit():
             "print('streamlit' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_step_credit_bars_html_signs_and_escaping():
+    from crbc.estimators import compute
+    from crbc.rollouts import Rollout, RolloutGroup, Step
+    from crbc.viz.charts import step_credit_bars_html
+
+    g = RolloutGroup("w", tuple(Rollout("w", i, (Step("s0", a0), Step(s1, "<b>")), ok) for i, (a0, s1, ok) in
+                                enumerate([("a", "s1", True), ("b", "s1", False), ("b", "s2", False)])))
+    c = compute("crbc", [g])
+    out = step_credit_bars_html(c, 0, step=1)
+    assert out.count('class="crbc-bar"') == 2 and "http" not in out and "<svg" not in out
+    assert "&lt;b&gt;" in out and "<b>" not in out          # action names are escaped
+    assert "outline:3px solid" in out                       # the current step is outlined
+    assert "#2166ac" in out                                 # a positive credit is blue

@@ -72,26 +72,40 @@ def _sym_range(*arrays) -> float:
     return float(max(vals)) if vals and max(vals) > 0 else 1.0
 
 
-def step_credit_figure(c: Credits, r: int, step: int | None = None, field: str = "step_advantage",
-                       height: int = 260) -> go.Figure:
-    """Bars of one rollout's per-step credit (diverging colours), the current step outlined."""
+def step_credit_bars_html(c: Credits, r: int, step: int | None = None, field: str = "step_advantage",
+                          height: int = 160) -> str:
+    """One rollout's per-step credit as plain HTML bars (no plotly.js to load, nothing that an
+    HTML sanitiser strips): blue above zero, red below, the current step outlined; each bar's
+    tooltip names the step's action and value."""
+    import html as _html
+
     vals = field_N(c, field)
     sl = c.rollout_slice(r)
     y = vals[sl] if vals is not None else np.zeros(sl.stop - sl.start)
-    t = np.arange(1, len(y) + 1)
     z = _sym_range(vals)
     acts = [c.process.action_names[a] for a in c.process.sa_action[c.process.step_sa[sl]]]
-    line_w = [3 if (step is not None and i == step) else 0 for i in range(len(y))]
-    fig = go.Figure(go.Bar(
-        x=t, y=y, marker=dict(color=y, colorscale=CREDIT_SCALE, cmin=-z, cmax=z,
-                              line=dict(color=HIGHLIGHT, width=line_w)),
-        customdata=acts, hovertemplate="step %{x}: %{customdata}<br>" + FIELDS[field] + " = %{y:.3f}"
-                                       "<extra></extra>"))
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=30), plot_bgcolor="white",
-                      title=f"{FIELDS[field]} per step ({c.estimator})", bargap=0.15)
-    fig.update_xaxes(title="step t", dtick=max(1, len(y) // 20))
-    fig.update_yaxes(zeroline=True, zerolinecolor="#888", gridcolor="#eee")
-    return fig
+    every = max(1, len(y) // 20)
+    bars, ticks = [], []
+    for i, v in enumerate(y):
+        pct = min(abs(float(v)) / z * 50.0, 50.0)
+        side = "bottom" if v > 0 else "top"
+        color = "#2166ac" if v > 0 else "#b2182b"
+        edge = f"outline:3px solid {HIGHLIGHT};" if step is not None and i == step else ""
+        tip = _html.escape(f"step {i + 1}: {acts[i]}  {FIELDS[field]} = {float(v):+.3f}")
+        bars.append(f'<div class="crbc-bar" title="{tip}" style="flex:1;position:relative">'
+                    f'<div style="position:absolute;left:10%;right:10%;{side}:50%;height:{pct:.2f}%;'
+                    f'min-height:1px;background:{color};{edge}"></div></div>')
+        label = str(i + 1) if i % every == 0 else ""
+        ticks.append(f'<div style="flex:1;text-align:center">{label}</div>')
+    axis = (f'<div style="width:44px;display:flex;flex-direction:column;justify-content:space-between;'
+            f'text-align:right;padding-right:6px;color:#666">'
+            f'<span>{z:+.2g}</span><span>0</span><span>{-z:+.2g}</span></div>')
+    plot = (f'<div style="flex:1;display:flex;gap:2px;position:relative;height:{height}px">'
+            f'<div style="position:absolute;left:0;right:0;top:50%;border-top:1px solid #888"></div>'
+            + "".join(bars) + "</div>")
+    return (f'<div class="crbc-step-bars" style="font:12px sans-serif">'
+            f'<div style="display:flex">{axis}{plot}</div>'
+            f'<div style="display:flex;margin-left:44px;gap:2px;color:#666">{"".join(ticks)}</div></div>')
 
 
 def credit_matrix(c: Credits, field: str) -> np.ndarray:
