@@ -149,7 +149,6 @@ def step_advantages(anchor_keys: Sequence[Any], uid: Sequence[Any], traj_id: Seq
     action_code, action_vals = _codes(acts[order])
     p = build_process(
         group_code_N=_dense(g_code[order]),
-        rollout_code_N=None,
         anchor_code_N=anchor_code,
         action_code_N=action_code,
         reward_N=np.zeros(n) if rew is None else rew[order],

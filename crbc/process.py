@@ -100,7 +100,6 @@ class Process:
 
 def build_process(
     group_code_N: np.ndarray,
-    rollout_code_N: np.ndarray,
     anchor_code_N: np.ndarray,
     action_code_N: np.ndarray,
     reward_N: np.ndarray,
@@ -120,7 +119,6 @@ def build_process(
     ``offsets_R1`` (R+1,) step offsets of the rollouts, ``success_R`` R_i (truncation already
     folded in), ``score_R`` the trajectory scores for A_G.
     """
-    del rollout_code_N  # implied by offsets; kept in the signature for array-layout adapters
     n_steps = len(anchor_code_N)
     lengths = np.diff(offsets_R1)
     if n_steps == 0 or np.any(lengths <= 0):
@@ -212,7 +210,6 @@ def merge(groups: Sequence[RolloutGroup]) -> Process:
             r_index.append(r.rollout)
     return build_process(
         group_code_N=np.asarray(g_codes, dtype=np.int64),
-        rollout_code_N=None,
         anchor_code_N=np.asarray(a_codes, dtype=np.int64),
         action_code_N=np.asarray(x_codes, dtype=np.int64),
         reward_N=np.asarray(rewards, dtype=float),
