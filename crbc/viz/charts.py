@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from ..closure import DepthSweep
+from ..coverage import Coverage
 from ..estimators import Credits
 from ..process import Process
 from ..rollouts import RolloutGroup
@@ -118,23 +119,55 @@ def credit_matrix(c: Credits, field: str) -> np.ndarray:
     return out
 
 
+def shared_range(all_credits: Iterable[Credits], field: str) -> float:
+    """One symmetric colour range for several heatmaps: the largest |value| of ``field`` over
+    all of them (1 when every value is zero or missing), so a colour means the same number in
+    every panel."""
+    return _sym_range(*[field_N(c, field) for c in all_credits])
+
+
 def credit_heatmap(c: Credits, field: str = "step_advantage", zmax: float | None = None,
                    height: int = 300, title: str | None = None) -> go.Figure:
-    """Heatmap rollouts x steps of one estimator's credit, centred on zero."""
+    """Heatmap rollouts x steps of one estimator's credit on the range [-zmax, zmax] (pass the
+    same :func:`shared_range` to every panel), each row labelled with its outcome (✓ success,
+    ✗ failure or time-out) and length.
+
+    A transparent scatter trace named ``cells`` sits on the cells, one point per step, with
+    ``customdata`` = [rollout position, step t, action, anchor label], so a click on a cell can
+    be read as a point selection."""
     m = credit_matrix(c, field)
     p = c.process
     z = zmax if zmax is not None else _sym_range(m)
-    acts = np.full(m.shape, "", dtype=object)
-    acts[p.step_rollout, p.step_t - 1] = [p.action_names[a] for a in p.sa_action[p.step_sa]]
+    acts = [p.action_names[a] for a in p.sa_action[p.step_sa]]
+    labels = [short_label(t, i) for i, t in enumerate(p.state_anchor)]
+    rows = [f"r{int(i)}" for i in p.rollout_index]
+    marks = []
+    for k in range(len(rows)):
+        lo, hi = int(p.rollout_offsets[k]), int(p.rollout_offsets[k + 1])
+        kind = "success" if p.rollout_success[k] else "failure"  # a time-out is a failure (z-)
+        sym = "✓" if kind == "success" else "✗"
+        marks.append(f"<span style='color:{OUTCOME_COLORS[kind]}'>{sym}</span> {rows[k]}"
+                     f" <span style='color:#888'>({hi - lo})</span>")
     fig = go.Figure(go.Heatmap(
-        z=m, x=np.arange(1, m.shape[1] + 1), y=[f"r{int(i)}" for i in p.rollout_index],
-        colorscale=CREDIT_SCALE, zmid=0, zmin=-z, zmax=z, customdata=acts,
-        hovertemplate="rollout %{y}, step %{x}: %{customdata}<br>value %{z:.3f}<extra></extra>",
-        colorbar=dict(thickness=12), xgap=1, ygap=1))
+        z=m, x=np.arange(1, m.shape[1] + 1), y=rows,
+        colorscale=CREDIT_SCALE, zmid=0, zmin=-z, zmax=z, hoverinfo="skip",
+        colorbar=dict(thickness=12), xgap=1, ygap=1, name="credit"))
+    vals = field_N(c, field)
+    vals = vals if vals is not None else np.full(p.n_steps, np.nan)
+    fig.add_trace(go.Scatter(
+        x=p.step_t, y=[rows[k] for k in p.step_rollout], mode="markers", name="cells",
+        marker=dict(size=14, symbol="square", color="rgba(0,0,0,0)", opacity=0.01),
+        customdata=[[int(r), int(t), a, labels[s], float(v)] for r, t, a, s, v in
+                    zip(p.step_rollout, p.step_t, acts, p.step_state, vals, strict=True)],
+        hovertemplate="rollout %{y}, step %{x}: %{customdata[2]} at %{customdata[3]}<br>"
+                      "value %{customdata[4]:.3f}<extra>click: open in the Inspector</extra>",
+        showlegend=False, selected=dict(marker=dict(opacity=0.01)),
+        unselected=dict(marker=dict(opacity=0.01))))
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=36 if title else 8, b=30),
-                      title=title, plot_bgcolor="#f7f7f7")
-    fig.update_yaxes(autorange="reversed", title=None)
-    fig.update_xaxes(title="step t", dtick=max(1, m.shape[1] // 10))
+                      title=title, plot_bgcolor="#f7f7f7", clickmode="event+select", dragmode=False)
+    fig.update_yaxes(autorange="reversed", title=None, tickmode="array", tickvals=rows, ticktext=marks,
+                     type="category")
+    fig.update_xaxes(title="step t", dtick=max(1, m.shape[1] // 10), range=[0.5, m.shape[1] + 0.5])
     return fig
 
 
@@ -201,8 +234,11 @@ def convergence_figure(sw: DepthSweep, k: int | None = None, tol: float = 1e-6,
     if np.isfinite(bound).any():
         fig.add_trace(go.Scatter(x=ks, y=bound, name="Cor. 3 bound on ‖A^(K) − A∞‖∞",
                                  mode="lines", line=dict(color="#555", dash="dash")))
-    fig.add_hline(y=tol, line=dict(color="#aaa", dash="dot"), annotation_text=f"tolerance {tol:g}",
-                  annotation_position="bottom right")
+    fig.add_hline(y=tol, line=dict(color="#aaa", dash="dot"))
+    k_lab = _free_spot(tol, [np.maximum(sw.err_v_K, LOG_FLOOR), np.maximum(sw.err_a_K, LOG_FLOOR), bound])
+    fig.add_annotation(x=k_lab, y=np.log10(tol), xref="x", yref="y", text=f"tolerance {tol:g}",
+                       showarrow=False, yshift=9, xanchor="left" if k_lab < sw.k_max / 2 else "right",
+                       font=dict(size=11, color="#777"), bgcolor="rgba(255,255,255,0.8)")
     conv = sw.converged_at(tol)
     if conv is not None:
         fig.add_vline(x=conv, line=dict(color="#2e9e44", width=2),
@@ -214,6 +250,45 @@ def convergence_figure(sw: DepthSweep, k: int | None = None, tol: float = 1e-6,
     fig.update_xaxes(title="depth K (rounds of cross-rollout backup)", gridcolor="#eee")
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=30), plot_bgcolor="white",
                       legend=dict(orientation="h", y=-0.3), uirevision="conv")
+    return fig
+
+
+def _free_spot(level: float, curves: list[np.ndarray]) -> int:
+    """The K at which a label on the horizontal line y = ``level`` (log axis) is farthest, in
+    decades, from every curve drawn there (NaN or non-positive points are not drawn); ties go
+    to the smallest K."""
+    gaps = []
+    for k in range(len(curves[0])):
+        d = [abs(np.log10(c[k]) - np.log10(level)) for c in curves if np.isfinite(c[k]) and c[k] > 0]
+        gaps.append(min(d) if d else np.inf)
+    return int(np.argmax(np.minimum(gaps, 1e9)))
+
+
+def coverage_figure(cov: Coverage, k: int | None = None, height: int = 300) -> go.Figure:
+    """Evidence coverage against K (the paper's Fig. 5): the mean over anchors of the share of
+    the group's outcomes V^(K)(s) has heard of, its least-covered anchor, and the share of
+    anchors whose evidence is already complete (all they can ever hear)."""
+    ks = np.arange(cov.k_max + 1)
+    frac = cov.fraction_KS
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=ks, y=cov.mean_fraction_K, name="mean share of outcomes heard",
+                             mode="lines+markers", line=dict(color="#2a6fdb"),
+                             hovertemplate="K = %{x}: %{y:.0%} on average<extra></extra>"))
+    fig.add_trace(go.Scatter(x=ks, y=frac.min(axis=1) if frac.shape[1] else np.zeros(len(ks)),
+                             name="least-covered anchor", mode="lines", line=dict(color="#9467bd", dash="dot"),
+                             hovertemplate="K = %{x}: %{y:.0%}<extra></extra>"))
+    done = (cov.count_KS == cov.saturated_S[None, :]).mean(axis=1) if frac.shape[1] else np.ones(len(ks))
+    fig.add_trace(go.Scatter(x=ks, y=done, name="anchors with complete evidence", mode="lines",
+                             line=dict(color="#2e9e44"),
+                             hovertemplate="K = %{x}: %{y:.0%} of anchors<extra></extra>"))
+    if k is not None:
+        fig.add_vline(x=k, line=dict(color=HIGHLIGHT, width=2, dash="dot"))
+        fig.add_annotation(x=k, y=1.04, xref="x", yref="y", text=f"K = {k}", showarrow=False,
+                           font=dict(size=11, color=HIGHLIGHT), xanchor="left")
+    fig.update_yaxes(range=[0, 1.08], tickformat=".0%", title="share", gridcolor="#eee")
+    fig.update_xaxes(title="depth K", gridcolor="#eee")
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=30), plot_bgcolor="white",
+                      legend=dict(orientation="h", y=-0.3), uirevision="cov")
     return fig
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 from collections import deque
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from .style import (
 )
 
 X_GAP, Y_GAP = 190.0, 95.0
+LABEL_ALL_MAX = 25  # beyond this many anchors, labels only on the chosen path (hover for the rest)
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,9 @@ def _check_single(p: Process) -> None:
 
 
 def layout(p: Process) -> Layout:
-    """Layered layout: layer = fewest hops from a start anchor; inside a layer, anchors are
-    ordered by the mean position of their predecessors (one barycentre sweep) and centred."""
+    """Layered left-to-right layout: layer (column) = fewest hops from a start anchor; inside a
+    layer, anchors are ordered by barycentre sweeps (:func:`_order_layers`) and centred; the two
+    boundaries take a last column on the right."""
     _check_single(p)
     n = p.n_states
     starts = np.unique(p.step_state[p.rollout_offsets[:-1]])
@@ -74,19 +77,7 @@ def layout(p: Process) -> Layout:
                 layer[b] = layer[a] + 1
                 q.append(b)
     layer[layer < 0] = 0  # unreachable from a start cannot happen for merged rollouts; be safe
-    y = np.zeros(n)
-    order_key = np.zeros(n)
-    for L in range(int(layer.max()) + 1):
-        members = np.flatnonzero(layer == L)
-        if L > 0:
-            for m in members:
-                ps = [a for a in pred[m] if layer[a] < L]
-                order_key[m] = np.mean(y[ps]) if ps else 0.0
-        # ties broken by visits (busy anchors towards the middle of the ordering) then id
-        members = sorted(members.tolist(), key=lambda m: (order_key[m], -p.n_s[m], m))
-        k = len(members)
-        for i, m in enumerate(members):
-            y[m] = (i - (k - 1) / 2.0)
+    y = _order_layers(layer, pred, succ, p.n_s)
     x = layer.astype(float)
     last = float(layer.max()) + 1.0
     spread = max(1.0, float(np.abs(y).max()) if n else 1.0)
@@ -96,6 +87,58 @@ def layout(p: Process) -> Layout:
     return Layout(x_S=x * gap_x, y_S=y * Y_GAP, layer_S=layer,
                   x_B=np.array([last, last]) * gap_x,
                   y_B=np.array([-0.5 * spread - 0.5, 0.5 * spread + 0.5]) * Y_GAP)
+
+
+def _positions(layer: np.ndarray, key: np.ndarray, n_s: np.ndarray) -> np.ndarray:
+    """Rank the anchors of each layer by ``key`` (ties: busier first, then id) and centre them."""
+    y = np.zeros(len(layer))
+    for L in range(int(layer.max()) + 1 if len(layer) else 0):
+        members = sorted(np.flatnonzero(layer == L).tolist(), key=lambda m: (key[m], -n_s[m], m))
+        k = len(members)
+        for i, m in enumerate(members):
+            y[m] = i - (k - 1) / 2.0
+    return y
+
+
+def crossings(layer: np.ndarray, y: np.ndarray, succ: list[set[int]]) -> int:
+    """Number of crossing pairs among edges joining consecutive layers (the quantity the sweeps
+    reduce)."""
+    total = 0
+    for L in range(int(layer.max()) if len(layer) else 0):
+        e = np.array([(y[a], y[b]) for a in np.flatnonzero(layer == L) for b in succ[a]
+                      if layer[b] == L + 1]).reshape(-1, 2)
+        d0 = e[:, 0][:, None] - e[:, 0][None, :]
+        d1 = e[:, 1][:, None] - e[:, 1][None, :]
+        total += int(((d0 * d1) < 0).sum()) // 2
+    return total
+
+
+def _order_layers(layer: np.ndarray, pred: list[set[int]], succ: list[set[int]], n_s: np.ndarray,
+                  sweeps: int = 6) -> np.ndarray:
+    """Vertical positions: barycentre heuristic (Sugiyama et al. 1981), alternating a sweep to
+    the right (mean position of the predecessors in earlier layers) and one to the left (of the
+    successors in later layers); the ordering with the fewest crossings is kept."""
+    n = len(layer)
+    y = _positions(layer, np.zeros(n), n_s)
+    best, best_x = y, crossings(layer, y, succ)
+    for sweep in range(sweeps):
+        forward = sweep % 2 == 0
+        key = y.copy()
+        layers = range(1, int(layer.max()) + 1) if forward else range(int(layer.max()) - 1, -1, -1)
+        for L in layers:
+            for m in np.flatnonzero(layer == L):
+                nb = [a for a in (pred[m] if forward else succ[m])
+                      if (layer[a] < L if forward else layer[a] > L)]
+                key[m] = np.mean(y[nb]) if nb else y[m]
+            # re-rank this layer now, so the next layer of the sweep sees its new order
+            members = np.flatnonzero(layer == L)
+            order = sorted(members.tolist(), key=lambda m: (key[m], -n_s[m], m))
+            for i, m in enumerate(order):
+                y[m] = i - (len(order) - 1) / 2.0
+        c = crossings(layer, y, succ)
+        if c < best_x:
+            best, best_x = y.copy(), c
+    return best
 
 
 def rollout_path(p: Process, r: int) -> list[tuple[int, int, int]]:
@@ -168,23 +211,79 @@ _TOOLTIP_JS = """
       d.style.cssText = 'font: 12px sans-serif'; eupd.push({id: e.id, title: d}); }
   });
   edges.update(eupd);
+  // labels stay readable at the zoom that fits the whole graph: below MIN_LABEL_PX on screen,
+  // the fonts are enlarged by 1 / scale (zooming in then makes them larger still)
+  var MIN_LABEL_PX = %(min_px)d;
+  function readable() {
+    var s = network.getScale();
+    if (!(s > 0) || s * 13 >= MIN_LABEL_PX) return false;
+    var f = MIN_LABEL_PX / s, nu = [], eu = [];
+    nodes.forEach(function (n) { nu.push({id: n.id, font: {size: f, color: (n.font || {}).color}}); });
+    edges.forEach(function (e) { eu.push({id: e.id, font: {size: 0.92 * f, align: 'middle',
+      color: '#222', background: 'white', strokeWidth: 0}}); });
+    nodes.update(nu); edges.update(eu);
+    return true;
+  }
+  var byName = {};
+  nodes.forEach(function (n) { if (n.name) byName[n.name.toLowerCase()] = n.id; });
+  var box = document.getElementById('crbc-search'), msg = document.getElementById('crbc-search-msg');
+  function find() {
+    var q = (box.value || '').trim().toLowerCase();
+    if (!q) { msg.textContent = ''; network.unselectAll(); return; }
+    var id = byName[q];
+    if (id === undefined) {  // else the first anchor whose key contains the text
+      nodes.forEach(function (n) {
+        if (id === undefined && n.name && ((n.board || n.text || '') + ' ' + n.name).toLowerCase().indexOf(q) >= 0) id = n.id;
+      });
+    }
+    if (id === undefined) { msg.textContent = 'no anchor matches'; return; }
+    var n = nodes.get(id);
+    nodes.update({id: id, label: n.name});
+    network.selectNodes([id]);
+    network.focus(id, {scale: Math.max(network.getScale(), 1.0), animation: {duration: 250}});
+    msg.textContent = n.name + ' (' + (n.info || '').split('\\n')[0].split(': ')[1] + ')';
+    document.body.setAttribute('data-search-hit', String(id));
+  }
+  if (box) { box.addEventListener('change', find);
+    box.addEventListener('keydown', function (ev) { if (ev.key === 'Enter') find(); }); }
   window.crbcGraphReady = false;
-  network.once('afterDrawing', function () { window.crbcGraphReady = true;
-    document.body.setAttribute('data-graph-ready', '1'); });
+  network.once('afterDrawing', function () {
+    var changed = readable();
+    function ready() { window.crbcGraphReady = true; document.body.setAttribute('data-graph-ready', '1'); }
+    if (changed) { network.once('afterDrawing', ready); network.redraw(); } else { ready(); }
+  });
 })();
 </script>
 """
 
 
+def _loop_angle(p_xy: tuple[float, float], others: list[tuple[float, float]]) -> float:
+    """Direction (radians, counter-clockwise from +x, screen y down: vis-network's self-loop
+    angle) of the widest gap between the node's edges, its label below it counting as taken."""
+    taken = [math.atan2(-(oy - p_xy[1]), ox - p_xy[0]) for ox, oy in others] + [-math.pi / 2]
+    best, best_gap = math.pi / 2, -1.0
+    for k in range(24):  # candidates every 15 degrees, starting straight up
+        a = math.pi / 2 + k * math.pi / 12
+        gap = min(abs((a - t + math.pi) % (2 * math.pi) - math.pi) for t in taken)
+        if gap > best_gap + 1e-9:
+            best, best_gap = a, gap
+    return (best + math.pi) % (2 * math.pi) - math.pi
+
+
 def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int | None = None,
                       height_px: int = 640, max_edge_labels: int = 60,
-                      value_name: str = "V") -> str:
+                      value_name: str = "V", min_label_px: int = 12) -> str:
     """The merged process as a self-contained, offline pyvis page.
 
     Nodes: anchors sized by visits N(s), coloured by ``value_S`` on the V scale, plus the two
-    absorbing boundaries. Edges: one per observed (anchor, action, successor), labelled by the
-    action and its frequency P(x|s,a) (labels on every edge for small graphs, only on the
-    highlighted path for big ones). Hover a node for its board.
+    absorbing boundaries. Edges: one per pair of nodes, labelled by every action seen between
+    them with its frequency (``right 2/3``: 2 of the 3 times ``right`` was taken there), on every
+    edge of a small graph and only on the highlighted path of a big one. Beyond
+    :data:`LABEL_ALL_MAX` anchors, node labels too are shown on the path only (hover names every
+    node). Self-loops point into the widest free gap around their node; two edges between the
+    same nodes in opposite directions bend apart. A search box (top right) finds an anchor by
+    label or by a piece of its key. Fonts are enlarged when the fitted zoom would draw them
+    below ``min_label_px`` pixels.
     """
     from pyvis.network import Network
 
@@ -194,45 +293,63 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
     labels = node_labels(p)
     colors = v_color(value_S)
     n_max = max(int(p.n_s.max()), 1)
+    path: set[tuple[int, int, int]] = set()
+    if highlight_rollout is not None:
+        path = set(rollout_path(p, highlight_rollout))
+    on_path_nodes = {a for a, _, _ in path} | {x for _, _, x in path}
+    label_all = n <= LABEL_ALL_MAX
     net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line",
                   bgcolor="#ffffff")
+    xs = np.concatenate([lay.x_S, lay.x_B])
+    ys = np.concatenate([lay.y_S, lay.y_B])
     for s in range(n):
         text = p.state_anchor[s]
         board = text if is_board(text) else ""
         info = (f"{labels[s]}: {value_name} = {_fmt(value_S[s])}\nvisits N(s) = {int(p.n_s[s])}, "
                 f"actions seen = {int(p.n_actions[s])}, layer {int(lay.layer_S[s])}")
-        net.add_node(int(s), label=labels[s], x=float(lay.x_S[s]), y=float(lay.y_S[s]),
+        net.add_node(int(s), label=labels[s] if (label_all or s in on_path_nodes) else " ",  # pyvis: "" -> the id
+                     name=labels[s], x=float(xs[s]), y=float(ys[s]),
                      size=float(8 + 22 * np.sqrt(p.n_s[s] / n_max)), color=colors[s],
                      physics=False, fixed=True, shape="dot", info=info, board=board,
-                     text="" if board else text, font={"size": 13},
-                     borderWidth=1)
+                     text="" if board else text, font={"size": 13}, borderWidth=1)
     for b, (name, col) in enumerate([("z+ success", Z_PLUS_COLOR), ("z- failure", Z_MINUS_COLOR)]):
         net.add_node(n + b, label=name, x=float(lay.x_B[b]), y=float(lay.y_B[b]), shape="box",
                      color=col, physics=False, fixed=True, font={"color": "white", "size": 15},
                      info=f"{name}: absorbing boundary, V = {1 - b}", board="", text="")
-    path = set()
-    if highlight_rollout is not None:
-        path = {(a, act, x) for a, act, x in rollout_path(p, highlight_rollout)}
-    edges = _edges(p)
-    show_all = len(edges) <= max_edge_labels
     n_sa = {(int(p.sa_state[i]), int(p.sa_action[i])): int(p.n_sa[i]) for i in range(len(p.n_sa))}
-    parallel: dict[tuple[int, int], int] = {}
-    for i, (a, act, x, c) in enumerate(edges):
-        k = parallel[(a, x)] = parallel.get((a, x), -1) + 1  # k-th edge between the same nodes
-        name = p.action_names[act]
-        freq = c / n_sa[(a, act)]
-        on_path = (a, act, x) in path
-        label = f"{name} {c}" if freq == 1 else f"{name} {c}/{n_sa[(a, act)]}"
+    merged: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for a, act, x, c in _edges(p):
+        merged.setdefault((a, x), []).append((act, c))
+    neighbours: dict[int, list[tuple[float, float]]] = {}
+    for a, x in merged:
+        if a != x:
+            neighbours.setdefault(a, []).append((xs[x], ys[x]))
+            neighbours.setdefault(x, []).append((xs[a], ys[a]))
+    show_all = len(merged) <= max_edge_labels
+    for i, ((a, x), acts) in enumerate(merged.items()):
         xname = "z+" if x == n else "z-" if x == n + 1 else labels[x]
-        info = (f"{labels[a]} --{name}--> {xname}: seen {c} times; P(x|s,a) = {freq:.2f}, "
-                f"mu(a|s) = {n_sa[(a, act)] / p.n_s[a]:.2f}")
-        net.add_edge(int(a), int(x), id=f"e{i}", label=label if (show_all or on_path) else "",
-                     info=info, width=(4.0 if on_path else 1.0 + 3.0 * np.sqrt(c / n_max)),
-                     color=HIGHLIGHT if on_path else EDGE_COLOR, arrows="to",
-                     font={"size": 13, "align": "middle", "color": "#222", "background": "white",
-                           "strokeWidth": 0},
-                     smooth={"enabled": a == x or k > 0, "type": "curvedCW",
-                             "roundness": 0.6 if a == x else 0.18 * k})
+        parts, infos, on_path, total = [], [], False, 0
+        for act, c in acts:
+            name, m = p.action_names[act], n_sa[(a, act)]
+            parts.append(f"{name} {c}" if c == m else f"{name} {c}/{m}")
+            infos.append(f"{labels[a]} --{name}--> {xname}: seen {c} times; P(x|s,a) = {c / m:.2f}, "
+                         f"mu(a|s) = {m / p.n_s[a]:.2f}")
+            on_path = on_path or (a, act, x) in path
+            total += c
+        opts = dict(id=f"e{i}", label="\n".join(parts) if (show_all or on_path) else "",
+                    info="\n".join(infos),
+                    width=(4.0 if on_path else 1.0 + 3.0 * np.sqrt(min(total / n_max, 1.0))),
+                    color=HIGHLIGHT if on_path else EDGE_COLOR, arrows="to",
+                    font={"size": 13, "align": "middle", "color": "#222", "background": "white",
+                          "strokeWidth": 0})
+        if a == x:
+            opts["selfReference"] = {"size": 16, "angle": _loop_angle((xs[a], ys[a]), neighbours.get(a, [])),
+                                     "renderBehindTheNode": True}
+        elif (x, a) in merged:  # two-way: curvedCW bends each direction to its own side
+            opts["smooth"] = {"enabled": True, "type": "curvedCW", "roundness": 0.2}
+        else:
+            opts["smooth"] = {"enabled": False}
+        net.add_edge(int(a), int(x), **opts)
     net.toggle_physics(False)
     net.set_options(json.dumps({
         "physics": {"enabled": False},
@@ -240,7 +357,8 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
         "edges": {"arrows": {"to": {"enabled": True, "scaleFactor": 0.6}}},
     }))
     page = net.generate_html(notebook=False)
-    return _offline(page, height_px)
+    names = [labels[s] for s in range(n)]
+    return _offline(page, height_px, names, min_label_px)
 
 
 _NAMESPACE = re.compile(r"^http://www\.w3\.org/\d{4}/")  # XML namespace names, never fetched
@@ -254,11 +372,13 @@ def _defang(page: str) -> str:
                     else m.group(0).split("://", 1)[1], page)
 
 
-def _offline(page: str, height_px: int) -> str:
-    """Remove every external reference (CDN css/js) and pyvis's empty headings; add tooltips."""
+def _offline(page: str, height_px: int, names: list[str] | None = None, min_label_px: int = 12) -> str:
+    """Remove every external reference (CDN css/js) and pyvis's empty headings; add tooltips,
+    the V legend and the anchor search box."""
     page = _defang(_CDN.sub("", page))
     page = re.sub(r"<center>\s*<h1>\s*</h1>\s*</center>", "", page)
-    js = _TOOLTIP_JS % {"colors": json.dumps(BOARD_COLORS), "unknown": json.dumps(BOARD_UNKNOWN)}
+    js = _TOOLTIP_JS % {"colors": json.dumps(BOARD_COLORS), "unknown": json.dumps(BOARD_UNKNOWN),
+                        "min_px": int(min_label_px)}
     marker = "network = new vis.Network(container, data, options);"
     if marker not in page:
         raise RuntimeError("unexpected pyvis template: cannot find the network constructor")
@@ -267,11 +387,19 @@ def _offline(page: str, height_px: int) -> str:
              "border:none} .card{border:none} #vlegend{position:absolute;z-index:10;left:12px;top:10px;"
              "font:12px sans-serif;color:#333;background:rgba(255,255,255,.85);padding:4px 6px}"
              "#vlegend .bar{width:160px;height:10px;background:linear-gradient(to right,"
-             + ",".join(v_color(np.linspace(0, 1, 9))) + ")}</style>")
+             + ",".join(v_color(np.linspace(0, 1, 9))) + ")}"
+             "#crbc-find{position:absolute;z-index:10;right:12px;top:10px;font:12px sans-serif;"
+             "background:rgba(255,255,255,.9);padding:4px 6px;color:#333}"
+             "#crbc-find input{width:150px;font:12px sans-serif;padding:2px 4px}</style>")
     legend = ("<div id='vlegend'>node colour: V(s)<div class='bar'></div>"
               "<span>0</span><span style='float:right'>1</span></div>")
+    options = "".join(f'<option value="{html.escape(nm, quote=True)}">' for nm in (names or []))
+    search = ('<div id="crbc-find"><label>Find anchor <input id="crbc-search" list="crbc-anchors" '
+              'placeholder="s12, or part of its key" autocomplete="off"></label>'
+              f'<datalist id="crbc-anchors">{options}</datalist>'
+              '<div id="crbc-search-msg" style="color:#666"></div></div>')
     page = page.replace("</head>", style + "</head>", 1)
-    return page.replace("<body>", "<body>" + legend, 1)
+    return page.replace("<body>", "<body>" + legend + search, 1)
 
 
 def external_urls(page: str) -> list[str]:
@@ -286,8 +414,13 @@ def external_urls(page: str) -> list[str]:
 
 def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
                  highlight_rollout: int | None = None, height: int = 520,
-                 value_name: str = "V") -> go.Figure:
-    """The same graph as :func:`anchor_graph_html` as a plotly figure (nodes coloured by value)."""
+                 value_name: str = "V", delta_S: np.ndarray | None = None) -> go.Figure:
+    """The same graph as :func:`anchor_graph_html` as a plotly figure (nodes coloured by value).
+
+    Beyond :data:`LABEL_ALL_MAX` anchors only the highlighted rollout's anchors are labelled
+    (hover names every node). ``delta_S`` (e.g. V^(K) - V^(K-1)) adds a trace ``ΔV``: a ring
+    around every node whose value moved, blue when it rose and red when it fell, its width
+    growing with |Δ|, and the amount printed next to the largest few moves."""
     _check_single(p)
     lay = layout(p)
     n = p.n_states
@@ -317,15 +450,33 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
              f"visits {int(p.n_s[s])}<br><span style='font-family:monospace'>"
              + "<br>".join(html.escape(r) for r in p.state_anchor[s].split("\n")[:12]) + "</span>"
              for s in range(n)]
+    on_path = set()
+    if highlight_rollout is not None:
+        on_path = {a for a, _, _ in rollout_path(p, highlight_rollout)}
+    shown = [lab if (n <= LABEL_ALL_MAX or s in on_path) else "" for s, lab in enumerate(labels)]
     fig.add_trace(Sc(
-        x=lay.x_S, y=-lay.y_S, mode="markers+text" if n <= 60 else "markers", name="anchors",
-        showlegend=False, textposition="bottom center", texttemplate=labels if n <= 60 else None,
+        x=lay.x_S, y=-lay.y_S, mode="markers+text", name="anchors",
+        showlegend=False, textposition="bottom center", texttemplate=shown,
         textfont=dict(size=12, color="#333"),
         marker=dict(size=8 + 18 * np.sqrt(p.n_s / n_max), color=np.asarray(value_S, dtype=float),
                     colorscale=V_SCALE, cmin=0.0, cmax=1.0, line=dict(color="#333", width=0.5),
                     colorbar=dict(title=dict(text=value_name, side="right"), thickness=14,
                                   len=0.8, y=0.45)),
         text=hover, hovertemplate="%{text}<extra></extra>"))
+    if delta_S is not None:
+        d = np.asarray(delta_S, dtype=float)
+        moved = np.flatnonzero(np.isfinite(d) & (np.abs(d) > 1e-9))
+        dmax = float(np.abs(d[moved]).max()) if len(moved) else 1.0
+        top = set(moved[np.argsort(-np.abs(d[moved]))[:8]].tolist())
+        fig.add_trace(Sc(
+            x=lay.x_S[moved], y=-lay.y_S[moved], mode="markers+text", name="ΔV", showlegend=False,
+            marker=dict(symbol="circle-open", size=(8 + 18 * np.sqrt(p.n_s[moved] / n_max)) + 9,
+                        color=["#2166ac" if d[s] > 0 else "#b2182b" for s in moved],
+                        line=dict(width=1.5 + 3.5 * np.abs(d[moved]) / dmax)),
+            text=[f"{d[s]:+.3f}" if s in top else "" for s in moved], textposition="top right",
+            textfont=dict(size=11, color=["#2166ac" if d[s] > 0 else "#b2182b" for s in moved]),
+            customdata=[[labels[s], f"{d[s]:+.4f}"] for s in moved],
+            hovertemplate="%{customdata[0]}: ΔV = %{customdata[1]}<extra>change at this K</extra>"))
     fig.add_trace(go.Scatter(
         x=lay.x_B, y=-lay.y_B, mode="markers+text", showlegend=False, name="boundaries",
         marker=dict(symbol="square", size=22, color=[Z_PLUS_COLOR, Z_MINUS_COLOR]),

@@ -13,7 +13,15 @@ from typing import Any
 import plotly.graph_objects as go
 
 from ..explain import AnchorArithmetic, DenseSystem, Disagreement, fmt
-from .style import CREDIT_SCALE, EDGE_COLOR, HIGHLIGHT, Z_MINUS_COLOR, Z_PLUS_COLOR, v_color
+from .style import (
+    CREDIT_SCALE,
+    EDGE_COLOR,
+    HIGHLIGHT,
+    NO_VALUE_COLOR,
+    Z_MINUS_COLOR,
+    Z_PLUS_COLOR,
+    v_color,
+)
 
 # columns holding advantages are shown with a sign (+0.0960), the rest plainly (0.4802)
 SIGNED_PREFIXES = ("A", "Δ", "max |Δ|", "min", "max", "credit")
@@ -148,7 +156,10 @@ def backup_figure(ar: AnchorArithmetic, height: int | None = None) -> go.Figure:
         marker=dict(size=22, symbol="square", color=[a.a_s for a in ar.actions], colorscale=CREDIT_SCALE,
                     cmin=-amax, cmax=amax, line=dict(color="#333", width=1)),
         hoverinfo="skip", showlegend=False))
-    colors = [Z_PLUS_COLOR if lab == "z+" else Z_MINUS_COLOR if lab == "z-" else v_color(v)[0]
+    # at K = 0 nothing is backed up: a successor has no value there, so it is drawn grey (not as
+    # V = 0, which the V scale would paint dark purple)
+    colors = [Z_PLUS_COLOR if lab == "z+" else Z_MINUS_COLOR if lab == "z-"
+              else NO_VALUE_COLOR if v is None or (isinstance(v, float) and math.isnan(v)) else v_color(v)[0]
               for lab, v in succ_nodes]
     vname = "V" if ar.depth in (None, 0) else f"V<sup>({ar.depth - 1})</sup>"
     fig.add_trace(go.Scatter(

@@ -19,6 +19,7 @@ Z_PLUS_COLOR = "#2e9e44"   # success boundary
 Z_MINUS_COLOR = "#c0392b"  # failure boundary
 HIGHLIGHT = "#ff7f0e"      # the chosen rollout's path / the current step
 EDGE_COLOR = "#9aa3ad"
+NO_VALUE_COLOR = "#d5d8dc"  # a node with no value at this depth (K = 0: nothing is backed up)
 OUTCOME_COLORS = {"success": "#2e9e44", "failure": "#c0392b", "truncated": "#e67e22"}
 
 # board symbols (FORMATS / INTERFACES): # wall, _ floor, O target, X box, √ box on target,

@@ -1,0 +1,202 @@
+"""Figure builders behind issue 12: the graph beyond ~25 anchors (defect 5), the shared credit
+scale with outcome marks (6), the tolerance label (9), the inspector at K = 0 (10), the change of V
+per node and the evidence-coverage chart."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+
+from benchmarks.synthetic import random_walk_group
+from crbc import estimators
+from crbc import explain as E
+from crbc.closure import depth_sweep
+from crbc.coverage import coverage
+from crbc.process import merge
+from crbc.rollouts import Rollout, RolloutGroup, Step, read_rollouts
+from crbc.viz import charts
+from crbc.viz.graph import LABEL_ALL_MAX, anchor_graph_html, graph_figure, layout, rollout_path
+from crbc.viz.lesson import backup_figure
+from crbc.viz.style import NO_VALUE_COLOR, v_color
+
+WORKED = "sample_rollouts/worked-example.jsonl"
+
+
+def _big():
+    g = next(x for x in read_rollouts("sample_rollouts/sokoban-weak.jsonl") if x.group.endswith("seed-15"))
+    return g, merge([g])
+
+
+def _pyvis(page: str, what: str) -> list[dict]:
+    return json.loads(re.search(rf"{what} = new vis\.DataSet\((\[.*?\])\);", page, re.S).group(1))
+
+
+# ---------------------------------------------------------------- defect 9: the tolerance label
+
+
+def _log_gap(y: float, tol: float) -> float:
+    return math.inf if y is None or not np.isfinite(y) or y <= 0 else abs(math.log10(y) - math.log10(tol))
+
+
+def test_tolerance_label_sits_on_its_own_line_not_on_the_bound():
+    # beta = 0.5: the Cor. 3 bound crosses the tolerance near the right end of the range shown
+    g = random_walk_group(12, 30, size=4, seed=1)
+    p = merge([g])
+    tol = 1e-6
+    probe = depth_sweep(p, 0.5, 80)
+    k_max = int(np.flatnonzero(probe.bound_K <= tol)[0])  # the bound meets tol at the right edge
+    sw = depth_sweep(p, 0.5, k_max)
+    fig = charts.convergence_figure(sw, k=None, tol=tol)
+    ann = [a for a in fig.layout.annotations if "tolerance" in (a.text or "")]
+    assert len(ann) == 1
+    a = ann[0]
+    assert a.xref in (None, "x") and a.yref in (None, "y"), "placed in data coordinates"
+    k = int(round(a.x))
+    assert 0 <= k <= sw.k_max
+    assert a.y == pytest.approx(math.log10(tol)), "on the tolerance line (log axis: y is log10)"
+    # at least a decade away from every other curve drawn at that K
+    for name, y in (("bound", sw.bound_K[k]), ("V", sw.err_v_K[k]), ("A", sw.err_a_K[k])):
+        assert _log_gap(y, tol) >= 1.0, f"the tolerance label collides with the {name} curve at K={k}"
+
+
+# ---------------------------------------------------------------- defect 10: inspector at K = 0
+
+
+def test_backup_tree_at_depth_zero_does_not_colour_successors_as_zero():
+    p = merge(read_rollouts(WORKED))
+    ar = E.anchor_arithmetic(p, 0, beta=0.98, depth=0)
+    fig = backup_figure(ar)
+    succ = fig.data[-1]
+    colours = dict(zip([t.split("</b>")[0].replace("<b>", "") for t in succ.text], succ.marker.color,
+                       strict=True))
+    assert colours["s1"] == colours["s2"] == NO_VALUE_COLOR
+    assert colours["s1"] != v_color(0.0)[0]
+    # with a backup (K = 1) the successors are coloured by V^(0) again
+    ar1 = E.anchor_arithmetic(p, 0, beta=0.98, depth=1)
+    c1 = dict(zip([t.split("</b>")[0].replace("<b>", "") for t in backup_figure(ar1).data[-1].text],
+                  backup_figure(ar1).data[-1].marker.color, strict=True))
+    assert c1["s1"] == v_color(ar1.action("a").successors[0].v)[0]
+
+
+# ---------------------------------------------------------------- defect 6: heatmaps
+
+
+def test_heatmaps_share_one_symmetric_scale_and_mark_outcomes():
+    g = random_walk_group(10, 20, size=4, seed=2, bias=0.4)
+    p = merge([g])
+    cs = {n: estimators.compute(n, p) for n in ("crbc", "gigpo", "shortest_path")}
+    z = charts.shared_range(cs.values(), "step_advantage")
+    want = max(float(np.nanmax(np.abs(charts.field_N(c, "step_advantage")))) for c in cs.values())
+    assert z == pytest.approx(want)
+    figs = [charts.credit_heatmap(c, "step_advantage", zmax=z) for c in cs.values()]
+    for f in figs:
+        h = f.data[0]
+        assert (h.zmin, h.zmax) == (-z, z)
+    # each row says its outcome
+    ticks = figs[0].layout.yaxis.ticktext
+    assert len(ticks) == len(g)
+    for r, t in zip(g.rollouts, ticks, strict=True):
+        assert ("✓" in t) == (r.success and not r.truncated)
+    # every step is a clickable point that names its rollout (position) and step
+    pts = next(t for t in figs[0].data if t.name == "cells")
+    assert len(pts.x) == p.n_steps
+    assert {(int(a), int(b)) for a, b, *_ in pts.customdata} == {
+        (int(r), int(t)) for r, t in zip(p.step_rollout, p.step_t, strict=True)}
+
+
+# ---------------------------------------------------------------- defect 5: big graphs
+
+
+def test_big_graph_labels_only_on_path_and_no_parallel_edges():
+    g, p = _big()
+    assert p.n_states > LABEL_ALL_MAX
+    c = estimators.compute("crbc", p)
+    page = anchor_graph_html(p, c.value_S, highlight_rollout=1)
+    nodes = [n for n in _pyvis(page, "nodes") if n["id"] < p.n_states]
+    on_path = {a for a, _, _ in rollout_path(p, 1)} | {x for _, _, x in rollout_path(p, 1) if x < p.n_states}
+    labelled = {n["id"] for n in nodes if n["label"].strip()}
+    assert labelled == on_path
+    assert all(n["info"] for n in nodes)  # every anchor still names itself on hover
+    edges = _pyvis(page, "edges")
+    pairs = [(e["from"], e["to"]) for e in edges]
+    assert len(pairs) == len(set(pairs)), "one edge (with one combined label) per pair of nodes"
+
+
+def test_small_graph_keeps_every_label():
+    p = merge(read_rollouts(WORKED))
+    page = anchor_graph_html(p, np.zeros(3), highlight_rollout=0)
+    assert all(n["label"].strip() for n in _pyvis(page, "nodes"))
+
+
+def _angle(dx, dy):  # vis-network's self-loop angle: counter-clockwise from +x, screen y down
+    return math.atan2(-dy, dx)
+
+
+def test_self_loops_point_into_the_widest_free_gap():
+    g, p = _big()
+    c = estimators.compute("crbc", p)
+    page = anchor_graph_html(p, c.value_S, highlight_rollout=1)
+    nodes = {n["id"]: n for n in _pyvis(page, "nodes")}
+    edges = _pyvis(page, "edges")
+    loops = [e for e in edges if e["from"] == e["to"]]
+    assert loops
+    for e in loops:
+        s = e["from"]
+        ang = e.get("selfReference", {}).get("angle", math.pi / 4)  # vis default: pi/4
+        others = []
+        for f in edges:
+            if f["from"] == f["to"] or s not in (f["from"], f["to"]):
+                continue
+            o = nodes[f["to"] if f["from"] == s else f["from"]]
+            others.append(_angle(o["x"] - nodes[s]["x"], o["y"] - nodes[s]["y"]))
+        others.append(-math.pi / 2)  # the node's own label sits below it
+        gap = min(abs((ang - o + math.pi) % (2 * math.pi) - math.pi) for o in others)
+        assert gap >= math.radians(30), f"self-loop at {s} within {math.degrees(gap):.0f} deg of an edge"
+
+
+def test_graph_page_has_an_anchor_search_and_readable_labels():
+    g, p = _big()
+    c = estimators.compute("crbc", p)
+    page = anchor_graph_html(p, c.value_S, highlight_rollout=1)
+    assert 'id="crbc-search"' in page
+    opts = re.findall(r'<option value="([^"]+)">', page)
+    assert set(opts) >= {f"s{i}" for i in range(p.n_states)}
+    assert "MIN_LABEL_PX" in page  # fonts are rescaled to stay readable at the zoom that fits
+
+
+def test_layout_is_left_to_right_by_layer():
+    _, p = _big()
+    lay = layout(p)
+    assert np.all(np.diff(np.unique(lay.x_S)) > 0)
+    for L in np.unique(lay.layer_S):
+        assert np.ptp(lay.x_S[lay.layer_S == L]) == 0
+    assert lay.x_B.min() > lay.x_S.max()
+
+
+def test_plotly_graph_labels_only_on_path_when_big_and_draws_change_of_v():
+    g, p = _big()
+    sw = depth_sweep(p, 0.98, 3)
+    fig = graph_figure(p, sw.v_KS[2], highlight_rollout=1, delta_S=sw.v_KS[2] - sw.v_KS[1])
+    anchors = next(t for t in fig.data if t.name == "anchors")
+    shown = [t for t in anchors.texttemplate if t]
+    on_path = {a for a, _, _ in rollout_path(p, 1)}
+    assert 0 < len(shown) <= len(on_path) + 1
+    delta = next(t for t in fig.data if t.name == "ΔV")
+    assert len(delta.x) == int((np.abs(sw.v_KS[2] - sw.v_KS[1]) > 1e-9).sum())
+
+
+# ---------------------------------------------------------------- coverage chart
+
+
+def test_coverage_figure_marks_depth():
+    g = random_walk_group(8, 20, size=4, seed=5)
+    p = merge([g])
+    cov = coverage(p, 15)
+    fig = charts.coverage_figure(cov, k=4)
+    mean = next(t for t in fig.data if t.name.startswith("mean share"))
+    assert list(mean.y) == pytest.approx(cov.mean_fraction_K.tolist())
+    assert any("K = 4" in (a.text or "") for a in fig.layout.annotations)
