@@ -39,11 +39,11 @@ def graph_page(tmp_path_factory):
 def test_labels_are_readable_at_the_fitted_zoom(graph_page):
     pg, p, errors = graph_page
     assert not errors
-    px = pg.evaluate("""() => {
+    px = pg.evaluate("""(n_states) => {
       const s = network.getScale();
-      return nodes.get().filter(n => n.id < %d && n.label.trim())
+      return nodes.get().filter(n => n.id < n_states && n.label.trim())
                         .map(n => s * ((n.font && n.font.size) || 14));
-    }""" % p.n_states)
+    }""", p.n_states)
     assert px, "the chosen path is labelled"
     assert min(px) >= 11.5, f"labels drawn at {min(px):.1f} px"
 

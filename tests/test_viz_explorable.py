@@ -17,7 +17,7 @@ from crbc import explain as E
 from crbc.closure import depth_sweep
 from crbc.coverage import coverage
 from crbc.process import merge
-from crbc.rollouts import Rollout, RolloutGroup, Step, read_rollouts
+from crbc.rollouts import read_rollouts
 from crbc.viz import charts
 from crbc.viz.graph import LABEL_ALL_MAX, anchor_graph_html, graph_figure, layout, rollout_path
 from crbc.viz.lesson import backup_figure
