@@ -34,6 +34,30 @@ def free_port() -> int:
 def running_app(port: int | None = None, timeout: float = 90.0, log_path: Path | None = None
                 ) -> Iterator[str]:
     """Start ``streamlit run app.py`` on 127.0.0.1 and yield its base URL; stop it afterwards."""
+    with running_server(port, timeout, log_path) as (base, _proc):
+        yield base
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of process ``pid`` and its children, in MB (from /proc; 0 if gone)."""
+    total = 0
+    pids = [pid]
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/children") as f:
+                pids += [int(c) for c in f.read().split()]
+    for p in pids:
+        with contextlib.suppress(OSError), open(f"/proc/{p}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+    return total / 1024
+
+
+@contextlib.contextmanager
+def running_server(port: int | None = None, timeout: float = 90.0, log_path: Path | None = None
+                   ) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Like :func:`running_app`, yielding ``(base URL, server process)``."""
     port = port or free_port()
     env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", HF_HUB_OFFLINE="1",
                TRANSFORMERS_OFFLINE="1")
@@ -58,7 +82,7 @@ def running_app(port: int | None = None, timeout: float = 90.0, log_path: Path |
             if time.time() > deadline:
                 raise RuntimeError(f"the app did not answer /_stcore/health within {timeout:.0f} s")
             time.sleep(0.3)
-        yield base
+        yield base, proc
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
@@ -148,3 +172,30 @@ def drag_slider(page, container: str, fraction: float) -> None:
     page.mouse.down()
     page.mouse.move(box["x"] + box["width"] * fraction, tb["y"] + tb["height"] / 2, steps=8)
     page.mouse.up()
+
+
+# the page is ready: its title shown (h1 starts with the argument), the app idle, nothing stale,
+# every plotly chart and the pyvis graph drawn
+READY = """(title) => {
+  const main = document.querySelector('[data-testid=stMain]');
+  if (!main) return false;
+  const h1 = main.querySelector('h1');
+  if (!h1 || !h1.textContent.startsWith(title)) return false;
+  if (document.querySelector('[data-testid=stStatusWidgetRunningIcon], [data-testid=stStatusWidgetRunningManIcon]'))
+    return false;
+  if (main.querySelector('[data-stale=true]') || main.querySelector('[data-testid=stSkeleton]')) return false;
+  for (const gd of main.querySelectorAll('.js-plotly-plot'))
+    if (!gd._fullLayout || !gd.querySelector('.main-svg')) return false;
+  for (const f of main.querySelectorAll('iframe')) {
+    let d = null;
+    try { d = f.contentDocument; } catch (e) { continue; }
+    if (!d || !d.body) return false;
+    if (d.querySelector('#mynetwork') && d.body.getAttribute('data-graph-ready') !== '1') return false;
+  }
+  return true;
+}"""
+
+
+def wait_ready(page, title: str, timeout_ms: int = 60000) -> None:
+    """Wait until the page titled ``title`` is completely drawn (see READY)."""
+    page.wait_for_function(READY, arg=title, timeout=timeout_ms)

@@ -1,0 +1,214 @@
+"""AppTest for the walkthrough's page defects (issue 12) and hostile URL parameters.
+
+Each test reproduces one defect as a user would meet it; the browser tests
+(tests/test_browser_issue12.py) cover what needs rendering or clicks on figures.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+
+
+def _app(page: str | None = None, **query) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    if page:
+        at.switch_page(page)
+        at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def _text(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + \
+            [t.value for t in at.title] + [s.value for s in at.subheader] + [h.value for h in at.header]
+    return "\n".join(str(p) for p in parts)
+
+
+def _all_text(at: AppTest) -> str:
+    parts = [_text(at)] + [str(e.value) for e in at.info] + [str(e.value) for e in at.warning] + \
+            [str(e.value) for e in at.error] + [str(e.value) for e in at.toast]
+    return "\n".join(parts)
+
+
+# ---------------------------------------------------------------- defect 3: backups range and URL K
+
+
+def test_backups_opens_at_the_url_depth_and_reaches_convergence():
+    at = _app("pages/backups.py", sample="sokoban-weak.jsonl")
+    k_slider = at.slider(key="K")
+    assert "not converged" not in _text(at), "the default range reaches the convergence depth"
+    assert k_slider.max >= 50
+    at2 = _app("pages/backups.py", sample="sokoban-weak.jsonl", K="50")
+    assert at2.slider(key="K").value == 50
+
+
+# ---------------------------------------------------------------- defect 4: lesson picker label
+
+
+def test_lesson_picker_reads_the_new_outcome_after_a_flip():
+    at = _app("pages/lesson.py", sample="worked-example.jsonl")
+    pick = at.selectbox(key="lesson_flip_r")
+    pick.set_value(0).run()
+    before = at.selectbox(key="lesson_flip_r").format_func(0)
+    at.button(key="lesson_flip").click().run()
+    after = at.selectbox(key="lesson_flip_r").format_func(0)
+    assert "success" in before and "failure" in after, (before, after)
+    assert after in at.selectbox(key="lesson_flip_r").options
+
+
+# ---------------------------------------------------------------- defect 7: a big group on the lesson
+
+
+def test_lesson_on_a_39_anchor_group_collapses_and_keeps_v_visible():
+    at = _app("pages/lesson.py", sample="sokoban-weak.jsonl", group="sokoban-6x6-v0/seed-15")
+    at.radio(key="lesson_start").set_value("sidebar group").run()
+    assert not at.exception
+    assert not at.latex, "no LaTeX system for 39 anchors"
+    # the long per-anchor tables sit in expanders; the values V stay on the page
+    outside = [t for t in at.main.table if not _in_expander(at, t)]
+    assert sum(len(t.value) for t in outside) <= 60, "long tables are collapsed"
+    assert any("V" in str(t.value.columns.tolist()) and len(t.value) >= 39 for t in at.table)
+
+
+def _in_expander(at: AppTest, el) -> bool:
+    for ex in at.main.expander:
+        if any(el is x for x in ex.table):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- defect 8: boundary names as anchors
+
+
+@pytest.mark.parametrize("name", ["z+", "z-", " z+ "])
+def test_lesson_refuses_a_boundary_name_as_anchor(name):
+    at = _app("pages/lesson.py", sample="worked-example.jsonl")
+    before = [t.value.to_string() for t in at.table]
+    at.text_input(key="lesson_edit_anchor").input(name).run()
+    at.button(key="lesson_edit").click().run()
+    assert not at.exception
+    assert at.error and any("boundary" in e.value for e in at.error)
+    assert [t.value.to_string() for t in at.table] == before
+
+
+# ---------------------------------------------------------------- defect 11: disagreements steps
+
+
+def test_disagreement_steps_are_grouped_by_anchor_and_action():
+    at = _app("pages/disagreements.py", sample="sokoban-weak.jsonl")
+    steps_md = _text(at)
+    assert "Steps, most disagreement first" in steps_md
+    rows = _step_rows(at)
+    assert rows, "the steps list is shown"
+    assert len(rows) == len(set(rows)), f"repeated (anchor, action) rows: {rows}"
+    assert "steps" in steps_md  # a count column
+
+
+def _step_rows(at: AppTest) -> list[tuple[str, str]]:
+    """(anchor, action) of the rows under the Steps heading (bold anchor, then action cell)."""
+    md = [m.value for m in at.main.markdown]
+    i = next(k for k, v in enumerate(md) if "Steps, most disagreement first" in v) if any(
+        "Steps, most disagreement first" in v for v in md) else 0
+    out, cells = [], md[i:]
+    for k, v in enumerate(cells):
+        if v.startswith("**") and v.endswith("**") and k + 1 < len(cells) and v.strip("*") not in (
+                "anchor", "action", "rollout", "t", "steps", "Δ"):
+            out.append((v.strip("*"), cells[k + 1]))
+    return out
+
+
+# ---------------------------------------------------------------- defect 12: small ones
+
+
+def test_lesson_numbers_rollouts_from_one():
+    at = _app("pages/lesson.py", sample="worked-example.jsonl")
+    first = at.table[0].value
+    assert first["rollout"].astype(str).tolist() == ["1", "2", "3", "4", "5"]
+
+
+def test_lesson_hides_the_sidebar_pickers_it_does_not_use():
+    at = _app("pages/lesson.py", sample="sokoban-weak.jsonl")
+    keys = {w.key for w in at.sidebar.selectbox}
+    assert "rollout" not in keys and "estimator" not in keys and "group" not in keys
+    at.radio(key="lesson_start").set_value("sidebar group").run()
+    assert "group" in {w.key for w in at.sidebar.selectbox}
+
+
+def test_the_same_depth_choices_on_every_page():
+    at = _app("pages/inspector.py", sample="worked-example.jsonl")
+    side = at.selectbox(key="depth").options
+    assert at.selectbox(key="inspect_K").options == side
+
+
+def test_sidebar_names_run_and_iteration():
+    at = _app("pages/runs.py")
+    at.button(key="runs_open_graph").click().run()
+    assert not at.exception
+    side = "\n".join(str(c.value) for c in at.sidebar.caption + at.sidebar.markdown)
+    assert "iteration" in side and "run " in side
+
+
+def test_friendly_metric_names():
+    at = _app("pages/runs.py")
+    m = at.selectbox(key="runs_metric")
+    shown = [m.format_func(o) for o in m.options]
+    assert all("_" not in s and not s.startswith("diag.") for s in shown), shown
+
+
+def test_a_rejected_upload_reports_up_to_ten_bad_lines_and_is_not_kept():
+    from pages import common
+
+    good = json.dumps({"schema": "crbc.rollout/1", "group": "g", "rollout": 0,
+                       "steps": [{"anchor": "s0", "action": "a"}], "success": True})
+    lines = [good] + ["{broken"] * 12
+    groups, err = common.load_upload("bad.jsonl", ("\n".join(lines) + "\n").encode())
+    assert groups is None
+    for n in range(2, 12):
+        assert f"bad.jsonl:{n}" in err
+    assert "bad.jsonl:12" not in err and "more" in err
+
+
+# ---------------------------------------------------------------- hostile URL parameters
+
+
+@pytest.mark.parametrize("page,query", [
+    ("pages/backups.py", {"group": "no/such/group"}),
+    ("pages/backups.py", {"K": "banana"}),
+    ("pages/backups.py", {"K": "-3"}),
+    ("pages/backups.py", {"K": "99999999"}),
+    ("pages/backups.py", {"kmax": "1e400"}),
+    ("pages/credits.py", {"depth": "many"}),
+    ("pages/credits.py", {"beta": "2.5"}),
+    ("pages/credits.py", {"beta": "nan"}),
+    ("pages/rollouts.py", {"rollout": "1e9"}),
+    ("pages/rollouts.py", {"step": "x"}),
+    ("pages/rollouts.py", {"sample": "../../etc/passwd"}),
+    ("pages/rollouts.py", {"source": "ftp"}),
+    ("pages/rollouts.py", {"estimator": "<script>"}),
+    ("pages/rollouts.py", {"gen_size": "100000000", "source": "generate"}),
+    ("pages/rollouts.py", {"seed": "-1", "source": "generate"}),
+    ("pages/inspector.py", {"inspect": "nope", "inspect_K": "inf2"}),
+    ("pages/lesson.py", {"lesson_start": "everything"}),
+])
+def test_hostile_url_parameters_fall_back_with_a_notice(page, query):
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, [e.message for e in at.exception]
+    text = _all_text(at)
+    assert "ignored url parameter" in text.lower(), text[-500:]
+    for k in query:
+        if k != "source" or query[k] != "generate":
+            assert f"`{k}" in text, f"the notice names {k}"

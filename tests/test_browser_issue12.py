@@ -1,0 +1,153 @@
+"""Issue 12 in headless Chromium: the defects that only show when the page is drawn and clicked,
+and the explorable features (the pictures are the controls).
+
+One app server for the module; each test opens a fresh browser context. Screenshots go to
+``test-artifacts/issue12-*.png``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from benchmarks.apprunner import (
+    LOCAL_PREFIXES,
+    launch,
+    running_app,
+    wait_ready,
+)
+from tests.conftest import require_chromium
+
+pytestmark = pytest.mark.browser
+TIMEOUT_MS = 90_000
+
+
+@pytest.fixture(scope="module")
+def app_url(artifacts_dir):
+    require_chromium()
+    with running_app(log_path=artifacts_dir / "browser-issue12-app.log") as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = launch(pw)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, artifacts_dir):
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    outside: list[str] = []
+    errors: list[str] = []
+    ctx.on("request", lambda r: None if r.url.startswith(LOCAL_PREFIXES) else outside.append(r.url))
+    pg = ctx.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    yield pg
+    ctx.close()
+    assert not outside, f"requests left the machine: {outside}"
+    assert not errors, f"javascript errors: {errors}"
+
+
+def _no_exception(pg) -> None:
+    exc = pg.locator("[data-testid=stException]")
+    assert exc.count() == 0, exc.first.inner_text()[:600]
+
+
+def _choose(pg, key: str, option: str) -> None:
+    """Pick ``option`` (its exact text) in the selectbox with widget key ``key``."""
+    pg.locator(f".st-key-{key} [role=combobox]").first.click()
+    pg.get_by_role("option", name=option, exact=True).first.click()
+
+
+def _value(pg, key: str) -> str:
+    """The text a selectbox shows (Streamlit 1.67 draws it as a react-aria combobox input)."""
+    return pg.locator(f".st-key-{key} [role=combobox]").first.input_value()
+
+
+def _shot(pg, artifacts_dir, name: str) -> None:
+    pg.screenshot(path=str(artifacts_dir / f"issue12-{name}.png"), full_page=True)
+
+
+# ---------------------------------------------------------------- defect 1: Open in ... after choosing a run
+
+
+@pytest.mark.parametrize("bound", ["runs_run", "runs_metric"])
+def test_open_in_another_page_after_choosing_a_run(app_url, page, artifacts_dir, bound):
+    page.goto(f"{app_url}/runs")
+    wait_ready(page, "Training runs", TIMEOUT_MS)
+    if bound == "runs_run":
+        _choose(page, "runs_run", "crbc-s1")
+    else:
+        _choose(page, "runs_metric", "mean return")
+    wait_ready(page, "Training runs", TIMEOUT_MS)
+    page.locator(".st-key-runs_open_backups button").click()
+    wait_ready(page, "Bellman backups", TIMEOUT_MS)
+    _no_exception(page)
+    assert "/backups" in page.url
+    side = page.inner_text("[data-testid=stSidebar]")
+    assert re.search(r"run \S+ iteration \d+", side), side[:400]
+    _shot(page, artifacts_dir, f"open-in-{bound}")
+
+
+# ---------------------------------------------------------------- defect 4: the picker after a flip
+
+
+def test_lesson_picker_label_follows_a_flip(app_url, page, artifacts_dir):
+    page.goto(f"{app_url}/lesson?lesson_start=worked+example")
+    wait_ready(page, "Lesson", TIMEOUT_MS)
+    assert "success" in _value(page, "lesson_flip_r")
+    page.locator(".st-key-lesson_flip button").click()
+    page.wait_for_timeout(300)
+    wait_ready(page, "Lesson", TIMEOUT_MS)
+    page.wait_for_function(
+        "() => document.querySelector('.st-key-lesson_flip_r [role=combobox]').value.includes('failure')",
+        timeout=10_000)
+    _no_exception(page)
+    _shot(page, artifacts_dir, "lesson-flip")
+
+
+# ---------------------------------------------------------------- defect 7: a big group on the lesson
+
+
+def test_lesson_on_a_39_anchor_group_fits(app_url, page, artifacts_dir):
+    page.goto(f"{app_url}/lesson?sample=sokoban-weak.jsonl&group=sokoban-6x6-v0%2Fseed-15"
+              "&lesson_start=sidebar+group")
+    wait_ready(page, "Lesson", TIMEOUT_MS)
+    _no_exception(page)
+    height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+    overflow = page.evaluate("""() => Array.from(document.querySelectorAll('[data-testid=stMain] .katex-display'))
+        .filter(e => e.scrollWidth > e.clientWidth + 2).length""")
+    _shot(page, artifacts_dir, "lesson-39")
+    assert overflow == 0, "a LaTeX display overflows its column"
+    assert height < 9000, f"the lesson is {height} px tall on a 39-anchor group"
+
+
+# ---------------------------------------------------------------- defect 6: a heatmap cell opens the Inspector
+
+
+def test_heatmap_cell_click_opens_the_step_in_the_inspector(app_url, page, artifacts_dir):
+    page.goto(f"{app_url}/credits?sample=worked-example.jsonl")
+    wait_ready(page, "Step credits", TIMEOUT_MS)
+    gd = page.locator(".st-key-heat_crbc .js-plotly-plot").first
+    gd.scroll_into_view_if_needed()
+    # the cell of rollout position 1 (r1), step 1: its centre in page pixels
+    xy = page.evaluate("""() => {
+      const gd = document.querySelector('.st-key-heat_crbc .js-plotly-plot');
+      const L = gd._fullLayout, xa = L.xaxis, ya = L.yaxis, r = gd.getBoundingClientRect();
+      return [r.left + xa._offset + xa.d2p(1), r.top + ya._offset + ya.d2p('r1')];
+    }""")
+    page.mouse.click(xy[0], xy[1])
+    wait_ready(page, "Anchor inspector", TIMEOUT_MS)
+    _no_exception(page)
+    assert "/inspector" in page.url
+    main = page.inner_text("[data-testid=stMain]")
+    assert "Anchor s0" in main
+    _shot(page, artifacts_dir, "heatmap-to-inspector")
