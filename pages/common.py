@@ -15,8 +15,9 @@ view can be shared as a link)
     group_key() -> str                     hashable key of the chosen group ("<source>#<index>")
     current_rollout() -> int               index of the chosen rollout inside the group (0-based)
     current_estimator() -> str             the estimator chosen in the sidebar (registry name)
-    shared_params() -> dict                beta, depth (None = closure), sigma_min, w_group, w_step
-    estimator_params(name) -> dict         the shared parameters that estimator ``name`` accepts
+    shared_params() -> dict                every parameter the registry marks shared (beta, depth
+                                           (None = closure), sigma_min, w_group, w_step, ...)
+    estimator_params(name) -> dict         the shared parameters that estimator ``name`` takes
     process(group_key) -> Process          cached merge of the group
     credits(group_key, name, params) -> Credits      cached crbc.estimators.compute
     sweep(group_key, beta, k_max) -> DepthSweep       cached crbc.closure.depth_sweep
@@ -32,7 +33,6 @@ is the URL path (st.navigation).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ from typing import Any
 import streamlit as st
 
 from crbc import closure, estimators
+from crbc.params import Param
 from crbc.process import Process, merge
 from crbc.rollouts import RolloutFormatError, RolloutGroup, parse_rollouts
 
@@ -74,13 +75,8 @@ MODELS_DIR = ROOT / "models"
 MAX_UPLOAD_MB = 20
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
 SAMPLE_ORDER = ("sokoban-weak.jsonl", "sokoban-strong.jsonl", "gridworld.jsonl", "worked-example.jsonl")
-DEPTH_OPTIONS = ["inf"] + [str(k) for k in range(0, 65)]
 SOURCES = {"sample": "Shipped sample", "upload": "Upload a .jsonl", "generate": "Generate live",
            "run": "Training run iteration"}
-# which shared parameter goes to which estimator: a field of the same name in its config, except
-# that w_step (the CRBC weight of A_S, default 5) is only given to the CRBC family (crbc,
-# visit_local); GiGPO and shortest path keep their own omega = 1.
-SHARED_DEFAULTS = {"beta": 0.98, "depth": None, "sigma_min": 0.1, "w_group": 1.0, "w_step": 5.0}
 
 
 # --------------------------------------------------------------------------------------------
@@ -253,29 +249,23 @@ def current_estimator() -> str:
     return name if name in estimators.names() else "crbc"
 
 
+def _value(meta: Param, x: Any) -> Any:
+    """A widget's value as the config wants it (the depth selectbox holds text such as "inf")."""
+    if x is None or (meta.none is not None and x == meta.none):
+        return None
+    return meta.kind(x) if meta.choices is None else x
+
+
 def shared_params() -> dict[str, Any]:
+    """The sidebar's value of every shared estimator parameter (the registry marks them shared)."""
     ss = st.session_state
-    depth = ss.get("depth", "inf")
-    return {
-        "beta": float(ss.get("beta", SHARED_DEFAULTS["beta"])),
-        "depth": None if depth in (None, "inf") else int(depth),
-        "sigma_min": float(ss.get("sigma_min", SHARED_DEFAULTS["sigma_min"])),
-        "w_group": float(ss.get("w_group", SHARED_DEFAULTS["w_group"])),
-        "w_step": float(ss.get("w_step", SHARED_DEFAULTS["w_step"])),
-    }
+    return {name: _value(meta, ss.get(name, default))
+            for name, (meta, default) in estimators.shared_params().items()}
 
 
 def estimator_params(name: str) -> dict[str, Any]:
-    """The shared sidebar parameters that estimator ``name``'s config accepts."""
-    fields = {f.name for f in dataclasses.fields(estimators.get(name).config_cls)}
-    out = {}
-    for k, v in shared_params().items():
-        if k not in fields:
-            continue
-        if k == "w_step" and "beta" not in fields:  # omega of GiGPO / shortest path stays its own
-            continue
-        out[k] = v
-    return out
+    """The shared sidebar parameters that estimator ``name`` takes (the others keep defaults)."""
+    return estimators.get(name).shared(shared_params())
 
 
 # --------------------------------------------------------------------------------------------
@@ -464,23 +454,36 @@ def sidebar(page: str | None = None) -> None:
                  help="Used for the per-step credit on the Rollouts page.")
     sb.caption(estimators.get(current_estimator()).summary)
     with sb.expander("Parameters", expanded=page == "credits"):
-        st.slider("beta (discount)", 0.80, 1.0, SHARED_DEFAULTS["beta"], 0.005, key="beta",
-                  bind="query-params", format="%.3f",
-                  help="Discount per step: V is the beta-discounted chance of reaching success.")
-        st.selectbox("depth K of crbc (inf = exact closure)", DEPTH_OPTIONS, key="depth",
-                     bind="query-params",
-                     help="Rounds of cross-rollout recombination; ∞ is the exact closure.")
-        st.number_input("sigma_min", 0.001, 10.0, SHARED_DEFAULTS["sigma_min"], 0.01,
-                        key="sigma_min", bind="query-params", format="%.3f",
-                        help="Floor of the per-anchor scale that divides the step credit.")
-        st.number_input("w_G (weight of A_G)", -10.0, 10.0, SHARED_DEFAULTS["w_group"], 0.5,
-                        key="w_group", bind="query-params")
-        st.number_input("w_S (weight of A_S, CRBC family)", -20.0, 20.0, SHARED_DEFAULTS["w_step"],
-                        0.5, key="w_step", bind="query-params")
+        for name, (meta, default) in estimators.shared_params().items():
+            _param_widget(name, meta, default)
 
     err = st.session_state.get("_crbc_error")
     if err:
         st.error(f"**The uploaded file was refused; nothing was loaded.**\n\n`{err}`")
+
+
+def _param_widget(name: str, meta: Param, default: Any) -> None:
+    """The sidebar widget of one shared estimator parameter, built from its registry metadata."""
+    common = dict(key=name, bind="query-params", help=meta.help)
+    label = meta.label or name
+    if meta.choices is not None or (meta.kind is int and meta.none is not None):
+        if meta.choices is not None:
+            options = list(meta.choices)
+        else:  # an integer that may be None (depth): the None text, then lo..ui_max
+            options = [meta.none] + [str(k) for k in range(int(meta.lo or 0), int(meta.ui_max or 64) + 1)]
+        shown = meta.none if default is None else str(default)
+        _drop_invalid(name, options)
+        st.selectbox(label, options, index=options.index(shown), **common)
+    elif meta.kind is bool:
+        st.checkbox(label, value=bool(default), **common)
+    else:
+        lo = meta.ui_min if meta.ui_min is not None else (None if meta.lo_open else meta.lo)
+        hi = meta.ui_max if meta.ui_max is not None else (None if meta.hi_open else meta.hi)
+        step = meta.step if meta.step is not None else (1 if meta.kind is int else 0.1)
+        if meta.slider:
+            st.slider(label, lo, hi, default, step, format=meta.fmt, **common)
+        else:
+            st.number_input(label, lo, hi, default, step, format=meta.fmt, **common)
 
 
 def _drop_invalid(key: str, options: list) -> None:
