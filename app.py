@@ -11,7 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages import _sidebar
+from pages import _routing, _sidebar
 
 HERE = Path(__file__).resolve().parent
 
@@ -34,8 +34,9 @@ def main() -> None:
     pages = [st.Page(path, title=title, icon=icon, url_path=url, default=(path == DEFAULT_PAGE))
              for path, title, icon, url in PAGES if (HERE / path).exists()]
     nav = st.navigation(pages)
-    _sidebar.sidebar(nav.url_path)
-    nav.run()
+    with _routing.app_running():
+        _sidebar.sidebar(nav.url_path)
+        nav.run()
 
 
 main()

@@ -17,11 +17,30 @@ says which one moved. Nothing here swallows an ImportError.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
+
 import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-__all__ = ["ensure_navigation", "running_main_script"]
+__all__ = ["app_running", "ensure_navigation", "running_main_script"]
+
+# set while app.py's main() runs, per script thread (each session runs its script in its own
+# thread): under st.navigation the run context names the requested page, not app.py, so the
+# context alone cannot tell a routed page from a page file run directly
+_APP = threading.local()
+
+
+@contextlib.contextmanager
+def app_running() -> Iterator[None]:
+    """Wrap app.py's run: pages started inside it are routed by st.navigation."""
+    _APP.on = True
+    try:
+        yield
+    finally:
+        _APP.on = False
 
 
 def running_main_script() -> bool | None:
@@ -36,10 +55,18 @@ def running_main_script() -> bool | None:
 def ensure_navigation() -> None:
     """If a page file runs without ``app.py`` under legacy discovery, turn that off and rerun.
 
-    Called when :mod:`pages.common` is imported and at the start of every page
-    (:func:`pages.common.page_context`); a no-op when ``app.py`` is running."""
-    if running_main_script() is not False:
-        return  # app.py itself is running (it calls st.navigation), or no script at all
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
+    Called at the start of every page (:func:`pages.common.page_context`), never while a module
+    is being imported (a rerun raised inside an import leaves a half-initialised module behind,
+    and a concurrent session then fails with "cannot import name 'common'"); a no-op when
+    ``app.py`` is running. The rerun happens even when another session has already switched the
+    legacy mode off: with a class opening deep links at once, this session's run may have
+    started before that switch (found by benchmarks/bench_classroom.py). A session-state
+    counter stops a rerun loop should Streamlit keep running the page directly."""
+    if getattr(_APP, "on", False) or running_main_script() is not False:
+        st.session_state.pop("_crbc_route_reruns", None)
+        return  # app.py is running (it routes through st.navigation), or no script at all
+    PagesManager.uses_pages_directory = False
+    n = int(st.session_state.get("_crbc_route_reruns", 0))
+    if n < 3:
+        st.session_state["_crbc_route_reruns"] = n + 1
         st.rerun()

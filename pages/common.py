@@ -53,8 +53,6 @@ from crbc.process import Process, merge
 from crbc.rollouts import RolloutFormatError, RolloutGroup, parse_rollouts
 from pages import _routing
 
-_routing.ensure_navigation()
-
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES_DIR = ROOT / "sample_rollouts"
 MODELS_DIR = ROOT / "models"
