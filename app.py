@@ -7,11 +7,12 @@ navigation as soon as their files exist.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import streamlit as st
 
-from pages import _routing, _sidebar
+from pages import _routing, _sidebar, common
 
 HERE = Path(__file__).resolve().parent
 
@@ -29,14 +30,25 @@ PAGES = [
 DEFAULT_PAGE = "pages/rollouts.py"
 
 
+def _mark_run(t0: float) -> None:
+    """A hidden marker at the end of the page: the run's number in this session and the script's
+    time on the server (the browser benchmark reads both to split server and browser time)."""
+    n = st.session_state["_crbc_run_no"] = st.session_state.get("_crbc_run_no", 0) + 1
+    ms = (time.perf_counter() - t0) * 1000
+    st.html(f'<span hidden class="crbc-run" data-run="{n}" data-script-ms="{ms:.0f}"></span>')
+
+
 def main() -> None:
+    t0 = time.perf_counter()
     st.set_page_config(page_title="crbc studio", page_icon="🔁", layout="wide")
     pages = [st.Page(path, title=title, icon=icon, url_path=url, default=(path == DEFAULT_PAGE))
              for path, title, icon, url in PAGES if (HERE / path).exists()]
     nav = st.navigation(pages)
     with _routing.app_running():
+        common.notice_box(st.container())  # notices about ignored URL parameters go on top
         _sidebar.sidebar(nav.url_path)
         nav.run()
+        _mark_run(t0)
 
 
 main()

@@ -6,7 +6,10 @@ reads. The parameter widgets are built from the estimator registry (shared param
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import streamlit as st
@@ -17,6 +20,8 @@ from crbc.rollouts import RolloutGroup
 from pages import common
 from pages.common import MAX_UPLOAD_MB, Source, current_source, drop_invalid, load_upload, model_dirs
 
+MAX_GENERATED = 32  # live groups kept in memory (shared by every session; oldest dropped)
+MAX_GEN_SIZE = 16  # rollouts per live group: one user's generation must not hold the server long
 SOURCES = {"sample": "Shipped sample", "upload": "Upload a .jsonl", "generate": "Generate live",
            "run": "Training run iteration"}
 
@@ -52,6 +57,7 @@ def _sample_source() -> None:
         _clear_source()
         return
     names = [p.name for p in files]
+    common.check_choice("sample", names, "no shipped sample has that name")
     drop_invalid("sample", names)
     name = st.sidebar.selectbox("Sample", names, key="sample", bind="query-params",
                                 help="Rollout groups shipped with the project (sample_rollouts/).")
@@ -65,9 +71,11 @@ def _sample_source() -> None:
 
 
 def _upload_source() -> None:
+    # a refused file is not kept listed: the uploader gets a new key (so it starts empty) and the
+    # refusal stays on the page until another file is loaded
     up = st.sidebar.file_uploader(
         f"Rollout file (.jsonl, crbc.rollout/1, at most {MAX_UPLOAD_MB} MB)", type=["jsonl"],
-        key="upload_file")
+        key=f"upload_file_{st.session_state.get('_upload_n', 0)}")
     if up is None:
         _clear_source()
         st.sidebar.caption("One JSON object per line: group, steps (anchor, action), success. "
@@ -78,14 +86,50 @@ def _upload_source() -> None:
     if err:
         _clear_source()
         st.session_state["_crbc_error"] = err
-        st.sidebar.error("The file was not loaded (see the message on the page).")
-        return
+        st.session_state["_upload_n"] = st.session_state.get("_upload_n", 0) + 1
+        st.rerun()
+    st.session_state.pop("_crbc_error", None)
     _set_source(Source(f"upload:{common.digest(data)}", f"upload {up.name}", groups))
 
 
 @st.cache_resource(show_spinner=False)
-def _generated() -> dict[tuple, list[RolloutGroup]]:
-    return {}
+def _generated() -> OrderedDict[tuple, list[RolloutGroup]]:
+    """Live groups by their settings, shared by all sessions; the oldest go beyond MAX_GENERATED."""
+    return OrderedDict()
+
+
+class _Queue:
+    """One live generation at a time on this server, first come first served: a class sharing
+    one server must not have one student's generation starve the others' pages (torch would
+    take every core). ``ahead()`` is how many generations are running or waiting."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.count = threading.Lock()
+        self.n = 0
+
+    def ahead(self) -> int:
+        return self.n
+
+    @contextlib.contextmanager
+    def turn(self, on_wait):
+        with self.count:
+            self.n += 1
+        try:
+            while not self.lock.acquire(timeout=0.5):
+                on_wait(self.n - 1)
+            try:
+                yield
+            finally:
+                self.lock.release()
+        finally:
+            with self.count:
+                self.n -= 1
+
+
+@st.cache_resource(show_spinner=False)
+def _queue() -> _Queue:
+    return _Queue()
 
 
 def _generate_source() -> None:
@@ -111,6 +155,12 @@ def _generate_source() -> None:
     def follow_env() -> None:  # a new environment brings its own checkpoint along
         st.session_state["gen_model"] = matching(st.session_state["gen_env"])
 
+    common.check_choice("gen_env", ids, "no such environment")
+    common.check_choice("gen_model", ckpts, "no such checkpoint in models/")
+    common.check_url("seed", common.int_in(0, 10**6), "a level seed is a whole number from 0 to 1000000")
+    common.check_url("gen_size", common.int_in(1, MAX_GEN_SIZE),
+                     f"a live group has 1 to {MAX_GEN_SIZE} rollouts")
+    common.check_url("gen_temp", common.float_in(0.1, 2.0), "the temperature is between 0.1 and 2")
     env = st.sidebar.selectbox("Environment", ids, key="gen_env", bind="query-params",
                                index=ids.index("sokoban-6x6-v0") if "sokoban-6x6-v0" in ids else 0,
                                on_change=follow_env)
@@ -119,7 +169,8 @@ def _generate_source() -> None:
     model = st.sidebar.selectbox("Checkpoint", ckpts, key="gen_model", bind="query-params",
                                  index=ckpts.index((preferred or ckpts)[0]))
     seed = st.sidebar.number_input("Level seed", 0, 10**6, 17, key="seed", bind="query-params")
-    size = st.sidebar.number_input("Group size", 1, 64, 8, key="gen_size", bind="query-params")
+    size = st.sidebar.number_input("Group size", 1, MAX_GEN_SIZE, 8, key="gen_size", bind="query-params",
+                                   help=f"At most {MAX_GEN_SIZE} rollouts: the server is shared.")
     temp = st.sidebar.slider("Temperature", 0.1, 2.0, 1.0, 0.1, key="gen_temp", bind="query-params")
     params = (env, model, int(seed), int(size), round(float(temp), 3))
     done = _generated()
@@ -129,19 +180,34 @@ def _generate_source() -> None:
         st.sidebar.button("Generate", type="primary", key="gen_go",
                           on_click=lambda: st.session_state.update(_gen_request=True))
         if not st.session_state.pop("_gen_request", False):
-            st.sidebar.caption("Choose the settings and press Generate; results are cached.")
+            busy = _queue().ahead()
+            st.sidebar.caption("Choose the settings and press Generate; results are cached. "
+                               f"One live generation runs at a time on this server, at most "
+                               f"{MAX_GEN_SIZE} rollouts each; others wait in a queue"
+                               + (f" ({busy} running or waiting now)." if busy else "."))
             _clear_source()
             return
-        bar = st.sidebar.progress(0.0, text="Loading the model...")
+        bar = st.sidebar.progress(0.0, text="Waiting for the generator...")
         try:
-            policy = _policy(str(common.MODELS_DIR / model))
-            from crbc.generate import generate_groups
+            def waiting(ahead: int) -> None:
+                bar.progress(0.0, text=f"Queued: {ahead} live generation(s) ahead of yours "
+                                       "(one runs at a time on this server)")
 
-            def progress(k: int, total: int) -> None:
-                bar.progress(k / max(total, 1), text=f"{k} of {total} rollouts finished")
+            with _queue().turn(waiting):
+                bar.progress(0.0, text="Loading the model...")
+                policy = _policy(str(common.MODELS_DIR / model))
+                from crbc.generate import generate_groups
 
-            done[params] = generate_groups(env, [int(seed)], int(size), policy,
-                                           temperature=float(temp), progress=progress)
+                def progress(k: int, total: int) -> None:
+                    bar.progress(k / max(total, 1), text=f"{k} of {total} rollouts finished")
+
+                import torch
+
+                torch.set_num_threads(1)  # leave the other core to everyone else's pages
+                done[params] = generate_groups(env, [int(seed)], int(size), policy,
+                                               temperature=float(temp), progress=progress)
+                while len(done) > MAX_GENERATED:
+                    done.popitem(last=False)
         except Exception as e:  # a broken checkpoint must not take the app down
             bar.empty()
             st.sidebar.error(f"Generation failed: {e}")
@@ -156,9 +222,12 @@ def sidebar(page: str | None = None) -> None:
     """The shared sidebar: data source, group and rollout pickers, estimator and its parameters.
 
     ``page`` is the current page's url path; on ``credits`` the parameters start expanded."""
-    st.session_state.pop("_crbc_error", None)
     sb = st.sidebar
     sb.header("Data")
+    common.check_choice("source", list(SOURCES), "not a data source (sample, upload, generate, run)")
+    common.check_choice("estimator", estimators.names(), "no estimator has that name")
+    for name, (meta, _default) in estimators.shared_params().items():
+        common.check_url(name, _param_ok(meta), f"not a valid value of {meta.label or name}")
     request = st.session_state.pop("_crbc_open_request", None)
     if request is not None:  # open_groups() was called on the previous run
         st.session_state.update(source="run", group=request, rollout=0)
@@ -175,9 +244,12 @@ def sidebar(page: str | None = None) -> None:
 
     src = current_source()
     groups = src.groups if src else ()
+    if src is not None:
+        sb.markdown(f"Loaded: **{src.label}**")
     if groups:
         ids = [g.group for g in groups]
         if len(ids) > 1:
+            common.check_choice("group", ids, "this source has no group of that name")
             drop_invalid("group", ids)
             if "group" not in st.session_state and "group" not in st.query_params:
                 st.session_state["group"] = ids[common.showcase_group(groups)]
@@ -186,6 +258,7 @@ def sidebar(page: str | None = None) -> None:
                               "inside a group.")
         grp = groups[common.group_index(src)]
         n = len(grp)
+        common.check_url("rollout", common.int_in(0, n - 1), f"this group has rollouts 0 to {n - 1}")
         drop_invalid("rollout", list(range(n)))
         r = sb.selectbox("Rollout", list(range(n)), key="rollout", bind="query-params",
                          help="Index of the rollout inside the group (0-based).")
@@ -205,9 +278,25 @@ def sidebar(page: str | None = None) -> None:
         for name, (meta, default) in estimators.shared_params().items():
             _param_widget(name, meta, default)
 
-    err = st.session_state.get("_crbc_error")
+    err = st.session_state.get("_crbc_error") if source == "upload" else None
     if err:
-        st.error(f"**The uploaded file was refused; nothing was loaded.**\n\n`{err}`")
+        sb.error("The last file was refused (see the message on the page).")
+        st.error("**The uploaded file was refused; nothing was loaded.** Fix these lines and "
+                 "upload it again:")
+        st.code(err, language=None, wrap_lines=True)
+
+
+def _param_ok(meta: Param):
+    """A validator of a shared parameter's URL text, from its registry metadata."""
+    if meta.choices is not None:
+        return common.one_of(meta.choices)
+    if meta.kind is int and meta.none is not None:  # depth: "inf" or lo..ui_max
+        return lambda v: v == meta.none or common.int_in(int(meta.lo or 0), int(meta.ui_max or 64))(v)
+    if meta.kind is bool:
+        return common.one_of(["true", "false", "True", "False"])
+    lo = meta.ui_min if meta.ui_min is not None else meta.lo
+    hi = meta.ui_max if meta.ui_max is not None else meta.hi
+    return common.float_in(-1e12 if lo is None else lo, 1e12 if hi is None else hi)
 
 
 def _param_widget(name: str, meta: Param, default: Any) -> None:

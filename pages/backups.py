@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import streamlit as st
 
+from crbc.closure import DepthSweep
 from crbc.viz import charts
 from crbc.viz.graph import graph_figure
 from crbc.viz.style import png_config
 from pages import common
 
 TOL = 1e-6
+K_CAP = 400  # deepest K the page computes (the slider's range opens at the convergence depth)
 
 st.title("Bellman backups")
 st.caption(
@@ -19,15 +23,33 @@ st.caption(
     "next, so what other rollouts discovered flows in. As K grows, V^(K) converges to the "
     "**closure** V, which one linear solve gives exactly.")
 
+def truncate(sw: DepthSweep, k_max: int) -> DepthSweep:
+    """The first K = 0..k_max members of a sweep (slices of its arrays; no new computation)."""
+    n = k_max + 1
+    return dataclasses.replace(sw, v_KS=sw.v_KS[:n], q_KSA=sw.q_KSA[:n], a_KSA=sw.a_KSA[:n],
+                               err_v_K=sw.err_v_K[:n], err_a_K=sw.err_a_K[:n], bound_K=sw.bound_K[:n])
+
+
 ctx = common.page_context()
 grp, beta, p = ctx.group, ctx.params["beta"], ctx.process
-longest = int(p.rollout_len.max())
-default_kmax = int(min(max(2 * longest, 12), 150))
+# one sweep as deep as the page ever shows; the range opens at the convergence depth (or the
+# deepest K a shared link asks for), so Play stops where nothing changes any more
+probe = ctx.sweep(beta, K_CAP)
+conv_full = probe.converged_at(TOL)
+common.check_url("K", common.int_in(0, K_CAP), f"the depth K is a whole number from 0 to {K_CAP}")
+common.check_url("kmax", common.int_in(1, K_CAP), f"the maximum depth is 1 to {K_CAP}")
+k_link = st.session_state.get("K", st.query_params.get("K"))
+try:
+    k_link = int(float(k_link)) if k_link is not None else 0
+except (TypeError, ValueError):
+    k_link = 0
+default_kmax = max(conv_full if conv_full is not None else K_CAP, k_link, 1)
 
 c1, c2, c3 = st.columns([2, 1, 3])
-k_max = int(c1.number_input("Maximum depth shown", 1, 400, default_kmax, key="kmax",
-                            help="Depths 0..this are precomputed once; the slider scrubs them."))
-sw = ctx.sweep(beta, k_max)
+k_max = int(c1.number_input("Maximum depth shown", 1, K_CAP, min(default_kmax, K_CAP), key=f"kmax_{ctx.key}",
+                            help="Opens at the depth where A^(K) reaches the closure (within "
+                                 f"{TOL:g}); Play stops there."))
+sw = truncate(probe, k_max)
 conv = sw.converged_at(TOL)
 if "K" in st.session_state and not (0 <= int(st.session_state["K"]) <= k_max):
     st.session_state["K"] = k_max
@@ -47,7 +69,9 @@ c3.markdown(f"**β = {beta:g}** (sidebar)  \n"
             + (f":green[:material/check_circle: **converged at K = {conv}**] "
                f"(‖A^(K) − A∞‖∞ ≤ {TOL:g})" if conv is not None
                else f":orange[:material/hourglass_top: **not converged within K ≤ {k_max}**] "
-                    f"(tolerance {TOL:g}); raise the maximum depth"))
+                    f"(tolerance {TOL:g})" + (f"; it converges at K = {conv_full}" if conv_full
+                                              else f"; not even by K = {K_CAP}")))
+cov = ctx.coverage(k_max)
 
 
 @st.fragment(run_every=0.9 if playing else None)
@@ -65,17 +89,33 @@ def view() -> None:
     g, e = st.columns([3, 2], gap="medium")
     with g:
         label = f"V^({k})"
+        delta = sw.v_KS[k] - sw.v_KS[k - 1] if k >= 1 else None
         st.plotly_chart(graph_figure(p, sw.v_KS[k], title=f"Anchors coloured by {label}",
-                                     highlight_rollout=ctx.rollout, height=500,
-                                     value_name=label),
+                                     highlight_rollout=ctx.rollout, height=520,
+                                     value_name=label, delta_S=delta),
                         width="stretch", key="backup_graph", config={"displayModeBar": False})
+        moved = 0 if delta is None else int((abs(delta) > 1e-9).sum())
+        st.caption(("Rings: the anchors whose value changed in this round, blue up and red down "
+                    f"(width: how much; the biggest moves are written). {moved} of {p.n_states} "
+                    "anchors moved at this K." if k else "K = 0: every anchor averages its own "
+                    "visits; press Play to watch the values flow.")
+                   + " Hover a node for its board.")
     with e:
-        st.plotly_chart(charts.convergence_figure(sw, k, TOL), width="stretch", key="conv",
+        st.plotly_chart(charts.convergence_figure(sw, k, TOL, height=300), width="stretch", key="conv",
                         config=png_config("convergence"))
         st.caption(
             "Blue: largest gap between V^(K) and the closure's V over all anchors; red: the same "
             "for the advantages A = Q − V; dashed: the guarantee of Cor. 3, "
             "2β^K/(1−β)·‖TV0 − V0‖. Errors of exactly 0 are drawn at 1e-16.")
+        st.plotly_chart(charts.coverage_figure(cov, k, height=250), width="stretch", key="cov",
+                        config=png_config("coverage"))
+        heard = cov.count_KS[k]
+        st.caption(
+            f"**Evidence coverage** (the paper's Fig. 5): at depth K an anchor's value has heard "
+            f"the outcomes of the rollouts that pass within K hops of it. At K = {k}: on average "
+            f"{cov.mean_fraction_K[k]:.0%} of the group's {cov.n_rollouts} outcomes, at least "
+            f"{int(heard.min())}; every anchor has heard all it ever can"
+            + (f" from K = {cov.complete_at()} on." if cov.complete_at() is not None else " beyond this range."))
     st.markdown(f"**Credit table at K = {k}** beside the closure's (sorted by the gap)")
     st.dataframe(charts.sweep_table(p, sw, k), hide_index=True, width="stretch", height=320,
                  column_config={"|A^(K) − A∞|": st.column_config.NumberColumn(format="%.2e")})

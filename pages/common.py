@@ -38,16 +38,21 @@ add their own (``K`` on Bellman backups, ``step`` on Rollouts). The page itself 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from crbc import closure, estimators
+from crbc.coverage import Coverage, coverage
+from crbc.linecheck import bad_lines
 from crbc.params import Param
 from crbc.process import Process, merge
 from crbc.rollouts import RolloutFormatError, RolloutGroup, parse_rollouts
@@ -89,8 +94,14 @@ def load_upload(name: str, data: bytes) -> tuple[list[RolloutGroup] | None, str 
                       f"{MAX_UPLOAD_MB} MB. Split it into smaller files.")
     try:
         return _parse(data, name), None
-    except RolloutFormatError as e:
-        return None, str(e)
+    except RolloutFormatError as first:
+        errs, more = bad_lines(data, name)
+        if not errs or (len(errs) == 1 and not more):
+            return None, str(first)
+        msg = "\n".join(str(e) for e in errs)
+        if more:
+            msg += f"\n... and more: only the first {len(errs)} problems are listed"
+        return None, msg
 
 
 def digest(data: bytes) -> str:
@@ -132,6 +143,11 @@ def _credits(key: str, name: str, params: tuple, _process: Process) -> estimator
 @st.cache_resource(show_spinner=False, max_entries=32)
 def _sweep(key: str, beta: float, k_max: int, _process: Process) -> closure.DepthSweep:
     return closure.depth_sweep(_process, beta, k_max)
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _coverage(key: str, k_max: int, _process: Process) -> Coverage:
+    return coverage(_process, k_max)
 
 
 @dataclass(frozen=True, eq=False)
@@ -181,6 +197,10 @@ class PageContext:
     def sweep(self, beta: float, k_max: int) -> closure.DepthSweep:
         """V^(K), Q^(K), A^(K) for K = 0..k_max and the closure (cached)."""
         return _sweep(self.key, float(beta), int(k_max), self.process)
+
+    def coverage(self, k_max: int) -> Coverage:
+        """Evidence coverage C^(K)(s) for K = 0..k_max (crbc.coverage; cached)."""
+        return _coverage(self.key, int(k_max), self.process)
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,3 +281,102 @@ def open_groups(source: Source, group_index: int = 0) -> None:
     applies the request on the next run (source "run")."""
     st.session_state["_crbc_opened"] = source
     st.session_state["_crbc_open_request"] = source.groups[group_index].group
+
+
+# --------------------------------------------------------------------------------------------
+# URL parameters from a link: a value that does not fit falls back to the default, with a notice
+
+
+def notice_box(box: Any) -> None:
+    """Give the container (app.py makes it, at the top of the page) that notices go into, and
+    show there the notices of the previous run again: a notice outlives one rerun (the routing
+    rerun of a deep link, or the user's first click). Called at the start of every run."""
+    st.session_state["_crbc_notice_box"] = box
+    prev = st.session_state["_crbc_notes_shown"] = st.session_state.pop("_crbc_notes", [])
+    for msg in prev:
+        box.warning(msg, icon=":material/link_off:")
+
+
+def url_notice(key: str, value: Any, why: str) -> None:
+    """Say at the top of the page that URL parameter ``key=value`` was ignored, and why."""
+    shown = str(value)
+    shown = shown if len(shown) <= 40 else shown[:40] + "…"
+    msg = f"Ignored URL parameter `{key}={shown}`: {why}; using the default instead."
+    notes = st.session_state.setdefault("_crbc_notes", [])
+    if msg in notes or msg in st.session_state.get("_crbc_notes_shown", []):
+        return
+    notes.append(msg)
+    box = st.session_state.get("_crbc_notice_box")
+    (box if box is not None else st).warning(msg, icon=":material/link_off:")
+
+
+def _from_link(key: str) -> str | None:
+    """The URL's value of ``key`` unless this session already accepted it (so a later change of
+    options, e.g. another sample making the old group unknown, is not reported as a bad link)."""
+    v = st.query_params.get(key)
+    if v is None or (key, v) in st.session_state.get("_crbc_url_ok", set()):
+        return None
+    return v
+
+
+def check_url(key: str, valid: Callable[[str], bool], why: str) -> None:
+    """If the link's ``key`` fails ``valid`` (or makes it raise): a notice, and the parameter is
+    dropped from the session and the URL."""
+    v = _from_link(key)
+    if v is None:
+        return
+    try:
+        good = bool(valid(v))
+    except (TypeError, ValueError, OverflowError):
+        good = False
+    if good:
+        st.session_state.setdefault("_crbc_url_ok", set()).add((key, v))
+        return
+    url_notice(key, v, why)
+    st.session_state.pop(key, None)
+    # a widget bound to the parameter clears it itself (Streamlit drops a URL value its widget
+    # cannot take); an unbound one is removed here
+    with contextlib.suppress(KeyError, StreamlitAPIException):
+        del st.query_params[key]
+
+
+def int_in(lo: int, hi: int) -> Callable[[str], bool]:
+    """A validator: the text is an integer in [lo, hi]."""
+    def ok(v: str) -> bool:
+        x = float(v)
+        return math.isfinite(x) and x == int(x) and lo <= int(x) <= hi
+    return ok
+
+
+def float_in(lo: float, hi: float) -> Callable[[str], bool]:
+    """A validator: the text is a finite number in [lo, hi]."""
+    def ok(v: str) -> bool:
+        x = float(v)
+        return math.isfinite(x) and lo <= x <= hi
+    return ok
+
+
+def one_of(options: Sequence[Any]) -> Callable[[str], bool]:
+    """A validator: the text is one of ``options`` (compared as text)."""
+    names = {str(o) for o in options}
+    return lambda v: v in names
+
+
+def check_choice(key: str, options: Sequence[Any], what: str) -> None:
+    """:func:`check_url` for a choice: ``what`` names the kind of thing (e.g. "no such group")."""
+    check_url(key, one_of(options), what)
+
+
+# --------------------------------------------------------------------------------------------
+# changing page
+
+
+def switch_page(path: str) -> None:
+    """``st.switch_page`` that works while widgets are bound to URL parameters.
+
+    Plain ``st.switch_page(path)`` clears every query parameter, which Streamlit refuses while a
+    widget is bound to one ("Cannot clear query parameters - the following are bound to widgets":
+    the Training runs defect of issue 12). An empty mapping replaces them without that check;
+    the sidebar's bound widgets then write the shared view back into the address bar, and a page
+    that should open on something (an anchor, a step) is told through the session."""
+    st.switch_page(path, query_params={})

@@ -50,6 +50,8 @@ st.caption("Where do two estimators disagree most about which steps deserve cred
 ctx = common.page_context()
 grp, groups, params = ctx.group, ctx.groups, ctx.params
 ss = st.session_state
+common.check_choice("dis_cmp", E.COMPARISONS, "no such comparison")
+common.check_choice("dis_scope", SCOPES, "the scope is this group or all groups of the file")
 for key, options in (("dis_cmp", E.COMPARISONS), ("dis_scope", SCOPES)):
     if key in ss and ss[key] not in options:
         del ss[key]

@@ -59,8 +59,11 @@ if isinstance(req, dict) and req.get("anchor") in labels and req.get("group") in
     ss["inspect"] = req["anchor"]
 # forget remembered choices that do not fit this group (defaults then come from the widgets,
 # or from the URL when the view was opened from a shared link)
-for key, options in (("inspect", labels), ("inspect_sort", SORTS), ("inspect_cmp", E.COMPARISONS),
-                     ("inspect_K", DEPTHS)):
+for key, options, why in (("inspect", labels, "this group has no anchor of that name"),
+                          ("inspect_sort", SORTS, "anchors are listed by visits or disagreement"),
+                          ("inspect_cmp", E.COMPARISONS, "no such comparison"),
+                          ("inspect_K", DEPTHS, "not a depth (inf or a whole number)")):
+    common.check_choice(key, options, why)
     if key in ss and ss[key] not in options:
         del ss[key]
 

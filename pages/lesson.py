@@ -102,6 +102,8 @@ st.markdown(
     "idea at a time, on a group small enough to check by hand. Every number below is computed "
     "by `crbc` from the group shown: change the group and watch every table follow.")
 
+common.check_choice("lesson_start", STARTS, "the lesson starts from the worked example, the rare "
+                    "route or the sidebar group")
 if "lesson_start" in st.session_state and st.session_state["lesson_start"] not in STARTS:
     del st.session_state["lesson_start"]
 st.radio("Start from", STARTS, key="lesson_start", horizontal=True, bind="query-params",

@@ -34,6 +34,7 @@ with left:
 
 roll = grp.rollouts[r]
 T = len(roll.steps)
+common.check_url("step", common.int_in(1, T), f"this rollout has steps 1 to {T}")
 if st.session_state.get("step", 1) not in range(1, T + 1):
     st.session_state["step"] = 1
 with right:

@@ -109,8 +109,9 @@ names = list(dict.fromkeys(m for r in runs for m in r.metric_names()))
 metrics = [m for m in METRICS if m in names] + [m for m in names if m not in METRICS
                                                  and not m.startswith(("diag.", "seconds_"))]
 k1, k2, k3, k4 = st.columns([2, 1, 1, 1])
+common.check_choice("runs_metric", metrics, "no such metric in the selected runs")
 metric = k1.selectbox("Metric", metrics, key="runs_metric", bind="query-params",
-                      format_func=lambda m: V.METRIC_LABELS.get(m, m))
+                      format_func=V.metric_label)
 smooth = k2.slider("Smoothing (iterations)", 1, 5, 1, key="runs_smooth",
                    help="Trailing average over this many iterations, per run, before averaging seeds.")
 band = k3.radio("Spread over seeds", ["minmax", "std"], key="runs_band", horizontal=True,
@@ -119,20 +120,27 @@ threshold = k4.slider("Success threshold", 0.05, 1.0, 0.5, 0.05, key="runs_thres
 curve_set = R.curves(runs, metric, smooth=smooth)
 fig = V.curves_figure(curve_set, metric, band=band,
                       threshold=threshold if "success" in metric else None)
-event = st.plotly_chart(fig, on_select="rerun", selection_mode="points", key="runs_curve",
-                        width="stretch")
-st.caption("Click a point to drill into that iteration below. Thin lines: single seeds.")
 
-clicked = None
-try:
-    points = event.selection.points if event else []
-    if points:
-        clicked = int(points[0].get("x"))
-except (AttributeError, TypeError, ValueError):
-    clicked = None
-if clicked is not None and st.session_state.get("_runs_last_click") != clicked:
-    st.session_state["_runs_last_click"] = clicked
-    st.session_state["runs_iter"] = clicked
+
+def _on_curve_click() -> None:
+    """A click on a curve picks that curve's run (a mean curve: its estimator's first run) and
+    the iteration; a callback, so it runs before the Run and Iteration pickers are drawn."""
+    sel = st.session_state.get("runs_curve")
+    try:
+        points = sel["selection"]["points"] if isinstance(sel, dict) else sel.selection.points
+    except (AttributeError, KeyError, TypeError):
+        return
+    for pt in points or []:
+        cd = pt.get("customdata")
+        if isinstance(cd, list | tuple) and len(cd) == 2:
+            st.session_state["_runs_click"] = (int(cd[0]), str(cd[1]))
+            return
+
+
+st.plotly_chart(fig, on_select=_on_curve_click, selection_mode="points", key="runs_curve",
+                width="stretch")
+st.caption("Click a point to open that run's iteration below (a point of a thick mean curve opens "
+           "the estimator's first seed). Thin lines: single seeds.")
 
 rows = R.summarize(runs, threshold=threshold, smooth=max(smooth, 1))
 st.markdown(f"**Per estimator** (mean ± sd over seeds; final = mean of the last 3 iterations' batch "
@@ -148,6 +156,11 @@ if not with_rollouts:
     st.info("None of the selected runs ships its rollouts.")
     st.stop()
 labels = [r.name for r in with_rollouts]
+click = st.session_state.pop("_runs_click", None)
+if click is not None and click[1] in labels:
+    st.session_state["runs_run"] = click[1]
+    st.session_state["runs_iter"] = click[0]
+common.check_choice("runs_run", labels, "no run of that name is selected")
 common.drop_invalid("runs_run", labels)
 d1, d2 = st.columns([2, 1])
 run_name = d1.selectbox("Run", labels, key="runs_run", bind="query-params")
@@ -194,4 +207,4 @@ for col, (path, title, icon) in zip(bcols, OPEN_IN, strict=True):
     if (Path(common.ROOT) / path).exists() and col.button(f"Open in {title}", icon=icon,
                                                           key=f"runs_open_{Path(path).stem}"):
         common.open_groups(source, gi)
-        st.switch_page(path)
+        common.switch_page(path)

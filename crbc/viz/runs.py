@@ -32,6 +32,18 @@ METRIC_LABELS = {
 }
 
 
+def metric_label(metric: str) -> str:
+    """A metric's name for people: the label above, else its key in words (``diag.`` prefix
+    spelled out)."""
+    if metric in METRIC_LABELS:
+        return METRIC_LABELS[metric]
+    for key, label, _pct in DIAG_PANELS:
+        if key == metric:
+            return f"diagnostic: {label}"
+    words = metric.removeprefix("diag.").replace("_", " ").replace(".", " ")
+    return ("diagnostic: " + words) if metric.startswith("diag.") else words
+
+
 def color(estimator: str, i: int = 0) -> str:
     return est_color(estimator, _FALLBACK[i % len(_FALLBACK)])
 
@@ -48,7 +60,8 @@ def curves_figure(curves: Mapping[str, Curve], metric: str = "success_rate", ban
     """Mean curve per estimator with a shaded spread over seeds (``band``: "minmax" or "std"),
     thin per-seed lines (``show_runs``), and an optional dashed threshold line.
 
-    Each point's ``customdata`` is the iteration, so a click can select it.
+    Each point's ``customdata`` is ``[iteration, run name]`` (a mean curve names its estimator's
+    first run), so a click can select that run and iteration.
     """
     if percent is None:
         percent = "success" in metric or "share" in metric
@@ -65,12 +78,13 @@ def curves_figure(curves: Mapping[str, Curve], metric: str = "success_rate", ban
             for name, (its, vals) in zip(c.runs, c.per_run, strict=True):
                 fig.add_trace(go.Scatter(x=its, y=k * vals, mode="lines", legendgroup=est,
                                          line=dict(color=_rgba(col, 0.45), width=1), showlegend=False,
-                                         name=name, customdata=its,
+                                         name=name, customdata=[[int(i), name] for i in its],
                                          hovertemplate=f"{name}<br>iteration %{{x}}: %{{y:.1f}}<extra></extra>"
                                          if percent else None))
         fig.add_trace(go.Scatter(
             x=x, y=k * c.mean, mode="lines+markers", name=f"{est} (n={int(c.n.max())})", legendgroup=est,
-            line=dict(color=col, width=3), marker=dict(size=6), customdata=x,
+            line=dict(color=col, width=3), marker=dict(size=6),
+            customdata=[[int(i), c.runs[0] if c.runs else ""] for i in x],
             hovertemplate=(f"{est}<br>iteration %{{x}}<br>mean %{{y:.1f}}" + ("%" if percent else "")
                            + "<extra></extra>")))
     if threshold is not None:
@@ -81,7 +95,7 @@ def curves_figure(curves: Mapping[str, Curve], metric: str = "success_rate", ban
                       plot_bgcolor="white", title=title, legend=dict(orientation="h", y=-0.18),
                       hovermode="closest")
     fig.update_xaxes(title="iteration", gridcolor="#eee", dtick=None)
-    fig.update_yaxes(title=METRIC_LABELS.get(metric, metric) + (" (%)" if percent else ""),
+    fig.update_yaxes(title=metric_label(metric) + (" (%)" if percent else ""),
                      gridcolor="#eee", rangemode="tozero")
     return fig
 
