@@ -634,6 +634,10 @@ def edit_step(group: RolloutGroup, i: int, t: int, anchor: str | None = None,
     for name, val in (("anchor", anchor), ("action", action)):
         if val is not None and (not isinstance(val, str) or not val.strip()):
             raise ValueError(f"{name} must be a non-empty string")
+    if anchor is not None and anchor.strip() in (Z_PLUS, Z_MINUS):
+        raise ValueError(f"{anchor.strip()!r} is the name of a boundary (z+ success, z- failure), "
+                         "not an anchor: a rollout reaches a boundary by its outcome; flip the "
+                         "outcome instead")
     steps = list(r.steps)
     old = steps[t - 1]
     steps[t - 1] = Step(old.anchor if anchor is None else anchor, old.action if action is None else action,

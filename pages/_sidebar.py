@@ -246,7 +246,17 @@ def sidebar(page: str | None = None) -> None:
     groups = src.groups if src else ()
     if src is not None:
         sb.markdown(f"Loaded: **{src.label}**")
-    if groups:
+    # the lesson on its own group (worked example, rare route) uses none of the pickers below
+    start = st.session_state.get("lesson_start", st.query_params.get("lesson_start", "worked example"))
+    lesson_own = page == "lesson" and start != "sidebar group"
+    if lesson_own:
+        for k in ("group", "rollout", "estimator"):  # keep the other pages' choices while hidden
+            if k in st.session_state:
+                st.session_state[k] = st.session_state[k]
+        sb.caption("The lesson runs on its own group (*Start from* on the page); the group, "
+                   "rollout and estimator pickers are for the other pages. The parameters below "
+                   "apply here too.")
+    if groups and not lesson_own:
         ids = [g.group for g in groups]
         if len(ids) > 1:
             common.check_choice("group", ids, "this source has no group of that name")
@@ -266,8 +276,14 @@ def sidebar(page: str | None = None) -> None:
         sb.caption(f"{grp.group}: {n} rollouts, {grp.n_steps} steps, "
                    f"{grp.success_rate:.0%} succeeded.")
 
-    sb.header("Estimator")
     names = estimators.names()
+    if lesson_own:
+        with sb.expander("Parameters", expanded=True):
+            for name, (meta, default) in estimators.shared_params().items():
+                _param_widget(name, meta, default)
+        _upload_error(source)
+        return
+    sb.header("Estimator")
     drop_invalid("estimator", names)
     sb.selectbox("Estimator", names, key="estimator", bind="query-params",
                  index=names.index("crbc") if "crbc" in names else 0,
@@ -278,9 +294,14 @@ def sidebar(page: str | None = None) -> None:
         for name, (meta, default) in estimators.shared_params().items():
             _param_widget(name, meta, default)
 
+    _upload_error(source)
+
+
+def _upload_error(source: str) -> None:
+    """A refused upload's report, on the page, until another file is loaded."""
     err = st.session_state.get("_crbc_error") if source == "upload" else None
     if err:
-        sb.error("The last file was refused (see the message on the page).")
+        st.sidebar.error("The last file was refused (see the message on the page).")
         st.error("**The uploaded file was refused; nothing was loaded.** Fix these lines and "
                  "upload it again:")
         st.code(err, language=None, wrap_lines=True)
@@ -307,7 +328,8 @@ def _param_widget(name: str, meta: Param, default: Any) -> None:
         if meta.choices is not None:
             options = list(meta.choices)
         else:  # an integer that may be None (depth): the None text, then lo..ui_max
-            options = [meta.none] + [str(k) for k in range(int(meta.lo or 0), int(meta.ui_max or 64) + 1)]
+            options = common.depth_options() if name == "depth" else \
+                [meta.none] + [str(k) for k in range(int(meta.lo or 0), int(meta.ui_max or 64) + 1)]
         shown = meta.none if default is None else str(default)
         drop_invalid(name, options)
         st.selectbox(label, options, index=options.index(shown), **kw)

@@ -242,6 +242,13 @@ def shared_params() -> dict[str, Any]:
             for name, (meta, default) in estimators.shared_params().items()}
 
 
+def depth_options() -> list[str]:
+    """The depth choices every page offers (the sidebar's ``depth`` widget): the closure's text
+    ("inf"), then K = lo..ui_max from the registry."""
+    meta, _default = estimators.shared_params()["depth"]
+    return [meta.none] + [str(k) for k in range(int(meta.lo or 0), int(meta.ui_max or 64) + 1)]
+
+
 def _int_or_zero(x: Any, n: int) -> int:
     try:
         r = int(x)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from crbc import estimators
+from crbc import explain as E
 from crbc.viz import charts
 from crbc.viz.style import png_config
 from pages import common
@@ -21,6 +22,13 @@ st.caption(
 ctx = common.page_context()
 grp, r = ctx.group, ctx.rollout
 names = estimators.names()
+# a heatmap click (its callback ran before this run): open that step's anchor in the Inspector
+opened = st.session_state.pop("_credits_open", None)
+if opened is not None:
+    state, pos, t = opened
+    st.session_state["inspect_anchor"] = {"group": grp.group, "anchor": E.anchor_labels(ctx.process)[state],
+                                          "step": (pos, t)}
+    common.switch_page("pages/inspector.py")
 all_c = {n: ctx.credits(n) for n in names}
 
 f1, f2 = st.columns([3, 2])
@@ -30,20 +38,45 @@ f2.caption("A_S is comparable across estimators (each normalised per anchor); A_
            "trajectory term; Q − V is the raw credit (estimators with a value function only).")
 
 st.subheader("Rollouts × steps, one heatmap per estimator")
+shown = [n for n in names if charts.field_N(all_c[n], field) is not None]
+zmax = charts.shared_range([all_c[n] for n in shown], field)
+st.caption(f"**One colour scale for every panel**, symmetric around 0: dark blue = +{zmax:.3g}, "
+           f"dark red = −{zmax:.3g} (the largest |{charts.FIELDS[field].split(' (')[0]}| of any "
+           "estimator here), so the same colour means the same number everywhere. Each row is a "
+           "rollout: ✓ succeeded, ✗ failed or timed out (its length in brackets). "
+           "**Click a cell** to open that step's anchor in the Inspector.")
+
+
+def _open_cell(key: str) -> None:
+    """A heatmap click: remember the step's anchor for the Inspector (a callback: the page then
+    switches after the run has drawn the rest)."""
+    sel = st.session_state.get(key)
+    try:
+        points = sel["selection"]["points"] if isinstance(sel, dict) else sel.selection.points
+    except (AttributeError, KeyError, TypeError):
+        return
+    for pt in points or []:
+        cd = pt.get("customdata")
+        if isinstance(cd, list | tuple) and len(cd) >= 6:
+            st.session_state["_credits_open"] = (int(cd[5]), int(cd[0]), int(cd[1]))
+            return
+
+
 cols = st.columns(2)
 height = int(min(120 + 22 * len(grp), 520))
 for i, n in enumerate(names):
     with cols[i % 2]:
         c = all_c[n]
-        if charts.field_N(c, field) is None:
+        if n not in shown:
             st.info(f"{n}: no value function, so no Q − V.")
             continue
         st.markdown(f"**{n}** · {estimators.get(n).summary}")
         vals = charts.field_N(c, field)
         if not vals.any():
             st.caption(f"All zero: {n} gives no step-level {charts.FIELDS[field]} on this group.")
-        st.plotly_chart(charts.credit_heatmap(c, field, height=height),
-                        width="stretch", key=f"heat_{n}",
+        st.plotly_chart(charts.credit_heatmap(c, field, zmax=zmax, height=height),
+                        width="stretch", key=f"heat_{n}", on_select=lambda k=f"heat_{n}": _open_cell(k),
+                        selection_mode="points",
                         config=png_config(f"{grp.group.replace('/', '_')}.{n}.heatmap"))
 
 st.subheader(f"Rollout {grp.rollouts[r].rollout}, step by step")

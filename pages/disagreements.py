@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from crbc import explain as E
-from crbc.viz.lesson import disagreement_figure, format_rows
+from crbc.viz.lesson import disagreement_figure, format_rows, grouped_steps
 from pages import common
 
 SCOPES = ("this group", "all groups of the file")  # shown as they are: URL-bound
@@ -107,17 +107,20 @@ if len(dis.anchors) > TOP:
         st.table(format_rows(dis.anchors), hide_index=True)
 
 st.subheader("Steps, most disagreement first")
+st.caption("Steps that share an anchor and an action are one row: `steps` counts them, `where` "
+           "lists them (rollout·step); A_S is their mean under each estimator.")
+grouped = grouped_steps(dis.steps, xl, yl)
 step_cells = ([("group", lambda r: f"`{r['group']}`")] if multi else []) + [
-    ("rollout", lambda r: str(r["rollout"])),
-    ("t", lambda r: str(r["t"])),
     ("anchor", lambda r: f"**{r['anchor']}**"),
     ("action", lambda r: r["action"]),
+    ("steps", lambda r: str(r["steps"])),
+    ("where", lambda r: r["where"]),
     (f"A_S {xl}", lambda r: E.fmt(r[f"A_S {xl}"], 3, True)),
     (f"A_S {yl}", lambda r: E.fmt(r[f"A_S {yl}"], 3, True)),
-    ("Δ", lambda r: E.fmt(r["Δ"], 3, True)),
+    ("max |Δ|", lambda r: E.fmt(r["max |Δ|"], 3)),
 ]
-spec = ([2] if multi else []) + [1, 0.6, 1, 1, 1.3, 1.3, 1, 1.2]
-_row_links(dis.steps[:TOP], spec, step_cells)
+spec = ([2] if multi else []) + [1, 1, 0.6, 2, 1.2, 1.2, 1, 1.1]
+_row_links(grouped[:TOP], spec, step_cells)
 
 with st.expander("Per (anchor, action): mean A_S under each estimator"):
     st.table(format_rows(dis.pairs), hide_index=True)

@@ -19,7 +19,7 @@ from pages import common
 
 # URL-bound widgets show their options as they are (no format_func): Streamlit matches a shared
 # URL's value against the displayed option text, so that text must be stable
-DEPTHS = ["inf"] + [str(k) for k in range(0, 33)]
+DEPTHS = common.depth_options()  # the same choices as the sidebar's depth
 SORTS = ("visits", "disagreement")
 GRAPH_MAX_ANCHORS = 400
 
@@ -57,6 +57,11 @@ ss = st.session_state
 req = ss.pop("inspect_anchor", None)
 if isinstance(req, dict) and req.get("anchor") in labels and req.get("group") in (None, grp.group):
     ss["inspect"] = req["anchor"]
+    if req.get("step"):
+        pos, t = req["step"]
+        st.info(f"Opened from Step credits: rollout {grp.rollouts[pos].rollout}, step {t} "
+                f"({grp.rollouts[pos].steps[t - 1].action} at {req['anchor']}).",
+                icon=":material/ads_click:")
 # forget remembered choices that do not fit this group (defaults then come from the widgets,
 # or from the URL when the view was opened from a shared link)
 for key, options, why in (("inspect", labels, "this group has no anchor of that name"),

@@ -8,9 +8,11 @@ the shared data source of the sidebar.
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 from crbc import explain as E
+from crbc.closure import depth_sweep
 from crbc.process import merge
 from crbc.rollouts import RolloutGroup, read_rollouts
 from crbc.viz.lesson import (
@@ -18,6 +20,7 @@ from crbc.viz.lesson import (
     backup_figure,
     depth_figure,
     format_rows,
+    lesson_graph_figure,
     system_latex,
 )
 from pages import common
@@ -26,8 +29,11 @@ from pages import common
 WORKED, RARE, SIDEBAR = "worked example", "rare route", "sidebar group"
 STARTS = (WORKED, RARE, SIDEBAR)
 START_FILES = {WORKED: "worked-example.jsonl", RARE: "rare-route.jsonl"}
-LATEX_MAX_ANCHORS = 8
+LATEX_MAX_ANCHORS = 5  # the (I - beta M) V = b display fits its column up to here
 TABLE_MAX_ANCHORS = 40
+BIG = 10  # beyond this many anchors, the long per-anchor tables fold into expanders
+_POS: dict[int, int] = {}  # rollout index -> its position 1..n in the lesson group
+N_ANCHORS = [0]  # anchors of the lesson group (set once the group is known)
 
 
 # --------------------------------------------------------------------------------------------
@@ -53,31 +59,86 @@ def _reset() -> None:
     st.session_state["lesson_group"] = _start_group(start)
     st.session_state["lesson_base"] = _start_key(start)
     st.session_state["lesson_edits"] = []
+    st.session_state.pop("lesson_before", None)
+    _bump()
+
+
+def _bump() -> None:
+    """A new version of the lesson group: the clickable graph starts with no selection."""
+    st.session_state["lesson_version"] = st.session_state.get("lesson_version", 0) + 1
+
+
+def _rlabel(g: RolloutGroup, i: int) -> str:
+    """How a rollout is named on this page: its position 1..n (as CRBC.md numbers them)."""
+    r = g.rollouts[i]
+    return f"#{i + 1} ({'success' if r.success and not r.truncated else 'failure'})"
+
+
+def _flip_at(i: int) -> None:
+    g = st.session_state["lesson_group"]
+    st.session_state["lesson_before"] = g
+    new = st.session_state["lesson_group"] = E.flip_outcome(g, i)
+    r = new.rollouts[i]
+    st.session_state["lesson_edits"].append(
+        f"rollout {i + 1}: outcome flipped to {'success' if r.success else 'failure'}")
+    # the pickers show the rollout under its new outcome
+    st.session_state["lesson_flip_r"] = _rlabel(new, i)
+    if st.session_state.get("lesson_edit_r") == _rlabel(g, i):
+        st.session_state["lesson_edit_r"] = _rlabel(new, i)
+    _bump()
 
 
 def _flip() -> None:
     g = st.session_state["lesson_group"]
-    i = int(st.session_state.get("lesson_flip_r", 0))
-    st.session_state["lesson_group"] = E.flip_outcome(g, i)
-    r = st.session_state["lesson_group"].rollouts[i]
-    st.session_state["lesson_edits"].append(
-        f"rollout {r.rollout}: outcome flipped to {'success' if r.success else 'failure'}")
+    opts = [_rlabel(g, i) for i in range(len(g))]
+    chosen = st.session_state.get("lesson_flip_r")
+    _flip_at(opts.index(chosen) if chosen in opts else 0)
 
 
 def _edit() -> None:
     g = st.session_state["lesson_group"]
-    i = int(st.session_state.get("lesson_edit_r", 0))
+    opts = [_rlabel(g, i) for i in range(len(g))]
+    chosen = st.session_state.get("lesson_edit_r")
+    i = opts.index(chosen) if chosen in opts else 0
     t = int(st.session_state.get("lesson_edit_t", 1))
     anchor = (st.session_state.get("lesson_edit_anchor") or "").strip() or None
     action = (st.session_state.get("lesson_edit_action") or "").strip() or None
     try:
-        st.session_state["lesson_group"] = E.edit_step(g, i, t, anchor=anchor, action=action)
+        new = E.edit_step(g, i, t, anchor=anchor, action=action)
     except (IndexError, ValueError) as e:
         st.session_state["lesson_error"] = str(e)
         return
     what = ", ".join(x for x in (anchor and f"anchor {anchor}", action and f"action {action}") if x)
     if what:
-        st.session_state["lesson_edits"].append(f"rollout {g.rollouts[i].rollout}, step {t}: {what}")
+        st.session_state["lesson_before"] = g
+        st.session_state["lesson_group"] = new
+        st.session_state["lesson_edits"].append(f"rollout {i + 1}, step {t}: {what}")
+        _bump()
+
+
+def _graph_click(key: str) -> None:
+    """The lesson graph is the control: a rollout's outcome chip flips it; a step's diamond
+    opens it in the edit form below."""
+    sel = st.session_state.get(key)
+    try:
+        points = sel["selection"]["points"] if isinstance(sel, dict) else sel.selection.points
+    except (AttributeError, KeyError, TypeError):
+        return
+    g = st.session_state.get("lesson_group")
+    for pt in points or []:
+        cd = pt.get("customdata")
+        if not isinstance(cd, list | tuple) or len(cd) != 3 or g is None:
+            continue
+        kind, i, t = cd[0], int(cd[1]), int(cd[2])
+        if kind == "outcome" and 0 <= i < len(g):
+            _flip_at(i)
+            return
+        if kind == "edge" and 0 <= i < len(g):
+            st.session_state["lesson_edit_r"] = _rlabel(g, i)
+            st.session_state["lesson_edit_t"] = t
+            st.session_state["lesson_picked"] = (i, t)
+            _bump()
+            return
 
 
 def _state() -> RolloutGroup | None:
@@ -87,7 +148,34 @@ def _state() -> RolloutGroup | None:
     return ss["lesson_group"]
 
 
+def predict(key: str, question: str, options: list[str], answer: str, why: str) -> bool:
+    """Predict first: ask, and reveal only once answered (``answer`` is computed from the group)."""
+    with st.container(border=True):
+        got = st.radio(f":material/psychology: **Predict first.** {question}", options, index=None,
+                       key=key, horizontal=True)
+        if got is None:
+            st.caption("Choose an answer to reveal what the numbers say.")
+            return False
+        (st.success if got == answer else st.warning)(
+            ("Right: " if got == answer else f"Not quite: the answer is **{answer}**. ") + why)
+        return True
+
+
+def fold(title: str, always_label: bool = False):
+    """A long per-anchor table: in an expander on a big group (more than BIG anchors), else in
+    the page (with ``always_label``, its title is written above it)."""
+    if N_ANCHORS[0] > BIG:
+        return st.expander(title)
+    if always_label:
+        st.markdown(title + ":")
+    return st.container()
+
+
 def table(rows, **kw) -> None:
+    """A static table; rollouts are numbered 1..n by their position (as in CRBC.md)."""
+    rows = list(rows)
+    if rows and "rollout" in rows[0] and _POS:
+        rows = [{**r, "rollout": _POS.get(r["rollout"], r["rollout"])} for r in rows]
     st.table(format_rows(rows, **kw), hide_index=True)
 
 
@@ -118,8 +206,10 @@ params = ctx.params if ctx else common.shared_params()
 beta, sigma_min = params["beta"], params["sigma_min"]
 w_group, w_step = params["w_group"], params["w_step"]
 p = merge([group])
+_POS.clear()
+_POS.update({int(ix): k + 1 for k, ix in enumerate(p.rollout_index)})
 labels = E.node_labels(p)
-n_anchors = p.n_states
+n_anchors = N_ANCHORS[0] = p.n_states
 root = 0  # the first anchor of the group: where every rollout starts in these examples
 
 # ---- 1. the group ---------------------------------------------------------------------------
@@ -131,41 +221,73 @@ st.markdown(
     "boundary: **z+** after a success, **z-** after a failure or a time-out. "
     f"The discount is beta = {E.num(beta)} (sidebar, *Parameters*).")
 traj = E.trajectory_table(p)
-table([{k: r[k] for k in ("rollout", "path", "R")} for r in traj])
+v_now = E.values_at_depth(p, beta, None)[0]
+before = st.session_state.get("lesson_before")
+delta = None
+if before is not None:  # the values before the last edit, anchor by anchor (new anchors: none)
+    p_b = merge([before])
+    v_b = dict(zip(p_b.state_anchor, E.values_at_depth(p_b, beta, None)[0], strict=True))
+    delta = np.array([v_now[s] - v_b.get(a, np.nan) for s, a in enumerate(p.state_anchor)])
+g1, g2 = st.columns([2, 3]) if n_anchors <= BIG else (st.container(), None)
+with g1:
+    table([{k: r[k] for k in ("rollout", "path", "R")} for r in traj])
+if g2 is not None:
+    with g2:
+        gkey = f"lesson_graph_{st.session_state.get('lesson_version', 0)}"
+        st.plotly_chart(lesson_graph_figure(p, v_now, delta_S=delta, height=330),
+                        key=gkey, on_select=lambda: _graph_click(gkey), selection_mode="points",
+                        config={"displayModeBar": False}, width="stretch")
+        st.caption("**The graph is the control.** Click a numbered chip (✓ / ✗) to flip that "
+                   "rollout's outcome; click a ◇ on an edge to edit that step below. Node colour "
+                   "and number: V at the closure." + (" Rings: how each V moved with the last "
+                                                      "change (blue up, red down)." if delta is not None else ""))
 
 with st.container(border=True):
-    st.markdown("**Try it: change the group.** Flip one rollout's outcome or edit a step; every "
-                "table on the page is recomputed.")
+    st.markdown("**Try it: change the group.** Flip one rollout's outcome or edit a step (here or "
+                "on the graph); every table on the page is recomputed.")
     c1, c2 = st.columns([1, 2])
-    rollout_opts = list(range(len(group)))
+    rollout_opts = [_rlabel(group, i) for i in range(len(group))]
     for key in ("lesson_flip_r", "lesson_edit_r"):  # keep the pickers valid when the group changes
         if st.session_state.get(key) not in rollout_opts:
-            st.session_state[key] = 0
-    n_steps = len(group.rollouts[int(st.session_state["lesson_edit_r"])].steps)
+            st.session_state[key] = rollout_opts[0]
+    edit_i = rollout_opts.index(st.session_state["lesson_edit_r"])
+    n_steps = len(group.rollouts[edit_i].steps)
     if not 1 <= int(st.session_state.get("lesson_edit_t", 1)) <= n_steps:
         st.session_state["lesson_edit_t"] = 1
-
-    def _rlabel(i: int) -> str:
-        r = group.rollouts[i]
-        return f"#{r.rollout} ({'success' if r.success and not r.truncated else 'failure'})"
-
     with c1:
-        st.selectbox("Rollout", rollout_opts, format_func=_rlabel, key="lesson_flip_r")
+        st.selectbox("Rollout", rollout_opts, key="lesson_flip_r")
         st.button("Flip its outcome", on_click=_flip, key="lesson_flip", icon=":material/swap_horiz:")
     with c2:
+        picked = st.session_state.pop("lesson_picked", None)
+        if picked is not None:
+            i, t = picked
+            stp = group.rollouts[i].steps[t - 1]
+            where = labels[int(p.step_state[int(p.rollout_offsets[i]) + t - 1])]
+            st.info(f"Editing rollout {i + 1}, step {t} ({where} --{stp.action}-->): type a new "
+                    "anchor or action and apply.", icon=":material/edit:")
         e1, e2, e3, e4 = st.columns([1.2, 0.8, 1, 1])
-        e1.selectbox("Rollout ", rollout_opts, format_func=_rlabel, key="lesson_edit_r")
+        e1.selectbox("Rollout ", rollout_opts, key="lesson_edit_r")
         e2.number_input("Step t", 1, n_steps, key="lesson_edit_t")
         e3.text_input("New anchor", key="lesson_edit_anchor", placeholder="keep",
-                      help="Exact anchor key; an existing one merges the step into it.")
+                      help="Exact anchor key; an existing one merges the step into it. The "
+                           "boundaries z+ and z- are not anchors (flip the outcome instead).")
         e4.text_input("New action", key="lesson_edit_action", placeholder="keep")
         st.button("Apply the edit", on_click=_edit, key="lesson_edit")
-    if st.session_state.pop("lesson_error", None):
-        st.error("That edit was not applied (check the rollout and step).")
+    err = st.session_state.pop("lesson_error", None)
+    if err:
+        st.error(f"That edit was not applied: {err}")
     edits = st.session_state.get("lesson_edits", [])
     b1, b2 = st.columns([3, 1])
     b1.caption("Changes so far: " + ("; ".join(edits) if edits else "none — this is the original group."))
     b2.button("Reset the group", on_click=_reset, key="lesson_reset", icon=":material/restart_alt:")
+    if delta is not None:
+        moved = [(labels[s], v_now[s] - delta[s], v_now[s], delta[s]) for s in range(n_anchors)
+                 if np.isfinite(delta[s]) and abs(delta[s]) > 5e-5]
+        st.markdown(f"**Before → after the last change** ({edits[-1] if edits else ''}): "
+                    + (f"{len(moved)} of {n_anchors} anchor values moved." if moved else
+                       "no anchor value moved."))
+        if moved:
+            table([{"anchor": a, "V before": b, "V after": x, "Δ V": d} for a, b, x, d in moved][:12])
 
 # ---- 2. GRPO ----------------------------------------------------------------------------------
 st.header("2 · GRPO: one number per trajectory")
@@ -195,13 +317,14 @@ st.markdown(
     "Merging all steps by anchor turns the group into one graph, the **empirical process**: each "
     "observed transition (anchor, action) → successor is an edge, counted as often as it was seen.")
 tables = E.process_tables(p)
-c1, c2 = st.columns([1, 2])
-with c1:
-    st.markdown("**Anchors**")
-    table(tables.states)
-with c2:
-    st.markdown("**Observed transitions**")
-    table([{k: r[k] for k in ("anchor", "action", "successor", "N(s,a,x)")} for r in tables.transitions])
+with fold(f"The {n_anchors} anchors and {len(tables.transitions)} observed transitions"):
+    c1, c2 = st.columns([1, 2])
+    with c1:
+        st.markdown("**Anchors**")
+        table(tables.states)
+    with c2:
+        st.markdown("**Observed transitions**")
+        table([{k: r[k] for k in ("anchor", "action", "successor", "N(s,a,x)")} for r in tables.transitions])
 if any(len(a) > E.SHORT_LABEL or "\n" in a for a in p.state_anchor):
     with st.expander("What the labels s0, s1, ... stand for (the anchor keys)"):
         for s in range(n_anchors):
@@ -214,13 +337,14 @@ st.markdown(
     "Dividing the counts gives two tables of probabilities, with no smoothing (what was never "
     r"seen has probability 0): how often each action was taken at an anchor, "
     r"$\mu(a\mid s) = N(s,a)/N(s)$, and where it led, $P(x\mid s,a) = N(s,a,x)/N(s,a)$.")
-c1, c2 = st.columns([2, 3])
-with c1:
-    st.markdown("**mu(a|s)**")
-    table(tables.pairs)
-with c2:
-    st.markdown("**P(x|s,a)**")
-    table(tables.transitions)
+with fold(f"mu(a|s) for {len(tables.pairs)} pairs and P(x|s,a) for {len(tables.transitions)} transitions"):
+    c1, c2 = st.columns([2, 3])
+    with c1:
+        st.markdown("**mu(a|s)**")
+        table(tables.pairs)
+    with c2:
+        st.markdown("**P(x|s,a)**")
+        table(tables.transitions)
 
 # ---- 5. the linear system ----------------------------------------------------------------------------
 st.header("5 · One linear system for all values")
@@ -235,10 +359,14 @@ if n_anchors <= TABLE_MAX_ANCHORS:
     ds = E.dense_system(p, beta=beta, max_states=TABLE_MAX_ANCHORS)
     if n_anchors <= LATEX_MAX_ANCHORS:
         st.latex(system_latex(ds))
-    st.table(ds.rows(), hide_index=True)
-    st.caption(f"Rows: I - beta M, then b and the solution V (residual {ds.residual:.1e}).")
+    with fold(f"The {n_anchors} × {n_anchors} system, row by row"):
+        st.table(ds.rows(), hide_index=True)
+        st.caption(f"Rows: I - beta M, then b and the solution V (residual {ds.residual:.1e}).")
 else:
     st.info(f"This group has {n_anchors} anchors; the matrix is shown for up to {TABLE_MAX_ANCHORS}.")
+if n_anchors > BIG:  # the solution stays on the page, whatever is folded
+    st.markdown(f"**The solution V**, one value per anchor ({n_anchors} anchors):")
+    table([{"anchor": labels[s], "N(s)": int(p.n_s[s]), "V": float(v_now[s])} for s in range(n_anchors)])
 
 # ---- 6. Q, A, sigma, gate, A_S, A_final -------------------------------------------------------------
 st.header("6 · From values to step credit")
@@ -252,15 +380,16 @@ st.markdown(
 ar = E.anchor_arithmetic(p, root, beta=beta, depth=None, sigma_min=sigma_min)
 st.markdown(f"At **{ar.label}**, written out:")
 st.code("\n".join(arithmetic_markdown(ar)), language=None, wrap_lines=True)
-st.markdown("The same for every (anchor, action) of the group:")
-table(E.pair_table(p, beta=beta, depth=None, sigma_min=sigma_min))
+with fold("The same for every (anchor, action) of the group", always_label=True):
+    table(E.pair_table(p, beta=beta, depth=None, sigma_min=sigma_min))
 st.markdown(
     r"The final advantage of each step adds the trajectory part back: "
     rf"$A_\text{{final}} = w_G A_G + w_S A_S$ with $w_G$ = {E.num(w_group)}, $w_S$ = {E.num(w_step)}. "
     "Now two occurrences of the same action at the same anchor get the same step credit, whatever "
     "happened afterwards in their own rollout.")
-table(E.step_table(p, estimator="crbc", beta=beta, depth=None, sigma_min=sigma_min, w_group=w_group,
-                   w_step=w_step))
+with fold(f"Every step's credit ({p.n_steps} steps)"):
+    table(E.step_table(p, estimator="crbc", beta=beta, depth=None, sigma_min=sigma_min, w_group=w_group,
+                       w_step=w_step))
 
 # ---- 7. finite depth -------------------------------------------------------------------------------
 st.header("7 · Finite depth: from visit-local averages to the closure")
@@ -270,7 +399,55 @@ st.markdown(
     r"once through the merged process, $Q^{(K)} = B\,V^{(K-1)}$, letting outcomes observed in *other* "
     "rollouts flow back. As K grows the family reaches the closure of section 6.")
 k_max = st.slider("Deepest K to show", 1, 12, 4, key="lesson_kmax")
+sweep = depth_sweep(p, beta, k_max)
+playing = st.session_state.get("lesson_playing", False)
+
+
+def _toggle_play() -> None:
+    st.session_state["lesson_playing"] = not st.session_state.get("lesson_playing", False)
+    if st.session_state["lesson_playing"] and int(st.session_state.get("lesson_K", 0)) >= k_max:
+        st.session_state["lesson_K"] = 0
+
+
+@st.fragment(run_every=1.0 if playing else None)
+def _flow() -> None:
+    """V^(K) on the graph, one round of backup per tick: the flow of value, animated."""
+    if st.session_state.get("lesson_playing", False):
+        k_now = int(st.session_state.get("lesson_K", 0))
+        if k_now >= k_max:
+            st.session_state["lesson_playing"] = False
+            st.rerun()
+        st.session_state["lesson_K"] = k_now + 1
+    if int(st.session_state.get("lesson_K", 0)) > k_max:
+        st.session_state["lesson_K"] = k_max
+    f1, f2 = st.columns([4, 1])
+    k = f1.slider("Depth K on the graph", 0, k_max, key="lesson_K",
+                  help="Scrub, or press Play: each step is one more round of backup.")
+    f2.button("Pause" if st.session_state.get("lesson_playing") else "Play", key="lesson_play",
+              on_click=_toggle_play, width="stretch",
+              icon=":material/pause:" if st.session_state.get("lesson_playing") else ":material/play_arrow:")
+    d = sweep.v_KS[k] - sweep.v_KS[k - 1] if k >= 1 else None
+    st.plotly_chart(lesson_graph_figure(p, sweep.v_KS[k], value_name=f"V^({k})", delta_S=d, height=320),
+                    key="lesson_flow_fig", config={"displayModeBar": False}, width="stretch")
+    st.caption(f"Node colour and number: V^({k}). " + ("K = 0: each anchor knows only the outcomes of "
+               "its own visits." if k == 0 else "Rings: the values this round of backup moved (blue "
+               "up, red down): what other rollouts found flows one step back."))
+
+
+if n_anchors <= BIG:
+    _flow()
 a0 = E.anchor_arithmetic(p, root, beta=beta, depth=0, sigma_min=sigma_min)
+changed = [(x, y) for x, y in zip(a0.actions, ar.actions, strict=True) if abs(x.a - y.a) > 5e-5]
+revealed = True
+if changed:
+    x, y = max(changed, key=lambda xy: abs(xy[0].a - xy[1].a))
+    revealed = predict(
+        f"lesson_pred_k_{st.session_state.get('lesson_version', 0)}",
+        f"At K = 0, A({ar.label}, {x.action}) = {E.fmt(x.a, signed=True)}. At K = ∞, will it "
+        "rise or fall?", ["rise", "fall"], "rise" if y.a > x.a else "fall",
+        f"action **{x.action}** at **{ar.label}** has A = {E.fmt(x.a, signed=True)} at K = 0 but "
+        f"{E.fmt(y.a, signed=True)} at the closure. What the other rollouts revealed about the "
+        "anchors it leads to flows back through the backup.")
 c1, c2 = st.columns(2)
 with c1:
     st.markdown(f"**K = 0 at {a0.label}**")
@@ -278,19 +455,17 @@ with c1:
     st.code("\n".join(a.q_expression for a in a0.actions), language=None, wrap_lines=True)
 with c2:
     st.markdown(f"**K = ∞ (closure) at {ar.label}**")
-    table(ar.rows())
-    st.code("\n".join(a.q_expression for a in ar.actions), language=None, wrap_lines=True)
-changed = [(x, y) for x, y in zip(a0.actions, ar.actions, strict=True) if abs(x.a - y.a) > 5e-5]
-if changed:
-    x, y = max(changed, key=lambda xy: abs(xy[0].a - xy[1].a))
-    st.markdown(
-        f"Action **{x.action}** at **{ar.label}**: A = {E.fmt(x.a, signed=True)} at K = 0 but "
-        f"{E.fmt(y.a, signed=True)} at the closure. What the other rollouts revealed about the "
-        "anchors it leads to flows back through the backup.")
+    if revealed:
+        table(ar.rows())
+        st.code("\n".join(a.q_expression for a in ar.actions), language=None, wrap_lines=True)
+    else:
+        st.caption("Answer the question above to reveal the closure's numbers.")
 rows_a = E.depth_table(p, beta=beta, k_max=k_max, what="A")
-st.plotly_chart(depth_figure(rows_a, title="A^(K)(s,a) for every pair; dotted: the closure"),
-                key="lesson_depth_fig")
-table(rows_a)
+if revealed:
+    st.plotly_chart(depth_figure(rows_a, title="A^(K)(s,a) for every pair; dotted: the closure"),
+                    key="lesson_depth_fig")
+    with fold(f"A^(K) of the {len(rows_a[0]) - 1 if rows_a else 0} pairs, K = 0..{k_max}"):
+        table(rows_a)
 
 # ---- 8. the foil ---------------------------------------------------------------------------------------
 st.header("8 · The shortest-path foil")
@@ -300,7 +475,8 @@ st.markdown(
     "extremum: one lucky route is enough. The closure instead weighs every route by how often it "
     "was observed.")
 foil = E.foil_table(p, beta=beta)
-table(foil)
+with fold(f"Hops and values of the {n_anchors} anchors"):
+    table(foil)
 dis = E.disagreements(p, "crbc vs shortest_path", beta=beta, sigma_min=sigma_min, depth=None)
 ties = {}
 for r in foil:
@@ -311,12 +487,18 @@ if fooled:
     grp = max(fooled, key=lambda g: max(r["V closure"] for r in g) - min(r["V closure"] for r in g))
     hi = max(grp, key=lambda r: r["V closure"])
     lo = min(grp, key=lambda r: r["V closure"])
-    st.markdown(
-        f"**{hi['anchor']}** and **{lo['anchor']}** are both {hi['hops to z+']} hop(s) from success, so "
-        f"shortest path values them the same. But {hi['of which succeeded']} of the "
-        f"{hi['rollouts through it']} rollouts through {hi['anchor']} succeeded, and only "
-        f"{lo['of which succeeded']} of {lo['rollouts through it']} through {lo['anchor']}: the closure "
-        f"gives V = {E.fmt(hi['V closure'])} against {E.fmt(lo['V closure'])}.")
+    a, b = sorted([hi["anchor"], lo["anchor"]])
+    if predict(f"lesson_pred_foil_{st.session_state.get('lesson_version', 0)}",
+               f"{a} and {b} are both {hi['hops to z+']} hop(s) from success. Which one does the "
+               "closure value higher?", [a, b, "the same"],
+               hi["anchor"] if hi["V closure"] - lo["V closure"] > 5e-5 else "the same",
+               "the closure counts how often each route worked, not how short the best one is."):
+        st.markdown(
+            f"**{hi['anchor']}** and **{lo['anchor']}** are both {hi['hops to z+']} hop(s) from success, so "
+            f"shortest path values them the same. But {hi['of which succeeded']} of the "
+            f"{hi['rollouts through it']} rollouts through {hi['anchor']} succeeded, and only "
+            f"{lo['of which succeeded']} of {lo['rollouts through it']} through {lo['anchor']}: the closure "
+            f"gives V = {E.fmt(hi['V closure'])} against {E.fmt(lo['V closure'])}.")
 top = dis.anchors[0]
 if top["ranks differ"]:
     other = ("gives every action there the same credit" if top["best by shortest_path"] == "(tie)"

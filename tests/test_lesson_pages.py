@@ -74,10 +74,10 @@ def test_lesson_shows_the_worked_example_numbers_of_crbc_md(lesson):
 
 def test_flipping_an_outcome_changes_every_table(lesson):
     before = _tables(lesson)
-    lesson.selectbox(key="lesson_flip_r").set_value(1)
+    lesson.selectbox(key="lesson_flip_r").set_value("#2 (failure)")  # CRBC.md's rollout 2
     lesson.button(key="lesson_flip").click().run()
     assert not lesson.exception
-    assert "rollout 1: outcome flipped to success" in "\n".join(c.value for c in lesson.caption)
+    assert "rollout 2: outcome flipped to success" in "\n".join(c.value for c in lesson.caption)
     sys_table = next(t.value for t in lesson.table if "b" in t.value.columns and "V" in t.value.columns)
     # s1 now always succeeds: V(s1) = beta
     assert sys_table["V"].tolist()[1] == "0.9800"
@@ -88,12 +88,12 @@ def test_flipping_an_outcome_changes_every_table(lesson):
 
 
 def test_editing_a_step(lesson):
-    lesson.selectbox(key="lesson_edit_r").set_value(0)
+    lesson.selectbox(key="lesson_edit_r").set_value("#1 (success)")
     lesson.number_input(key="lesson_edit_t").set_value(1)
     lesson.text_input(key="lesson_edit_action").input("b")
     lesson.button(key="lesson_edit").click().run()
     assert not lesson.exception
-    assert "step 1: action b" in "\n".join(c.value for c in lesson.caption)
+    assert "rollout 1, step 1: action b" in "\n".join(c.value for c in lesson.caption)
     # only b is observed at s0 now: the gate closes there
     assert "only 1 action observed: gate closed" in _codes(lesson)
     # every step table follows: rollout 0 now starts with s0 -b-> s1
@@ -103,7 +103,10 @@ def test_editing_a_step(lesson):
 def test_lesson_on_the_rare_route_sample(lesson):
     lesson.radio(key="lesson_start").set_value("rare route").run()
     assert not lesson.exception
+    foil = next(r for r in lesson.radio if r.key and r.key.startswith("lesson_pred_foil"))
+    foil.set_value("s1").run()  # predict first: the reveal follows the answer
     md = _md(lesson)
+    assert any("Right:" in s.value for s in lesson.success)
     assert "**s1** and **s2** are both 1 hop(s) from success" in md
     assert "3 of the 4 rollouts through s1 succeeded, and only 1 of 4 through s2" in md
     assert "the closure prefers **up** while shortest path gives every action there the same credit" in md
@@ -206,7 +209,7 @@ def test_disagreements_other_comparisons_and_steps():
         assert not at.exception
     assert "**visit_local** against **crbc**" in _md(at)
     links = [x for x in at.get("page_link") if x.value == "Inspect"]
-    assert len(links) == 3 + 10  # 3 anchors, then the 10 steps of the worked example
+    assert len(links) == 3 + 6  # 3 anchors, then the 10 steps grouped into 6 (anchor, action) rows
     step_link = dict(parse_qsl(links[3].proto.query_string))
     assert step_link["inspect_cmp"] == "K = 0 vs closure" and step_link["inspect"] == "s0"
     ins = _follow(links[3])

@@ -139,8 +139,8 @@ def credit_heatmap(c: Credits, field: str = "step_advantage", zmax: float | None
     ✗ failure or time-out) and length.
 
     A transparent scatter trace named ``cells`` sits on the cells, one point per step, with
-    ``customdata`` = [rollout position, step t, action, anchor label], so a click on a cell can
-    be read as a point selection."""
+    ``customdata`` = [rollout position, step t, action, anchor label, value, anchor id], so a
+    click on a cell can be read as a point selection."""
     m = credit_matrix(c, field)
     p = c.process
     z = zmax if zmax is not None else _sym_range(m)
@@ -163,7 +163,7 @@ def credit_heatmap(c: Credits, field: str = "step_advantage", zmax: float | None
     fig.add_trace(go.Scatter(
         x=p.step_t, y=[rows[k] for k in p.step_rollout], mode="markers", name="cells",
         marker=dict(size=14, symbol="square", color="rgba(0,0,0,0)", opacity=0.01),
-        customdata=[[int(r), int(t), a, labels[s], float(v)] for r, t, a, s, v in
+        customdata=[[int(r), int(t), a, labels[s], float(v), int(s)] for r, t, a, s, v in
                     zip(p.step_rollout, p.step_t, acts, p.step_state, vals, strict=True)],
         hovertemplate="rollout %{y}, step %{x}: %{customdata[2]} at %{customdata[3]}<br>"
                       "value %{customdata[4]:.3f}<extra>click: open in the Inspector</extra>",

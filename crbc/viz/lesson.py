@@ -10,9 +10,12 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 
-from ..explain import AnchorArithmetic, DenseSystem, Disagreement, fmt
+from ..explain import AnchorArithmetic, DenseSystem, Disagreement, anchor_labels, fmt
+from ..process import Process
+from .layout import layout
 from .style import (
     CREDIT_SCALE,
     EDGE_COLOR,
@@ -193,4 +196,149 @@ def disagreement_figure(dis: Disagreement, top: int = 15, height: int = 320,
                             "(red: they pick a different best action)", title_font_size=13)
     fig.update_yaxes(gridcolor="#eee", title="mean |Δ A_S|")
     fig.update_xaxes(type="category")
+    return fig
+
+
+def grouped_steps(steps: Sequence[dict[str, Any]], x_label: str, y_label: str) -> list[dict[str, Any]]:
+    """The steps list of a disagreement, one row per (group, anchor, action) in the order of
+    its first (largest) step: how many steps share it, in which rollouts (and steps t), the
+    A_S of each side (the mean when an estimator credits occurrences differently, as GiGPO
+    does) and the largest |Δ| among them. Display grouping only: no estimate is computed."""
+    out: dict[tuple, dict[str, Any]] = {}
+    for r in steps:
+        key = (r.get("group"), r["anchor"], r["action"])
+        row = out.get(key)
+        if row is None:
+            row = out[key] = {"group": r.get("group"), "anchor": r["anchor"], "action": r["action"],
+                              "steps": 0, "where": [], f"A_S {x_label}": [], f"A_S {y_label}": [],
+                              "max |Δ|": 0.0}
+        row["steps"] += 1
+        row["where"].append(f"r{r['rollout']}·t{r['t']}")
+        row[f"A_S {x_label}"].append(float(r[f"A_S {x_label}"]))
+        row[f"A_S {y_label}"].append(float(r[f"A_S {y_label}"]))
+        row["max |Δ|"] = max(row["max |Δ|"], abs(float(r["Δ"])))
+    rows = []
+    for row in out.values():
+        for k in (f"A_S {x_label}", f"A_S {y_label}"):
+            row[k] = sum(row[k]) / len(row[k])
+        where = row["where"]
+        row["where"] = ", ".join(where[:6]) + (f" (+{len(where) - 6})" if len(where) > 6 else "")
+        rows.append(row)
+    return rows
+
+
+def lesson_graph_figure(p: Process, value_S: np.ndarray, *, value_name: str = "V",
+                        delta_S: np.ndarray | None = None, height: int = 380,
+                        title: str | None = None) -> go.Figure:
+    """The lesson's group as a graph that is also its control panel.
+
+    Nodes: anchors (coloured and labelled by ``value_S``; NaN: grey, no number) and the two
+    boundaries. Edges: one line per observed (anchor, successor), its actions written on it.
+    Clickable points, each with ``customdata`` = [kind, a, b]:
+
+    - ``["edge", i, t]`` a diamond on each observed (anchor, action, successor): its first step
+      (rollout position i, step t), to edit;
+    - ``["outcome", i, 0]`` one chip per rollout beside its boundary (✓ / ✗, numbered 1..n),
+      to flip that rollout's outcome;
+    - ``["node", s, 0]`` the anchors.
+
+    ``delta_S`` adds rings (blue: rose, red: fell) on the anchors whose value changed, with the
+    change written beside them (before/after an edit, or one round of backup).
+    """
+    lay = layout(p)
+    n = p.n_states
+    labels = anchor_labels(p)
+    xs = np.concatenate([lay.x_S, lay.x_B])
+    ys = -np.concatenate([lay.y_S, lay.y_B])
+    fig = go.Figure()
+    sa, nxt, _cnt = p.transitions()
+    pairs: dict[tuple[int, int], list[str]] = {}
+    for a_sa, x in zip(sa.tolist(), nxt.tolist(), strict=True):
+        pairs.setdefault((int(p.sa_state[a_sa]), int(x)), []).append(p.action_names[p.sa_action[a_sa]])
+    ex, ey = [], []
+    for (s, x), _acts in pairs.items():
+        if s != x:
+            ex += [xs[s], xs[x], None]
+            ey += [ys[s], ys[x], None]
+    fig.add_trace(go.Scatter(x=ex, y=ey, mode="lines", line=dict(color=EDGE_COLOR, width=1.5),
+                             hoverinfo="skip", showlegend=False, name="edges"))
+    # one clickable diamond per observed transition, at 60% of its edge (self-loops: above)
+    first: dict[tuple[int, int, int], tuple[int, int]] = {}
+    for i in range(len(p.rollout_offsets) - 1):
+        for k in range(int(p.rollout_offsets[i]), int(p.rollout_offsets[i + 1])):
+            key = (int(p.step_state[k]), int(p.sa_action[p.step_sa[k]]), int(p.step_next[k]))
+            first.setdefault(key, (i, int(p.step_t[k])))
+    mx, my, mtext, mdata, mhover = [], [], [], [], []
+    seen: dict[tuple[int, int], int] = {}
+    for (s, act, x), (i, t) in first.items():
+        j = seen[(s, x)] = seen.get((s, x), -1) + 1
+        if s == x:
+            px, py = xs[s], ys[s] + 28 + 16 * j
+        else:
+            f = 0.6
+            px, py = xs[s] + f * (xs[x] - xs[s]), ys[s] + f * (ys[x] - ys[s]) + 14 * j
+        name = p.action_names[act]
+        xname = "z+" if x == n else "z-" if x == n + 1 else labels[x]
+        mx.append(px)
+        my.append(py)
+        mtext.append(name)
+        mdata.append(["edge", i, t])
+        mhover.append(f"{labels[s]} --{name}--> {xname}<br>click: edit rollout {i + 1}, step {t}")
+    fig.add_trace(go.Scatter(x=mx, y=my, mode="markers+text", text=mtext, textposition="top center",
+                             textfont=dict(size=11, color="#444"),
+                             marker=dict(symbol="diamond", size=11, color="white",
+                                         line=dict(color=EDGE_COLOR, width=1.5)),
+                             customdata=mdata, hovertext=mhover, hoverinfo="text",
+                             showlegend=False, name="steps"))
+    v = np.asarray(value_S, dtype=float)
+    known = np.isfinite(v)
+    colors = [v_color(x)[0] if ok else NO_VALUE_COLOR for x, ok in zip(v, known, strict=True)]
+    text = [f"<b>{labels[s]}</b><br>{value_name}={fmt(v[s], 3)}" if known[s] else f"<b>{labels[s]}</b>"
+            for s in range(n)]
+    fig.add_trace(go.Scatter(x=lay.x_S, y=-lay.y_S, mode="markers+text", text=text,
+                             textposition="bottom center", textfont=dict(size=12),
+                             marker=dict(size=30, color=colors, line=dict(color="#333", width=1)),
+                             customdata=[["node", s, 0] for s in range(n)],
+                             hovertext=[f"{labels[s]}: visited {int(p.n_s[s])} times" for s in range(n)],
+                             hoverinfo="text", showlegend=False, name="anchors"))
+    fig.add_trace(go.Scatter(x=lay.x_B, y=-lay.y_B, mode="markers+text", text=["z+ (V=1)", "z- (V=0)"],
+                             textposition=["top center", "bottom center"],
+                             marker=dict(symbol="square", size=24, color=[Z_PLUS_COLOR, Z_MINUS_COLOR]),
+                             hoverinfo="skip", showlegend=False, name="boundaries"))
+    # outcome chips: one per rollout, in a column right of the boundary it reached
+    cx, cy, ctext, ccol, cdata, chover = [], [], [], [], [], []
+    count = {0: 0, 1: 0}
+    gap = (float(lay.x_B[0]) - float(lay.x_S.min())) / max(float(lay.layer_S.max()) + 1, 1.0)
+    for i in range(len(p.rollout_offsets) - 1):
+        ok = bool(p.rollout_success[i])
+        b = 0 if ok else 1
+        k = count[b]
+        count[b] += 1
+        cx.append(float(lay.x_B[b]) + 0.55 * gap * (1 + k // 4))
+        cy.append(-float(lay.y_B[b]) + (1 if b == 0 else -1) * 22 * (k % 4) - (0 if b == 0 else 0))
+        ctext.append(f"{i + 1} {'✓' if ok else '✗'}")
+        ccol.append(Z_PLUS_COLOR if ok else Z_MINUS_COLOR)
+        cdata.append(["outcome", i, 0])
+        chover.append(f"rollout {i + 1} {'succeeded' if ok else 'failed'}: click to flip its outcome")
+    fig.add_trace(go.Scatter(x=cx, y=cy, mode="markers+text", text=ctext, textposition="middle right",
+                             textfont=dict(size=12, color=ccol),
+                             marker=dict(symbol="circle", size=14, color="white", line=dict(color=ccol, width=2)),
+                             customdata=cdata, hovertext=chover, hoverinfo="text", showlegend=False,
+                             name="outcomes"))
+    if delta_S is not None:
+        d = np.asarray(delta_S, dtype=float)
+        moved = [s for s in range(n) if np.isfinite(d[s]) and abs(d[s]) > 5e-5]
+        fig.add_trace(go.Scatter(
+            x=[lay.x_S[s] for s in moved], y=[-lay.y_S[s] for s in moved], mode="markers+text",
+            marker=dict(symbol="circle-open", size=42,
+                        color=["#2166ac" if d[s] > 0 else "#b2182b" for s in moved], line=dict(width=3)),
+            text=[f"{d[s]:+.3f}" for s in moved], textposition="top right",
+            textfont=dict(size=12, color=["#2166ac" if d[s] > 0 else "#b2182b" for s in moved]),
+            hoverinfo="skip", showlegend=False, name="changed"))
+    fig.update_xaxes(visible=False, range=[float(xs.min()) - 60, float(max(cx + [xs.max()])) + 90],
+                     fixedrange=True)
+    fig.update_yaxes(visible=False, fixedrange=True)
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=36 if title else 10, b=10), title=title,
+                      plot_bgcolor="white", clickmode="event+select", dragmode=False,
+                      hoverlabel=dict(bgcolor="white"))
     return fig
