@@ -23,14 +23,53 @@ c = ctx.credits()
 p = c.process
 
 
+ROW_BUTTONS_MAX = 24  # up to this many rollouts the table's rows are buttons
+
+
+def _pick(k: int) -> None:
+    st.session_state["rollout"] = k
+    st.session_state["step"] = 1
+
+
+def _pick_row() -> None:
+    """A row click chooses the rollout (a callback: the sidebar picker then shows it)."""
+    sel = st.session_state.get("rollouts_table")
+    try:
+        rows = sel["selection"]["rows"] if isinstance(sel, dict) else sel.selection.rows
+    except (AttributeError, KeyError, TypeError):
+        return
+    if rows:
+        st.session_state["rollout"] = int(rows[0])
+        st.session_state["step"] = 1
+
+
 left, right = st.columns([2, 3], gap="large")
 with left:
     st.subheader(f"{len(grp)} rollouts")
-    # static table and plain HTML bars below: this page is the landing page, and plotly's and the
-    # data grid's JavaScript would add about 1.5 s before anything but the title is drawn
-    st.table(charts.rollouts_table(grp, c))
-    st.caption("Choose a rollout in the sidebar. score is the trajectory score; "
-               "A_G = (score − group mean) / group std.")
+    table = charts.rollouts_table(grp, c)
+    if len(grp) <= ROW_BUTTONS_MAX:
+        # the table's rows are buttons: a click chooses the rollout, with nothing but Streamlit's
+        # own widgets (no data-grid or plotly bundle on the landing page, which stays fast)
+        widths = [1.1, 0.8, 1.1, 0.8, 1]
+        head = st.columns(widths, vertical_alignment="center")
+        for col, name in zip(head, ["rollout", "length", "outcome", "score", "A_G"], strict=True):
+            col.markdown(f"**{name}**")
+        for k, row in enumerate(table.itertuples(index=False)):
+            cells = st.columns(widths, vertical_alignment="center", gap="small")
+            mark = "✓" if row.outcome == "success" else "✗"
+            cells[0].button(f"{row.rollout} {mark}", key=f"rollouts_row_{k}", on_click=_pick, args=(k,),
+                            type="primary" if k == r else "secondary", width="stretch",
+                            help=f"Show rollout {row.rollout}")
+            cells[1].markdown(str(row.length))
+            cells[2].markdown(row.outcome)
+            cells[3].markdown(f"{row.score:g}")
+            cells[4].markdown(f"{row.A_G:+.3f}")
+    else:  # many rollouts: the data grid, where a row click chooses the rollout
+        st.dataframe(table, key="rollouts_table", on_select=_pick_row, selection_mode="single-row",
+                     hide_index=True, width="stretch", height=460,
+                     column_config={"A_G": st.column_config.NumberColumn(format="%+.3f")})
+    st.caption("**Click a rollout** to choose it (or use the sidebar). score is the "
+               "trajectory score; A_G = (score − group mean) / group std.")
 
 roll = grp.rollouts[r]
 T = len(roll.steps)

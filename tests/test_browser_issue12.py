@@ -151,3 +151,43 @@ def test_heatmap_cell_click_opens_the_step_in_the_inspector(app_url, page, artif
     main = page.inner_text("[data-testid=stMain]")
     assert "Anchor s0" in main
     _shot(page, artifacts_dir, "heatmap-to-inspector")
+
+
+# ---------------------------------------------------------------- explorables: the pictures are the controls
+
+
+def test_lesson_graph_chip_flips_an_outcome_and_shows_before_after(app_url, page, artifacts_dir):
+    page.goto(f"{app_url}/lesson?lesson_start=worked+example")
+    wait_ready(page, "Lesson", TIMEOUT_MS)
+    # the chip of rollout 2 (a failure through s1 in CRBC.md section 8)
+    xy = page.evaluate("""() => {
+      const gd = document.querySelector('[class*=st-key-lesson_graph_] .js-plotly-plot');
+      const tr = gd.data.find(d => d.name === 'outcomes');
+      const k = tr.customdata.findIndex(c => c[1] === 1);
+      const L = gd._fullLayout, r = gd.getBoundingClientRect();
+      return [r.left + L.xaxis._offset + L.xaxis.d2p(tr.x[k]), r.top + L.yaxis._offset + L.yaxis.d2p(tr.y[k])];
+    }""")
+    page.mouse.click(xy[0], xy[1])
+    page.get_by_text("rollout 2: outcome flipped to success").first.wait_for(timeout=TIMEOUT_MS)
+    wait_ready(page, "Lesson", TIMEOUT_MS)
+    _no_exception(page)
+    main = page.inner_text("[data-testid=stMain]")
+    assert "Before → after the last change" in main
+    # the flipped rollout's chip now says success, and rings mark the values that moved
+    chips = page.evaluate("""() => {
+      const gd = document.querySelector('[class*=st-key-lesson_graph_] .js-plotly-plot');
+      return [gd.data.find(d => d.name === 'outcomes').text, !!gd.data.find(d => d.name === 'changed')];
+    }""")
+    assert "2 ✓" in chips[0] and chips[1]
+    _shot(page, artifacts_dir, "lesson-chip-flip")
+
+
+def test_rollouts_row_click_chooses_the_rollout(app_url, page, artifacts_dir):
+    page.goto(f"{app_url}/rollouts?sample=worked-example.jsonl")
+    wait_ready(page, "Rollouts", TIMEOUT_MS)
+    page.locator(".st-key-rollouts_row_3 button").click()
+    page.get_by_text("Rollout 3:").first.wait_for(timeout=TIMEOUT_MS)
+    wait_ready(page, "Rollouts", TIMEOUT_MS)
+    _no_exception(page)
+    assert page.locator(".st-key-rollout [role=combobox]").first.input_value() == "3"
+    _shot(page, artifacts_dir, "rollouts-row-click")
