@@ -308,7 +308,8 @@ if mixed:
 else:
     st.markdown("In this group no (anchor, action) pair sits in both a success and a failure, but "
                 "GRPO still gives every step of a rollout the same number.")
-table([{k: r[k] for k in ("anchor", "action", "occurrences", "A_G of those rollouts")} for r in spread])
+with fold(f"GRPO's credit of each of the {len(spread)} (anchor, action) pairs"):
+    table([{k: r[k] for k in ("anchor", "action", "occurrences", "A_G of those rollouts")} for r in spread])
 
 # ---- 3. anchors and the merged process ----------------------------------------------------------
 st.header("3 · Anchors: merging the rollouts into one process")

@@ -73,7 +73,8 @@ def test_lesson_on_a_39_anchor_group_collapses_and_keeps_v_visible():
     assert not at.latex, "no LaTeX system for 39 anchors"
     # the long per-anchor tables sit in expanders; the values V stay on the page
     outside = [t for t in at.main.table if not _in_expander(at, t)]
-    assert sum(len(t.value) for t in outside) <= 60, "long tables are collapsed"
+    # left in the page: trajectories and GRPO (8 rows each), V (39), a few rows at the root anchor
+    assert sum(len(t.value) for t in outside) <= 80, "long tables are collapsed"
     assert any("V" in str(t.value.columns.tolist()) and len(t.value) >= 39 for t in at.table)
 
 
@@ -156,7 +157,7 @@ def test_sidebar_names_run_and_iteration():
     at = _app("pages/runs.py")
     at.button(key="runs_open_graph").click().run()
     assert not at.exception
-    side = "\n".join(str(c.value) for c in at.sidebar.caption + at.sidebar.markdown)
+    side = "\n".join(str(c.value) for c in list(at.sidebar.caption) + list(at.sidebar.markdown))
     assert "iteration" in side and "run " in side
 
 
