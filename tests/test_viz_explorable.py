@@ -200,3 +200,31 @@ def test_coverage_figure_marks_depth():
     mean = next(t for t in fig.data if t.name.startswith("mean share"))
     assert list(mean.y) == pytest.approx(cov.mean_fraction_K.tolist())
     assert any("K = 4" in (a.text or "") for a in fig.layout.annotations)
+
+
+# ---------------------------------------------------------------- defect 2: a curve point names its run
+
+
+def test_every_curve_point_names_its_run_and_iteration(tmp_path):
+    from crbc import runs as R
+    from crbc.viz.runs import curves_figure, metric_label
+
+    groups = read_rollouts(WORKED)
+    for est, seed, curve in (("grpo", 0, (0.2, 0.3)), ("crbc", 0, (0.2, 0.5)), ("crbc", 1, (0.1, 0.4))):
+        w = R.RunWriter.create(tmp_path / f"{est}-s{seed}", {"name": f"{est}-s{seed}",
+                                                             "config": {"estimator": est, "seed": seed}})
+        for it, s in enumerate(curve):
+            w.write_rollouts(it, groups)
+            w.append_metrics({"iteration": it, "success_rate": s})
+    runs = [R.read_run(tmp_path / n) for n in ("grpo-s0", "crbc-s0", "crbc-s1")]
+    fig = curves_figure(R.curves(runs, "success_rate"), "success_rate")
+    names = {r.name for r in runs}
+    clickable = [t for t in fig.data if t.customdata is not None]
+    assert clickable
+    for t in clickable:
+        for (it, run), x in zip(t.customdata, t.x, strict=True):
+            assert run in names and int(it) == int(x)
+    mean_crbc = next(t for t in fig.data if t.name.startswith("crbc ("))
+    assert {run for _, run in mean_crbc.customdata} <= {"crbc-s0", "crbc-s1"}
+    assert metric_label("diag.rank_crbc_gigpo").startswith("diagnostic:")
+    assert "_" not in metric_label("eval_success_ci")
