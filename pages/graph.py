@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from crbc.viz.graph import anchor_graph_html
+from crbc.viz.graph import LABEL_ALL_MAX, anchor_graph_html
 from pages import common
 
 st.title("Anchor graph")
@@ -38,4 +38,7 @@ st.caption(
     f"success from this anchor if you keep acting like the group did (crbc, {depth}); "
     "yellow ≈ 1, dark purple ≈ 0 (the same scale on every page). Node size: how often the anchor "
     f"was visited. Orange: the path of rollout {grp.rollouts[r].rollout} (choose another in the "
-    "sidebar). Hover a node to see its board; drag to pan, scroll to zoom.")
+    "sidebar). Hover a node to see its board; drag to pan, scroll to zoom. **Find anchor** (top "
+    "right of the graph) jumps to an anchor by its label or a piece of its key."
+    + (f" With {p.n_states} anchors, only the chosen path is labelled (more than {LABEL_ALL_MAX}); "
+       "hover the others." if p.n_states > LABEL_ALL_MAX else ""))
