@@ -52,8 +52,8 @@ with left:
         # own widgets (no data-grid or plotly bundle on the landing page, which stays fast)
         widths = [1.1, 0.8, 1.1, 0.8, 1]
         head = st.columns(widths, vertical_alignment="center")
-        for col, name in zip(head, ["rollout", "length", "outcome", "score", "A_G"], strict=True):
-            col.markdown(f"**{name}**")
+        for col, heading in zip(head, ["rollout", "length", "outcome", "score", "A_G"], strict=True):
+            col.markdown(f"**{heading}**")
         for k, row in enumerate(table.itertuples(index=False)):
             cells = st.columns(widths, vertical_alignment="center", gap="small")
             mark = "✓" if row.outcome == "success" else "✗"
