@@ -212,7 +212,7 @@ def run_accuracy(cfg: AccuracyConfig, policy: Any = None, progress: Progress | N
     from .truth import TruthCache, rollouts_truth, scorable_policy
     from .truth.policies import load_tiny_checked
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     pol = load_tiny_checked(cfg.model) if policy is None else policy
     gen = (lambda d, n: progress("generate", d, n)) if progress else None
     big = generate_groups(cfg.env, list(cfg.seeds), max(cfg.group_sizes), pol, cfg.temperature,
@@ -256,7 +256,8 @@ def run_accuracy(cfg: AccuracyConfig, policy: Any = None, progress: Progress | N
         "mean_steps": float(np.mean([len(r) for g in big for r in g.rollouts])),
         "states_per_level": {"mean": float(np.mean(spaces)), "max": int(np.max(spaces))},
         "seconds": {"generate": round(t1 - t0, 2), "truth": round(t2 - t1, 2),
-                    "score": round(t3 - t2, 2), "total": round(t3 - t0, 2)},
+                    "score": round(t3 - t2, 2), "total": round(t3 - t0, 2),
+                    "cpu_total": round(time.process_time() - c0, 2)},
         "loadavg": [round(x, 2) for x in os.getloadavg()],
     }
     return AccuracyResult(cfg, rows, per_level, info)

@@ -85,7 +85,7 @@ def run_truth(args: argparse.Namespace) -> int:
     _threads(args.threads)
     cache = TruthCache(model=args.model, max_states=args.max_states)
     truths = rollouts_truth(rollouts, args.beta, cache, args.rollouts, numbers)
-    keys = [level_key(r, args.beta, args.model, args.rollouts, n) for r, n in zip(rollouts, numbers)]
+    keys = [level_key(r, args.beta, args.model, args.rollouts, n) for r, n in zip(rollouts, numbers, strict=True)]
     lines = [json.dumps(truth_record(r, st, k), allow_nan=False)
              for r, st, k in zip(rollouts, truths, keys, strict=True)]
     if args.output:
