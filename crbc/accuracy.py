@@ -174,6 +174,13 @@ class AccuracyConfig:
     rng_seed: int = 0  #: base seed of the sampling
     n_boot: int = 2000  #: bootstrap resamples
     max_states: int = 200_000  #: cap on reachable states per level
+    #: "table": rollouts drawn from the exact pi(a|s) on the state space (generate's law, fast);
+    #: "model": run ``generate`` with the model
+    sampler: str = "table"
+
+    def __post_init__(self):
+        if self.sampler not in ("table", "model"):
+            raise ValueError(f"sampler must be 'table' or 'model', got {self.sampler!r}")
 
 
 @dataclass(frozen=True)
@@ -205,21 +212,33 @@ def _none_nan(v: list[float]) -> list[float | None]:
 
 def run_accuracy(cfg: AccuracyConfig, policy: Any = None, progress: Progress | None = None
                  ) -> AccuracyResult:
-    """Generate the largest group per level once (smaller G are its prefixes), compute the exact
-    truth per level, score every variant at every G. ``policy``: an already loaded tiny policy
-    (default: load ``cfg.model``)."""
+    """Draw the largest group per level once (smaller G are its prefixes; ``cfg.sampler``), compute
+    the exact truth per level, score every variant at every G against it (both targets).
+    ``policy``: an already loaded tiny policy (default: load ``cfg.model``)."""
+    from .envs import DEFAULT_MAX_STEPS
     from .generate import generate_groups
-    from .truth import TruthCache, rollouts_truth, scorable_policy
+    from .truth import LevelKey, TruthCache, rollouts_truth, scorable_policy
     from .truth.policies import load_tiny_checked
+    from .truth.sample import sample_group
 
     t0, c0 = time.perf_counter(), time.process_time()
     pol = load_tiny_checked(cfg.model) if policy is None else policy
-    gen = (lambda d, n: progress("generate", d, n)) if progress else None
-    big = generate_groups(cfg.env, list(cfg.seeds), max(cfg.group_sizes), pol, cfg.temperature,
-                          cfg.max_steps, rng=cfg.rng_seed, progress=gen)
-    t1 = time.perf_counter()
     scored = scorable_policy(pol, cfg.temperature, name=pol.name)
     cache = TruthCache(resolver=lambda name, t: scored, max_states=cfg.max_states)
+    n_max = max(cfg.group_sizes)
+    if cfg.sampler == "model":
+        gen = (lambda d, n: progress("generate", d, n)) if progress else None
+        big = generate_groups(cfg.env, list(cfg.seeds), n_max, pol, cfg.temperature,
+                              cfg.max_steps, rng=cfg.rng_seed, progress=gen)
+    else:  # "table": draw from the exact pi(a|s) the truth reads (generate's law, no re-run)
+        big = []
+        for i, seed in enumerate(cfg.seeds):
+            key = LevelKey(cfg.env, int(seed), cfg.max_steps or DEFAULT_MAX_STEPS, pol.name,
+                           float(cfg.temperature), float(cfg.beta))
+            big.append(sample_group(cache.level(key), n_max, cfg.rng_seed))
+            if progress:
+                progress("sample", i + 1, len(cfg.seeds))
+    t1 = time.perf_counter()
     truths = []
     for i, g in enumerate(big):
         truths.append(rollouts_truth(g.rollouts, cfg.beta, cache, source=g.group))
@@ -255,7 +274,7 @@ def run_accuracy(cfg: AccuracyConfig, policy: Any = None, progress: Progress | N
                          for G in cfg.group_sizes},
         "mean_steps": float(np.mean([len(r) for g in big for r in g.rollouts])),
         "states_per_level": {"mean": float(np.mean(spaces)), "max": int(np.max(spaces))},
-        "seconds": {"generate": round(t1 - t0, 2), "truth": round(t2 - t1, 2),
+        "seconds": {"rollouts": round(t1 - t0, 2), "truth": round(t2 - t1, 2),
                     "score": round(t3 - t2, 2), "total": round(t3 - t0, 2),
                     "cpu_total": round(time.process_time() - c0, 2)},
         "loadavg": [round(x, 2) for x in os.getloadavg()],

@@ -128,6 +128,9 @@ def add_accuracy_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", dest="max_steps", type=int, default=None, help="step limit")
     p.add_argument("--beta", type=_number, default=0.98, help="discount of the truth (0.98)")
     p.add_argument("--rng-seed", dest="rng_seed", type=int, default=0, help="sampling seed (0)")
+    p.add_argument("--sampler", choices=["table", "model"], default="table",
+                   help="table: draw rollouts from the exact pi(a|s) (generate's law, fast); "
+                        "model: run generate with the model (default table)")
     p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples (2000)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (1)")
     p.add_argument("-o", "--output", metavar="ACCURACY.json", help="JSON results file")
@@ -178,7 +181,7 @@ def run_accuracy_cmd(args: argparse.Namespace) -> int:
                          group_sizes=tuple(sorted(set(args.group_sizes))), estimators=names,
                          depths=args.depths, temperature=args.temperature,
                          max_steps=args.max_steps, beta=args.beta, rng_seed=args.rng_seed,
-                         n_boot=args.bootstrap)
+                         n_boot=args.bootstrap, sampler=args.sampler)
     _threads(args.threads)
     result = run_accuracy(cfg, progress=None if args.quiet else _PhaseProgress()).to_json()
     if args.output:

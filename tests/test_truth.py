@@ -258,3 +258,38 @@ def test_solve_level_reuses_a_space_and_rejects_bad_beta():
     assert np.array_equal(a.value_TS, b.value_TS)
     with pytest.raises(ValueError, match="beta"):
         solve_level(space, "uniform", 1.5)
+
+
+def test_table_sampling_replays_in_the_env_and_follows_generates_law(weak):
+    """Rollouts drawn from the exact pi on the state space: replaying their actions in the real
+    env gives the same anchors, rewards and flags; success rate and first actions agree with
+    ``generate`` on the same level within sampling error."""
+    from crbc.generate import generate_group
+    from crbc.truth import rollout_step_truth
+    from crbc.truth.sample import sample_group
+
+    seed, n = 1000002, 500
+    lt = level_truth("sokoban-6x6-v0", seed, weak, max_steps=15)
+    table = sample_group(lt, n, rng_seed=3)
+    assert table.rollouts[0].meta == {"env": "sokoban-6x6-v0", "seed": seed, "policy": weak.name,
+                                      "temperature": 1.0, "max_steps": 15}
+    for r in table.rollouts[:60]:
+        env = make("sokoban-6x6-v0", max_steps=15)
+        env.reset(seed=seed)
+        for step in r.steps:
+            assert env.render() == step.anchor
+            _, reward, term, trunc, _ = env.step(step.action)
+            assert reward == step.reward
+        assert (term, trunc) == (r.success, r.truncated)
+        assert r.score == sum(s.reward for s in r.steps)
+        rollout_step_truth(lt, r)  # every step is a state of the level at its time
+    assert sample_group(lt, 5, rng_seed=3).rollouts == table.rollouts[:5]  # nested prefixes
+    real = generate_group("sokoban-6x6-v0", seed, n, weak, 1.0, 15, rng=3)
+    p_table = np.mean([r.success for r in table])
+    p_real = np.mean([r.success for r in real])
+    assert abs(p_table - p_real) < 4 * np.sqrt(0.5 / n)
+    assert abs(p_table - lt.success_probability) < 4 * np.sqrt(0.25 / n)
+    for a in TRUTH_ACTIONS[:4]:
+        f_table = np.mean([r.steps[0].action == a for r in table])
+        f_real = np.mean([r.steps[0].action == a for r in real])
+        assert abs(f_table - f_real) < 4 * np.sqrt(0.5 / n)

@@ -30,8 +30,8 @@ DEFAULT_BETA = 0.98
 class LevelTruth:
     """The exact values of one policy on one level.
 
-    ``space``: the reachable states. ``pi_SA`` (S, 5): pi(a|s) (uniform filler on states never
-    acted from and on dead states, where every value is 0 whatever the policy does).
+    ``space``: the reachable states. ``pi_SA`` (S, 5): pi(a|s) on every state the policy can act
+    from (uniform filler on solved states and on states first reached at layer H).
     ``value_TS`` (H, S), ``q_TSA`` (H, S, 5), ``advantage_TSA`` (H, S, 5): eq. 9.1-9.3 (pairs with
     t < dist(s) cannot happen; their numbers are those of a policy put there, and ignored).
     ``occupancy_TS`` (H, S): d_t(s), eq. 9.4. ``anchor_advantage_SA`` (S, 5): eq. 9.5, or the
@@ -103,11 +103,17 @@ def anchor_average(space: StateSpace, advantage_TSA: np.ndarray, d_TS: np.ndarra
                         plain_SA)
 
 
+def acted_states(space: StateSpace) -> np.ndarray:
+    """Ids of the states the policy can act from: not solved, first reached before layer H.
+    (Dead states are included: their values are 0 whatever pi is, but rollouts sampled on the
+    space need the policy's real behaviour there.)"""
+    return np.flatnonzero(~space.solved_S & (space.dist_S < space.horizon))
+
+
 def policy_probs(space: StateSpace, policy: ScorablePolicy) -> np.ndarray:
-    """pi(a|s) of every state that is ever acted from and can still succeed; uniform filler
-    elsewhere (solved, first reached at layer H, or dead: values there do not depend on pi)."""
+    """pi(a|s) of every acted state (:func:`acted_states`); uniform filler elsewhere."""
     pi_SA = np.full((space.n_states, len(TRUTH_ACTIONS)), 1.0 / len(TRUTH_ACTIONS))
-    ask = np.flatnonzero(~space.solved_S & ~space.dead_S & (space.dist_S < space.horizon))
+    ask = acted_states(space)
     if len(ask):
         pi_SA[ask] = policy.probs([space.boards[i] for i in ask])
     return pi_SA

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..envs import ACTIONS, make
+from ..envs import ACTIONS, SOLVE_BONUS, STEP_PENALTY, make
 from ..envs.gridworld import GridLevel, GridWorldEnv
 from ..envs.sokoban import SokobanEnv, SokobanLevel, _decode, _encode, _has_dead_box, _push, _room_of
 
@@ -48,6 +48,8 @@ class StateSpace:
     ``horizon`` is never acted from; its row points to itself). ``solved_S``: terminal success.
     ``dead_S``: success is impossible from the state (a Sokoban box stuck on a dead cell), so every
     value there is 0 exactly. ``dist_S``: fewest steps from the start (BFS layer).
+    ``reward_SA``: the env's reward of each transition (step penalty, box on/off target, solve
+    bonus), so rollouts sampled on the space carry the rewards ``generate`` would record.
     """
 
     env_id: str  #: registered env id ("sokoban-xsb" for a fixed level)
@@ -58,6 +60,7 @@ class StateSpace:
     solved_S: np.ndarray
     dead_S: np.ndarray
     dist_S: np.ndarray
+    reward_SA: np.ndarray
 
     @property
     def n_states(self) -> int:
@@ -78,10 +81,11 @@ class StateSpace:
 
 @dataclass(frozen=True)
 class _Dynamics:
-    """Integer-keyed dynamics of one level: start key, step(key, k), render, solved, dead."""
+    """Integer-keyed dynamics of one level: start key, step(key, k) -> (key, reward beyond the
+    step penalty and solve bonus), render, solved, dead."""
 
     start: int
-    step: Callable[[int, int], int]
+    step: Callable[[int, int], tuple[int, float]]
     render: Callable[[int], str]
     solved: Callable[[int], bool]
     dead: Callable[[int], bool]
@@ -90,9 +94,9 @@ class _Dynamics:
 def _sokoban_dynamics(level: SokobanLevel) -> _Dynamics:
     room = _room_of(level)
 
-    def step(key: int, k: int) -> int:
+    def step(key: int, k: int) -> tuple[int, float]:
         nxt = _push(room, key, k)
-        return key if nxt is None else nxt[0]
+        return (key, 0.0) if nxt is None else (nxt[0], float(nxt[1]))
 
     return _Dynamics(
         start=_encode(level, room), step=step,
@@ -106,10 +110,10 @@ def _grid_dynamics(level: GridLevel) -> _Dynamics:
     goal = level.goal[0] * w + level.goal[1]
     offsets = [(-1, 0), (1, 0), (0, -1), (0, 1)]  # ACTIONS order: up, down, left, right
 
-    def step(key: int, k: int) -> int:
+    def step(key: int, k: int) -> tuple[int, float]:
         r, c = divmod(key, w)
         cell = (r + offsets[k][0], c + offsets[k][1])
-        return key if cell in level.walls else cell[0] * w + cell[1]
+        return (key if cell in level.walls else cell[0] * w + cell[1]), 0.0
 
     def render(key: int) -> str:
         return GridLevel(level.height, w, level.walls, level.goal, divmod(key, w)).render()
@@ -164,13 +168,14 @@ def enumerate_states(env_id: str, seed: int | None = None, max_steps: int | None
     keys, index, dist = [dyn.start], {dyn.start: 0}, [0]
     solved = [dyn.solved(dyn.start)]
     rows: list[list[int]] = []
+    gains: list[list[float]] = []
     i = 0
     while i < len(keys):
         key = keys[i]
-        row = [i] * len(TRUTH_ACTIONS)
+        row, gain = [i] * len(TRUTH_ACTIONS), [0.0] * len(TRUTH_ACTIONS)
         if dist[i] < horizon and not solved[i]:
             for k in range(len(ACTIONS)):
-                nxt = dyn.step(key, k)
+                nxt, gain[k] = dyn.step(key, k)
                 j = index.get(nxt)
                 if j is None:
                     if len(keys) >= max_states:
@@ -184,14 +189,18 @@ def enumerate_states(env_id: str, seed: int | None = None, max_steps: int | None
                     solved.append(dyn.solved(nxt))
                 row[k] = j
         rows.append(row)
+        gains.append(gain)
         i += 1
+    next_SA = np.asarray(rows, dtype=np.int64).reshape(len(keys), len(TRUTH_ACTIONS))
+    solved_S = np.asarray(solved, dtype=bool)
+    reward_SA = (np.asarray(gains, dtype=float).reshape(next_SA.shape) + STEP_PENALTY
+                 + SOLVE_BONUS * solved_S[next_SA])
     return StateSpace(
         env_id=env_id, seed=None if seed is None else int(seed), horizon=horizon,
         boards=tuple(dyn.render(k) for k in keys),
-        next_SA=np.asarray(rows, dtype=np.int64).reshape(len(keys), len(TRUTH_ACTIONS)),
-        solved_S=np.asarray(solved, dtype=bool),
+        next_SA=next_SA, solved_S=solved_S,
         dead_S=np.asarray([dyn.dead(k) for k in keys], dtype=bool),
-        dist_S=np.asarray(dist, dtype=np.int64))
+        dist_S=np.asarray(dist, dtype=np.int64), reward_SA=np.round(reward_SA, 6))
 
 
 def action_index(actions: Sequence[str]) -> np.ndarray:
