@@ -25,7 +25,7 @@ import dataclasses
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,6 +120,17 @@ def level_scores(x: np.ndarray, a: np.ndarray, with_rmse: bool) -> dict[str, flo
     out = {"sign": sign_agreement(x, a), "spearman": spearman(x, a)}
     if with_rmse:
         out["rmse"] = rmse(x, a)
+    return out
+
+
+def group_agreement(all_credits: Mapping[str, Any], truth_N: np.ndarray) -> dict[str, dict[str, float]]:
+    """Section-9 scores of each estimator's credits on one group (steps in the process's order)
+    against the per-step truth ``truth_N``: name -> {sign, spearman[, rmse]}."""
+    out = {}
+    for name, c in all_credits.items():
+        kind = signal_kind(c.estimator)
+        out[name] = level_scores(step_signal(c, kind), np.asarray(truth_N, dtype=float),
+                                 kind == "credit")
     return out
 
 

@@ -74,6 +74,21 @@ def test_signals_come_from_the_registry():
     assert {"crbc K=0", "crbc K=1", "crbc K=3", "crbc K=inf"} <= set(labels)
 
 
+def test_group_agreement_scores_each_estimator_on_its_signal():
+    from crbc.accuracy import group_agreement
+    from crbc.rollouts import read_rollouts
+
+    from pathlib import Path
+
+    groups = read_rollouts(Path(__file__).resolve().parents[1] / "sample_rollouts" / "worked-example.jsonl")
+    creds = {n: estimators.compute(n, groups) for n in estimators.names()}
+    truth = creds["crbc"].credit_N  # pretend the closure is the truth: crbc agrees perfectly
+    got = group_agreement(creds, truth)
+    assert got["crbc"]["rmse"] == 0 and got["crbc"]["spearman"] == pytest.approx(1.0)
+    assert "rmse" not in got["gigpo"] and set(got) == set(estimators.names())
+    assert got["grpo"]["sign"] == sign_agreement(creds["grpo"].advantage_N, truth)
+
+
 torch = pytest.importorskip("torch")
 
 

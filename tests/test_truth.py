@@ -105,6 +105,9 @@ def test_golden_xsb_corridor_by_hand():
     anchor = (1.0 * (BETA - v0) + 0.75 * (BETA - v1)) / 1.75
     assert lt.anchor_advantage_SA[0, right] == pytest.approx(anchor)
     assert lt.success_probability == pytest.approx(0.25 + 0.75 * 0.25)
+    assert lt.anchor_value_S[0] == pytest.approx((v0 + 0.75 * v1) / 1.75)
+    got = lt.anchor_values([lt.space.boards[0], "not a board"])
+    assert got[0] == lt.anchor_value_S[0] and np.isnan(got[1])
 
 
 def _optimal_or_stay(p_move, env_id, seed, horizon):

@@ -16,6 +16,7 @@ the policy started at s with t steps already taken. Shapes: ``_TS`` (H, S), ``_T
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,22 @@ class LevelTruth:
     def start_value(self) -> float:
         """V_0(start): the policy's expected discounted success from the level's start."""
         return float(self.value_TS[0, 0])
+
+    @cached_property
+    def anchor_value_S(self) -> np.ndarray:
+        """Occupancy-weighted V(s) = sum_t d_t(s) V_t(s) / sum_t d_t(s), shape (S,) (the time-blind
+        value an anchor-level estimator can at best recover; the plain mean over the reachable
+        layers where the policy never visits s; 0 on solved states)."""
+        layer_TS = np.arange(self.horizon)[:, None] >= self.space.dist_S[None, :]
+        mass_S = self.occupancy_TS.sum(0)
+        plain_S = (layer_TS * self.value_TS).sum(0) / np.maximum(layer_TS.sum(0), 1)
+        weighted_S = (self.occupancy_TS * self.value_TS).sum(0) / np.where(mass_S > 0, mass_S, 1)
+        return np.where(self.space.solved_S, 0.0, np.where(mass_S > 0, weighted_S, plain_S))
+
+    def anchor_values(self, anchors) -> np.ndarray:
+        """:attr:`anchor_value_S` of each anchor text, NaN for boards that are not states here."""
+        index = self.space.index()
+        return np.asarray([self.anchor_value_S[index[a]] if a in index else np.nan for a in anchors])
 
     @property
     def success_probability(self) -> float:
