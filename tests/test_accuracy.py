@@ -75,10 +75,10 @@ def test_signals_come_from_the_registry():
 
 
 def test_group_agreement_scores_each_estimator_on_its_signal():
+    from pathlib import Path
+
     from crbc.accuracy import group_agreement
     from crbc.rollouts import read_rollouts
-
-    from pathlib import Path
 
     groups = read_rollouts(Path(__file__).resolve().parents[1] / "sample_rollouts" / "worked-example.jsonl")
     creds = {n: estimators.compute(n, groups) for n in estimators.names()}
