@@ -11,12 +11,30 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
 
-from .commands import _depth, _number
 from .rollouts import RolloutFormatError, atomic_write_lines, iter_rollouts
+
+
+def _number(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(x):
+        raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
+    return x
+
+
+def _depth(text: str) -> int | None:
+    if text.lower() in ("inf", "infinity", "none"):
+        return None
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"depth must be a non-negative integer or 'inf', got {text!r}")
+    return int(text)
 
 
 def _threads(n: int) -> None:
@@ -70,7 +88,7 @@ def read_with_lines(path: str):
 
 
 def run_truth(args: argparse.Namespace) -> int:
-    from .cli import UsageError
+    from .errors import UsageError
     from .truth import TruthCache, level_key, rollouts_truth, truth_record
 
     if not 0 < args.beta <= 1:
@@ -158,8 +176,8 @@ class _PhaseProgress:
 def run_accuracy_cmd(args: argparse.Namespace) -> int:
     from . import estimators
     from .accuracy import AccuracyConfig, markdown_table, run_accuracy
-    from .cli import UsageError
     from .envs import env_ids
+    from .errors import UsageError
     from .generate import parse_seeds
 
     if args.env not in env_ids():

@@ -23,6 +23,8 @@ from crbc.accuracy import (
     variants,
 )
 
+from .test_registry import toy  # noqa: F401  (fixture: a toy estimator, registered for one test)
+
 
 def test_sign_agreement_by_hand():
     a = np.array([0.5, -0.2, 0.0005, 0.3, -0.1])
@@ -118,3 +120,20 @@ def test_experiment_is_reproducible_on_a_fixed_seed():
     table = markdown_table(a, "spearman")
     assert table.splitlines()[0] == "| spearman vs step truth | G=2 | G=4 |"
     assert len(table.splitlines()) == 2 + len(labels)
+
+
+def test_a_newly_registered_estimator_is_scored_without_code_changes(toy):  # noqa: F811
+    """The registry, not a list of names, decides what is scored and on which signal."""
+    from pathlib import Path
+
+    from crbc.accuracy import group_agreement
+    from crbc.rollouts import read_rollouts
+
+    from .test_registry import TOY
+
+    assert TOY in [v.label for v in variants()]
+    assert signal_kind(TOY) == "advantage"  # no value function
+    groups = read_rollouts(Path(__file__).resolve().parents[1] / "sample_rollouts" / "worked-example.jsonl")
+    creds = {n: estimators.compute(n, groups) for n in estimators.names()}
+    got = group_agreement(creds, creds["crbc"].credit_N)
+    assert set(got) == set(estimators.names()) and set(got[TOY]) == {"sign", "spearman"}

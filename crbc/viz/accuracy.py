@@ -32,10 +32,6 @@ def estimator_color(name: str, i: int = 0) -> str:
         col = getattr(estimators.get(name), "color", "")
     except (KeyError, ValueError):
         col = ""
-    if not col:
-        from .charts import EST_COLORS  # older registry without colours
-
-        col = EST_COLORS.get(name, "")
     return col or _FALLBACK[i % len(_FALLBACK)]
 
 
