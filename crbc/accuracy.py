@@ -313,3 +313,16 @@ def markdown_table(result: dict[str, Any], metric: str = "spearman", target: str
                         else f"{r['mean']:.3f} [{r['lo']:.2f}, {r['hi']:.2f}]")
         out.append(f"| {lab} | " + " | ".join(vals) + " |")
     return "\n".join(out)
+
+
+def value_gaps(v_KS: np.ndarray, v_S: np.ndarray, truth_S: np.ndarray, weights_S: np.ndarray
+               ) -> tuple[np.ndarray, float, np.ndarray]:
+    """Visit-weighted mean |V - V_true| over the anchors with a known truth, for each depth K
+    (``v_KS`` (K+1, S)), for the closure (``v_S``), and ``|V^(K) - V_closure|`` per K:
+    ``(gap_K, gap_closure, to_closure_K)``. The backups close the last, never the first."""
+    ok = np.isfinite(truth_S)
+    w = np.where(ok, weights_S, 0.0).astype(float)
+    w = w / w.sum() if w.sum() > 0 else w
+    t = np.where(ok, truth_S, 0.0)
+    gap_K = np.abs(v_KS - t[None, :]) @ w
+    return gap_K, float(np.abs(v_S - t) @ w), np.abs(v_KS - v_S[None, :]) @ w

@@ -13,11 +13,13 @@ Importing this package does not import torch; reading a checkpoint's probabiliti
 
 from .groups import (
     TRUTH_SCHEMA,
+    GroupTruth,
     LevelKey,
     StepTruth,
     TruthCache,
     TruthInputError,
     group_truth,
+    group_truth_arrays,
     has_truth_meta,
     level_key,
     rollout_step_truth,
@@ -36,9 +38,9 @@ from .space import (
 )
 
 __all__ = [
-    "DEFAULT_BETA", "DEFAULT_MAX_STATES", "LevelKey", "LevelTruth", "ScorablePolicy",
+    "DEFAULT_BETA", "DEFAULT_MAX_STATES", "GroupTruth", "LevelKey", "LevelTruth", "ScorablePolicy",
     "StateLimitError", "StateSpace", "StepTruth", "TRUTH_ACTIONS", "TRUTH_SCHEMA", "TinyModelProbs",
     "TruthCache", "TruthError", "TruthInputError", "enumerate_states", "group_truth",
-    "has_truth_meta", "level_key", "level_truth", "load_scorable_model", "rollout_step_truth",
+    "group_truth_arrays", "has_truth_meta", "level_key", "level_truth", "load_scorable_model", "rollout_step_truth",
     "rollouts_truth", "scorable_policy", "solve_level", "truth_record", "uniform_policy",
 ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,7 @@ class LevelKey:
     policy: str
     temperature: float
     beta: float
+    iteration: int | None = None  #: training iteration of the rollouts (meta.iteration), if any
 
 
 #: resolver(policy name from meta, temperature) -> ScorablePolicy
@@ -65,11 +67,17 @@ class TruthCache:
     ``model``: folder that overrides every meta's ``policy`` (like ``truth --model``).
     ``resolver``: how a meta's policy name becomes a scorable policy (default: load the tiny
     checkpoint folder, or ``"uniform"``). ``max_states``: cap per level.
+
+    In a training loop the policy changes between iterations under the same name: use a fresh
+    cache per iteration, e.g. ``TruthCache(resolver=lambda name, t: scorable_policy(policy, t))``.
     """
 
     model: str | None = None
     resolver: PolicyResolver | None = None
     max_states: int = DEFAULT_MAX_STATES
+    #: folder that relative policy names resolve against when they are not found from the
+    #: working directory (the app passes the project root; meta says "models/...")
+    policy_root: str | None = None
     levels: dict[LevelKey, LevelTruth] = field(default_factory=dict)
     policies: dict[tuple[str, float], ScorablePolicy] = field(default_factory=dict)
     loaded: dict[str, Any] = field(default_factory=dict)  #: folder -> loaded tiny policy
@@ -83,7 +91,10 @@ class TruthCache:
                 self.policies[key] = scorable_policy("uniform")
             else:
                 if name not in self.loaded:
-                    self.loaded[name] = load_tiny_checked(name)
+                    folder = Path(name)
+                    if self.policy_root and not folder.is_absolute() and not folder.is_dir():
+                        folder = Path(self.policy_root) / folder
+                    self.loaded[name] = load_tiny_checked(folder)
                 self.policies[key] = scorable_policy(self.loaded[name], temperature, name=name)
         return self.policies[key]
 
@@ -99,8 +110,13 @@ def _is_int(x: Any) -> bool:
 
 
 def level_key(rollout: Rollout, beta: float, model: str | None = None,
-              source: str = "<input>", line: int | None = None) -> LevelKey:
-    """The level of a rollout from its meta; a missing or bad field raises TruthInputError."""
+              source: str = "<input>", line: int | None = None,
+              policy_given: bool = False) -> LevelKey:
+    """The level of a rollout from its meta; a missing or bad field raises TruthInputError.
+
+    Rollouts of a training iteration k > 0 (``meta.iteration``) come from the policy after k
+    updates, which ``meta.policy`` (the starting checkpoint) does not name: they are refused
+    unless the policy is given (``model``, or ``policy_given`` for a cache with a resolver)."""
     meta = rollout.meta or {}
 
     def bad(fld: str, msg: str):
@@ -130,7 +146,15 @@ def level_key(rollout: Rollout, beta: float, model: str | None = None,
         bad("meta.policy", f"must be a model folder name, got {policy!r}")
     if len(rollout.steps) > meta["max_steps"]:
         bad("steps", f"{len(rollout.steps)} steps but meta.max_steps is {meta['max_steps']}")
-    return LevelKey(env, int(meta["seed"]), int(meta["max_steps"]), policy, float(temp), float(beta))
+    it = meta.get("iteration")
+    if it is not None and not (_is_int(it) and it >= 0):
+        bad("meta.iteration", f"must be a non-negative integer, got {it!r}")
+    if it and not (model or policy_given):
+        bad("meta.iteration", f"rollouts of training iteration {it} come from the policy after "
+                              f"{it} updates, not from {meta['policy']!r}; its exact truth needs "
+                              "that checkpoint (--model)")
+    return LevelKey(env, int(meta["seed"]), int(meta["max_steps"]), policy, float(temp), float(beta),
+                    None if it is None else int(it))
 
 
 def rollout_step_truth(truth: LevelTruth, rollout: Rollout, source: str = "<input>",
@@ -184,7 +208,7 @@ def rollouts_truth(rollouts: Iterable[Rollout], beta: float = DEFAULT_BETA,
     out = []
     for i, r in enumerate(rollouts):
         line = None if lines is None else lines[i]
-        key = level_key(r, beta, cache.model, source, line)
+        key = level_key(r, beta, cache.model, source, line, cache.resolver is not None)
         try:
             truth = cache.level(key)
         except FileNotFoundError as e:
@@ -219,3 +243,39 @@ def has_truth_meta(group: RolloutGroup) -> bool:
     except TruthInputError:
         return False
     return True
+
+
+@dataclass(frozen=True, eq=False)
+class GroupTruth:
+    """The truth of one group laid out like its merged process (:mod:`crbc.process`).
+
+    ``_N`` per step, rollout after rollout: ``value_N`` V_t(s_t), ``q_N`` Q_t(s_t, a_t),
+    ``advantage_N`` A_t, ``anchor_advantage_N`` A(s_t, a_t). ``anchor_value_S``: the
+    occupancy-weighted V(s) of each anchor of the process (NaN where the anchor is unknown).
+    ``level``: the solved level (one per group: all rollouts must share env, seed and policy).
+    """
+
+    level: LevelTruth
+    value_N: np.ndarray
+    q_N: np.ndarray
+    advantage_N: np.ndarray
+    anchor_advantage_N: np.ndarray
+    anchor_value_S: np.ndarray
+
+
+def group_truth_arrays(group: RolloutGroup, anchors: Sequence[str], beta: float = DEFAULT_BETA,
+                       cache: TruthCache | None = None) -> GroupTruth:
+    """:func:`group_truth` concatenated in step order, plus the anchor values of ``anchors``
+    (e.g. ``process.state_anchor``). Raises TruthInputError like :func:`rollouts_truth`."""
+    cache = TruthCache() if cache is None else cache
+    keys = {level_key(r, beta, cache.model, group.group, None, cache.resolver is not None)
+            for r in group.rollouts}
+    if len(keys) != 1:
+        raise TruthInputError("the rollouts of this group come from different levels or policies",
+                              group.group, None, "meta")
+    steps = rollouts_truth(group.rollouts, beta, cache, source=group.group)
+    level = cache.level(keys.pop())
+    cat = {f: np.concatenate([getattr(s, f) for s in steps]) for f in
+           ("value", "q", "advantage", "anchor_advantage")}
+    return GroupTruth(level, cat["value"], cat["q"], cat["advantage"], cat["anchor_advantage"],
+                      level.anchor_values(anchors))

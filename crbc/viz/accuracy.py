@@ -118,3 +118,70 @@ def agreement_table(scores: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
     frame = pd.DataFrame.from_dict(scores, orient="index")
     return frame.rename(columns={"sign": "sign agreement", "spearman": "Spearman",
                                  "rmse": "RMSE of Q - V"})
+
+
+# --------------------------------------------------------------------------------------------
+# the truth of one group beside the estimators (Step credits, Rollouts, Bellman backups)
+
+TRUTH_COLOR = "#111111"
+
+
+def truth_heatmap(p: Any, truth_N: np.ndarray, height: int = 300, title: str | None = None
+                  ) -> go.Figure:
+    """Rollouts x steps heatmap of the true advantage A_t(s_t, a_t) (steps in the process's
+    order), on the credit scale centred on 0."""
+    from .style import CREDIT_SCALE
+
+    m = np.full((len(p.rollout_len), int(p.rollout_len.max())), np.nan)
+    m[p.step_rollout, p.step_t - 1] = truth_N
+    z = float(np.nanmax(np.abs(m))) if np.isfinite(m).any() and np.nanmax(np.abs(m)) > 0 else 1.0
+    acts = np.full(m.shape, "", dtype=object)
+    acts[p.step_rollout, p.step_t - 1] = [p.action_names[a] for a in p.sa_action[p.step_sa]]
+    fig = go.Figure(go.Heatmap(
+        z=m, x=np.arange(1, m.shape[1] + 1), y=[f"r{int(i)}" for i in p.rollout_index],
+        colorscale=CREDIT_SCALE, zmid=0, zmin=-z, zmax=z, customdata=acts,
+        hovertemplate="rollout %{y}, step %{x}: %{customdata}<br>true A_t %{z:.4f}<extra></extra>",
+        colorbar=dict(thickness=12), xgap=1, ygap=1))
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=36 if title else 8, b=30),
+                      title=title, plot_bgcolor="#f7f7f7")
+    fig.update_yaxes(autorange="reversed", title=None)
+    fig.update_xaxes(title="step t", dtick=max(1, m.shape[1] // 10))
+    return fig
+
+
+def with_truth_line(fig: go.Figure, truth_R: np.ndarray, name: str = "truth (A_t, right axis)"
+                    ) -> go.Figure:
+    """A copy of a per-step timeline with the true advantage of the same steps as a dashed black
+    line on a second y axis (the truth is in return units; the estimators' signals may be
+    normalised)."""
+    out = go.Figure(fig)
+    out.add_trace(go.Scatter(x=np.arange(1, len(truth_R) + 1), y=truth_R, name=name, yaxis="y2",
+                             mode="lines+markers", line=dict(color=TRUTH_COLOR, dash="dash", width=2.5),
+                             marker=dict(symbol="diamond", size=7)))
+    lim = float(np.max(np.abs(truth_R))) * 1.1 if len(truth_R) and np.max(np.abs(truth_R)) > 0 else 1.0
+    out.update_layout(yaxis2=dict(overlaying="y", side="right", range=[-lim, lim], zeroline=False,
+                                  showgrid=False, title=dict(text="true A_t", font=dict(size=11))))
+    return out
+
+
+def truth_gap_figure(gap_K: np.ndarray, gap_closure: float, to_closure_K: np.ndarray,
+                     k: int | None = None, height: int = 300) -> go.Figure:
+    """||V^(K) - V_true|| against K, the closure's own distance from the truth (dashed), and
+    ||V^(K) - V_closure|| (dotted): the backups close the second gap, never the first."""
+    ks = np.arange(len(gap_K))
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=ks, y=gap_K, name="V^(K) vs truth", mode="lines",
+                             line=dict(color=TRUTH_COLOR, width=2.5)))
+    fig.add_trace(go.Scatter(x=ks, y=to_closure_K, name="V^(K) vs closure", mode="lines",
+                             line=dict(color="#2a6fdb", dash="dot", width=2)))
+    fig.add_hline(y=gap_closure, line=dict(color="#c0392b", dash="dash", width=1.5),
+                  annotation_text=f"closure vs truth {gap_closure:.3f}",
+                  annotation_position="top right")
+    if k is not None:
+        fig.add_vline(x=k, line=dict(color="#ff7f0e", width=1.5))
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=30), plot_bgcolor="white",
+                      title="Visit-weighted mean |V − V_true| over anchors",
+                      legend=dict(orientation="h", y=-0.3), hovermode="x unified")
+    fig.update_xaxes(title="depth K", gridcolor="#eee")
+    fig.update_yaxes(gridcolor="#eee", rangemode="tozero")
+    return fig
