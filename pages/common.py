@@ -286,13 +286,18 @@ def _truth(key: str, beta: float, _group: RolloutGroup, _anchors: tuple[str, ...
         return f"No exact truth for this group: {' '.join(str(e).split())}"
 
 
+def truth_possible(ctx: PageContext) -> bool:
+    """Cheap check (no model load): the chosen group's meta names env, seed, policy, step limit."""
+    from crbc.truth import has_truth_meta
+
+    return has_truth_meta(ctx.group)
+
+
 def group_truth(ctx: PageContext):
     """``(GroupTruth, None)`` for the chosen group when its meta identifies a known env, seed and
     scorable policy (shipped samples, live generation, iteration 0 of a run), else
     ``(None, reason)``. Cached per group and beta."""
-    from crbc.truth import has_truth_meta
-
-    if not has_truth_meta(ctx.group):
+    if not truth_possible(ctx):
         return None, ("No exact truth: this group's meta does not name a known environment, level "
                       "seed, step limit and checkpoint (as `generate` writes them), or it comes from "
                       "a training iteration whose policy weights were not saved.")

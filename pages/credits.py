@@ -30,21 +30,16 @@ field = f1.radio("Show", list(charts.FIELDS), format_func=charts.FIELDS.get, hor
 f2.caption("A_S is comparable across estimators (each normalised per anchor); A_final adds the "
            "trajectory term; Q − V is the raw credit (estimators with a value function only).")
 
-# the exact truth, when the group's meta identifies env, level and policy (crbc.truth)
-truth, no_truth = common.group_truth(ctx)
+# the exact truth, when the group's meta identifies env, level and policy (crbc.truth); its
+# heatmap's place is kept first and filled after the estimators' (it may load the model)
+has_truth = common.truth_possible(ctx)
 
 st.subheader("Rollouts × steps, one heatmap per estimator")
 cols = st.columns(2)
 height = int(min(120 + 22 * len(grp), 520))
-if truth is not None:
-    with cols[0]:
-        st.markdown("**truth** · the policy's exact advantage A_t = Q_t − V_t of each step "
-                    "(return units, like Q − V)")
-        st.plotly_chart(VA.truth_heatmap(ctx.process, truth.advantage_N, height=height),
-                        width="stretch", key="heat_truth",
-                        config=png_config(f"{grp.group.replace('/', '_')}.truth.heatmap"))
+truth_box = cols[0].container() if has_truth else None
 for i, n in enumerate(names):
-    with cols[(i + (truth is not None)) % 2]:
+    with cols[(i + has_truth) % 2]:
         c = all_c[n]
         if charts.field_N(c, field) is None:
             st.info(f"{n}: no value function, so no Q − V.")
@@ -56,6 +51,17 @@ for i, n in enumerate(names):
         st.plotly_chart(charts.credit_heatmap(c, field, height=height),
                         width="stretch", key=f"heat_{n}",
                         config=png_config(f"{grp.group.replace('/', '_')}.{n}.heatmap"))
+
+truth, no_truth = common.group_truth(ctx)
+if truth is not None:
+    with truth_box:
+        st.markdown("**truth** · the policy's exact advantage A_t = Q_t − V_t of each step "
+                    "(return units, like Q − V)")
+        st.plotly_chart(VA.truth_heatmap(ctx.process, truth.advantage_N, height=height),
+                        width="stretch", key="heat_truth",
+                        config=png_config(f"{grp.group.replace('/', '_')}.truth.heatmap"))
+elif truth_box is not None:
+    truth_box.caption(no_truth)
 
 st.subheader(f"Rollout {grp.rollouts[r].rollout}, step by step")
 timeline = charts.timeline_figure(all_c, r, field)

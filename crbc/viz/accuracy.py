@@ -79,7 +79,8 @@ def accuracy_figure(result: Mapping[str, Any], metric: str = "spearman", target:
         ok = np.isfinite(s["lo"]) & np.isfinite(s["hi"])
         if ok.sum() >= 2:
             fig.add_trace(go.Scatter(
-                x=np.r_[x[ok], x[ok][::-1]], y=np.r_[s["hi"][ok], s["lo"][ok][::-1]], fill="toself",
+                x=np.r_[x[ok], x[ok][::-1]], y=np.r_[s["hi"][ok], s["lo"][ok][::-1]], mode="lines",
+                fill="toself",
                 fillcolor=_rgba(col, 0.13), line=dict(width=0), hoverinfo="skip", showlegend=False,
                 legendgroup=label, name=f"{label} 95% interval"))
         fig.add_trace(go.Scatter(
