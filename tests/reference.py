@@ -223,8 +223,10 @@ def shortest_path_returns(group, gamma_g=0.8, scale=10.0):
 
 def random_group(rng: np.random.Generator, name: str = "g", max_rollouts: int = 8,
                  max_len: int = 12, n_anchors: int | None = None, n_actions: int | None = None,
-                 rewards: bool | None = None, scores: bool | None = None) -> RolloutGroup:
-    """A random group with cycles, self-loops, truncations and single-action anchors."""
+                 rewards: bool | None = None, scores: bool | None = None,
+                 p_invalid: float = 0.0) -> RolloutGroup:
+    """A random group with cycles, self-loops, truncations and single-action anchors; with
+    ``p_invalid`` > 0, that share of the actions is ``invalid`` (the state does not change)."""
     n_r = int(rng.integers(1, max_rollouts + 1))
     n_anchors = n_anchors or int(rng.integers(1, 7))
     n_actions = n_actions or int(rng.integers(1, 4))
@@ -238,6 +240,9 @@ def random_group(rng: np.random.Generator, name: str = "g", max_rollouts: int = 
         for _ in range(length):
             a = int(rng.integers(n_actions))
             rew = float(rng.choice([0.0, -0.1, 1.0, 10.0])) if rewards else None
+            if p_invalid > 0 and rng.random() < p_invalid:
+                steps.append(Step(f"s{s}", "invalid", reward=rew))
+                continue
             steps.append(Step(f"s{s}", f"a{a}", reward=rew))
             # deterministic-ish dynamics with noise: self-loops and cycles happen
             s = (s + a) % n_anchors if rng.random() < 0.7 else int(rng.integers(n_anchors))
