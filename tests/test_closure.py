@@ -78,7 +78,8 @@ def test_worked_example_credit_record_matches_formats_md():
     assert rec["group_advantage"] == pytest.approx(0.6 / (math.sqrt(0.3) + 1e-6), abs=1e-12)
     assert rec["group_advantage"] == pytest.approx(1.0954, abs=1e-4)
     assert rec["advantage"] == pytest.approx([1.0954 + 5 * 0.9604, 1.0954 + 5.0], abs=1e-4)
-    assert rec["params"] == {"beta": 0.98, "depth": None, "sigma_min": 0.1, "w_group": 1.0, "w_step": 5.0}
+    assert rec["params"] == {"beta": 0.98, "depth": None, "sigma_min": 0.1, "w_group": 1.0, "w_step": 5.0,
+                             "group_norm": "grpo"}
 
 
 def test_worked_example_shortest_path_is_blind_to_frequency():
