@@ -1,10 +1,10 @@
 """verl / verl-agent glue: a ``DataProto`` of step rows in, token-level ``advantages`` out.
 
 :func:`compute_advantage` is a drop-in for one branch of verl-agent's ``compute_advantage``
-(``verl/trainer/ppo/ray_trainer.py:244-363``): it reads the step rows of a ``DataProto``, runs a
+(``verl/trainer/ppo/ray_trainer.py:244-362``): it reads the step rows of a ``DataProto``, runs a
 registered estimator (``crbc``, ``visit_local``, ``gigpo``, ``shortest_path``, ``grpo``) and
 writes ``data.batch["advantages"]`` and ``data.batch["returns"]`` exactly where the GiGPO branch
-puts them (ray_trainer.py:345-360): per-row advantage broadcast over ``response_mask``, the same
+puts them (ray_trainer.py:345-359): per-row advantage broadcast over ``response_mask``, the same
 tensor for both (``compute_gigpo_outcome_advantage`` returns ``scores, scores``,
 core_gigpo.py:171).
 
