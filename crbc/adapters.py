@@ -15,10 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .estimators import compute
+from .estimators import compute, get
 from .integrations import rows
-
-NEEDS_ACTIONS = ("crbc", "visit_local", "shortest_path")
 
 
 def _is_tensor(x: Any) -> bool:
@@ -43,7 +41,7 @@ def step_advantages(anchor_keys: Sequence[Any], uid: Sequence[Any], traj_id: Seq
     n = len(rows.column(anchor_keys, "anchor_keys", None))
     if n == 0:
         raise ValueError("the batch has no steps")
-    if actions is None and estimator in NEEDS_ACTIONS:
+    if actions is None and get(estimator).needs_actions:
         raise ValueError(f"estimator {estimator!r} needs the executed actions (actions=...)")
     lay = rows.layout(
         uid, traj_id, anchor_keys, success,

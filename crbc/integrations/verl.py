@@ -40,7 +40,6 @@ import torch
 from ..estimators import Credits, get
 from . import rows
 
-NEEDS_ACTIONS = ("crbc", "visit_local")
 NEEDS_SUCCESS = ("crbc", "visit_local", "shortest_path")
 
 
@@ -149,7 +148,7 @@ def layout(data: Any, estimator: str, keys: BatchKeys = BatchKeys(),
         raise KeyError(f"DataProto has no field {keys.success!r} (the trajectory's outcome R_i, which "
                        f"{estimator} needs): store it in the rollout loop or pass success_threshold")
     action = _field(data, keys.action)
-    if action is None and estimator in NEEDS_ACTIONS:
+    if action is None and get(estimator).needs_actions:
         _require(data, keys.action, f"the executed semantic action, which {estimator} needs")
     step_index = _field(data, keys.step_index)
     if step_index is None:
