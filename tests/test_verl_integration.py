@@ -33,11 +33,11 @@ except ImportError as e:  # pragma: no cover - depends on the machine
     pytest.skip(f"verl is not importable ({e}): pip install --no-deps -r requirements-verl.txt",
                 allow_module_level=True)
 
-from crbc.cli import main
-from crbc.integrations import verl as V
-from crbc.rollouts import Rollout, RolloutGroup, Step, write_rollouts
+from crbc.cli import main  # noqa: E402  (after the skip above)
+from crbc.integrations import verl as V  # noqa: E402
+from crbc.rollouts import Rollout, RolloutGroup, Step, write_rollouts  # noqa: E402
 
-from . import upstream as up
+from . import upstream as up  # noqa: E402
 
 PROMPT, RESPONSE = 6, 5
 ESTIMATORS = ["crbc", "visit_local", "gigpo", "shortest_path", "grpo"]
@@ -220,7 +220,7 @@ def test_success_from_a_threshold_and_enum_names():
     with pytest.raises(KeyError, match="no field 'success'"):
         V.compute_advantage(data, "crbc")
 
-    class AdvantageEstimator(str, enum.Enum):  # verl-agent's enum, extended by the recipe
+    class AdvantageEstimator(str, enum.Enum):  # noqa: UP042  (verl-agent's enum, extended by the recipe)
         CRBC = "crbc"
 
     V.compute_advantage(data, AdvantageEstimator.CRBC, success_threshold=10.0)

@@ -31,7 +31,6 @@ import torch
 
 from crbc.rollouts import RolloutGroup
 
-
 # ------------------------------------------------------------------ verl-agent's batch layout
 
 @dataclass
