@@ -210,7 +210,13 @@ def test_a_config_checks_its_fields():
         estimators.CRBCConfig(beta=1.5)
     with pytest.raises(ValueError, match="mode must be one of mean_std_norm, mean_norm"):
         estimators.GiGPOConfig(mode="x")
-    assert [f for f, _, _ in params_of(estimators.GRPOConfig)] == []
+    assert [f for f, _, _ in params_of(estimators.GRPOConfig)] == ["norm_by_std"]
+    with pytest.raises(ValueError, match="norm_by_std must be true or false"):
+        estimators.GRPOConfig(norm_by_std=1)
+    with pytest.raises(ValueError, match="group_norm must be one of grpo, drgrpo, rloo, steps"):
+        estimators.CRBCConfig(group_norm="z")
+    with pytest.raises(ValueError, match="invalid_penalty must be"):
+        estimators.ShortestPathConfig(invalid_penalty=-0.1)
 
 
 def test_the_documented_flags_exist():
