@@ -8,7 +8,9 @@ import math
 import sys
 
 from . import estimators
-from .rollouts import atomic_write_lines, read_rollouts
+from .columns import read_columns
+from .creditfile import write_credits
+from .process import from_columns
 
 
 def _depth(text: str) -> int | None:
@@ -62,14 +64,10 @@ def run_credit(args: argparse.Namespace) -> int:
     params = {field: getattr(args, flag) for flag, field in _FLAGS.items()
               if hasattr(args, flag) and (flag == "depth" or getattr(args, flag) is not None)}
     cfg = est.config(**params)
-    groups = read_rollouts(args.rollouts)
-    credits = est(groups, cfg)
-    lines = (json.dumps(rec, allow_nan=False) for rec in credits.records())
-    if args.output:
-        atomic_write_lines(args.output, lines)
-    else:
-        out = list(lines)  # everything is computed before anything is printed
-        sys.stdout.write("\n".join(out) + "\n")
+    # columnar path: typed decoding into arrays, the process built from them, a chunked encoder;
+    # everything is computed (and checked finite) before the first byte is written
+    credits = est(from_columns(read_columns(args.rollouts, keep_text=False)), cfg)
+    write_credits(credits, args.output if args.output else sys.stdout)
     return 0
 
 
