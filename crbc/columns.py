@@ -7,7 +7,8 @@ objects for the app and the Python API are built from it on demand, and back.
 
 Decoding: each line goes through a ``msgspec`` decoder typed with the ``crbc.rollout/1`` schema,
 which checks syntax, types, required fields, non-empty ``steps``, ``rollout >= 0``, the schema
-string and finiteness in C. The few rules that span fields or lines (success with truncated,
+string and finiteness in C (JSON has no NaN, and msgspec refuses numbers beyond the
+float range, which ``json.loads`` would turn into infinities). The few rules that span fields or lines (success with truncated,
 duplicate pairs, default indices) are checked here per record. Any line the typed decoder does
 not take (a bad line, but also a legal one it is stricter about: unknown fields, a lone surrogate,
 odd whitespace) goes to the reference validator :func:`crbc.rollouts.validate_line`, which either
@@ -54,15 +55,7 @@ class _RolloutRec(msgspec.Struct, gc=False, forbid_unknown_fields=True):
     meta: dict[str, Any] | None = None
 
 
-def _finite_float(text: str) -> float:
-    """Floats inside ``meta`` (typed floats are range-checked by msgspec itself)."""
-    x = float(text)
-    if not math.isfinite(x):
-        raise ValueError("non-finite number")
-    return x
-
-
-_DECODER = msgspec.json.Decoder(_RolloutRec, float_hook=_finite_float)
+_DECODER = msgspec.json.Decoder(_RolloutRec)  # refuses numbers beyond the float range (1e999)
 _ANCHOR, _ACTION, _REWARD = attrgetter("anchor"), attrgetter("action"), attrgetter("reward")
 _OBS, _RESPONSE = attrgetter("obs"), attrgetter("response")
 
