@@ -13,7 +13,6 @@ import gc
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import time
@@ -108,13 +107,13 @@ def _reference_credit(path: Path, out: Path) -> None:
     atomic_write_lines(out, (json.dumps(rec, allow_nan=False) for rec in credits.records()))
 
 
-def _child_rss_mb(args: list[str]) -> float:
-    """Peak resident memory (MB) of a fresh ``python -c`` running ``args``."""
-    code = ("import resource, sys\n" + args[0] + "\n"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+def _child_rss_mb(code: str) -> float:
+    """Peak resident memory (MB, ``VmHWM``) of a fresh ``python -c code`` (``ru_maxrss`` would
+    carry this process's peak across the exec)."""
+    probe = code + "\nprint([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0])"
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                        env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])))
-    return float(r.stdout.split()[-1])
+    return float(r.stdout.split()[-1]) / 1024
 
 
 def credit_file_bench(path: Path, repeats: int, reference: bool = True) -> dict:
@@ -143,10 +142,10 @@ def credit_file_bench(path: Path, repeats: int, reference: bool = True) -> dict:
         res["former_path_in_process"] = best(lambda: _reference_credit(path, out), 1)
         res["ratio_former_to_json_loads_cpu"] = res["former_path_in_process"]["cpu_s"] / res["json_loads"]["cpu_s"]
     res["peak_rss_mb"] = {
-        "credit": _child_rss_mb([f"from crbc.cli import main; main(['credit', {str(path)!r}, '-o', {str(out)!r}])"]),
-        "imports_only": _child_rss_mb(["import crbc.commands"]),
-        "json_loads_all_lines": _child_rss_mb([f"from crbc.bench_io import _json_loads_all; "
-                                               f"x = _json_loads_all(__import__('pathlib').Path({str(path)!r}))"]),
+        "credit": _child_rss_mb(f"from crbc.cli import main; main(['credit', {str(path)!r}, '-o', {str(out)!r}])"),
+        "imports_only": _child_rss_mb("import crbc.commands"),
+        "json_loads_all_lines": _child_rss_mb(f"from crbc.bench_io import _json_loads_all; "
+                                              f"x = _json_loads_all(__import__('pathlib').Path({str(path)!r}))"),
     }
     out.unlink(missing_ok=True)
     return res
@@ -181,4 +180,4 @@ def compute_ratio(groups: list, repeats: int) -> dict:
             "ratio_crbc_to_gigpo_wall": t["crbc"]["wall_s"] / t["gigpo"]["wall_s"],
             "ratio_crbc_to_gigpo_cpu": t["crbc"]["cpu_s"] / t["gigpo"]["cpu_s"],
             "merge": best(lambda: merge(groups), repeats),
-            "loadavg": os.getloadavg(), "rusage_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "loadavg": os.getloadavg()}

@@ -33,7 +33,7 @@ import numpy as np
 
 from .rollouts import SCHEMA, Rollout, RolloutFormatError, RolloutGroup, Step, validate_line
 
-CHUNK_ROLLOUTS = 4096  # decoded records are turned into arrays every this many rollouts
+CHUNK_ROLLOUTS = 512  # decoded records are turned into arrays every this many rollouts
 
 
 class _StepRec(msgspec.Struct, gc=False, forbid_unknown_fields=True):

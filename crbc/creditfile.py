@@ -22,7 +22,7 @@ import msgspec
 import numpy as np
 
 CREDIT_SCHEMA = "crbc.credit/1"
-CHUNK_ROLLOUTS = 2048
+CHUNK_ROLLOUTS = 512
 
 _ENCODER = msgspec.json.Encoder()
 _PER_STEP = ("value", "q", "credit", "step_advantage", "advantage")
