@@ -28,8 +28,8 @@ import scipy.sparse.linalg as spla
 
 from . import closure as C
 from . import estimators
-from .process import merge
 from .bench_io import compute_ratio, measure_io
+from .process import merge
 from .rollouts import Rollout, RolloutGroup, Step, read_rollouts, write_rollouts
 
 _CHILD = "CRBC_BENCH_CHILD"

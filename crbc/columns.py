@@ -109,16 +109,16 @@ class Columns:
         n = self.n_steps
         obs = self.obs if self.obs is not None else [None] * n
         resp = self.response if self.response is not None else [None] * n
-        steps = [Step(anchors[a], actions[x], o, r, w) for a, x, o, r, w in zip(a_N, x_N, obs, resp, rw_N)]
+        steps = [Step(anchors[a], actions[x], o, r, w) for a, x, o, r, w in zip(a_N, x_N, obs, resp, rw_N, strict=True)]
         off = self.rollout_offsets.tolist()
         score = [None if math.isnan(s) else s for s in self.score.tolist()]
-        meta = self.meta if self.meta is not None else [{}] * self.n_rollouts
+        meta = self.meta if self.meta is not None else [{} for _ in range(self.n_rollouts)]
         by_group: list[list[Rollout]] = [[] for _ in self.group_ids]
         for r, (g, idx, ok, trunc) in enumerate(zip(self.rollout_group.tolist(), self.rollout_index.tolist(),
-                                                    self.success.tolist(), self.truncated.tolist())):
+                                                    self.success.tolist(), self.truncated.tolist(), strict=True)):
             by_group[g].append(Rollout(self.group_ids[g], idx, tuple(steps[off[r]:off[r + 1]]), ok, trunc,
                                        score[r], meta[r]))
-        return [RolloutGroup(name, tuple(rs)) for name, rs in zip(self.group_ids, by_group)]
+        return [RolloutGroup(name, tuple(rs)) for name, rs in zip(self.group_ids, by_group, strict=True)]
 
     @classmethod
     def from_groups(cls, groups: Sequence[RolloutGroup], keep_text: bool = False) -> Columns:

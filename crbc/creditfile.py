@@ -16,15 +16,17 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import msgspec
 import numpy as np
 
-CREDIT_SCHEMA = "crbc.credit/1"
+from .credits import CREDIT_SCHEMA
+
 CHUNK_ROLLOUTS = 512
 
 _ENCODER = msgspec.json.Encoder()
+_OPEN = b'{"schema":' + _ENCODER.encode(CREDIT_SCHEMA) + b',"group":'
 _PER_STEP = ("value", "q", "credit", "step_advantage", "advantage")
 
 
@@ -78,7 +80,7 @@ def encoded_chunks(credits) -> Iterator[bytes]:
         index_R = p.rollout_index[r0:r1].tolist()
         pieces: list[bytes] = []
         for i in range(r1 - r0):
-            pieces += [b'{"schema":"crbc.credit/1","group":', head[group_R[i]], mid, str(index_R[i]).encode(),
+            pieces += [_OPEN, head[group_R[i]], mid, str(index_R[i]).encode(),
                        after_idx]
             for key in ("value", "q", "credit", "step_advantage"):
                 run = runs[key]

@@ -181,7 +181,7 @@ def render_png(runs, path: str, threshold: float, smooth: int) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """The ``experiment`` command."""
-    from .cli import UsageError
+    from .errors import UsageError
     from .estimators import names
 
     bad = [e for e in args.estimators if e not in names()]

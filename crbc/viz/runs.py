@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..runs import Curve, Run
-from .charts import EST_COLORS
+from .charts import est_color
 
 _FALLBACK = ["#2ca02c", "#d62728", "#8c564b", "#e377c2", "#bcbd22"]
 
@@ -33,7 +33,7 @@ METRIC_LABELS = {
 
 
 def color(estimator: str, i: int = 0) -> str:
-    return EST_COLORS.get(estimator, _FALLBACK[i % len(_FALLBACK)])
+    return est_color(estimator, _FALLBACK[i % len(_FALLBACK)])
 
 
 def _rgba(hex_color: str, alpha: float) -> str:
