@@ -19,12 +19,12 @@ import time
 from pathlib import Path
 
 from . import estimators
+from .actions import ACTIONS
 from .columns import read_columns
 from .creditfile import write_credits
 from .process import from_columns, merge
 
-MOVES = ((-1, 0), (1, 0), (0, -1), (0, 1))
-ACTIONS = ("up", "down", "left", "right")
+MOVES = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
 
 
 def best(fn, repeats: int) -> dict[str, float]:
@@ -60,12 +60,12 @@ def write_random_walk_file(path: Path, n_groups: int, group_size: int = 16, max_
             for i in range(group_size):
                 pos, steps, success, score = (1, 1), [], False, 0.0
                 for _ in range(max_len):
-                    k = rng.randrange(4)
-                    nxt = (pos[0] + MOVES[k][0], pos[1] + MOVES[k][1])
+                    action = ACTIONS[rng.randrange(4)]
+                    nxt = (pos[0] + MOVES[action][0], pos[1] + MOVES[action][1])
                     if not (1 <= nxt[0] <= size and 1 <= nxt[1] <= size):
                         nxt = pos
                     reward = 1.0 if nxt == goal else -0.01
-                    steps.append({"anchor": boards[pos], "action": ACTIONS[k], "reward": reward})
+                    steps.append({"anchor": boards[pos], "action": action, "reward": reward})
                     score += reward
                     pos = nxt
                     if pos == goal:

@@ -33,7 +33,7 @@ from .process import Process, merge
 from .rollouts import RolloutGroup
 
 __all__ = ["CREDIT_SCHEMA", "Credits", "Estimator", "UnknownEstimatorError", "compute", "get", "names",
-           "register", "shared_params"]
+           "register", "shared_param_specs"]
 
 _FALLBACK_COLORS = ("#2ca02c", "#d62728", "#8c564b", "#e377c2", "#bcbd22")
 
@@ -121,7 +121,7 @@ def compute(name: str, groups: Sequence[RolloutGroup] | Process, **params: Any) 
     return get(name)(groups, **params)
 
 
-def shared_params() -> dict[str, tuple[Param, Any]]:
+def shared_param_specs() -> dict[str, tuple[Param, Any]]:
     """The parameters the app's sidebar sets once for every estimator that shares them:
     name -> (Param, default), in registry then field order. Estimators that share a name must
     agree on its description and default (ValueError otherwise)."""

@@ -28,7 +28,8 @@ from .rollouts import RolloutGroup
 
 @dataclass(frozen=True, eq=False)
 class Process:
-    """The merged empirical process of a batch of groups (all arrays read-only by convention).
+    """The merged empirical process of a batch of groups (every array is read-only: a view with
+    ``flags.writeable = False``, so the caches of the app and the estimators can share it safely).
 
     Per step (N): ``step_rollout``, ``step_state``, ``step_sa``, ``step_next``, ``step_t`` (1-based),
     ``step_reward`` (0 where absent).
@@ -61,6 +62,13 @@ class Process:
     n_sa: np.ndarray
     mu: np.ndarray
     action_names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if isinstance(value, np.ndarray):
+                view = value.view()  # the caller's own array stays writeable
+                view.flags.writeable = False
+                object.__setattr__(self, name, view)
 
     @property
     def n_states(self) -> int:

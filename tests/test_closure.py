@@ -340,3 +340,25 @@ def test_every_solver_matches_dense_reference(method, beta):
 def test_unknown_solver():
     with pytest.raises(ValueError, match="method"):
         C.solve_values(merge([worked_example()]), 0.98, "magic")
+
+
+def test_process_arrays_are_read_only():
+    """A merged process is shared by caches (app, estimators): no array can be changed in place."""
+    import dataclasses
+
+    from crbc.process import build_process
+
+    p = merge(read_rollouts(ROOT / "sample_rollouts" / "worked-example.jsonl"))
+    arrays = [f.name for f in dataclasses.fields(p) if isinstance(getattr(p, f.name), np.ndarray)]
+    assert len(arrays) >= 15
+    for name in arrays:
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(p, name)[...] = 0
+    # the caller's arrays stay its own (and writeable)
+    reward_N = np.zeros(2)
+    q = build_process(group_code_N=np.zeros(2, dtype=np.int64), anchor_code_N=np.array([0, 1]),
+                      action_code_N=np.array([0, 0]), reward_N=reward_N, success_R=np.array([True]),
+                      score_R=np.array([1.0]), offsets_R1=np.array([0, 2]), group_ids=["g"],
+                      anchor_texts=["a", "b"], action_names=["x"])
+    reward_N[0] = 1.0
+    assert not q.step_reward.flags.writeable

@@ -150,7 +150,7 @@ def test_every_config_field_is_described():
 
 
 def test_shared_parameters_agree_across_estimators():
-    shared = estimators.shared_params()
+    shared = estimators.shared_param_specs()
     assert list(shared) == ["beta", "depth", "sigma_min", "w_group", "w_step"]
     assert shared["w_step"][1] == 5.0 and shared["depth"][1] is None
     # the CRBC family shares w_step; GiGPO and shortest path keep their own omega = 1
@@ -166,7 +166,7 @@ def test_a_conflicting_shared_parameter_is_refused():
     estimators.register("bad_beta", Bad, "conflicting")(_toy)
     try:
         with pytest.raises(ValueError, match="shares parameter 'beta'"):
-            estimators.shared_params()
+            estimators.shared_param_specs()
     finally:
         estimators.unregister("bad_beta")
 
