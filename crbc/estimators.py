@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import dijkstra
 
 from . import baselines as B
 from . import closure as C
@@ -299,6 +297,9 @@ def hop_distance(p: Process) -> np.ndarray:
     """Fewest observed edges from each node to z+ on the merged graph, counts ignored.
 
     Returns ``d`` of length S + 2 (anchors, z+, z-); ``inf`` where z+ cannot be reached."""
+    import scipy.sparse as sp  # here, not at import: the credit command of crbc needs no scipy
+    from scipy.sparse.csgraph import dijkstra
+
     n = p.n_states + 2
     # edges reversed (successor -> anchor) so one search from z+ gives every distance to z+
     g = sp.csr_matrix((np.ones(p.n_steps), (p.step_next, p.step_state)), shape=(n, n))

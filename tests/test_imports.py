@@ -33,6 +33,27 @@ def test_core_loads_no_heavy_framework(code):
     assert not (loaded_after(code) & set(HEAVY))
 
 
+_CREDIT = ("from crbc.cli import main\nimport contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()):\n"
+           "    assert main(['credit', 'sample_rollouts/worked-example.jsonl'{}]) == 0")
+
+
+@pytest.mark.parametrize("extra", ["", ", '--estimator', 'gigpo'", ", '--estimator', 'visit_local'",
+                                   ", '--estimator', 'grpo'", ", '--depth', '3'"])
+def test_credit_command_loads_no_scipy(extra):
+    """Dense blocks solve every group of at most MAX_DENSE_BLOCK anchors: no scipy import."""
+    assert "scipy" not in loaded_after(_CREDIT.format(extra))
+
+
+def test_scipy_is_loaded_when_needed():
+    """The check above can fail: shortest_path (dijkstra) and a group too large for the dense
+    path do import scipy, lazily."""
+    assert "scipy" in loaded_after(_CREDIT.format(", '--estimator', 'shortest_path'"))
+    big = ("import crbc, crbc.closure as C\nfrom crbc.rollouts import Rollout, RolloutGroup, Step\n"
+           "steps = tuple(Step(f's{i}', 'a') for i in range(C.MAX_DENSE_BLOCK + 1))\n"
+           "crbc.compute('crbc', [RolloutGroup('g', (Rollout('g', 0, steps, True),))])")
+    assert "scipy" in loaded_after(big)
+
+
 def _imports(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(), str(path))
     out = set()
