@@ -131,7 +131,7 @@ def test_crbc_group_norm_equals_upstream(seed, norm):
         rows = torch.tensor([r.effective_score for g in groups for r in g.rollouts for _ in r.steps],
                             dtype=torch.float64)[:, None]
         per_row = up.episode_norm(rows, torch.ones_like(rows), b.uid, b.traj_uid, 1e-6, remove_std=False)[:, 0]
-        want = per_row[torch.as_tensor(c.process.rollout_offsets[:-1])]
+        want = per_row[torch.as_tensor(np.array(c.process.rollout_offsets[:-1]))]
     np.testing.assert_allclose(c.group_advantage_R, want.numpy(), rtol=0, atol=1e-5)
 
 

@@ -84,6 +84,7 @@ def test_toy_through_the_cli(toy):
     assert code == 2 and "no parameter toy_scale" in err
 
 
+@pytest.mark.filterwarnings("ignore:crbc.adapters.step_advantages is deprecated")
 def test_toy_through_the_adapter(toy):
     rng = np.random.default_rng(0)
     n = 12
