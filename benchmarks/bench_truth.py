@@ -32,8 +32,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from crbc.generate import parse_seeds
     from crbc.truth import enumerate_states, scorable_policy, solve_level
-    from crbc.truth.solve import acted_states
     from crbc.truth.policies import load_tiny_checked
+    from crbc.truth.solve import acted_states
 
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .actions import INVALID_ACTION  # the semantic action of unparseable output (CRBC.md section 1)
 from .closure import group_advantage as paper_group_advantage
 from .process import Process
 
-INVALID_ACTION = "invalid"  # the semantic action of unparseable output (CRBC.md section 1)
 OUTCOME_REWARD = 10.0       # verl-agent's ALFWorld reward, 10 * won (env_package/alfworld/envs.py:48-53)
 EPS = 1e-6                  # verl's epsilon (core_algos.py:271) and GiGPO's (core_gigpo.py:144)
 GROUP_NORMS = ("grpo", "drgrpo", "rloo", "steps")
