@@ -326,3 +326,21 @@ def value_gaps(v_KS: np.ndarray, v_S: np.ndarray, truth_S: np.ndarray, weights_S
     t = np.where(ok, truth_S, 0.0)
     gap_K = np.abs(v_KS - t[None, :]) @ w
     return gap_K, float(np.abs(v_S - t) @ w), np.abs(v_KS - v_S[None, :]) @ w
+
+
+def truth_pairs(p: Any, all_credits: Mapping[str, Any], truth_N: np.ndarray,
+                anchor_truth_N: np.ndarray, min_actions: int = 2) -> list[dict[str, Any]]:
+    """One row per observed (anchor, action) pair at anchors where the group tried at least
+    ``min_actions`` actions, most visited first: N(s,a), the true advantage (mean of A_t over the
+    pair's steps, and the anchor-level A(s, a)) and each estimator's mean raw signal over the
+    same steps (for a single group's process ``p``)."""
+    n = np.maximum(p.n_sa, 1)
+    mean = {"true A_t": np.bincount(p.step_sa, weights=truth_N, minlength=len(p.n_sa)) / n,
+            "true A(s,a)": np.bincount(p.step_sa, weights=anchor_truth_N, minlength=len(p.n_sa)) / n}
+    for name, c in all_credits.items():
+        x = step_signal(c, signal_kind(c.estimator))
+        mean[name] = np.bincount(p.step_sa, weights=x, minlength=len(p.n_sa)) / n
+    keep = np.flatnonzero(p.n_actions[p.sa_state] >= min_actions)
+    keep = keep[np.lexsort((p.sa_action[keep], -p.n_s[p.sa_state[keep]]))]
+    return [{"anchor": f"s{int(p.sa_state[i])}", "action": p.action_names[int(p.sa_action[i])],
+             "N(s,a)": int(p.n_sa[i]), **{k: float(v[i]) for k, v in mean.items()}} for i in keep]
