@@ -28,6 +28,7 @@ import scipy.sparse.linalg as spla
 
 from . import closure as C
 from . import estimators
+from .actions import ACTIONS, INVALID_ACTION
 from .process import merge
 from .rollouts import Rollout, RolloutGroup, Step, read_rollouts, write_rollouts
 
@@ -38,7 +39,7 @@ def synthetic_groups(n_groups: int, group_size: int = 8, max_len: int = 50, n_st
                      seed: int = 0) -> list[RolloutGroup]:
     """Random-walk groups: anchors shared across rollouts of a group, mixed outcomes."""
     rng = np.random.default_rng(seed)
-    acts = ("up", "down", "left", "right", "invalid")
+    acts = (*ACTIONS, INVALID_ACTION)
     groups = []
     for g in range(n_groups):
         boards = [f"g{g}|board-{k:03d}|" + "#" * 24 for k in range(n_states)]  # anchor-like strings

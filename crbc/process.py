@@ -27,12 +27,14 @@ from .rollouts import RolloutGroup
 
 @dataclass(frozen=True, eq=False)
 class Process:
-    """The merged empirical process of a batch of groups (all arrays read-only by convention).
+    """The merged empirical process of a batch of groups (every array is read-only: a view with
+    ``flags.writeable = False``, so the caches of the app and the estimators can share it safely).
 
     Per step (N): ``step_rollout``, ``step_state``, ``step_sa``, ``step_next``, ``step_t`` (1-based),
     ``step_reward`` (0 where absent).
     Per rollout (R): ``rollout_group``, ``rollout_offsets`` (R + 1), ``rollout_len``,
-    ``rollout_success`` (R_i: success and not truncated), ``rollout_score``, ``rollout_index``.
+    ``rollout_success`` (R_i: success and not truncated), ``rollout_score`` (the effective score),
+    ``rollout_has_score`` (a score was given, not defaulted from success), ``rollout_index``.
     Per group (G): ``group_ids``, ``group_has_reward``.
     Per anchor (S): ``state_group``, ``state_anchor`` (text), ``n_s`` = N(s), ``n_actions`` (distinct actions).
     Per pair (SA): ``sa_state``, ``sa_action`` (index into ``action_names``), ``n_sa`` = N(s,a), ``mu`` = mu(a|s).
@@ -44,6 +46,7 @@ class Process:
     rollout_offsets: np.ndarray
     rollout_success: np.ndarray
     rollout_score: np.ndarray
+    rollout_has_score: np.ndarray
     rollout_index: np.ndarray
     step_rollout: np.ndarray
     step_t: np.ndarray
@@ -60,6 +63,13 @@ class Process:
     n_sa: np.ndarray
     mu: np.ndarray
     action_names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if isinstance(value, np.ndarray):
+                view = value.view()  # the caller's own array stays writeable
+                view.flags.writeable = False
+                object.__setattr__(self, name, view)
 
     @property
     def n_states(self) -> int:
@@ -111,13 +121,15 @@ def build_process(
     action_names: Sequence[str],
     has_reward_N: np.ndarray | None = None,
     rollout_index_R: np.ndarray | None = None,
+    has_score_R: np.ndarray | None = None,
 ) -> Process:
     """Build the process from integer-coded steps laid out rollout after rollout.
 
     ``group_code_N`` (N,) group index of each step (groups contiguous and increasing),
     ``anchor_code_N`` index into ``anchor_texts``, ``action_code_N`` index into ``action_names``,
     ``offsets_R1`` (R+1,) step offsets of the rollouts, ``success_R`` R_i (truncation already
-    folded in), ``score_R`` the trajectory scores for A_G.
+    folded in), ``score_R`` the trajectory scores for A_G, ``has_score_R`` whether each score was
+    given (default: all given; ``gigpo`` sums the step rewards where it was not).
     """
     n_steps = len(anchor_code_N)
     lengths = np.diff(offsets_R1)
@@ -156,6 +168,8 @@ def build_process(
         rollout_offsets=offsets_R1,
         rollout_success=np.asarray(success_R, dtype=bool),
         rollout_score=np.asarray(score_R, dtype=float),
+        rollout_has_score=(np.ones(len(lengths), dtype=bool) if has_score_R is None
+                           else np.asarray(has_score_R, dtype=bool)),
         rollout_index=(np.asarray(rollout_index_R) if rollout_index_R is not None
                        else np.arange(len(lengths))),
         step_rollout=step_rollout,
@@ -192,7 +206,7 @@ def merge(groups: Sequence[RolloutGroup]) -> Process:
     has_reward: list[bool] = []
     g_codes: list[int] = []
     offsets = [0]
-    success, score, r_index = [], [], []
+    success, score, has_score, r_index = [], [], [], []
     for g_i, grp in enumerate(groups):
         if not grp.rollouts:
             raise ValueError(f"group {grp.group!r} has no rollouts")
@@ -207,6 +221,7 @@ def merge(groups: Sequence[RolloutGroup]) -> Process:
             offsets.append(len(a_codes))
             success.append(r.success and not r.truncated)
             score.append(r.effective_score)
+            has_score.append(r.score is not None)
             r_index.append(r.rollout)
     return build_process(
         group_code_N=np.asarray(g_codes, dtype=np.int64),
@@ -221,4 +236,5 @@ def merge(groups: Sequence[RolloutGroup]) -> Process:
         action_names=list(actions),
         has_reward_N=np.asarray(has_reward, dtype=bool),
         rollout_index_R=np.asarray(r_index, dtype=np.int64),
+        has_score_R=np.asarray(has_score, dtype=bool),
     )

@@ -20,7 +20,6 @@ from typing import Any
 from .errors import RolloutFormatError
 
 SCHEMA = "crbc.rollout/1"
-INVALID_ACTION = "invalid"
 
 
 @dataclass(frozen=True)
@@ -52,10 +51,6 @@ class Rollout:
         if self.score is not None:
             return float(self.score)
         return 1.0 if self.success else 0.0
-
-    @property
-    def total_reward(self) -> float:
-        return float(sum(s.reward or 0.0 for s in self.steps))
 
     def __len__(self) -> int:
         return len(self.steps)

@@ -221,7 +221,7 @@ def shared_params() -> dict[str, Any]:
     """The sidebar's value of every shared estimator parameter (the registry marks them shared)."""
     ss = st.session_state
     return {name: _value(meta, ss.get(name, default))
-            for name, (meta, default) in estimators.shared_params().items()}
+            for name, (meta, default) in estimators.shared_param_specs().items()}
 
 
 def _int_or_zero(x: Any, n: int) -> int:

@@ -150,7 +150,7 @@ def test_every_config_field_is_described():
 
 
 def test_shared_parameters_agree_across_estimators():
-    shared = estimators.shared_params()
+    shared = estimators.shared_param_specs()
     assert list(shared) == ["beta", "depth", "sigma_min", "w_group", "w_step"]
     assert shared["w_step"][1] == 5.0 and shared["depth"][1] is None
     # the CRBC family shares w_step; GiGPO and shortest path keep their own omega = 1
@@ -166,7 +166,7 @@ def test_a_conflicting_shared_parameter_is_refused():
     estimators.register("bad_beta", Bad, "conflicting")(_toy)
     try:
         with pytest.raises(ValueError, match="shares parameter 'beta'"):
-            estimators.shared_params()
+            estimators.shared_param_specs()
     finally:
         estimators.unregister("bad_beta")
 
@@ -210,7 +210,13 @@ def test_a_config_checks_its_fields():
         estimators.CRBCConfig(beta=1.5)
     with pytest.raises(ValueError, match="mode must be one of mean_std_norm, mean_norm"):
         estimators.GiGPOConfig(mode="x")
-    assert [f for f, _, _ in params_of(estimators.GRPOConfig)] == []
+    assert [f for f, _, _ in params_of(estimators.GRPOConfig)] == ["norm_by_std"]
+    with pytest.raises(ValueError, match="norm_by_std must be true or false"):
+        estimators.GRPOConfig(norm_by_std=1)
+    with pytest.raises(ValueError, match="group_norm must be one of grpo, drgrpo, rloo, steps"):
+        estimators.CRBCConfig(group_norm="z")
+    with pytest.raises(ValueError, match="invalid_penalty must be"):
+        estimators.ShortestPathConfig(invalid_penalty=-0.1)
 
 
 def test_the_documented_flags_exist():

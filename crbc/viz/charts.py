@@ -10,9 +10,10 @@ import plotly.graph_objects as go
 
 from ..closure import DepthSweep
 from ..estimators import Credits, UnknownEstimatorError, get
+from ..labels import anchor_labels
 from ..process import Process
 from ..rollouts import RolloutGroup
-from .style import CREDIT_SCALE, HIGHLIGHT, OUTCOME_COLORS, short_label
+from .style import CREDIT_SCALE, HIGHLIGHT, OUTCOME_COLORS
 
 FIELDS = {
     "step_advantage": "A_S (normalised step credit)",
@@ -57,7 +58,7 @@ def steps_table(group: RolloutGroup, r: int, c: Credits) -> pd.DataFrame:
     """One row per step of rollout ``r``: anchor, action, reward, V, Q, Q - V, A_S, A_final."""
     p = c.process
     sl = c.rollout_slice(r)
-    labels = [short_label(t, i) for i, t in enumerate(p.state_anchor)]
+    labels = anchor_labels(p)
     steps = group.rollouts[r].steps
 
     def col(x):
@@ -225,7 +226,7 @@ def convergence_figure(sw: DepthSweep, k: int | None = None, tol: float = 1e-6,
 
 def sweep_table(p: Process, sw: DepthSweep, k: int) -> pd.DataFrame:
     """Per observed (anchor, action): visits, mu, Q^(K), A^(K) and the closure's Q, A_inf."""
-    labels = [short_label(t, i) for i, t in enumerate(p.state_anchor)]
+    labels = anchor_labels(p)
     df = pd.DataFrame({
         "anchor": [labels[s] for s in p.sa_state],
         "action": [p.action_names[a] for a in p.sa_action],

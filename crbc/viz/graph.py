@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
+from ..labels import anchor_labels
 from ..process import Process
 from .style import (
     BOARD_COLORS,
@@ -28,7 +29,6 @@ from .style import (
     Z_MINUS_COLOR,
     Z_PLUS_COLOR,
     is_board,
-    short_label,
     signed_color,
     v_color,
 )
@@ -100,7 +100,7 @@ def layout(p: Process) -> Layout:
                   y_B=np.array([-0.5 * spread - 0.5, 0.5 * spread + 0.5]) * Y_GAP)
 
 
-def rollout_path(p: Process, r: int) -> list[tuple[int, int, int]]:
+def rollout_edges(p: Process, r: int) -> list[tuple[int, int, int]]:
     """The chosen rollout as (anchor, action index, successor) triples (successor ids: S = z+,
     S + 1 = z-)."""
     sl = slice(int(p.rollout_offsets[r]), int(p.rollout_offsets[r + 1]))
@@ -113,10 +113,6 @@ def _edges(p: Process) -> list[tuple[int, int, int, int]]:
     sa, nxt, cnt = p.transitions()
     return [(int(p.sa_state[a]), int(p.sa_action[a]), int(x), int(c))
             for a, x, c in zip(sa.tolist(), nxt.tolist(), cnt.tolist(), strict=True)]
-
-
-def node_labels(p: Process) -> list[str]:
-    return [short_label(t, i) for i, t in enumerate(p.state_anchor)]
 
 
 def _zmax(x: np.ndarray) -> float:
@@ -200,7 +196,7 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
     _check_single(p)
     lay = layout(p)
     n = p.n_states
-    labels = node_labels(p)
+    labels = anchor_labels(p)
     colors = signed_color(value_S) if signed else v_color(value_S)
     n_max = max(int(p.n_s.max()), 1)
     net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line",
@@ -221,7 +217,7 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
                      info=f"{name}: absorbing boundary, V = {1 - b}", board="", text="")
     path = set()
     if highlight_rollout is not None:
-        path = {(a, act, x) for a, act, x in rollout_path(p, highlight_rollout)}
+        path = {(a, act, x) for a, act, x in rollout_edges(p, highlight_rollout)}
     edges = _edges(p)
     show_all = len(edges) <= max_edge_labels
     n_sa = {(int(p.sa_state[i]), int(p.sa_action[i])): int(p.n_sa[i]) for i in range(len(p.n_sa))}
@@ -301,7 +297,7 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
     _check_single(p)
     lay = layout(p)
     n = p.n_states
-    labels = node_labels(p)
+    labels = anchor_labels(p)
     # SVG scatter redraws faster than WebGL for the sizes we show (and needs no GPU)
     Sc = go.Scatter if n + p.n_steps < 20000 else go.Scattergl
     ex, ey = [], []
@@ -317,7 +313,7 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
                                hoverinfo="skip", showlegend=False, name="transitions"))
     if highlight_rollout is not None:
         hx, hy = [], []
-        for a, _act, x in rollout_path(p, highlight_rollout):
+        for a, _act, x in rollout_edges(p, highlight_rollout):
             hx += [xs[a], xs[x], None]
             hy += [ys[a], ys[x], None]
         fig.add_trace(Sc(x=hx, y=hy, mode="lines", line=dict(color=HIGHLIGHT, width=3),
@@ -352,5 +348,5 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
     return fig
 
 
-__all__ = ["Layout", "layout", "rollout_path", "anchor_graph_html", "graph_figure", "external_urls",
-           "node_labels", "BOARD_COLORS"]
+__all__ = ["Layout", "layout", "rollout_edges", "anchor_graph_html", "graph_figure", "external_urls",
+           "BOARD_COLORS"]
