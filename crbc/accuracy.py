@@ -340,7 +340,10 @@ def truth_pairs(p: Any, all_credits: Mapping[str, Any], truth_N: np.ndarray,
     for name, c in all_credits.items():
         x = step_signal(c, signal_kind(c.estimator))
         mean[name] = np.bincount(p.step_sa, weights=x, minlength=len(p.n_sa)) / n
+    from .labels import anchor_labels
+
+    labels = anchor_labels(p)
     keep = np.flatnonzero(p.n_actions[p.sa_state] >= min_actions)
     keep = keep[np.lexsort((p.sa_action[keep], -p.n_s[p.sa_state[keep]]))]
-    return [{"anchor": f"s{int(p.sa_state[i])}", "action": p.action_names[int(p.sa_action[i])],
+    return [{"anchor": labels[int(p.sa_state[i])], "action": p.action_names[int(p.sa_action[i])],
              "N(s,a)": int(p.n_sa[i]), **{k: float(v[i]) for k, v in mean.items()}} for i in keep]
