@@ -235,7 +235,8 @@ def run_accuracy(cfg: AccuracyConfig, policy: Any = None, progress: Progress | N
     t0, c0 = time.perf_counter(), time.process_time()
     pol = load_tiny_checked(cfg.model) if policy is None else policy
     scored = scorable_policy(pol, cfg.temperature, name=pol.name)
-    cache = TruthCache(resolver=lambda name, t: scored, max_states=cfg.max_states)
+    cache = TruthCache(resolver=lambda name, t: scored, max_states=cfg.max_states,
+                       full_policy=cfg.sampler == "table")
     n_max = max(cfg.group_sizes)
     if cfg.sampler == "model":
         gen = (lambda d, n: progress("generate", d, n)) if progress else None
