@@ -98,6 +98,17 @@ def v_backup(group, values, beta):
     return dict(v)
 
 
+def cor3_bound(group, beta, depth):
+    """Cor. 3: ||A_inf - A^(K)||_inf <= 2 beta^K / (1 - beta) * ||T V0 - V0||_inf, K >= 1
+    (the slow twin of ``DepthSweep.bound_K``)."""
+    if beta >= 1:
+        return math.inf
+    v0 = visit_local(group, beta)[0]
+    tv0 = v_backup(group, v0, beta)
+    gap = max((abs(tv0[s] - v0[s]) for s in v0), default=0.0)
+    return 2.0 * beta ** depth / (1.0 - beta) * gap
+
+
 def depth_k(group, beta, depth):
     """(V, Q) at depth K (None = closure)."""
     if depth is None:

@@ -247,7 +247,8 @@ def test_finite_depth_within_cor3_bound(group, beta, k):
     p = merge([group])
     sweep = C.depth_sweep(p, beta, k)
     assert np.all(sweep.err_a_K[1:] <= sweep.bound_K[1:] + 1e-12)
-    assert sweep.err_a_K[k] <= C.cor3_bound(p, beta, k) + 1e-12
+    assert sweep.err_a_K[k] <= ref.cor3_bound(group, beta, k) + 1e-12
+    assert sweep.bound_K[k] == pytest.approx(ref.cor3_bound(group, beta, k), rel=1e-9, abs=1e-12)
     # the sweep's members are the estimate() members
     v_k, q_k = C.estimate(p, beta, k)
     np.testing.assert_allclose(sweep.v_KS[k], v_k, atol=1e-13)
