@@ -96,6 +96,7 @@ def test_toy_through_the_adapter(toy):
     assert adv == pytest.approx(0.5 * a_g)
 
 
+@pytest.mark.filterwarnings("ignore:crbc.adapters.step_advantages is deprecated")
 def test_needs_actions_comes_from_the_registry(toy):
     for name in estimators.names():
         needs = estimators.get(name).needs_actions

@@ -278,3 +278,18 @@ def test_step_index_is_kept_and_reordering_after_it_changes_nothing():
     b = dict(zip(data.non_tensor_batch["test_key"], per_row(data), strict=True))
     assert a.keys() == b.keys()
     np.testing.assert_allclose([b[k] for k in a], list(a.values()), atol=1e-6)
+
+
+def test_a_config_object_equals_its_parameters():
+    from crbc.estimators import get
+
+    groups = chain_groups(seed=10)
+    a = data_proto(groups, np.random.default_rng(10))
+    b = data_proto(groups, np.random.default_rng(10))
+    for d in (a, b):
+        V.add_step_index(d)
+    V.compute_advantage(a, "crbc", get("crbc").config(beta=0.9, w_step=2.0))
+    V.compute_advantage(b, "crbc", beta=0.9, w_step=2.0)
+    np.testing.assert_array_equal(per_row(a), per_row(b))
+    V.compute_advantage(b, "crbc")
+    assert not np.array_equal(per_row(a), per_row(b))

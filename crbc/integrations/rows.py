@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..baselines import INVALID_ACTION
+from ..actions import INVALID_ACTION
 from ..process import Process, build_process
 
 DIGEST_BYTES = 16
