@@ -249,14 +249,6 @@ def depth_sweep(p: Process, beta: float, k_max: int) -> DepthSweep:
                       bound_K=bound)
 
 
-def cor3_bound(p: Process, beta: float, depth: int) -> float:
-    """Cor. 3: ||A_inf - A^(K)||_inf <= 2 beta^K / (1 - beta) * ||T V0 - V0||_inf, K >= 1."""
-    if beta >= 1:
-        return float("inf")
-    v0_S, _ = visit_local(p, beta)
-    return 2.0 * beta ** depth / (1.0 - beta) * _sup(backup_v(p, v0_S, beta) - v0_S)
-
-
 # --------------------------------------------------------------------------------------------
 # step credit and the final advantage (Eq. 13-14)
 

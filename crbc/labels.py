@@ -58,22 +58,6 @@ def node_labels(p: Process) -> tuple[str, ...]:
     return anchor_labels(p) + (Z_PLUS, Z_MINUS)
 
 
-def find_state(p: Process, anchor: str, group: str | int | None = None) -> int:
-    """The anchor id of ``anchor`` (its text or its label) in ``group`` (id or index; default: any).
-
-    Raises ``KeyError`` when the anchor is not in the group."""
-    if isinstance(group, str):
-        if group not in p.group_ids:
-            raise KeyError(f"no group {group!r}")
-        group = p.group_ids.index(group)
-    labels = anchor_labels(p)
-    for key in (p.state_anchor, labels):
-        for s in range(p.n_states):
-            if key[s] == anchor and (group is None or int(p.state_group[s]) == group):
-                return s
-    raise KeyError(f"anchor {anchor!r} not found" + ("" if group is None else f" in group {group}"))
-
-
 def rollout_path_text(p: Process, r: int, labels: Sequence[str] | None = None) -> str:
     """``s0 -a-> s1 -c-> z+``: rollout ``r`` of the process as text."""
     labels = node_labels(p) if labels is None else labels

@@ -34,7 +34,8 @@ class Process:
     Per step (N): ``step_rollout``, ``step_state``, ``step_sa``, ``step_next``, ``step_t`` (1-based),
     ``step_reward`` (0 where absent).
     Per rollout (R): ``rollout_group``, ``rollout_offsets`` (R + 1), ``rollout_len``,
-    ``rollout_success`` (R_i: success and not truncated), ``rollout_score``, ``rollout_index``.
+    ``rollout_success`` (R_i: success and not truncated), ``rollout_score`` (the effective score),
+    ``rollout_has_score`` (a score was given, not defaulted from success), ``rollout_index``.
     Per group (G): ``group_ids``, ``group_has_reward``.
     Per anchor (S): ``state_group``, ``state_anchor`` (text), ``n_s`` = N(s), ``n_actions`` (distinct actions).
     Per pair (SA): ``sa_state``, ``sa_action`` (index into ``action_names``), ``n_sa`` = N(s,a), ``mu`` = mu(a|s).
@@ -46,6 +47,7 @@ class Process:
     rollout_offsets: np.ndarray
     rollout_success: np.ndarray
     rollout_score: np.ndarray
+    rollout_has_score: np.ndarray
     rollout_index: np.ndarray
     step_rollout: np.ndarray
     step_t: np.ndarray
@@ -120,13 +122,15 @@ def build_process(
     action_names: Sequence[str],
     has_reward_N: np.ndarray | None = None,
     rollout_index_R: np.ndarray | None = None,
+    has_score_R: np.ndarray | None = None,
 ) -> Process:
     """Build the process from integer-coded steps laid out rollout after rollout.
 
     ``group_code_N`` (N,) group index of each step (groups contiguous and increasing),
     ``anchor_code_N`` index into ``anchor_texts``, ``action_code_N`` index into ``action_names``,
     ``offsets_R1`` (R+1,) step offsets of the rollouts, ``success_R`` R_i (truncation already
-    folded in), ``score_R`` the trajectory scores for A_G.
+    folded in), ``score_R`` the trajectory scores for A_G, ``has_score_R`` whether each score was
+    given (default: all given; ``gigpo`` sums the step rewards where it was not).
     """
     n_steps = len(anchor_code_N)
     lengths = np.diff(offsets_R1)
@@ -163,6 +167,8 @@ def build_process(
         rollout_offsets=offsets_R1,
         rollout_success=np.asarray(success_R, dtype=bool),
         rollout_score=np.asarray(score_R, dtype=float),
+        rollout_has_score=(np.ones(len(lengths), dtype=bool) if has_score_R is None
+                           else np.asarray(has_score_R, dtype=bool)),
         rollout_index=(np.asarray(rollout_index_R) if rollout_index_R is not None
                        else np.arange(len(lengths))),
         step_rollout=step_rollout,
@@ -228,6 +234,7 @@ def from_columns(cols: Columns) -> Process:
     g_R, off_R1 = cols.rollout_group, cols.rollout_offsets
     a_N, x_N, rw_N = cols.anchor_code, cols.action_code, cols.reward
     idx_R, ok_R, tr_R, score_R = cols.rollout_index, cols.success, cols.truncated, cols.effective_score()
+    has_score_R = ~np.isnan(cols.score)
     anchors, actions = cols.anchor_texts, cols.action_names
     if np.any(g_R[1:] < g_R[:-1]):  # interleaved groups: permute rollouts to group-major order
         perm_R = np.argsort(g_R, kind="stable")
@@ -237,6 +244,7 @@ def from_columns(cols: Columns) -> Process:
         perm_N = np.repeat(off_R1[:-1][perm_R] - new_off[:-1], len_R) + np.arange(cols.n_steps)
         g_R, off_R1 = g_R[perm_R], new_off
         idx_R, ok_R, tr_R, score_R = idx_R[perm_R], ok_R[perm_R], tr_R[perm_R], score_R[perm_R]
+        has_score_R = has_score_R[perm_R]
         a_N, anchors = _renumber(a_N[perm_N], anchors)
         x_N, actions = _renumber(x_N[perm_N], actions)
         rw_N = rw_N[perm_N]
@@ -254,6 +262,7 @@ def from_columns(cols: Columns) -> Process:
         action_names=actions,
         has_reward_N=has_reward_N,
         rollout_index_R=idx_R,
+        has_score_R=has_score_R,
     )
 
 

@@ -27,6 +27,22 @@ WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"
 RARE = ROOT / "sample_rollouts" / "rare-route.jsonl"
 
 
+def find_state(p, anchor: str, group: str | int | None = None) -> int:
+    """The anchor id of ``anchor`` (its text or its label) in ``group`` (id or index; default: any).
+
+    Raises ``KeyError`` when the anchor is not in the group."""
+    if isinstance(group, str):
+        if group not in p.group_ids:
+            raise KeyError(f"no group {group!r}")
+        group = p.group_ids.index(group)
+    names = labels.anchor_labels(p)
+    for key in (p.state_anchor, names):
+        for s in range(p.n_states):
+            if key[s] == anchor and (group is None or int(p.state_group[s]) == group):
+                return s
+    raise KeyError(f"anchor {anchor!r} not found" + ("" if group is None else f" in group {group}"))
+
+
 @pytest.fixture(scope="module")
 def worked():
     return read_rollouts(WORKED)[0]
@@ -40,16 +56,16 @@ def wp(worked):
 def test_labels_of_the_worked_example_are_the_anchor_names(wp):
     assert labels.anchor_labels(wp) == ("s0", "s1", "s2")
     assert labels.node_labels(wp)[-2:] == ("z+", "z-")
-    assert labels.find_state(wp, "s2") == 2
+    assert find_state(wp, "s2") == 2
 
 
 def test_board_anchors_get_short_labels():
     p = merge(read_rollouts(RARE))
     assert labels.anchor_labels(p) == ("s0", "s1", "s2", "s3")
-    assert labels.find_state(p, "s1") == 1
-    assert labels.find_state(p, p.state_anchor[1], "rare-route") == 1
+    assert find_state(p, "s1") == 1
+    assert find_state(p, p.state_anchor[1], "rare-route") == 1
     with pytest.raises(KeyError):
-        labels.find_state(p, "s9")
+        find_state(p, "s9")
 
 
 def test_worked_example_at_the_closure(wp):

@@ -210,7 +210,13 @@ def test_a_config_checks_its_fields():
         estimators.CRBCConfig(beta=1.5)
     with pytest.raises(ValueError, match="mode must be one of mean_std_norm, mean_norm"):
         estimators.GiGPOConfig(mode="x")
-    assert [f for f, _, _ in params_of(estimators.GRPOConfig)] == []
+    assert [f for f, _, _ in params_of(estimators.GRPOConfig)] == ["norm_by_std"]
+    with pytest.raises(ValueError, match="norm_by_std must be true or false"):
+        estimators.GRPOConfig(norm_by_std=1)
+    with pytest.raises(ValueError, match="group_norm must be one of grpo, drgrpo, rloo, steps"):
+        estimators.CRBCConfig(group_norm="z")
+    with pytest.raises(ValueError, match="invalid_penalty must be"):
+        estimators.ShortestPathConfig(invalid_penalty=-0.1)
 
 
 def test_the_documented_flags_exist():
@@ -225,9 +231,15 @@ def test_the_documented_flags_exist():
     assert args.depth is None and args.w_step == 2.0 and not hasattr(args, "beta")
 
 
-def test_colours_and_labels_come_from_the_registry():
-    from crbc.viz.charts import est_color
+def test_colours_and_labels_come_from_the_registry(toy):
+    from crbc.process import merge
+    from crbc.rollouts import read_rollouts
+    from crbc.viz.charts import est_color, est_label, timeline_figure
 
     assert est_color("crbc") == estimators.get("crbc").color == "#2a6fdb"
+    assert est_label("gigpo") == "GiGPO" and est_label("nope") == "nope"
+    p = merge(read_rollouts(EXAMPLE))
+    fig = timeline_figure({n: estimators.compute(n, p) for n in ("crbc", TOY)}, 0, "advantage")
+    assert [(t.name, t.line.color) for t in fig.data] == [("CRBC", "#2a6fdb"), ("Toy", "#123456")]
     assert est_color("nope", "#000000") == "#000000"
     assert len({estimators.get(n).color for n in estimators.names()}) == len(estimators.names())

@@ -162,7 +162,7 @@ def test_timeline_scatter_and_exports(walk):
     g, p = walk
     all_c = {n: estimators.compute(n, p) for n in estimators.names()}
     tl = charts.timeline_figure(all_c, 3, "step_advantage")
-    assert {t.name for t in tl.data} == set(estimators.names())
+    assert {t.name for t in tl.data} == {estimators.get(n).label for n in estimators.names()}
     sc = charts.scatter_figure(all_c["gigpo"], all_c["crbc"])
     assert sum(len(t.x) for t in sc.data) == p.n_steps
     frame = charts.credits_frame(all_c)
