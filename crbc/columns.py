@@ -97,6 +97,18 @@ class Columns:
     def n_steps(self) -> int:
         return len(self.anchor_code)
 
+    def process_order(self) -> np.ndarray | None:
+        """(R,) for each rollout in file order, its position in the process that
+        :func:`crbc.process.from_columns` builds (group after group); None when the file already
+        lists its groups one after another (the two orders agree)."""
+        g_R = self.rollout_group
+        if not np.any(g_R[1:] < g_R[:-1]):
+            return None
+        perm_R = np.argsort(g_R, kind="stable")  # process position -> file position
+        pos = np.empty_like(perm_R)
+        pos[perm_R] = np.arange(len(perm_R))
+        return pos
+
     def effective_score(self) -> np.ndarray:
         """(R,) the score of A_G: as written, else 1.0 for a success and 0.0 otherwise."""
         return np.where(np.isnan(self.score), self.success.astype(float), self.score)

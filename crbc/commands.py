@@ -74,8 +74,10 @@ def run_credit(args: argparse.Namespace) -> int:
     cfg = est.config(**params)
     # columnar path: typed decoding into arrays, the process built from them, a chunked encoder;
     # everything is computed (and checked finite) before the first byte is written
-    credits = est(from_columns(read_columns(args.rollouts, keep_text=False)), cfg)
-    write_credits(credits, args.output if args.output else sys.stdout)
+    cols = read_columns(args.rollouts, keep_text=False)
+    credits = est(from_columns(cols), cfg)
+    # one line per input rollout, in the input's order (FORMATS.md), also when groups interleave
+    write_credits(credits, args.output if args.output else sys.stdout, order=cols.process_order())
     return 0
 
 

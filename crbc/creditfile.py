@@ -95,21 +95,35 @@ def encoded_chunks(credits) -> Iterator[bytes]:
 _KEY = {k: b',"' + k.encode() + b'":' for k in _PER_STEP}
 
 
-def write_credits(credits, out: str | os.PathLike | IO[bytes] | IO[str]) -> None:
+def in_order(chunks: Iterator[bytes], order: np.ndarray) -> Iterator[bytes]:
+    """The lines of ``chunks`` (one per process rollout) rearranged so that output line ``i`` is
+    process rollout ``order[i]``. Holds every line in memory, so it is used only when the input
+    interleaved its groups (the process lays rollouts out group after group)."""
+    lines = b"".join(chunks).split(b"\n")[:-1]  # JSON text has no raw newline
+    yield b"".join(lines[int(j)] + b"\n" for j in order)
+
+
+def write_credits(credits, out: str | os.PathLike | IO[bytes] | IO[str],
+                  order: np.ndarray | None = None) -> None:
     """Write ``credits`` as ``crbc.credit/1`` to a path (atomically: a temporary file in the same
-    folder, then a rename; never half-written) or to an open stream (binary or text)."""
+    folder, then a rename; never half-written) or to an open stream (binary or text).
+
+    ``order`` (optional, (R,) ints): write process rollout ``order[i]`` as line ``i``, to give the
+    lines in the input file's order when that differs from the process's (see
+    :meth:`crbc.columns.Columns.process_order`)."""
     check_finite(credits)
+    chunks = encoded_chunks(credits) if order is None else in_order(encoded_chunks(credits), order)
     if isinstance(out, (str, os.PathLike)):
-        _atomic_write_chunks(Path(out), encoded_chunks(credits))
+        _atomic_write_chunks(Path(out), chunks)
         return
     if hasattr(out, "buffer"):  # a text stream over bytes (sys.stdout): write the bytes below it
         out.flush()
         out = out.buffer
     elif isinstance(out, io.TextIOBase):  # a text stream without bytes below (io.StringIO)
-        for chunk in encoded_chunks(credits):
+        for chunk in chunks:
             out.write(chunk.decode("utf-8"))
         return
-    for chunk in encoded_chunks(credits):
+    for chunk in chunks:
         out.write(chunk)
     out.flush()
 
@@ -121,6 +135,9 @@ def _atomic_write_chunks(path: Path, chunks) -> None:
         with os.fdopen(fd, "wb") as f:
             for chunk in chunks:
                 f.write(chunk)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -286,6 +286,16 @@ def _truth(key: str, beta: float, _group: RolloutGroup, _anchors: tuple[str, ...
         return f"No exact truth for this group: {' '.join(str(e).split())}"
 
 
+def truth_for_group(key: str, group: RolloutGroup, beta: float = 0.98):
+    """``(GroupTruth, None)`` or ``(None, reason)`` for any group (``key``: its cache key)."""
+    from crbc.truth import has_truth_meta
+
+    if not has_truth_meta(group):
+        return None, "No exact truth: the group's meta does not identify env, level and policy."
+    out = _truth(key, float(beta), group, _process(key, group).state_anchor)
+    return (None, out) if isinstance(out, str) else (out, None)
+
+
 def truth_possible(ctx: PageContext) -> bool:
     """Cheap check (no model load): the chosen group's meta names env, seed, policy, step limit."""
     from crbc.truth import has_truth_meta

@@ -339,3 +339,57 @@ st.markdown("Explore any anchor's arithmetic on the **Inspector** page, and wher
             "disagree most on **Disagreements**.")
 with st.expander("The backup at the first anchor as a picture"):
     st.plotly_chart(backup_figure(ar), key="lesson_backup_fig")
+
+# ---- 9. which estimate is right? ---------------------------------------------------------------
+st.header("9 · Which estimate is right?")
+TRUTH_FILE = "sokoban-weak.jsonl"
+TRUTH_RIVALS = ("visit_local", "crbc", "shortest_path")
+
+
+@st.cache_resource(show_spinner=False)
+def _truth_group(stamp: float) -> RolloutGroup:
+    del stamp  # part of the key
+    groups = read_rollouts(common.SAMPLES_DIR / TRUTH_FILE)
+    return groups[common.showcase_group(groups)]
+
+
+truth_path = common.SAMPLES_DIR / TRUTH_FILE
+if not truth_path.exists():
+    st.info(f"This section needs the shipped sample `{TRUTH_FILE}`.")
+else:
+    tgroup = _truth_group(truth_path.stat().st_mtime)
+    st.markdown(
+        f"Every estimator above is a guess from {len(tgroup)} rollouts. On our own toy tasks the "
+        "**truth** can be computed: the rules of Sokoban are known and the tiny policy's probability "
+        "of each action can be read from the model exactly, so the policy's true value of every "
+        "reachable board at every time step, and the true advantage A = Q − V of every move, "
+        f"follow from one backward pass. Here is a real group, `{tgroup.group}` from "
+        f"`{TRUTH_FILE}` ({sum(r.success for r in tgroup)} of {len(tgroup)} rollouts solved it), "
+        "with the truth beside visit-local, the closure and the shortest-path foil.")
+    tkey = f"lesson-truth:{TRUTH_FILE}:{tgroup.group}"
+    tt, why = common.truth_for_group(tkey, tgroup, beta)
+    if tt is None:
+        st.info(why)
+    else:
+        from crbc import accuracy, estimators
+
+        tp = merge([tgroup])
+        tcred = {n: estimators.compute(n, tp, **({"beta": beta} if n != "shortest_path" else {}))
+                 for n in TRUTH_RIVALS}
+        rows = accuracy.truth_pairs(tp, tcred, tt.advantage_N, tt.anchor_advantage_N)
+        table(rows[:14], signed=["true A_t", "true A(s,a)", *TRUTH_RIVALS])
+        st.caption(
+            "One row per (anchor, action) at anchors where the group tried two or more actions, "
+            "most visited first. true A_t: the exact advantage, averaged over the steps where the "
+            "group took this action here; true A(s,a): the same averaged over every time the policy "
+            "may be here. visit_local and crbc: their Q − V (same units); shortest_path: its "
+            "normalised step advantage (its own units: read the sign and the order).")
+        agree = accuracy.group_agreement(tcred, tt.advantage_N)
+        table([{"estimator": n, "sign agreement": agree[n]["sign"], "Spearman": agree[n]["spearman"],
+                "RMSE of Q − V": agree[n].get("rmse")} for n in TRUTH_RIVALS])
+        best = max(TRUTH_RIVALS, key=lambda n: agree[n]["spearman"])
+        st.markdown(
+            f"On this group **{best}** ranks the steps most like the truth (Spearman "
+            f"{agree[best]['spearman']:.2f}). One group is one sample: the **Estimator accuracy** "
+            "page scores every estimator this way on 100 held-out levels and shows how each one "
+            "improves as the group grows.")

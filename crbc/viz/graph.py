@@ -245,7 +245,17 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
         "edges": {"arrows": {"to": {"enabled": True, "scaleFactor": 0.6}}},
     }))
     page = net.generate_html(notebook=False)
-    return _offline(page, height_px)
+    return _offline(page, height_px, legend=_legend(value_S, value_name, signed))
+
+
+def _legend(value_S: np.ndarray, value_name: str, signed: bool) -> tuple[str, list[str], str, str]:
+    """(title, gradient colours, left label, right label) of the node-colour legend."""
+    if signed:
+        z = _zmax(value_S)
+        return (f"node colour: {value_name}", signed_color(np.linspace(-z, z, 9), z),
+                f"{-z:+.2g}", f"{z:+.2g}")
+    return (f"node colour: {value_name}(s)" if value_name == "V" else f"node colour: {value_name}",
+            v_color(np.linspace(0, 1, 9)), "0", "1")
 
 
 _NAMESPACE = re.compile(r"^http://www\.w3\.org/\d{4}/")  # XML namespace names, never fetched
@@ -259,8 +269,10 @@ def _defang(page: str) -> str:
                     else m.group(0).split("://", 1)[1], page)
 
 
-def _offline(page: str, height_px: int) -> str:
-    """Remove every external reference (CDN css/js) and pyvis's empty headings; add tooltips."""
+def _offline(page: str, height_px: int, legend: tuple[str, list[str], str, str] | None = None) -> str:
+    """Remove every external reference (CDN css/js) and pyvis's empty headings; add tooltips and
+    the node-colour legend (default: V(s) on the V scale)."""
+    title, grad, lo, hi = legend or ("node colour: V(s)", v_color(np.linspace(0, 1, 9)), "0", "1")
     page = _defang(_CDN.sub("", page))
     page = re.sub(r"<center>\s*<h1>\s*</h1>\s*</center>", "", page)
     js = _TOOLTIP_JS % {"colors": json.dumps(BOARD_COLORS), "unknown": json.dumps(BOARD_UNKNOWN)}
@@ -272,11 +284,11 @@ def _offline(page: str, height_px: int) -> str:
              "border:none} .card{border:none} #vlegend{position:absolute;z-index:10;left:12px;top:10px;"
              "font:12px sans-serif;color:#333;background:rgba(255,255,255,.85);padding:4px 6px}"
              "#vlegend .bar{width:160px;height:10px;background:linear-gradient(to right,"
-             + ",".join(v_color(np.linspace(0, 1, 9))) + ")}</style>")
-    legend = ("<div id='vlegend'>node colour: V(s)<div class='bar'></div>"
-              "<span>0</span><span style='float:right'>1</span></div>")
+             + ",".join(grad) + ")}</style>")
+    box = (f"<div id='vlegend'>{html.escape(title)}<div class='bar'></div>"
+           f"<span>{html.escape(lo)}</span><span style='float:right'>{html.escape(hi)}</span></div>")
     page = page.replace("</head>", style + "</head>", 1)
-    return page.replace("<body>", "<body>" + legend, 1)
+    return page.replace("<body>", "<body>" + box, 1)
 
 
 def external_urls(page: str) -> list[str]:
