@@ -53,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from .progress import ProgressBar
 from .rollouts import RolloutGroup
 from .runs import RunWriter, read_run
 
@@ -345,22 +346,6 @@ def evaluate(policy, cfg: TrainConfig) -> dict[str, float]:
     st = _batch_stats(groups)
     return {"eval_success_rate": st["success_rate"], "eval_mean_return": st["mean_return"],
             "eval_mean_length": st["mean_length"]}
-
-
-class ProgressBar:
-    """One-line progress on standard error: iterations, last success, loss, seconds/iteration."""
-
-    def __init__(self, label: str, total: int, stream=None, width: int = 24):
-        self.label, self.total, self.width = label, total, width
-        self.stream = stream or sys.stderr
-
-    def __call__(self, done: int, info: str = "") -> None:
-        filled = int(self.width * done / max(self.total, 1))
-        bar = "#" * filled + "." * (self.width - filled)
-        self.stream.write(f"\r{self.label} [{bar}] {done}/{self.total} {info}".ljust(100))
-        if done >= self.total:
-            self.stream.write("\n")
-        self.stream.flush()
 
 
 @dataclass(frozen=True)

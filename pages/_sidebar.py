@@ -226,7 +226,7 @@ def sidebar(page: str | None = None) -> None:
     sb.header("Data")
     common.check_choice("source", list(SOURCES), "not a data source (sample, upload, generate, run)")
     common.check_choice("estimator", estimators.names(), "no estimator has that name")
-    for name, (meta, _default) in estimators.shared_params().items():
+    for name, (meta, _default) in estimators.shared_param_specs().items():
         common.check_url(name, _param_ok(meta), f"not a valid value of {meta.label or name}")
     request = st.session_state.pop("_crbc_open_request", None)
     if request is not None:  # open_groups() was called on the previous run
@@ -279,7 +279,7 @@ def sidebar(page: str | None = None) -> None:
     names = estimators.names()
     if lesson_own:
         with sb.expander("Parameters", expanded=True):
-            for name, (meta, default) in estimators.shared_params().items():
+            for name, (meta, default) in estimators.shared_param_specs().items():
                 _param_widget(name, meta, default)
         _upload_error(source)
         return
@@ -291,7 +291,7 @@ def sidebar(page: str | None = None) -> None:
     chosen = st.session_state.get("estimator", "crbc")
     sb.caption(estimators.get(chosen if chosen in names else "crbc").summary)
     with sb.expander("Parameters", expanded=page == "credits"):
-        for name, (meta, default) in estimators.shared_params().items():
+        for name, (meta, default) in estimators.shared_param_specs().items():
             _param_widget(name, meta, default)
 
     _upload_error(source)

@@ -6,7 +6,9 @@ import dataclasses
 
 import streamlit as st
 
+from crbc import accuracy
 from crbc.closure import DepthSweep
+from crbc.viz import accuracy as VA
 from crbc.viz import charts
 from crbc.viz.graph import graph_figure
 from crbc.viz.style import png_config
@@ -74,6 +76,23 @@ c3.markdown(f"**β = {beta:g}** (sidebar)  \n"
 cov = ctx.coverage(k_max)
 
 
+# the exact truth, when the group's meta identifies env, level and policy (crbc.truth)
+has_truth = common.truth_possible(ctx)
+colour_by = "estimate"
+if has_truth:
+    colour_by = st.radio("Colour nodes by", ["estimate", "truth", "error"], horizontal=True,
+                         key="backups_colour", bind="query-params",
+                         format_func={"estimate": "estimate V^(K)", "truth": "truth V",
+                                      "error": "error V^(K) − truth"}.get)
+
+
+def _truth():
+    """(GroupTruth or None, reason, gaps): computed on first use (it may load the model)."""
+    truth, no_truth = common.group_truth(ctx)
+    gaps = None if truth is None else accuracy.value_gaps(sw.v_KS, sw.v_S, truth.anchor_value_S, p.n_s)
+    return truth, no_truth, gaps
+
+
 @st.fragment(run_every=0.9 if playing else None)
 def view() -> None:
     if st.session_state.get("playing", False):
@@ -89,13 +108,24 @@ def view() -> None:
     g, e = st.columns([3, 2], gap="medium")
     with g:
         label = f"V^({k})"
+        values = sw.v_KS[k]
         delta = sw.v_KS[k] - sw.v_KS[k - 1] if k >= 1 else None
-        st.plotly_chart(graph_figure(p, sw.v_KS[k], title=f"Anchors coloured by {label}",
+        mode = colour_by
+        truth, no_truth, _ = _truth() if mode != "estimate" else (None, None, None)
+        if truth is None and mode != "estimate":
+            st.caption(no_truth)
+            mode = "estimate"
+        elif mode == "truth":
+            label, values = "true V", truth.anchor_value_S
+        elif mode == "error":
+            label, values = f"V^({k}) − true V", sw.v_KS[k] - truth.anchor_value_S
+        st.plotly_chart(graph_figure(p, values, title=f"Anchors coloured by {label}",
                                      highlight_rollout=ctx.rollout, height=520,
-                                     value_name=label, delta_S=delta),
+                                     value_name=label, signed=mode == "error",
+                                     delta_S=delta if mode == "estimate" else None),
                         width="stretch", key="backup_graph", config={"displayModeBar": False})
-        moved = 0 if delta is None else int((abs(delta) > 1e-9).sum())
-        st.caption(("Rings: the anchors whose value changed in this round, blue up and red down "
+        moved = 0 if delta is None or mode != "estimate" else int((abs(delta) > 1e-9).sum())
+        st.caption(("" if mode != "estimate" else "Rings: the anchors whose value changed in this round, blue up and red down "
                     f"(width: how much; the biggest moves are written). {moved} of {p.n_states} "
                     "anchors moved at this K." if k else "K = 0: every anchor averages its own "
                     "visits; press Play to watch the values flow.")
@@ -116,6 +146,19 @@ def view() -> None:
             f"{cov.mean_fraction_K[k]:.0%} of the group's {cov.n_rollouts} outcomes, at least "
             f"{int(heard.min())}; every anchor has heard all it ever can"
             + (f" from K = {cov.complete_at()} on." if cov.complete_at() is not None else " beyond this range."))
+        truth, no_truth, gaps = _truth() if has_truth else (None, None, None)
+        if truth is not None:
+            gap_K, gap_inf, to_closure = gaps
+            st.plotly_chart(VA.truth_gap_figure(gap_K, gap_inf, to_closure, k), width="stretch",
+                            key="truth_gap", config=png_config("truth_gap"))
+            st.caption(
+                f"How far the estimate still is from the **truth** (the policy's exact values): at "
+                f"K = {k} the visit-weighted mean |V^(K) − V_true| is {gap_K[k]:.3f}; the closure "
+                f"itself stays {gap_inf:.3f} away. Backups remove the gap to the closure (dotted), "
+                "not the closure's own error: that comes from the group having seen only a few "
+                "rollouts, and only more rollouts shrink it.")
+        elif has_truth:
+            st.caption(no_truth)
     st.markdown(f"**Credit table at K = {k}** beside the closure's (sorted by the gap)")
     st.dataframe(charts.sweep_table(p, sw, k), hide_index=True, width="stretch", height=320,
                  column_config={"|A^(K) − A∞|": st.column_config.NumberColumn(format="%.2e")})

@@ -239,13 +239,13 @@ def shared_params() -> dict[str, Any]:
     """The sidebar's value of every shared estimator parameter (the registry marks them shared)."""
     ss = st.session_state
     return {name: _value(meta, ss.get(name, default))
-            for name, (meta, default) in estimators.shared_params().items()}
+            for name, (meta, default) in estimators.shared_param_specs().items()}
 
 
 def depth_options() -> list[str]:
     """The depth choices every page offers (the sidebar's ``depth`` widget): the closure's text
     ("inf"), then K = lo..ui_max from the registry."""
-    meta, _default = estimators.shared_params()["depth"]
+    meta, _default = estimators.shared_param_specs()["depth"]
     return [meta.none] + [str(k) for k in range(int(meta.lo or 0), int(meta.ui_max or 64) + 1)]
 
 
@@ -387,3 +387,52 @@ def switch_page(path: str) -> None:
     the sidebar's bound widgets then write the shared view back into the address bar, and a page
     that should open on something (an anchor, a step) is told through the session."""
     st.switch_page(path, query_params={})
+
+
+# the exact truth (crbc.truth) of a group whose meta names a known env, seed and tiny policy
+
+
+@st.cache_resource(show_spinner=False, max_entries=1)
+def _truth_cache():
+    from crbc.truth import TruthCache
+
+    return TruthCache(policy_root=str(ROOT))  # loaded checkpoints and solved levels, shared
+
+
+@st.cache_resource(show_spinner="Solving the level exactly…", max_entries=64)
+def _truth(key: str, beta: float, _group: RolloutGroup, _anchors: tuple[str, ...]):
+    from crbc.truth import group_truth_arrays
+
+    try:
+        return group_truth_arrays(_group, _anchors, beta, _truth_cache())
+    except (ValueError, OSError) as e:  # bad meta or anchor, unscorable policy, missing folder
+        return f"No exact truth for this group: {' '.join(str(e).split())}"
+
+
+def truth_for_group(key: str, group: RolloutGroup, beta: float = 0.98):
+    """``(GroupTruth, None)`` or ``(None, reason)`` for any group (``key``: its cache key)."""
+    from crbc.truth import has_truth_meta
+
+    if not has_truth_meta(group):
+        return None, "No exact truth: the group's meta does not identify env, level and policy."
+    out = _truth(key, float(beta), group, _process(key, group).state_anchor)
+    return (None, out) if isinstance(out, str) else (out, None)
+
+
+def truth_possible(ctx: PageContext) -> bool:
+    """Cheap check (no model load): the chosen group's meta names env, seed, policy, step limit."""
+    from crbc.truth import has_truth_meta
+
+    return has_truth_meta(ctx.group)
+
+
+def group_truth(ctx: PageContext):
+    """``(GroupTruth, None)`` for the chosen group when its meta identifies a known env, seed and
+    scorable policy (shipped samples, live generation, iteration 0 of a run), else
+    ``(None, reason)``. Cached per group and beta."""
+    if not truth_possible(ctx):
+        return None, ("No exact truth: this group's meta does not name a known environment, level "
+                      "seed, step limit and checkpoint (as `generate` writes them), or it comes from "
+                      "a training iteration whose policy weights were not saved.")
+    out = _truth(ctx.key, float(ctx.params.get("beta", 0.98)), ctx.group, ctx.process.state_anchor)
+    return (None, out) if isinstance(out, str) else (out, None)

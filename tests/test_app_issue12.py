@@ -73,8 +73,9 @@ def test_lesson_on_a_39_anchor_group_collapses_and_keeps_v_visible():
     assert not at.latex, "no LaTeX system for 39 anchors"
     # the long per-anchor tables sit in expanders; the values V stay on the page
     outside = [t for t in at.main.table if not _in_expander(at, t)]
-    # left in the page: trajectories and GRPO (8 rows each), V (39), a few rows at the root anchor
-    assert sum(len(t.value) for t in outside) <= 80, "long tables are collapsed"
+    # left in the page: trajectories and GRPO (8 rows each), V (39), a few rows at the root anchor,
+    # plus section 9 (a fixed truth group, not this one): at most 14 steps and 3 estimators
+    assert sum(len(t.value) for t in outside) <= 80 + 14 + 3, "long tables are collapsed"
     assert any("V" in str(t.value.columns.tolist()) and len(t.value) >= 39 for t in at.table)
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from crbc import closure as C
 from crbc.coverage import coverage, hop_distances
-from crbc.explain import flip_outcome
+from crbc.edits import flip_outcome
 from crbc.process import merge
 from crbc.rollouts import Rollout, RolloutGroup, Step
 

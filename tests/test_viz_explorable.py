@@ -19,7 +19,7 @@ from crbc.coverage import coverage
 from crbc.process import merge
 from crbc.rollouts import read_rollouts
 from crbc.viz import charts
-from crbc.viz.graph import LABEL_ALL_MAX, anchor_graph_html, graph_figure, layout, rollout_path
+from crbc.viz.graph import LABEL_ALL_MAX, anchor_graph_html, graph_figure, layout, rollout_edges
 from crbc.viz.lesson import backup_figure
 from crbc.viz.style import NO_VALUE_COLOR, v_color
 
@@ -117,7 +117,7 @@ def test_big_graph_labels_only_on_path_and_no_parallel_edges():
     c = estimators.compute("crbc", p)
     page = anchor_graph_html(p, c.value_S, highlight_rollout=1)
     nodes = [n for n in _pyvis(page, "nodes") if n["id"] < p.n_states]
-    on_path = {a for a, _, _ in rollout_path(p, 1)} | {x for _, _, x in rollout_path(p, 1) if x < p.n_states}
+    on_path = {a for a, _, _ in rollout_edges(p, 1)} | {x for _, _, x in rollout_edges(p, 1) if x < p.n_states}
     labelled = {n["id"] for n in nodes if n["label"].strip()}
     assert labelled == on_path
     assert all(n["info"] for n in nodes)  # every anchor still names itself on hover
@@ -183,7 +183,7 @@ def test_plotly_graph_labels_only_on_path_when_big_and_draws_change_of_v():
     fig = graph_figure(p, sw.v_KS[2], highlight_rollout=1, delta_S=sw.v_KS[2] - sw.v_KS[1])
     anchors = next(t for t in fig.data if t.name == "anchors")
     shown = [t for t in anchors.texttemplate if t]
-    on_path = {a for a, _, _ in rollout_path(p, 1)}
+    on_path = {a for a, _, _ in rollout_edges(p, 1)}
     assert 0 < len(shown) <= len(on_path) + 1
     delta = next(t for t in fig.data if t.name == "ΔV")
     assert len(delta.x) == int((np.abs(sw.v_KS[2] - sw.v_KS[1]) > 1e-9).sum())

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from ..actions import INVALID_ACTION
+
 HELD_OUT_SEED = 1_000_000  #: evaluation levels use seeds >= this; training levels stay below
 
 
@@ -80,8 +82,8 @@ class LabelledStates:
 
 def sample_states(cfg: PretrainConfig) -> LabelledStates:
     """Walk training levels and label every live state with the solver (recipe steps 1-2)."""
+    from ..actions import ACTIONS
     from ..envs import make
-    from .prompting import ACTIONS
 
     rng = np.random.default_rng([cfg.seed, 1])
     env = make(cfg.env, max_steps=max(cfg.walk_steps, 1))
@@ -135,7 +137,7 @@ def train(cfg: PretrainConfig, data: LabelledStates, log=None):
     """Behaviour-clone a fresh tiny model on ``data``; returns (model, tokenizer, stats)."""
     import torch
 
-    from .prompting import ACTIONS
+    from ..actions import ACTIONS
     from .tiny import build_model, build_tokenizer
 
     tok = build_tokenizer()
@@ -215,7 +217,7 @@ def evaluate(policy, env_id: str, n_seeds: int = 128, group_size: int = 8,
         "mixed_group_share": round(float(np.mean((rates > 0) & (rates < 1))), 4),
         "all_success_share": round(float(np.mean(rates == 1)), 4),
         "all_failure_share": round(float(np.mean(rates == 0)), 4),
-        "invalid_action_share": round(sum(s.action == "invalid" for s in steps) / max(len(steps), 1), 4),
+        "invalid_action_share": round(sum(s.action == INVALID_ACTION for s in steps) / max(len(steps), 1), 4),
         "mean_steps": round(len(steps) / max(sum(len(g) for g in groups), 1), 3),
     }
 

@@ -16,6 +16,7 @@ import re
 import numpy as np
 import plotly.graph_objects as go
 
+from ..labels import anchor_labels
 from ..process import Process
 from .layout import (  # noqa: F401  (re-exported: the graph drawings' public names)
     LABEL_ALL_MAX,
@@ -27,20 +28,28 @@ from .layout import (  # noqa: F401  (re-exported: the graph drawings' public na
     _fmt,
     crossings,
     layout,
-    node_labels,
-    rollout_path,
+    rollout_edges,
 )
 from .style import (
     BOARD_COLORS,
     BOARD_UNKNOWN,
+    CREDIT_SCALE,
     EDGE_COLOR,
     HIGHLIGHT,
     V_SCALE,
     Z_MINUS_COLOR,
     Z_PLUS_COLOR,
     is_board,
+    signed_color,
     v_color,
 )
+
+
+def _zmax(x: np.ndarray) -> float:
+    """Symmetric colour range of a signed quantity (largest finite |x|, at least 1e-3)."""
+    a = np.abs(np.asarray(x, dtype=float))
+    return max(float(a[np.isfinite(a)].max()) if np.isfinite(a).any() else 0.0, 1e-3)
+
 
 # --------------------------------------------------------------------------------------------
 # pyvis
@@ -150,7 +159,7 @@ def _loop_angle(p_xy: tuple[float, float], others: list[tuple[float, float]]) ->
 
 def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int | None = None,
                       height_px: int = 640, max_edge_labels: int = 60,
-                      value_name: str = "V", min_label_px: int = 12) -> str:
+                      value_name: str = "V", min_label_px: int = 12, signed: bool = False) -> str:
     """The merged process as a self-contained, offline pyvis page.
 
     Nodes: anchors sized by visits N(s), coloured by ``value_S`` on the V scale, plus the two
@@ -161,19 +170,20 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
     node). Self-loops point into the widest free gap around their node; two edges between the
     same nodes in opposite directions bend apart. A search box (top right) finds an anchor by
     label or by a piece of its key. Fonts are enlarged when the fitted zoom would draw them
-    below ``min_label_px`` pixels.
+    below ``min_label_px`` pixels. ``signed``: colour a signed quantity (e.g. estimate - truth)
+    on the diverging credit scale instead of the V scale.
     """
     from pyvis.network import Network
 
     _check_single(p)
     lay = layout(p)
     n = p.n_states
-    labels = node_labels(p)
-    colors = v_color(value_S)
+    labels = anchor_labels(p)
+    colors = signed_color(value_S) if signed else v_color(value_S)
     n_max = max(int(p.n_s.max()), 1)
     path: set[tuple[int, int, int]] = set()
     if highlight_rollout is not None:
-        path = set(rollout_path(p, highlight_rollout))
+        path = set(rollout_edges(p, highlight_rollout))
     on_path_nodes = {a for a, _, _ in path} | {x for _, _, x in path}
     label_all = n <= LABEL_ALL_MAX
     net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line",
@@ -236,7 +246,17 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
     }))
     page = net.generate_html(notebook=False)
     names = [labels[s] for s in range(n)]
-    return _offline(page, height_px, names, min_label_px)
+    return _offline(page, height_px, names, min_label_px, legend=_legend(value_S, value_name, signed))
+
+
+def _legend(value_S: np.ndarray, value_name: str, signed: bool) -> tuple[str, list[str], str, str]:
+    """(title, gradient colours, left label, right label) of the node-colour legend."""
+    if signed:
+        z = _zmax(value_S)
+        return (f"node colour: {value_name}", signed_color(np.linspace(-z, z, 9), z),
+                f"{-z:+.2g}", f"{z:+.2g}")
+    return (f"node colour: {value_name}(s)" if value_name == "V" else f"node colour: {value_name}",
+            v_color(np.linspace(0, 1, 9)), "0", "1")
 
 
 _NAMESPACE = re.compile(r"^http://www\.w3\.org/\d{4}/")  # XML namespace names, never fetched
@@ -250,9 +270,11 @@ def _defang(page: str) -> str:
                     else m.group(0).split("://", 1)[1], page)
 
 
-def _offline(page: str, height_px: int, names: list[str] | None = None, min_label_px: int = 12) -> str:
+def _offline(page: str, height_px: int, names: list[str] | None = None, min_label_px: int = 12,
+             legend: tuple[str, list[str], str, str] | None = None) -> str:
     """Remove every external reference (CDN css/js) and pyvis's empty headings; add tooltips,
-    the V legend and the anchor search box."""
+    the node-colour legend (default: V(s) on the V scale) and the anchor search box."""
+    title, grad, lo, hi = legend or ("node colour: V(s)", v_color(np.linspace(0, 1, 9)), "0", "1")
     page = _defang(_CDN.sub("", page))
     page = re.sub(r"<center>\s*<h1>\s*</h1>\s*</center>", "", page)
     js = _TOOLTIP_JS % {"colors": json.dumps(BOARD_COLORS), "unknown": json.dumps(BOARD_UNKNOWN),
@@ -265,19 +287,19 @@ def _offline(page: str, height_px: int, names: list[str] | None = None, min_labe
              "border:none} .card{border:none} #vlegend{position:absolute;z-index:10;left:12px;top:10px;"
              "font:12px sans-serif;color:#333;background:rgba(255,255,255,.85);padding:4px 6px}"
              "#vlegend .bar{width:160px;height:10px;background:linear-gradient(to right,"
-             + ",".join(v_color(np.linspace(0, 1, 9))) + ")}"
+             + ",".join(grad) + ")}"
              "#crbc-find{position:absolute;z-index:10;right:12px;top:10px;font:12px sans-serif;"
              "background:rgba(255,255,255,.9);padding:4px 6px;color:#333}"
              "#crbc-find input{width:150px;font:12px sans-serif;padding:2px 4px}</style>")
-    legend = ("<div id='vlegend'>node colour: V(s)<div class='bar'></div>"
-              "<span>0</span><span style='float:right'>1</span></div>")
+    box = (f"<div id='vlegend'>{html.escape(title)}<div class='bar'></div>"
+           f"<span>{html.escape(lo)}</span><span style='float:right'>{html.escape(hi)}</span></div>")
     options = "".join(f'<option value="{html.escape(nm, quote=True)}">' for nm in (names or []))
     search = ('<div id="crbc-find"><label>Find anchor <input id="crbc-search" list="crbc-anchors" '
               'placeholder="s12, or part of its key" autocomplete="off"></label>'
               f'<datalist id="crbc-anchors">{options}</datalist>'
               '<div id="crbc-search-msg" style="color:#666"></div></div>')
     page = page.replace("</head>", style + "</head>", 1)
-    return page.replace("<body>", "<body>" + legend + search, 1)
+    return page.replace("<body>", "<body>" + box + search, 1)
 
 
 def external_urls(page: str) -> list[str]:
@@ -292,8 +314,10 @@ def external_urls(page: str) -> list[str]:
 
 def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
                  highlight_rollout: int | None = None, height: int = 520,
-                 value_name: str = "V", delta_S: np.ndarray | None = None) -> go.Figure:
-    """The same graph as :func:`anchor_graph_html` as a plotly figure (nodes coloured by value).
+                 value_name: str = "V", delta_S: np.ndarray | None = None,
+                 signed: bool = False) -> go.Figure:
+    """The same graph as :func:`anchor_graph_html` as a plotly figure (nodes coloured by value;
+    ``signed``: a signed quantity on the diverging credit scale centred on 0).
 
     Beyond :data:`LABEL_ALL_MAX` anchors only the highlighted rollout's anchors are labelled
     (hover names every node). ``delta_S`` (e.g. V^(K) - V^(K-1)) adds a trace ``ΔV``: a ring
@@ -302,7 +326,7 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
     _check_single(p)
     lay = layout(p)
     n = p.n_states
-    labels = node_labels(p)
+    labels = anchor_labels(p)
     # SVG scatter redraws faster than WebGL for the sizes we show (and needs no GPU)
     Sc = go.Scatter if n + p.n_steps < 20000 else go.Scattergl
     ex, ey = [], []
@@ -318,7 +342,7 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
                                hoverinfo="skip", showlegend=False, name="transitions"))
     if highlight_rollout is not None:
         hx, hy = [], []
-        for a, _act, x in rollout_path(p, highlight_rollout):
+        for a, _act, x in rollout_edges(p, highlight_rollout):
             hx += [xs[a], xs[x], None]
             hy += [ys[a], ys[x], None]
         fig.add_trace(Sc(x=hx, y=hy, mode="lines", line=dict(color=HIGHLIGHT, width=3),
@@ -330,14 +354,16 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
              for s in range(n)]
     on_path = set()
     if highlight_rollout is not None:
-        on_path = {a for a, _, _ in rollout_path(p, highlight_rollout)}
+        on_path = {a for a, _, _ in rollout_edges(p, highlight_rollout)}
     shown = [lab if (n <= LABEL_ALL_MAX or s in on_path) else "" for s, lab in enumerate(labels)]
     fig.add_trace(Sc(
         x=lay.x_S, y=-lay.y_S, mode="markers+text", name="anchors",
         showlegend=False, textposition="bottom center", texttemplate=shown,
         textfont=dict(size=12, color="#333"),
         marker=dict(size=8 + 18 * np.sqrt(p.n_s / n_max), color=np.asarray(value_S, dtype=float),
-                    colorscale=V_SCALE, cmin=0.0, cmax=1.0, line=dict(color="#333", width=0.5),
+                    colorscale=CREDIT_SCALE if signed else V_SCALE,
+                    cmin=-_zmax(value_S) if signed else 0.0, cmax=_zmax(value_S) if signed else 1.0,
+                    line=dict(color="#333", width=0.5),
                     colorbar=dict(title=dict(text=value_name, side="right"), thickness=14,
                                   len=0.8, y=0.45)),
         text=hover, hovertemplate="%{text}<extra></extra>"))
@@ -369,5 +395,5 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
     return fig
 
 
-__all__ = ["Layout", "layout", "rollout_path", "anchor_graph_html", "graph_figure", "external_urls",
-           "node_labels", "BOARD_COLORS"]
+__all__ = ["Layout", "layout", "rollout_edges", "anchor_graph_html", "graph_figure", "external_urls",
+           "BOARD_COLORS"]

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..process import Process
-from .style import short_label
 
 X_GAP, Y_GAP = 190.0, 95.0
 LABEL_ALL_MAX = 25  # beyond this many anchors, labels only on the chosen path (hover for the rest)
@@ -125,7 +124,7 @@ def _order_layers(layer: np.ndarray, pred: list[set[int]], succ: list[set[int]],
     return best
 
 
-def rollout_path(p: Process, r: int) -> list[tuple[int, int, int]]:
+def rollout_edges(p: Process, r: int) -> list[tuple[int, int, int]]:
     """The chosen rollout as (anchor, action index, successor) triples (successor ids: S = z+,
     S + 1 = z-)."""
     sl = slice(int(p.rollout_offsets[r]), int(p.rollout_offsets[r + 1]))
@@ -138,10 +137,6 @@ def _edges(p: Process) -> list[tuple[int, int, int, int]]:
     sa, nxt, cnt = p.transitions()
     return [(int(p.sa_state[a]), int(p.sa_action[a]), int(x), int(c))
             for a, x, c in zip(sa.tolist(), nxt.tolist(), cnt.tolist(), strict=True)]
-
-
-def node_labels(p: Process) -> list[str]:
-    return [short_label(t, i) for i, t in enumerate(p.state_anchor)]
 
 
 def _fmt(v: float) -> str:

@@ -1,6 +1,7 @@
 """Figure and table builders for the lesson, the anchor inspector and the disagreement finder.
 
-Pure builders: they take what :mod:`crbc.explain` computed and return printable rows, LaTeX
+Pure builders: they take what :mod:`crbc.explain`, :mod:`crbc.tables` and :mod:`crbc.compare`
+computed and return printable rows, LaTeX
 strings or plotly figures. They never call ``st.*`` and never estimate anything.
 """
 
@@ -13,8 +14,12 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from ..explain import AnchorArithmetic, DenseSystem, Disagreement, anchor_labels, fmt
+from ..compare import Disagreement, StepDisagreement
+from ..explain import AnchorArithmetic, DenseSystem
+from ..labels import anchor_labels
 from ..process import Process
+from ..rows import cells, fmt
+from ..tables import DepthTable
 from .layout import layout
 from .style import (
     CREDIT_SCALE,
@@ -34,16 +39,17 @@ def _signed(col: str) -> bool:
     return col.startswith(SIGNED_PREFIXES) and not col.startswith("actions")
 
 
-def format_rows(rows: Iterable[dict[str, Any]], digits: int = 4, signed: Sequence[str] | None = None,
-                drop: Sequence[str] = ("state",)) -> list[dict[str, str]]:
-    """Rows with numbers as fixed-decimal strings (advantage columns signed), for a static table.
+def format_rows(rows: Iterable[Any], digits: int = 4, signed: Sequence[str] | None = None,
+                drop: Sequence[str] = ("state",), fields: tuple[str, ...] | None = None) -> list[dict[str, str]]:
+    """Typed rows (:mod:`crbc.rows`) or plain dicts as printable rows under their column titles,
+    numbers as fixed-decimal strings (advantage columns signed), for a static table.
 
     Integers stay integers, booleans become ``yes``/``no``, ``None`` becomes ``—``; columns in
-    ``drop`` (internal ids) are removed."""
+    ``drop`` are removed; ``fields`` (attribute names) keeps only those, in that order."""
     out = []
     for row in rows:
         new = {}
-        for k, v in row.items():
+        for k, v in cells(row, fields).items():
             if k in drop:
                 continue
             sg = (k in signed) if signed is not None else _signed(k)
@@ -94,13 +100,14 @@ def arithmetic_markdown(ar: AnchorArithmetic) -> list[str]:
     return lines
 
 
-def depth_figure(rows: Sequence[dict[str, Any]], title: str | None = None, height: int = 340) -> go.Figure:
-    """Lines of each column of :func:`crbc.explain.depth_table` over K, closure as a dashed level."""
+def depth_figure(table: DepthTable, title: str | None = None, height: int = 340) -> go.Figure:
+    """Lines of each column of :func:`crbc.tables.depth_table` over K, closure as a dashed level."""
+    rows = table.records()
     finite = [r for r in rows if r["K"] != "∞"]
     closure = next((r for r in rows if r["K"] == "∞"), None)
     ks = [int(r["K"]) for r in finite]
     fig = go.Figure()
-    cols = [c for c in rows[0] if c != "K"] if rows else []
+    cols = list(table.columns)
     palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                "#bcbd22", "#17becf", "#ff7f0e"]
     for i, c in enumerate(cols):
@@ -182,13 +189,13 @@ def disagreement_figure(dis: Disagreement, top: int = 15, height: int = 320,
                         highlight: str | None = None) -> go.Figure:
     """Bars of the per-anchor disagreement (largest first); ``highlight`` an anchor label."""
     rows = dis.anchors[:top]
-    multi = len({r["group"] for r in dis.anchors}) > 1
-    names = [f"{r['group']} / {r['anchor']}" if multi else r["anchor"] for r in rows]
-    colors = [HIGHLIGHT if r["anchor"] == highlight else ("#c0392b" if r["ranks differ"] else "#7f8c8d")
+    multi = len({r.group for r in dis.anchors}) > 1
+    names = [f"{r.group} / {r.anchor}" if multi else r.anchor for r in rows]
+    colors = [HIGHLIGHT if r.anchor == highlight else ("#c0392b" if r.ranks_differ else "#7f8c8d")
               for r in rows]
     fig = go.Figure(go.Bar(
-        x=names, y=[r["disagreement"] for r in rows], marker_color=colors,
-        customdata=[[r["visits"], r["actions"], "yes" if r["ranks differ"] else "no"] for r in rows],
+        x=names, y=[r.disagreement for r in rows], marker_color=colors,
+        customdata=[[r.visits, r.actions, "yes" if r.ranks_differ else "no"] for r in rows],
         hovertemplate="%{x}<br>mean |Δ A_S| = %{y:.4f}<br>visits %{customdata[0]}, actions %{customdata[1]}"
                       "<br>best action differs: %{customdata[2]}<extra></extra>"))
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=10), plot_bgcolor="white",
@@ -199,28 +206,32 @@ def disagreement_figure(dis: Disagreement, top: int = 15, height: int = 320,
     return fig
 
 
-def grouped_steps(steps: Sequence[dict[str, Any]], x_label: str, y_label: str) -> list[dict[str, Any]]:
-    """The steps list of a disagreement, one row per (group, anchor, action) in the order of
-    its first (largest) step: how many steps share it, in which rollouts (and steps t), the
-    A_S of each side (the mean when an estimator credits occurrences differently, as GiGPO
-    does) and the largest |Δ| among them. Display grouping only: no estimate is computed."""
+def grouped_steps(steps: Sequence[StepDisagreement], x_label: str, y_label: str) -> list[dict[str, Any]]:
+    """The steps list of a disagreement (:class:`crbc.compare.StepDisagreement` rows), one
+    printable row per (group, anchor, action) in the order of its first (largest) step: how
+    many steps share it, in which rollouts (and steps t), the A_S of each side (the mean when
+    an estimator credits occurrences differently, as GiGPO does) and the largest |Δ| among
+    them. Display grouping only: no estimate is computed."""
     out: dict[tuple, dict[str, Any]] = {}
+    xs: dict[tuple, list[float]] = {}
+    ys: dict[tuple, list[float]] = {}
     for r in steps:
-        key = (r.get("group"), r["anchor"], r["action"])
+        key = (r.group, r.anchor, r.action)
         row = out.get(key)
         if row is None:
-            row = out[key] = {"group": r.get("group"), "anchor": r["anchor"], "action": r["action"],
-                              "steps": 0, "where": [], f"A_S {x_label}": [], f"A_S {y_label}": [],
+            row = out[key] = {"group": r.group, "anchor": r.anchor, "action": r.action,
+                              "steps": 0, "where": [], f"A_S {x_label}": 0.0, f"A_S {y_label}": 0.0,
                               "max |Δ|": 0.0}
+            xs[key], ys[key] = [], []
         row["steps"] += 1
-        row["where"].append(f"r{r['rollout']}·t{r['t']}")
-        row[f"A_S {x_label}"].append(float(r[f"A_S {x_label}"]))
-        row[f"A_S {y_label}"].append(float(r[f"A_S {y_label}"]))
-        row["max |Δ|"] = max(row["max |Δ|"], abs(float(r["Δ"])))
+        row["where"].append(f"r{r.rollout}·t{r.t}")
+        xs[key].append(float(r.a_s_x))
+        ys[key].append(float(r.a_s_y))
+        row["max |Δ|"] = max(row["max |Δ|"], abs(float(r.delta)))
     rows = []
-    for row in out.values():
-        for k in (f"A_S {x_label}", f"A_S {y_label}"):
-            row[k] = sum(row[k]) / len(row[k])
+    for key, row in out.items():
+        row[f"A_S {x_label}"] = sum(xs[key]) / len(xs[key])
+        row[f"A_S {y_label}"] = sum(ys[key]) / len(ys[key])
         where = row["where"]
         row["where"] = ", ".join(where[:6]) + (f" (+{len(where) - 6})" if len(where) > 6 else "")
         rows.append(row)
