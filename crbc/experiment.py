@@ -34,7 +34,7 @@ def run_name(estimator: str, seed: int) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .train import add_config_arguments
+    from .train_cli import add_config_arguments
 
     parser.add_argument("--estimators", nargs="+", default=["grpo", "gigpo", "crbc"],
                         help="registered estimator names (default: grpo gigpo crbc)")
@@ -60,7 +60,7 @@ def _finished(run_dir: Path, iterations: int) -> bool:
 
 
 def _train_argv(args: argparse.Namespace, est: str, seed: int, run_dir: Path, resume: bool) -> list[str]:
-    from .train import _FLAGS
+    from .train_cli import _FLAGS
 
     argv = [sys.executable, "-m", "crbc", "train", "--out", str(run_dir), "--quiet"]
     if resume:
@@ -193,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--threshold must be in (0, 1]")
     out = Path(args.out)
     if not args.summary_only:
-        from .train import config_from_args
+        from .train_cli import config_from_args
 
         config_from_args(argparse.Namespace(**{**vars(args), "estimator": args.estimators[0], "seed": 0}))
         try:
