@@ -27,10 +27,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def _timed(fn):
-    w, c = time.perf_counter(), time.process_time()
-    out = fn()
-    return out, time.perf_counter() - w, time.process_time() - c
+class _Clock:
+    """Wall and CPU seconds of a block, stored into ``row[name]`` and ``row["cpu_" + name]``."""
+
+    def __init__(self, row: dict, name: str):
+        self.row, self.name = row, name
+
+    def __enter__(self):
+        self.w, self.c = time.perf_counter(), time.process_time()
+
+    def __exit__(self, *exc):
+        self.row[self.name] = time.perf_counter() - self.w
+        self.row["cpu_" + self.name] = time.process_time() - self.c
 
 
 def main() -> int:
@@ -63,21 +71,22 @@ def main() -> int:
     opt = torch.optim.AdamW(policy.model.parameters(), lr=cfg.lr)
     rows = []
     for it in range(args.iterations):
-        groups, w_r, c_r = _timed(lambda: generate_groups(
-            cfg.env, train_seeds(0, it, cfg.groups), cfg.group_size, policy, cfg.temperature,
-            cfg.max_steps, rng=_derived(0, 2, it)))
-        credits, w_a, c_a = _timed(lambda: compute(cfg.estimator, groups))
+        row: dict = {}
+        with _Clock(row, "rollout"):
+            groups = generate_groups(cfg.env, train_seeds(0, it, cfg.groups), cfg.group_size, policy,
+                                     cfg.temperature, cfg.max_steps, rng=_derived(0, 2, it))
+        with _Clock(row, "advantage"):
+            credits = compute(cfg.estimator, groups)
         batch = flatten(groups, credits.advantage_N)
-        row = {"steps": batch.n_steps, "pairs": len(batch.pair_obs), "boards": len(batch.boards()[0]),
-               "rollout": w_r, "cpu_rollout": c_r, "advantage": w_a, "cpu_advantage": c_a}
+        row.update(steps=batch.n_steps, pairs=len(batch.pair_obs), boards=len(batch.boards()[0]))
         if args.slow:
-            p2, o2 = copy.deepcopy(policy), None
+            p2 = copy.deepcopy(policy)
             o2 = torch.optim.AdamW(p2.model.parameters(), lr=cfg.lr)
             o2.load_state_dict(opt.state_dict())
-            _, row["update_slow"], row["cpu_update_slow"] = _timed(lambda: slow_ppo_update(
-                p2, ref, o2, batch, cfg, torch.Generator().manual_seed(it)))
-        _, row["update"], row["cpu_update"] = _timed(lambda: ppo_update(
-            policy, ref, opt, batch, cfg, torch.Generator().manual_seed(it)))
+            with _Clock(row, "update_slow"):
+                slow_ppo_update(p2, ref, o2, batch, cfg, torch.Generator().manual_seed(it))
+        with _Clock(row, "update"):
+            ppo_update(policy, ref, opt, batch, cfg, torch.Generator().manual_seed(it))
         row["total"] = row["rollout"] + row["advantage"] + row["update"]
         row["cpu_total"] = row["cpu_rollout"] + row["cpu_advantage"] + row["cpu_update"]
         rows.append(row)

@@ -199,16 +199,23 @@ def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator) -> d
     """One iteration's PPO-clip + KL update; returns the means over optimiser steps.
 
     ``cfg`` supplies temperature, ppo_epochs, minibatches (optimiser steps per epoch, see
-    :func:`minibatches`), clip, kl_coef and max_grad_norm (a ``TrainConfig``). Old and reference log-probabilities are
-    scored once per pair before the first step; each minibatch scores its distinct pairs.
+    :func:`minibatches`), clip, kl_coef and max_grad_norm (a ``TrainConfig``).
+
+    ``log pi_old`` is the policy before the first step: the first minibatch's own forward
+    (detached) for its pairs, and one no-grad pass over the other pairs before that step.
+    ``log pi_ref`` is one no-grad pass of the frozen policy, skipped when ``kl_coef`` is 0 (then
+    the KL term is 0 and ``kl`` is not reported).
     """
     import torch
 
     params = [p for p in policy.model.parameters() if p.requires_grad]
     enc = Encoded.of(policy, batch)
-    with torch.no_grad():
-        old_P = pair_logprobs(policy, enc, None, cfg.temperature)
-        ref_P = pair_logprobs(ref_policy, enc, None, cfg.temperature)
+    n_pairs = len(enc.resp_ids)
+    ref_P = None
+    if cfg.kl_coef > 0:
+        with torch.no_grad():
+            ref_P = pair_logprobs(ref_policy, enc, None, cfg.temperature)
+    old_P = torch.zeros(n_pairs)
     adv = torch.as_tensor(batch.advantages, dtype=torch.float32)
     pair_N = torch.as_tensor(batch.pair_N)
     group_N = batch.group_N if batch.group_N is not None else np.zeros(batch.n_steps, dtype=np.int64)
@@ -218,9 +225,17 @@ def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator) -> d
         for mb in minibatches(group_N, cfg.minibatches, generator):
             idx = torch.as_tensor(mb)
             uniq, inv = torch.unique(pair_N[idx], return_inverse=True)
-            logp = pair_logprobs(policy, enc, uniq.numpy(), cfg.temperature)[inv]
+            logp_u = pair_logprobs(policy, enc, uniq.numpy(), cfg.temperature)
+            if count == 0:  # still the old weights
+                old_P[uniq] = logp_u.detach()
+                rest = np.setdiff1d(np.arange(n_pairs), uniq.numpy())
+                if len(rest):
+                    with torch.no_grad():
+                        old_P[torch.as_tensor(rest)] = pair_logprobs(policy, enc, rest, cfg.temperature)
+            logp = logp_u[inv]
             pn = pair_N[idx]
-            parts = ppo_loss(logp, old_P[pn], ref_P[pn], adv[idx], cfg.clip, cfg.kl_coef)
+            ref = ref_P[pn] if ref_P is not None else logp.detach()
+            parts = ppo_loss(logp, old_P[pn], ref, adv[idx], cfg.clip, cfg.kl_coef)
             optimizer.zero_grad(set_to_none=True)
             parts.loss.backward()
             gn = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
@@ -233,7 +248,9 @@ def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator) -> d
             sums["ratio_dev"] += parts.ratio_dev
             count += 1
     out = {k: v / max(count, 1) for k, v in sums.items()}
-    out["distinct_pairs"] = len(batch.pair_obs)
+    if ref_P is None:
+        out.pop("kl")
+    out["distinct_pairs"] = n_pairs
     out["distinct_boards"] = len(enc.prompt_ids)
     out["optimizer_steps"] = count
     return out

@@ -20,8 +20,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from crbc import runs as R  # noqa: E402
-from crbc.cli import main  # noqa: E402
 from crbc.checkpoint import deferred_interrupt  # noqa: E402
+from crbc.cli import main  # noqa: E402
 from crbc.train import TrainConfig, train, train_seeds  # noqa: E402
 
 VOLATILE = ("seconds", "seconds_eval", "seconds_rollout", "seconds_advantage", "seconds_update",
