@@ -49,6 +49,7 @@ class Batch:
     pair_obs: list[str]  #: (P,) observation of each pair
     pair_resp: list[str]  #: (P,) response text of each pair
     group_N: np.ndarray | None = None  #: (N,) int64, the step's group (None: one group)
+    episode_N: np.ndarray | None = None  #: (N,) int64, the step's rollout (None: one rollout)
 
     @property
     def n_steps(self) -> int:
@@ -64,7 +65,8 @@ class Batch:
 def flatten(groups: Sequence[RolloutGroup], advantages_N: np.ndarray) -> Batch:
     """Steps in the estimators' order (group, rollout, step) with their advantages."""
     pairs: dict[tuple[str, str], int] = {}
-    pair_N, group_N = [], []
+    pair_N, group_N, episode_N = [], [], []
+    episode = 0
     for gi, g in enumerate(groups):
         for r in g.rollouts:
             for s in r.steps:
@@ -72,10 +74,30 @@ def flatten(groups: Sequence[RolloutGroup], advantages_N: np.ndarray) -> Batch:
                     raise ValueError(f"{g.group}: a step lacks obs/response; training needs both")
                 pair_N.append(pairs.setdefault((s.obs, s.response), len(pairs)))
                 group_N.append(gi)
+                episode_N.append(episode)
+            episode += 1
     if len(pair_N) != len(advantages_N):
         raise ValueError("advantages do not match the steps")
     return Batch(np.asarray(advantages_N, dtype=np.float64), np.asarray(pair_N, dtype=np.int64),
-                 [o for o, _ in pairs], [r for _, r in pairs], np.asarray(group_N, dtype=np.int64))
+                 [o for o, _ in pairs], [r for _, r in pairs], np.asarray(group_N, dtype=np.int64),
+                 np.asarray(episode_N, dtype=np.int64))
+
+
+def step_weights(episode_N: np.ndarray | None, n: int, mode: str = "step") -> np.ndarray:
+    """Weights of a minibatch's n steps in the loss, summing to 1, shape (n,).
+
+    ``"step"``: 1/n each (the step-averaged objective, CRBC Eq. 15; verl ``token-mean``).
+    ``"episode"``: each episode counts once, its steps share its weight, ``1 / (E * T_e)`` for a
+    step of episode e of length T_e among E episodes (verl ``seq-mean-token-mean``). Failed
+    episodes run to the step limit and are longer than successes, so under ``"step"`` the steps
+    with negative advantage outweigh the positive ones even where a group's advantages sum to 0.
+    """
+    if mode == "step" or episode_N is None:
+        return np.full(n, 1.0 / max(n, 1))
+    if mode != "episode":
+        raise ValueError(f"unknown loss aggregation {mode!r} (step or episode)")
+    _, inv, counts = np.unique(episode_N, return_inverse=True, return_counts=True)
+    return 1.0 / (len(counts) * counts[inv])
 
 
 @dataclass
@@ -163,20 +185,24 @@ class LossParts:
     ratio_dev: float  #: mean |rho - 1|
 
 
-def ppo_loss(logp, old_logp, ref_logp, adv, clip: float, kl_coef: float) -> LossParts:
-    """Step-averaged PPO-clip loss with the k3 KL penalty (module docstring); inputs shape (B,)."""
+def ppo_loss(logp, old_logp, ref_logp, adv, clip: float, kl_coef: float, weights=None) -> LossParts:
+    """PPO-clip loss with the k3 KL penalty (module docstring); inputs shape (B,).
+
+    ``weights`` (B,), summing to 1, replace the step average 1/|B| (see :func:`step_weights`).
+    """
     import torch
 
+    w = torch.full_like(logp, 1.0 / max(len(logp), 1)) if weights is None else weights
     ratio = torch.exp(logp - old_logp)
     surr = torch.minimum(ratio * adv, torch.clamp(ratio, 1 - clip, 1 + clip) * adv)
     d = ref_logp - logp
     kl = torch.exp(d) - d - 1
-    policy_loss = -surr.mean()
-    loss = policy_loss + kl_coef * kl.mean()
+    policy_loss = -(w * surr).sum()
+    loss = policy_loss + kl_coef * (w * kl).sum()
     with torch.no_grad():
         dev = (ratio - 1).abs()
-        return LossParts(loss, float(policy_loss), float(kl.mean()), float((dev > clip).float().mean()),
-                         float(dev.mean()))
+        return LossParts(loss, float(policy_loss), float((w * kl).sum()),
+                         float((w * (dev > clip).float()).sum()), float((w * dev).sum()))
 
 
 def minibatches(group_N: np.ndarray, n_minibatches: int, generator) -> list[np.ndarray]:
@@ -199,7 +225,8 @@ def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator) -> d
     """One iteration's PPO-clip + KL update; returns the means over optimiser steps.
 
     ``cfg`` supplies temperature, ppo_epochs, minibatches (optimiser steps per epoch, see
-    :func:`minibatches`), clip, kl_coef and max_grad_norm (a ``TrainConfig``).
+    :func:`minibatches`), clip, kl_coef, max_grad_norm and loss_agg (:func:`step_weights`)
+    (a ``TrainConfig``).
 
     ``log pi_old`` is the policy before the first step: the first minibatch's own forward
     (detached) for its pairs, and one no-grad pass over the other pairs before that step.
@@ -235,7 +262,10 @@ def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator) -> d
             logp = logp_u[inv]
             pn = pair_N[idx]
             ref = ref_P[pn] if ref_P is not None else logp.detach()
-            parts = ppo_loss(logp, old_P[pn], ref, adv[idx], cfg.clip, cfg.kl_coef)
+            w = step_weights(None if batch.episode_N is None else batch.episode_N[mb], len(mb),
+                             getattr(cfg, "loss_agg", "step"))
+            parts = ppo_loss(logp, old_P[pn], ref, adv[idx], cfg.clip, cfg.kl_coef,
+                             torch.as_tensor(w, dtype=torch.float32))
             optimizer.zero_grad(set_to_none=True)
             parts.loss.backward()
             gn = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)

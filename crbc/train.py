@@ -77,6 +77,7 @@ class TrainConfig:
     weight_decay: float = 0.0  #: AdamW weight decay
     ppo_epochs: int = 1  #: passes over the iteration's steps (1: each sample used once; a second pass costs more than fresh rollouts here)
     minibatches: int = 2  #: optimiser steps per epoch; each takes whole groups (crbc.ppo.minibatches)
+    loss_agg: str = "step"  #: "step": mean over steps (CRBC Eq. 15); "episode": each episode weighs 1 (crbc.ppo.step_weights)
     clip: float = 0.2  #: PPO clip epsilon (the common 0.2)
     kl_coef: float = 0.0  #: weight of the k3 KL penalty to the frozen starting policy (0 skips the reference pass; the paper: 0.01)
     max_grad_norm: float = 1.0  #: gradient clipping
@@ -106,6 +107,7 @@ class TrainConfig:
             (self.eval_temperature >= 0, "eval_temperature must be >= 0 (0: greedy)"),
             (self.threads >= 1, "threads must be >= 1"), (self.truth_groups >= 0, "truth_groups must be >= 0"),
             (self.truth_every >= 1, "truth_every must be >= 1"),
+            (self.loss_agg in ("step", "episode"), "loss_agg must be step or episode"),
         ]
         for ok, msg in checks:
             if not ok:

@@ -16,8 +16,9 @@ def slow_pair_logprobs(policy, obs, responses, temperature: float) -> torch.Tens
 
 
 def slow_loss(policy, batch, steps, old_logp_N, ref_logp_N, clip: float, kl_coef: float,
-              temperature: float) -> torch.Tensor:
-    """The step-averaged PPO-clip + k3 loss of the given steps, written out step by step."""
+              temperature: float, per_episode: bool = False) -> torch.Tensor:
+    """The PPO-clip + k3 loss of the given steps, written out step by step: the mean over steps,
+    or (``per_episode``) the mean over episodes of each episode's mean over its steps."""
     obs = [batch.pair_obs[batch.pair_N[n]] for n in steps]
     resp = [batch.pair_resp[batch.pair_N[n]] for n in steps]
     logp = slow_pair_logprobs(policy, obs, resp, temperature)
@@ -28,7 +29,12 @@ def slow_loss(policy, batch, steps, old_logp_N, ref_logp_N, clip: float, kl_coef
         surr = torch.minimum(ratio * a, torch.clamp(ratio, 1 - clip, 1 + clip) * a)
         d = ref_logp_N[n] - logp[k]
         terms.append(-surr + kl_coef * (torch.exp(d) - d - 1))
-    return torch.stack(terms).mean()
+    if not per_episode:
+        return torch.stack(terms).mean()
+    episodes: dict[int, list[torch.Tensor]] = {}
+    for k, n in enumerate(steps):
+        episodes.setdefault(int(batch.episode_N[n]), []).append(terms[k])
+    return torch.stack([torch.stack(v).mean() for v in episodes.values()]).mean()
 
 
 def slow_ppo_update(policy, ref_policy, optimizer, batch, cfg, generator, minibatch: int = 256) -> int:

@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from crbc.ppo import Batch, Encoded, minibatches, pair_logprobs, ppo_loss  # noqa: E402
+from crbc.ppo import Batch, Encoded, minibatches, pair_logprobs, ppo_loss, step_weights  # noqa: E402
 from tests.ppo_reference import slow_loss, slow_pair_logprobs  # noqa: E402
 
 BOARDS = ("######\n#_O_##\n#___##\n#_X###\n#___P#\n######",
@@ -38,7 +38,7 @@ def _batch(seed: int) -> Batch:
     n = 3 * len(pairs)
     pair_N = np.concatenate([np.arange(len(pairs)), rng.integers(len(pairs), size=n - len(pairs))])
     return Batch(rng.normal(size=n), pair_N, [o for o, _ in pairs], [r for _, r in pairs],
-                 rng.integers(4, size=n))
+                 rng.integers(4, size=n), np.sort(rng.integers(5, size=n)))
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -53,8 +53,8 @@ def test_by_board_scoring_equals_one_sequence_per_pair(policy, seed, temperature
                                slow[sub], atol=2e-6, rtol=1e-6)
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_loss_and_gradients_equal_the_step_by_step_twin(policy, seed):
+@pytest.mark.parametrize("seed,per_episode", [(0, False), (1, False), (2, True), (3, True)])
+def test_loss_and_gradients_equal_the_step_by_step_twin(policy, seed, per_episode):
     b = _batch(seed)
     T, clip, kl_coef = 0.8, 0.2, 0.1
     g = torch.Generator().manual_seed(seed)
@@ -65,7 +65,7 @@ def test_loss_and_gradients_equal_the_step_by_step_twin(policy, seed):
     steps = np.arange(b.n_steps)
 
     policy.model.zero_grad()
-    slow = slow_loss(policy, b, steps, old_N, ref_N, clip, kl_coef, T)
+    slow = slow_loss(policy, b, steps, old_N, ref_N, clip, kl_coef, T, per_episode)
     slow.backward()
     g_slow = {n: p.grad.clone() for n, p in policy.model.named_parameters()}
 
@@ -73,7 +73,9 @@ def test_loss_and_gradients_equal_the_step_by_step_twin(policy, seed):
     uniq, inv = np.unique(b.pair_N, return_inverse=True)
     logp = pair_logprobs(policy, Encoded.of(policy, b), uniq, T)[torch.as_tensor(inv)]
     adv = torch.as_tensor(b.advantages, dtype=torch.float32)
-    parts = ppo_loss(logp, old_N, ref_N, adv, clip, kl_coef)
+    w = torch.as_tensor(step_weights(b.episode_N, b.n_steps, "episode" if per_episode else "step"),
+                        dtype=torch.float32)
+    parts = ppo_loss(logp, old_N, ref_N, adv, clip, kl_coef, w)
     parts.loss.backward()
     assert 0 < parts.clip_frac < 1  # the clip is active on some steps and not on others
     torch.testing.assert_close(parts.loss, slow, atol=1e-6, rtol=1e-6)
@@ -95,6 +97,14 @@ def test_ppo_loss_golden_values():
     # k3 at d = -0.1: e^-0.1 + 0.1 - 1 = 0.0048374
     parts = ppo_loss(torch.tensor([0.1]), torch.tensor([0.1]), torch.tensor([0.0]), torch.tensor([0.0]), 0.2, 1.0)
     assert float(parts.loss) == pytest.approx(np.exp(-0.1) + 0.1 - 1, abs=1e-7)
+
+
+def test_step_weights_golden():
+    ep = np.array([0, 0, 0, 1, 2, 2])
+    np.testing.assert_allclose(step_weights(ep, 6, "step"), np.full(6, 1 / 6))
+    np.testing.assert_allclose(step_weights(ep, 6, "episode"), [1 / 9, 1 / 9, 1 / 9, 1 / 3, 1 / 6, 1 / 6])
+    with pytest.raises(ValueError, match="unknown loss aggregation"):
+        step_weights(ep, 6, "token")
 
 
 def test_minibatches_keep_groups_whole_and_cover_every_step():
