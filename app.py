@@ -1,6 +1,6 @@
 """crbc-studio: the Streamlit entry point (`make run`).
 
-Page config, the shared data-source sidebar (pages/common.py) and st.navigation over pages/.
+Page config, the shared data-source sidebar (pages/_sidebar.py; state API in pages/common.py) and st.navigation over pages/.
 Pages that another part of the project adds later (lesson, inspector, disagreements) join the
 navigation as soon as their files exist.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages import common
+from pages import _sidebar
 
 HERE = Path(__file__).resolve().parent
 
@@ -34,7 +34,7 @@ def main() -> None:
     pages = [st.Page(path, title=title, icon=icon, url_path=url, default=(path == DEFAULT_PAGE))
              for path, title, icon, url in PAGES if (HERE / path).exists()]
     nav = st.navigation(pages)
-    common.sidebar(nav.url_path)
+    _sidebar.sidebar(nav.url_path)
     nav.run()
 
 

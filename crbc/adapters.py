@@ -23,8 +23,8 @@ numpy array, a list, or a torch tensor):
 ``scores``          optional trajectory score for A_G (constant within a trajectory);
                     default ``success`` as 0/1 (CRBC.md section 6).
 ``actions``         semantic action executed at the step (str or int); required by the
-                    estimators that work on (anchor, action) pairs: ``crbc``, ``visit_local``,
-                    ``shortest_path`` (as a graph edge label) — pass it always.
+                    estimators that work on (anchor, action) pairs (``needs_actions`` in the
+                    registry: ``crbc``, ``visit_local``, ``shortest_path``) — pass it always.
 ``step_index``      optional position of the step inside its trajectory (any increasing
                     numbers; ties are an error).
 ``rewards``         optional per-step environment rewards (``gigpo`` uses them when given,
@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .estimators import compute
+from .estimators import compute, get
 from .process import build_process
 
 
@@ -115,7 +115,7 @@ def step_advantages(anchor_keys: Sequence[Any], uid: Sequence[Any], traj_id: Seq
     if not np.all(np.isfinite(score)):
         raise ValueError("scores must be finite")
     if actions is None:
-        if estimator in ("crbc", "visit_local", "shortest_path"):
+        if get(estimator).needs_actions:
             raise ValueError(f"estimator {estimator!r} needs the executed actions (actions=...)")
         acts = np.zeros(n, dtype=np.int64)
     else:

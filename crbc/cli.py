@@ -11,7 +11,9 @@ import argparse
 import importlib
 import sys
 
-from .rollouts import RolloutFormatError
+from .errors import FormatError, UsageError
+
+__all__ = ["COMMANDS", "UsageError", "main"]  # UsageError re-exported for compatibility
 
 # command -> (module, one-line help). Each module has add_arguments(parser) and run(args) -> int.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -23,10 +25,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "experiment": ("crbc.experiment", "compare estimators over several seeded training runs"),
     "bench": ("crbc.bench", "benchmark the estimators (prints JSON)"),
 }
-
-
-class UsageError(Exception):
-    """Bad arguments or input that the command detected itself (exit status 2)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv[1:])
         return int(runner(args) or 0)
-    except (UsageError, RolloutFormatError, ValueError, OSError) as e:
+    except (UsageError, FormatError, ValueError, OSError) as e:
         msg = " ".join(str(e).split())  # one line
         print(f"crbc {name}: error: {msg}", file=sys.stderr)
         return 2

@@ -4,38 +4,52 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
+from typing import Any
 
 from . import estimators
+from .params import Param, parse_text
 from .rollouts import atomic_write_lines, read_rollouts
 
 
-def _depth(text: str) -> int | None:
-    if text.lower() in ("inf", "infinity", "none"):
-        return None
-    try:
-        k = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer or 'inf', got {text!r}") from None
-    if k < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer or 'inf', got {text!r}")
-    return k
+def _flag_type(meta: Param):
+    def parse(text: str):
+        try:
+            return parse_text(meta, text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    parse.__name__ = meta.kind.__name__
+    return parse
 
 
-def _number(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-    if not math.isfinite(x):
-        raise argparse.ArgumentTypeError(f"must be finite, got {text!r}")
-    return x
+def parameter_flags() -> dict[str, tuple[Param, dict[str, Any]]]:
+    """Every config field of every registered estimator, as one flag per field name:
+    name -> (Param, {estimator: default}). Fields of one name must agree on kind and choices."""
+    out: dict[str, tuple[Param, dict[str, Any]]] = {}
+    for name in estimators.names():
+        est = estimators.get(name)
+        for field, meta, default in est.params():
+            if field in out:
+                first = out[field][0]
+                if (first.kind, first.choices, first.none) != (meta.kind, meta.choices, meta.none):
+                    raise ValueError(f"parameter {field!r} of {name!r} has another type than in "
+                                     f"{next(iter(out[field][1]))!r}")
+                out[field][1][name] = default
+            else:
+                out[field] = (meta, {name: default})
+    return out
 
 
-# flag -> config field; only flags the user gave are passed to the estimator's config
-_FLAGS = {"beta": "beta", "depth": "depth", "sigma_min": "sigma_min", "w_group": "w_group",
-          "w_step": "w_step", "gamma": "gamma", "gamma_g": "gamma_g", "mode": "mode"}
+def _help(meta: Param, defaults: dict[str, Any]) -> str:
+    def show(x: Any) -> str:
+        return meta.none if x is None and meta.none else f"{x:g}" if isinstance(x, float) else str(x)
+
+    by_default: dict[str, list[str]] = {}
+    for est, d in defaults.items():
+        by_default.setdefault(show(d), []).append(est)
+    where = "; ".join(f"{'/'.join(ests)}: default {d}" for d, ests in by_default.items())
+    return f"{meta.help} ({where})"
 
 
 def add_credit_arguments(p: argparse.ArgumentParser) -> None:
@@ -43,24 +57,18 @@ def add_credit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", metavar="CREDITS.jsonl",
                    help="output file (crbc.credit/1); standard output when omitted")
     p.add_argument("--estimator", default="crbc", help="registered estimator name (default crbc)")
-    p.add_argument("--beta", type=_number, help="discount for crbc/visit_local (default 0.98)")
-    p.add_argument("--depth", type=_depth, default=argparse.SUPPRESS,
-                   help="finite depth K, or 'inf' for the exact closure (default inf)")
-    p.add_argument("--sigma-min", dest="sigma_min", type=_number, help="floor of sigma (default 0.1)")
-    p.add_argument("--w-group", dest="w_group", type=_number, help="weight of A_G (default 1)")
-    p.add_argument("--w-step", dest="w_step", type=_number,
-                   help="weight of A_S (default 5 for crbc/visit_local, 1 for gigpo/shortest_path)")
-    p.add_argument("--gamma", type=_number, help="gigpo step-return discount (default 0.95)")
-    p.add_argument("--gamma-g", dest="gamma_g", type=_number, help="shortest_path hop decay (default 0.8)")
-    p.add_argument("--mode", choices=["mean_std_norm", "mean_norm"],
-                   help="gigpo/shortest_path normalisation (default mean_std_norm)")
+    # one flag per config field of the registry; only flags the user gave reach the config
+    for field, (meta, defaults) in parameter_flags().items():
+        metavar = ("|".join(meta.choices) if meta.choices else
+                   f"K|{meta.none}" if meta.none else None)
+        p.add_argument("--" + field.replace("_", "-"), dest=field, type=_flag_type(meta),
+                       default=argparse.SUPPRESS, metavar=metavar, help=_help(meta, defaults))
 
 
 def run_credit(args: argparse.Namespace) -> int:
     est = estimators.get(args.estimator)
-    # only flags the user gave; --depth inf is a real value (None), so its absence is SUPPRESS
-    params = {field: getattr(args, flag) for flag, field in _FLAGS.items()
-              if hasattr(args, flag) and (flag == "depth" or getattr(args, flag) is not None)}
+    # only flags the user gave (absent flags are SUPPRESSed; --depth inf is a real value, None)
+    params = {field: getattr(args, field) for field in parameter_flags() if hasattr(args, field)}
     cfg = est.config(**params)
     groups = read_rollouts(args.rollouts)
     credits = est(groups, cfg)

@@ -1,9 +1,16 @@
-"""The estimator registry: one signature for every step-credit estimator.
+"""The estimator registry: one signature for every step-credit estimator, and all it knows of each.
 
 Every estimator is a pure function ``fn(process, config) -> Credits`` registered by name with a
-frozen config dataclass whose defaults are the papers'. :func:`compute` is the front door::
+frozen config dataclass whose defaults are the papers'. The registry entry (:class:`Estimator`)
+is the only place that knows an estimator: its config (each field's help, range and whether the
+app's sidebar shares it, see :mod:`crbc.params`), whether it needs the executed actions, its
+display label and colour. The ``credit`` command's flags, the app's sidebar and the adapters
+are built from it. :func:`compute` is the front door::
 
     credits = compute("crbc", groups, beta=0.98, depth=None)
+
+Adding an estimator: a config class (fields declared with :func:`crbc.params.param`) and a
+function decorated with :func:`register`; nothing else.
 
 Shapes: ``_N`` per step (rollout after rollout, as in the input), ``_R`` per rollout, ``_S`` per
 anchor, ``_SA`` per observed (anchor, action) pair; see :mod:`crbc.process`.
@@ -12,8 +19,7 @@ anchor, ``_SA`` per observed (anchor, action) pair; see :mod:`crbc.process`.
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,77 +28,44 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from . import closure as C
+from .credits import CREDIT_SCHEMA, Credits
+from .errors import UnknownEstimatorError
+from .params import Checked, Param, param, params_of
 from .process import Process, merge
 from .rollouts import RolloutGroup
 
-CREDIT_SCHEMA = "crbc.credit/1"
+__all__ = ["CREDIT_SCHEMA", "Credits", "Estimator", "UnknownEstimatorError", "compute", "get", "names",
+           "register", "shared_params"]
 
-
-class UnknownEstimatorError(KeyError, ValueError):
-    def __str__(self) -> str:  # KeyError would print the repr
-        return str(self.args[0])
-
-
-@dataclass(frozen=True, eq=False)
-class Credits:
-    """Step credit of a batch under one estimator.
-
-    Per step: ``value_N`` V(s_t), ``q_N`` Q(s_t, a_t), ``credit_N`` Q - V (None for estimators
-    without a value function), ``step_advantage_N`` A_S, ``advantage_N`` A_final.
-    Per rollout: ``group_advantage_R`` A_G. Optional per-anchor views for the app and tests:
-    ``value_S``, ``q_SA``, ``credit_SA``, ``step_advantage_SA``, ``sigma_S``.
-    """
-
-    estimator: str
-    params: dict[str, Any]
-    process: Process
-    step_advantage_N: np.ndarray
-    advantage_N: np.ndarray
-    group_advantage_R: np.ndarray
-    value_N: np.ndarray | None = None
-    q_N: np.ndarray | None = None
-    credit_N: np.ndarray | None = None
-    value_S: np.ndarray | None = None
-    q_SA: np.ndarray | None = None
-    credit_SA: np.ndarray | None = None
-    step_advantage_SA: np.ndarray | None = None
-    sigma_S: np.ndarray | None = None
-
-    def rollout_slice(self, r: int) -> slice:
-        o = self.process.rollout_offsets
-        return slice(int(o[r]), int(o[r + 1]))
-
-    def records(self) -> Iterator[dict[str, Any]]:
-        """``crbc.credit/1`` records, one per rollout in input order (FORMATS.md)."""
-        p = self.process
-        for r in range(len(p.rollout_offsets) - 1):
-            sl = self.rollout_slice(r)
-            yield {
-                "schema": CREDIT_SCHEMA,
-                "group": p.group_ids[int(p.rollout_group[r])],
-                "rollout": int(p.rollout_index[r]),
-                "estimator": self.estimator,
-                "params": self.params,
-                "value": _listify(self.value_N, sl),
-                "q": _listify(self.q_N, sl),
-                "credit": _listify(self.credit_N, sl),
-                "step_advantage": self.step_advantage_N[sl].tolist(),
-                "group_advantage": float(self.group_advantage_R[r]),
-                "advantage": self.advantage_N[sl].tolist(),
-            }
-
-
-def _listify(x: np.ndarray | None, sl: slice) -> list[float] | None:
-    return None if x is None else x[sl].tolist()
+_FALLBACK_COLORS = ("#2ca02c", "#d62728", "#8c564b", "#e377c2", "#bcbd22")
 
 
 @dataclass(frozen=True)
 class Estimator:
+    """One registry entry.
+
+    name: registry key (``--estimator``). fn: ``fn(process, config) -> Credits``. config_cls: its
+    frozen config dataclass. summary: one line for listings. has_value: it computes V and Q (so
+    ``Q - V`` exists). needs_actions: it works on (anchor, action) pairs, so a batch must carry
+    the executed actions. label: display name. color: chart colour (hex).
+    """
+
     name: str
     fn: Callable[[Process, Any], Credits]
     config_cls: type
     summary: str
-    has_value: bool
+    has_value: bool = True
+    needs_actions: bool = True
+    label: str = ""
+    color: str = ""
+
+    def params(self) -> list[tuple[str, Param, Any]]:
+        """``(name, Param, default)`` of each config field (see :func:`crbc.params.params_of`)."""
+        return list(params_of(self.config_cls))
+
+    def shared(self, values: dict[str, Any]) -> dict[str, Any]:
+        """The entries of ``values`` (e.g. the app's sidebar) that this estimator shares."""
+        return {name: values[name] for name, meta, _ in self.params() if meta.shared and name in values}
 
     def config(self, **params: Any):
         """A validated config; unknown parameter names raise ValueError listing the known ones."""
@@ -112,16 +85,25 @@ class Estimator:
 _REGISTRY: dict[str, Estimator] = {}
 
 
-def register(name: str, config_cls: type, summary: str, has_value: bool = True):
-    """Decorator: register ``fn(process, config) -> Credits`` under ``name``."""
+def register(name: str, config_cls: type, summary: str, has_value: bool = True,
+             needs_actions: bool = True, label: str | None = None, color: str | None = None):
+    """Decorator: register ``fn(process, config) -> Credits`` under ``name`` (see :class:`Estimator`;
+    ``label`` defaults to ``name``, ``color`` to one of a few spare colours)."""
 
     def deco(fn):
         if name in _REGISTRY:
             raise ValueError(f"estimator {name!r} is already registered")
-        _REGISTRY[name] = Estimator(name, fn, config_cls, summary, has_value)
+        _REGISTRY[name] = Estimator(name, fn, config_cls, summary, has_value, needs_actions,
+                                    label or name,
+                                    color or _FALLBACK_COLORS[len(_REGISTRY) % len(_FALLBACK_COLORS)])
         return fn
 
     return deco
+
+
+def unregister(name: str) -> None:
+    """Remove ``name`` from the registry (for tests that register a toy estimator)."""
+    _REGISTRY.pop(name, None)
 
 
 def names() -> list[str]:
@@ -141,109 +123,86 @@ def compute(name: str, groups: Sequence[RolloutGroup] | Process, **params: Any) 
     return get(name)(groups, **params)
 
 
+def shared_params() -> dict[str, tuple[Param, Any]]:
+    """The parameters the app's sidebar sets once for every estimator that shares them:
+    name -> (Param, default), in registry then field order. Estimators that share a name must
+    agree on its description and default (ValueError otherwise)."""
+    out: dict[str, tuple[Param, Any]] = {}
+    for est in _REGISTRY.values():
+        for name, meta, default in est.params():
+            if not meta.shared:
+                continue
+            if name in out and out[name] != (meta, default):
+                raise ValueError(f"estimator {est.name!r} shares parameter {name!r} with another "
+                                 "estimator but describes it differently")
+            out.setdefault(name, (meta, default))
+    return out
+
+
 # --------------------------------------------------------------------------------------------
-# configs (defaults: CRBC Sec. 5.1; GiGPO and GraphGPO papers)
+# configs (defaults: CRBC Sec. 5.1; GiGPO and GraphGPO papers). One line per parameter.
 
-
-def _positive(name: str, x: float, upper: float | None = None, closed: bool = True) -> None:
-    if not (isinstance(x, (int, float)) and math.isfinite(x) and x > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {x!r}")
-    if upper is not None and (x > upper if closed else x >= upper):
-        raise ValueError(f"{name} must be <= {upper}, got {x!r}")
-
-
-def _finite(name: str, x: float) -> None:
-    if not (isinstance(x, (int, float)) and math.isfinite(x)):
-        raise ValueError(f"{name} must be a finite number, got {x!r}")
+_MODES = ("mean_std_norm", "mean_norm")
+_BETA = dict(lo=0.0, lo_open=True, hi=1.0, shared=True, label="beta (discount)", ui_min=0.80,
+             step=0.005, fmt="%.3f", slider=True)
+_SIGMA_MIN = dict(lo=0.0, lo_open=True, shared=True, label="sigma_min", ui_min=0.001, ui_max=10.0,
+                  step=0.01, fmt="%.3f")
+_W_GROUP = dict(shared=True, label="w_G (weight of A_G)", ui_min=-10.0, ui_max=10.0, step=0.5)
+_W_STEP = dict(shared=True, label="w_S (weight of A_S, CRBC family)", ui_min=-20.0, ui_max=20.0, step=0.5)
 
 
 @dataclass(frozen=True)
-class GRPOConfig:
+class GRPOConfig(Checked):
     """GRPO (DeepSeekMath Eq. 3): no parameters; A_G broadcast to every step."""
 
 
 @dataclass(frozen=True)
-class CRBCConfig:
-    """CRBC (Eq. 9, 10, 13, 14).
+class CRBCConfig(Checked):
+    """CRBC (Eq. 9, 10, 13, 14): closure credit, its normalisation and the combination with A_G."""
 
-    beta: discount in (0, 1] (0.98). depth: K >= 0, or None for the exact closure (None).
-    sigma_min: floor of the per-anchor scale (0.1). w_group: weight of A_G (1). w_step: weight of A_S (5).
-    """
-
-    beta: float = 0.98
-    depth: int | None = None
-    sigma_min: float = 0.1
-    w_group: float = 1.0
-    w_step: float = 5.0
-
-    def __post_init__(self):
-        _positive("beta", self.beta, 1.0)
-        if self.depth is not None and (not isinstance(self.depth, int) or isinstance(self.depth, bool)
-                                       or self.depth < 0):
-            raise ValueError(f"depth must be a non-negative integer or None (infinity), got {self.depth!r}")
-        _positive("sigma_min", self.sigma_min)
-        _finite("w_group", self.w_group)
-        _finite("w_step", self.w_step)
+    beta: float = param(0.98, "discount per step; V is the beta-discounted chance of success", **_BETA)
+    depth: int | None = param(None, "finite depth K of the backup, or 'inf' for the exact closure",
+                              kind=int, lo=0, none="inf", shared=True,
+                              label="depth K of crbc (inf = exact closure)", ui_max=64)
+    sigma_min: float = param(0.1, "floor of the per-anchor scale that divides the step credit",
+                             **_SIGMA_MIN)
+    w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
+    w_step: float = param(5.0, "weight of the step credit A_S", **_W_STEP)
 
 
 @dataclass(frozen=True)
-class VisitLocalConfig:
-    """Visit-local averaging = CRBC at K = 0 (Eq. 6, 13). Fields as :class:`CRBCConfig`."""
+class VisitLocalConfig(Checked):
+    """Visit-local averaging = CRBC at K = 0 (Eq. 6, 13); fields as :class:`CRBCConfig`."""
 
-    beta: float = 0.98
-    sigma_min: float = 0.1
-    w_group: float = 1.0
-    w_step: float = 5.0
-
-    def __post_init__(self):
-        CRBCConfig(self.beta, 0, self.sigma_min, self.w_group, self.w_step)
-
-
-_MODES = ("mean_std_norm", "mean_norm")
+    beta: float = param(0.98, "discount per step; V is the beta-discounted chance of success", **_BETA)
+    sigma_min: float = param(0.1, "floor of the per-anchor scale that divides the step credit",
+                             **_SIGMA_MIN)
+    w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
+    w_step: float = param(5.0, "weight of the step credit A_S", **_W_STEP)
 
 
 @dataclass(frozen=True)
-class GiGPOConfig:
-    """GiGPO step advantage (arXiv 2505.10978, as verl-agent computes it).
+class GiGPOConfig(Checked):
+    """GiGPO step advantage (arXiv 2505.10978, as verl-agent computes it)."""
 
-    gamma: step-return discount (0.95). mode: "mean_std_norm" (default) or "mean_norm".
-    w_group: weight of A_G (1). w_step: omega, weight of A_S (1). epsilon: std guard (1e-6).
-    """
-
-    gamma: float = 0.95
-    mode: str = "mean_std_norm"
-    w_group: float = 1.0
-    w_step: float = 1.0
-    epsilon: float = 1e-6
-
-    def __post_init__(self):
-        _positive("gamma", self.gamma, 1.0)
-        if self.mode not in _MODES:
-            raise ValueError(f"mode must be one of {', '.join(_MODES)}, got {self.mode!r}")
-        _finite("w_group", self.w_group)
-        _finite("w_step", self.w_step)
-        _positive("epsilon", self.epsilon)
+    gamma: float = param(0.95, "step-return discount", lo=0.0, lo_open=True, hi=1.0)
+    mode: str = param("mean_std_norm", "per-anchor normalisation", choices=_MODES)
+    w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
+    w_step: float = param(1.0, "omega, weight of the step advantage A_S")
+    epsilon: float = param(1e-6, "guard added to the anchor's standard deviation", lo=0.0, lo_open=True)
 
 
 @dataclass(frozen=True)
-class ShortestPathConfig:
-    """Shortest-path step returns (GraphGPO): ``reward_scale * gamma_g ** d(x)`` for successor x.
+class ShortestPathConfig(Checked):
+    """Shortest-path step returns (GraphGPO): ``reward_scale * gamma_g ** d(x)`` for successor x;
+    normalisation and combination as GiGPO."""
 
-    gamma_g: per-hop decay (0.8). reward_scale: return at distance 0 (10). Normalisation and
-    combination as GiGPO: mode, w_group (1), w_step (1), epsilon (1e-6).
-    """
-
-    gamma_g: float = 0.8
-    reward_scale: float = 10.0
-    mode: str = "mean_std_norm"
-    w_group: float = 1.0
-    w_step: float = 1.0
-    epsilon: float = 1e-6
-
-    def __post_init__(self):
-        _positive("gamma_g", self.gamma_g, 1.0)
-        _finite("reward_scale", self.reward_scale)
-        GiGPOConfig(0.95, self.mode, self.w_group, self.w_step, self.epsilon)
+    gamma_g: float = param(0.8, "per-hop decay of the return", lo=0.0, lo_open=True, hi=1.0)
+    reward_scale: float = param(10.0, "step return at distance 0 from success")
+    mode: str = param("mean_std_norm", "per-anchor normalisation", choices=_MODES)
+    w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
+    w_step: float = param(1.0, "omega, weight of the step advantage A_S")
+    epsilon: float = param(1e-6, "guard added to the anchor's standard deviation", lo=0.0, lo_open=True)
 
 
 def _params(cfg) -> dict[str, Any]:
@@ -255,7 +214,7 @@ def _params(cfg) -> dict[str, Any]:
 
 
 @register("grpo", GRPOConfig, "GRPO: the trajectory advantage A_G on every step, no step credit",
-          has_value=False)
+          has_value=False, needs_actions=False, label="GRPO", color="#7f7f7f")
 def grpo(p: Process, cfg: GRPOConfig) -> Credits:
     """``A_final(i,t) = A_G(i)`` (DeepSeekMath Eq. 3); ``A_S = 0``."""
     a_g_R = C.group_advantage(p)
@@ -278,7 +237,8 @@ def _crbc_credits(name: str, p: Process, beta: float, depth: int | None, sigma_m
         value_S=v_S, q_SA=q_SA, credit_SA=a_SA, step_advantage_SA=a_s_SA, sigma_S=sigma_S)
 
 
-@register("crbc", CRBCConfig, "CRBC: Q - V of the cross-rollout Bellman closure (exact, or depth K)")
+@register("crbc", CRBCConfig, "CRBC: Q - V of the cross-rollout Bellman closure (exact, or depth K)",
+          label="CRBC", color="#2a6fdb")
 def crbc(p: Process, cfg: CRBCConfig) -> Credits:
     """Closure credit (Eq. 9): solve ``(I - beta M) V = b``, ``Q = B V``, ``A = Q - V``;
     finite depth K (Eq. 10) when ``cfg.depth`` is set; then Eq. 13-14:
@@ -287,7 +247,8 @@ def crbc(p: Process, cfg: CRBCConfig) -> Credits:
                          _params(cfg))
 
 
-@register("visit_local", VisitLocalConfig, "Visit-local averaging: CRBC at depth K = 0")
+@register("visit_local", VisitLocalConfig, "Visit-local averaging: CRBC at depth K = 0",
+          label="visit-local", color="#17becf")
 def visit_local(p: Process, cfg: VisitLocalConfig) -> Credits:
     """``Q0(s,a)`` = mean realised return ``beta^(T-t+1) R`` of the pair, ``V0 = sum_a mu Q0``
     (Eq. 4, 6), then the same gate, normalisation and combination as :func:`crbc`."""
@@ -336,7 +297,8 @@ def _step_return_credits(name: str, p: Process, ret_N: np.ndarray, cfg, params, 
                    value_S=mean_S if value_S is None else value_S)
 
 
-@register("gigpo", GiGPOConfig, "GiGPO: per-occurrence discounted step return, normalised at each anchor")
+@register("gigpo", GiGPOConfig, "GiGPO: per-occurrence discounted step return, normalised at each anchor",
+          needs_actions=False, label="GiGPO", color="#ff7f0e")
 def gigpo(p: Process, cfg: GiGPOConfig) -> Credits:
     """Step rewards r (or, in a group without any reward field, ``r_T = R_i`` and 0 elsewhere),
     ``G_t = sum_{k>=t} gamma^(k-t) r_k``, ``A_S`` normalised over the anchor's occurrences,
@@ -359,7 +321,8 @@ def hop_distance(p: Process) -> np.ndarray:
 
 
 @register("shortest_path", ShortestPathConfig,
-          "Shortest path (GraphGPO): 10 * 0.8^hops from the successor to success, normalised like GiGPO")
+          "Shortest path (GraphGPO): 10 * 0.8^hops from the successor to success, normalised like GiGPO",
+          label="shortest path", color="#9467bd")
 def shortest_path(p: Process, cfg: ShortestPathConfig) -> Credits:
     """``q = reward_scale * gamma_g ** d(x_t)`` (0 when x_t cannot reach z+), ``d`` the hop distance
     to z+ on the merged graph; normalisation and combination as GiGPO. ``value_S`` is the display

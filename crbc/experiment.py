@@ -157,7 +157,7 @@ def write_summary(out: Path, threshold: float, smooth: int, estimators=("grpo", 
 
 def run(args: argparse.Namespace) -> int:
     """The ``experiment`` command."""
-    from .cli import UsageError
+    from .errors import UsageError
     from .estimators import names
 
     bad = [e for e in args.estimators if e not in names()]

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from . import closure as C
-from .estimators import compute, hop_distance
+from .estimators import compute, get, hop_distance
 from .process import Process, merge
 from .rollouts import Rollout, RolloutGroup, Step
 
@@ -514,13 +514,8 @@ COMPARISONS: dict[str, Comparison] = {c.name: c for c in (
     Comparison("K = 0 vs closure", "visit_local", "crbc"),
 )}
 
-# parameters each estimator accepts from the shared crbc parameters
-_SHARED = {"crbc": ("beta", "depth", "sigma_min"), "visit_local": ("beta", "sigma_min"),
-           "gigpo": (), "shortest_path": (), "grpo": ()}
-
-
 def _params_for(name: str, shared: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in shared.items() if k in _SHARED.get(name, ())}
+    out = get(name).shared(shared)  # the shared parameters the registry says it takes
     out.update(fixed)
     return out
 

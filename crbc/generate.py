@@ -186,7 +186,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _check_args(args: argparse.Namespace) -> list[int]:
-    from .cli import UsageError
+    from .errors import UsageError
 
     try:
         seeds = parse_seeds(args.seeds)
@@ -209,7 +209,7 @@ def _check_args(args: argparse.Namespace) -> list[int]:
 
 def run(args: argparse.Namespace) -> int:
     """The ``generate`` command: write groups as crbc.rollout/1 JSON Lines, atomically."""
-    from .cli import UsageError
+    from .errors import UsageError
 
     seeds = _check_args(args)
     import torch

@@ -17,22 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import RolloutFormatError
+
 SCHEMA = "crbc.rollout/1"
 INVALID_ACTION = "invalid"
-
-
-class RolloutFormatError(ValueError):
-    """A rollout file (or in-memory record) breaks the ``crbc.rollout/1`` contract.
-
-    ``source`` is the file name (or a label such as ``upload.jsonl``), ``line`` the 1-based line
-    number (``None`` when not from a file) and ``field`` the dotted path of the bad field.
-    """
-
-    def __init__(self, message: str, source: str = "<input>", line: int | None = None,
-                 field: str | None = None):
-        self.source, self.line, self.field, self.reason = source, line, field, message
-        where = source if line is None else f"{source}:{line}"
-        super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import RolloutFormatError, RunFormatError
 from .rollouts import (
-    RolloutFormatError,
     RolloutGroup,
     atomic_write_lines,
     dumps_rollout,
@@ -52,15 +52,6 @@ METRICS_FILE = "metrics.jsonl"
 ROLLOUTS_DIR = "rollouts"
 _ITER_RE = re.compile(r"^iter-(\d{4,})\.jsonl$")
 MAX_ZIP_BYTES = 200 * 2**20  #: refuse uploaded run archives that expand beyond this
-
-
-class RunFormatError(ValueError):
-    """A run folder (or archive) breaks the ``crbc.run/1`` contract: ``file[:line]: field: message``."""
-
-    def __init__(self, message: str, source: str, line: int | None = None, field: str | None = None):
-        self.source, self.line, self.field, self.reason = source, line, field, message
-        where = source if line is None else f"{source}:{line}"
-        super().__init__(f"{where}: {field}: {message}" if field else f"{where}: {message}")
 
 
 def rollouts_name(iteration: int) -> str:

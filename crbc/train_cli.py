@@ -67,7 +67,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, skip: Sequence[str] = 
 
 def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None) -> TrainConfig:
     """TrainConfig from parsed flags over ``base`` (UsageError on bad values)."""
-    from .cli import UsageError
+    from .errors import UsageError
 
     base = base or TrainConfig()
     kw = {f.name: getattr(args, f.name) for f in _FLAGS
@@ -97,7 +97,7 @@ def config_from_dict(d: dict[str, Any]) -> TrainConfig:
 
 def run(args: argparse.Namespace) -> int:
     """The ``train`` command."""
-    from .cli import UsageError
+    from .errors import UsageError
 
     out = Path(args.out)
     base = None

@@ -19,17 +19,15 @@ st.caption(
     "next, so what other rollouts discovered flows in. As K grows, V^(K) converges to the "
     "**closure** V, which one linear solve gives exactly.")
 
-grp = common.require_group()
-gkey = common.group_key()
-beta = common.shared_params()["beta"]
-p = common.process(gkey)
+ctx = common.page_context()
+grp, beta, p = ctx.group, ctx.params["beta"], ctx.process
 longest = int(p.rollout_len.max())
 default_kmax = int(min(max(2 * longest, 12), 150))
 
 c1, c2, c3 = st.columns([2, 1, 3])
 k_max = int(c1.number_input("Maximum depth shown", 1, 400, default_kmax, key="kmax",
                             help="Depths 0..this are precomputed once; the slider scrubs them."))
-sw = common.sweep(gkey, beta, k_max)
+sw = ctx.sweep(beta, k_max)
 conv = sw.converged_at(TOL)
 if "K" in st.session_state and not (0 <= int(st.session_state["K"]) <= k_max):
     st.session_state["K"] = k_max
@@ -68,7 +66,7 @@ def view() -> None:
     with g:
         label = f"V^({k})"
         st.plotly_chart(graph_figure(p, sw.v_KS[k], title=f"Anchors coloured by {label}",
-                                     highlight_rollout=common.current_rollout(), height=500,
+                                     highlight_rollout=ctx.rollout, height=500,
                                      value_name=label),
                         width="stretch", key="backup_graph", config={"displayModeBar": False})
     with e:

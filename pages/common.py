@@ -1,72 +1,59 @@
-"""Shared state of the studio: the data-source sidebar and cached access to crbc results.
+"""The studio's state: the data source, the chosen group, rollout and estimator, cached results.
 
-Every page imports from here (``from pages.common import ...``); only ``app.py`` calls
-:func:`sidebar`. Pages never do math: they call the cached helpers below and render what
-``crbc.viz`` builds.
+Every page starts with one call::
 
-State API (all read ``st.session_state``; widget keys are bound to the URL query string, so a
-view can be shared as a link)
+    ctx = common.page_context()     # PageContext; with nothing loaded: a hint and st.stop()
 
-    sidebar() -> None                      render the sidebar (data source, group, rollout,
-                                           estimator and its parameters); app.py calls it once
-    current_groups() -> list[RolloutGroup] the groups of the current source ([] if none loaded)
-    current_group() -> RolloutGroup        the chosen group (call require_group() first on a page)
-    require_group() -> RolloutGroup        the chosen group, or an info message and st.stop()
-    group_key() -> str                     hashable key of the chosen group ("<source>#<index>")
-    current_rollout() -> int               index of the chosen rollout inside the group (0-based)
-    current_estimator() -> str             the estimator chosen in the sidebar (registry name)
-    shared_params() -> dict                beta, depth (None = closure), sigma_min, w_group, w_step
-    estimator_params(name) -> dict         the shared parameters that estimator ``name`` accepts
-    process(group_key) -> Process          cached merge of the group
-    credits(group_key, name, params) -> Credits      cached crbc.estimators.compute
-    sweep(group_key, beta, k_max) -> DepthSweep       cached crbc.closure.depth_sweep
-    source_label() -> str                  human-readable name of the current source
-    open_groups(key, label, groups, i)     make groups (e.g. a training-run iteration) the
-                                           current source "run"; applied on the next run
+and only renders what ``ctx`` and ``crbc.viz`` give it; only ``app.py`` draws the sidebar
+(:func:`pages._sidebar.sidebar`), which is where the state is set. Pages never do math.
+
+State API
+
+    Source(key, label, groups)     a loaded data source (frozen): ``key`` is a content hash
+                                   (``sample:<file>:<sha1>``, ``upload:<sha1>``, ``gen:<sha1>``,
+                                   ``run:<sha1>``) that caches use; ``label`` is for people
+    current_source() -> Source | None        what the sidebar loaded on this run
+    page_context(require=True) -> PageContext the chosen group etc. (None if nothing is loaded
+                                   and ``require`` is False; otherwise a hint and st.stop())
+    PageContext fields: source, index (chosen group), group, rollout (0-based index of the chosen
+        rollout), estimator (registry name), params (every shared sidebar parameter: beta,
+        depth (None = closure), sigma_min, w_group, w_step, ...); ``key`` (cache key of the
+        chosen group, never parsed), ``process`` (merged, cached),
+        ``estimator_params(name)`` (the shared parameters estimator ``name`` takes),
+        ``credits(name=None, params=None)`` (cached crbc.estimators.compute; defaults: the
+        chosen estimator and its sidebar parameters), ``sweep(beta, k_max)`` (cached
+        crbc.closure.depth_sweep)
+    open_groups(source, group_index)         make ``source`` (e.g. a training-run iteration) the
+                                   current source "run"; the sidebar applies it on the next run
+
+Session keys: ``_crbc_source`` (Source), ``_crbc_opened`` (Source from open_groups),
+``_crbc_open_request`` (group id to choose), ``_crbc_error`` (a refused upload's message).
 
 URL query parameters (widget keys): ``source`` (sample|upload|generate|run), ``sample`` (file name),
-``seed``, ``group``, ``rollout``, ``estimator``, ``beta``, ``depth``, ``sigma_min``, ``w_group``,
-``w_step``; pages add their own (``K`` on Bellman backups, ``step`` on Rollouts). The page itself
-is the URL path (st.navigation).
+``seed``, ``group``, ``rollout``, ``estimator``, and one per shared estimator parameter
+(``beta``, ``depth``, ``sigma_min``, ``w_group``, ``w_step``; the registry says which); pages
+add their own (``K`` on Bellman backups, ``step`` on Rollouts). The page itself is the URL path
+(st.navigation). Deep links are routed through ``app.py`` by :mod:`pages._routing`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
 from crbc import closure, estimators
+from crbc.params import Param
 from crbc.process import Process, merge
 from crbc.rollouts import RolloutFormatError, RolloutGroup, parse_rollouts
+from pages import _routing
 
-
-def _ensure_navigation() -> None:
-    """Make sure a page never runs without app.py (and so without the shared sidebar).
-
-    Streamlit remembers that ``pages/`` exists and, until some script has called st.navigation,
-    runs a page file directly (legacy multipage mode), bypassing app.py: on a deep link (e.g.
-    ``/graph``) as the first request after the server starts, and on every AppTest rerun. When
-    that happens we switch the legacy mode off and rerun, so app.py runs and routes the page.
-    Called on import and by every state accessor.
-    """
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
-    except ImportError:  # pragma: no cover - internal module moved
-        return
-    ctx = get_script_run_ctx()
-    if ctx is None or ctx.page_script_hash == ctx.pages_manager.main_script_hash:
-        return  # app.py itself is running: it calls st.navigation
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
-
-
-_ensure_navigation()
+_routing.ensure_navigation()
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES_DIR = ROOT / "sample_rollouts"
@@ -74,13 +61,8 @@ MODELS_DIR = ROOT / "models"
 MAX_UPLOAD_MB = 20
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
 SAMPLE_ORDER = ("sokoban-weak.jsonl", "sokoban-strong.jsonl", "gridworld.jsonl", "worked-example.jsonl")
-DEPTH_OPTIONS = ["inf"] + [str(k) for k in range(0, 65)]
-SOURCES = {"sample": "Shipped sample", "upload": "Upload a .jsonl", "generate": "Generate live",
-           "run": "Training run iteration"}
-# which shared parameter goes to which estimator: a field of the same name in its config, except
-# that w_step (the CRBC weight of A_S, default 5) is only given to the CRBC family (crbc,
-# visit_local); GiGPO and shortest path keep their own omega = 1.
-SHARED_DEFAULTS = {"beta": 0.98, "depth": None, "sigma_min": 0.1, "w_group": 1.0, "w_step": 5.0}
+NOTHING_LOADED = ("No rollout group is loaded. Choose a data source in the sidebar: a shipped sample, "
+                  "an uploaded `.jsonl` file (format `crbc.rollout/1`), or a live generation.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -113,7 +95,8 @@ def load_upload(name: str, data: bytes) -> tuple[list[RolloutGroup] | None, str 
         return None, str(e)
 
 
-def _digest(data: bytes) -> str:
+def digest(data: bytes) -> str:
+    """Short content hash of a file's bytes (part of a Source key)."""
     return hashlib.sha1(data).hexdigest()[:16]
 
 
@@ -122,88 +105,100 @@ def _parse(data: bytes, name: str) -> list[RolloutGroup]:
     return parse_rollouts(data, source=name)
 
 
-@st.cache_resource(show_spinner=False)
-def _store() -> dict[str, list[RolloutGroup]]:
-    """source key -> groups; keys are content hashes, so sessions can share them safely."""
-    return {}
-
-
-def _register(key: str, groups: list[RolloutGroup]) -> str:
-    _store()[key] = groups
-    return key
-
-
-@st.cache_resource(show_spinner="Loading the model...")
-def _policy(path: str):
-    from crbc.policy import load_policy
-
-    return load_policy(path)
-
-
 # --------------------------------------------------------------------------------------------
-# cached results
+# the state objects
 
 
-def _groups_of(gkey: str) -> tuple[list[RolloutGroup], int]:
-    source, _, index = gkey.rpartition("#")
-    return _store()[source], int(index)
+@dataclass(frozen=True, eq=False)
+class Source:
+    """A loaded data source. key: content-hash cache key. label: for people. groups: its groups."""
+
+    key: str
+    label: str
+    groups: tuple[RolloutGroup, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "groups", tuple(self.groups))
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def process(gkey: str) -> Process:
-    """The merged empirical process of one group (read-only)."""
-    groups, i = _groups_of(gkey)
-    return merge([groups[i]])
-
-
-def _params_tuple(params: dict[str, Any] | tuple) -> tuple:
-    return tuple(sorted(params.items())) if isinstance(params, dict) else tuple(params)
+def _process(key: str, _group: RolloutGroup) -> Process:
+    return merge([_group])
 
 
 @st.cache_resource(show_spinner=False, max_entries=256)
-def _credits(gkey: str, name: str, params: tuple) -> estimators.Credits:
-    return estimators.compute(name, process(gkey), **dict(params))
-
-
-def credits(gkey: str, name: str, params: dict[str, Any] | tuple | None = None) -> estimators.Credits:
-    """Credits of the group under estimator ``name`` (cached by group, name and parameters)."""
-    if params is None:
-        params = estimator_params(name)
-    return _credits(gkey, name, _params_tuple(params))
+def _credits(key: str, name: str, params: tuple, _process: Process) -> estimators.Credits:
+    return estimators.compute(name, _process, **dict(params))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def sweep(gkey: str, beta: float, k_max: int) -> closure.DepthSweep:
-    """V^(K), Q^(K), A^(K) for K = 0..k_max and the closure (cached)."""
-    return closure.depth_sweep(process(gkey), float(beta), int(k_max))
+def _sweep(key: str, beta: float, k_max: int, _process: Process) -> closure.DepthSweep:
+    return closure.depth_sweep(_process, beta, k_max)
+
+
+@dataclass(frozen=True, eq=False)
+class PageContext:
+    """What a page renders: the chosen group of the current source, rollout, estimator, parameters.
+
+    source: the loaded data. index: the chosen group's position in ``source.groups``. rollout:
+    the chosen rollout's index inside the group (0-based). estimator: the sidebar's estimator
+    (registry name). params: every shared sidebar parameter (name -> value).
+    """
+
+    source: Source
+    index: int
+    rollout: int
+    estimator: str
+    params: Mapping[str, Any]
+
+    @property
+    def groups(self) -> tuple[RolloutGroup, ...]:
+        return self.source.groups
+
+    @property
+    def group(self) -> RolloutGroup:
+        return self.source.groups[self.index]
+
+    @property
+    def key(self) -> str:
+        """Cache key of the chosen group (content hash of the source and the group index)."""
+        return f"{self.source.key}#{self.index}"
+
+    @cached_property
+    def process(self) -> Process:
+        """The merged empirical process of the chosen group (cached across runs, read-only)."""
+        return _process(self.key, self.group)
+
+    def estimator_params(self, name: str) -> dict[str, Any]:
+        """The shared sidebar parameters that estimator ``name`` takes (the others keep defaults)."""
+        return estimators.get(name).shared(dict(self.params))
+
+    def credits(self, name: str | None = None, params: Mapping[str, Any] | None = None) -> estimators.Credits:
+        """Credits of the chosen group under ``name`` (default: the sidebar's estimator) with
+        ``params`` (default: its sidebar parameters); cached by group, name and parameters."""
+        name = name or self.estimator
+        params = self.estimator_params(name) if params is None else params
+        return _credits(self.key, name, tuple(sorted(params.items())), self.process)
+
+    def sweep(self, beta: float, k_max: int) -> closure.DepthSweep:
+        """V^(K), Q^(K), A^(K) for K = 0..k_max and the closure (cached)."""
+        return _sweep(self.key, float(beta), int(k_max), self.process)
 
 
 # --------------------------------------------------------------------------------------------
-# state accessors
+# reading the state
 
 
-def _source() -> tuple[str, str, list[RolloutGroup]] | None:
-    _ensure_navigation()
+def current_source() -> Source | None:
+    """The source the sidebar loaded on this run (None when nothing is loaded)."""
     return st.session_state.get("_crbc_source")
 
 
-def current_groups() -> list[RolloutGroup]:
-    src = _source()
-    return list(src[2]) if src else []
-
-
-def source_label() -> str:
-    src = _source()
-    return src[1] if src else "nothing loaded"
-
-
-def _group_index() -> int:
-    src = _source()
-    if not src:
-        return 0
-    ids = [g.group for g in src[2]]
+def group_index(source: Source) -> int:
+    """The chosen group of ``source`` (the ``group`` widget; else the showcase group)."""
+    ids = [g.group for g in source.groups]
     chosen = st.session_state.get("group")
-    return ids.index(chosen) if chosen in ids else showcase_group(src[2])
+    return ids.index(chosen) if chosen in ids else showcase_group(source.groups)
 
 
 def showcase_group(groups: list[RolloutGroup]) -> int:
@@ -215,281 +210,56 @@ def showcase_group(groups: list[RolloutGroup]) -> int:
     return 0
 
 
-def current_group() -> RolloutGroup:
-    groups = current_groups()
-    if not groups:
-        raise LookupError("no rollout group is loaded")
-    return groups[_group_index()]
-
-
-def require_group() -> RolloutGroup:
-    """The chosen group; when nothing is loaded, say why on the page and stop rendering it."""
-    if not current_groups():
-        st.info("No rollout group is loaded. Choose a data source in the sidebar: a shipped sample, "
-                "an uploaded `.jsonl` file (format `crbc.rollout/1`), or a live generation.")
-        st.stop()
-    return current_group()
-
-
-def group_key() -> str:
-    src = _source()
-    if not src:
-        raise LookupError("no rollout group is loaded")
-    return f"{src[0]}#{_group_index()}"
-
-
-def current_rollout() -> int:
-    n = len(current_group())
-    r = st.session_state.get("rollout", 0)
-    try:
-        r = int(r)
-    except (TypeError, ValueError):
-        r = 0
-    return r if 0 <= r < n else 0
-
-
-def current_estimator() -> str:
-    name = st.session_state.get("estimator", "crbc")
-    return name if name in estimators.names() else "crbc"
+def _value(meta: Param, x: Any) -> Any:
+    """A widget's value as the config wants it (the depth selectbox holds text such as "inf")."""
+    if x is None or (meta.none is not None and x == meta.none):
+        return None
+    return meta.kind(x) if meta.choices is None else x
 
 
 def shared_params() -> dict[str, Any]:
+    """The sidebar's value of every shared estimator parameter (the registry marks them shared)."""
     ss = st.session_state
-    depth = ss.get("depth", "inf")
-    return {
-        "beta": float(ss.get("beta", SHARED_DEFAULTS["beta"])),
-        "depth": None if depth in (None, "inf") else int(depth),
-        "sigma_min": float(ss.get("sigma_min", SHARED_DEFAULTS["sigma_min"])),
-        "w_group": float(ss.get("w_group", SHARED_DEFAULTS["w_group"])),
-        "w_step": float(ss.get("w_step", SHARED_DEFAULTS["w_step"])),
-    }
+    return {name: _value(meta, ss.get(name, default))
+            for name, (meta, default) in estimators.shared_params().items()}
 
 
-def estimator_params(name: str) -> dict[str, Any]:
-    """The shared sidebar parameters that estimator ``name``'s config accepts."""
-    fields = {f.name for f in dataclasses.fields(estimators.get(name).config_cls)}
-    out = {}
-    for k, v in shared_params().items():
-        if k not in fields:
-            continue
-        if k == "w_step" and "beta" not in fields:  # omega of GiGPO / shortest path stays its own
-            continue
-        out[k] = v
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# the sidebar
-
-
-def _set_source(key: str, label: str, groups: list[RolloutGroup]) -> None:
-    _register(key, groups)
-    st.session_state["_crbc_source"] = (key, label, groups)
-
-
-def _clear_source() -> None:
-    st.session_state.pop("_crbc_source", None)
-
-
-def open_groups(key: str, label: str, groups: list[RolloutGroup], group_index: int = 0) -> None:
-    """Make ``groups`` (e.g. one iteration of a saved training run) the current source of every
-    page, with group ``group_index`` chosen. Call it from a page, then switch page: the sidebar
-    applies the request on the next run (source "run")."""
-    _register(key, groups)
-    st.session_state["_crbc_opened"] = (key, label, groups)
-    st.session_state["_crbc_open_request"] = groups[group_index].group
-
-
-def _opened_source() -> None:
-    opened = st.session_state.get("_crbc_opened")
-    if not opened:
-        st.sidebar.info("Open an iteration's group from the Training runs page.")
-        _clear_source()
-        return
-    _set_source(*opened)
-
-
-def _sample_source() -> None:
-    files = sample_files()
-    if not files:
-        st.sidebar.warning("No shipped samples found in `sample_rollouts/`.")
-        _clear_source()
-        return
-    names = [p.name for p in files]
-    _drop_invalid("sample", names)
-    name = st.sidebar.selectbox("Sample", names, key="sample", bind="query-params",
-                                help="Rollout groups shipped with the project (sample_rollouts/).")
-    data = (SAMPLES_DIR / name).read_bytes()
-    groups, err = load_upload(name, data)
-    if err:
-        st.sidebar.error(err)
-        _clear_source()
-        return
-    _set_source(f"sample:{name}:{_digest(data)}", f"sample {name}", groups)
-
-
-def _upload_source() -> None:
-    up = st.sidebar.file_uploader(
-        f"Rollout file (.jsonl, crbc.rollout/1, at most {MAX_UPLOAD_MB} MB)", type=["jsonl"],
-        key="upload_file")
-    if up is None:
-        _clear_source()
-        st.sidebar.caption("One JSON object per line: group, steps (anchor, action), success. "
-                           "See FORMATS.md.")
-        return
-    data = up.getvalue()
-    groups, err = load_upload(up.name, data)
-    if err:
-        _clear_source()
-        st.session_state["_crbc_error"] = err
-        st.sidebar.error("The file was not loaded (see the message on the page).")
-        return
-    _set_source(f"upload:{_digest(data)}", f"upload {up.name}", groups)
-
-
-@st.cache_resource(show_spinner=False)
-def _generated() -> dict[tuple, list[RolloutGroup]]:
-    return {}
-
-
-def _generate_source() -> None:
+def _int_or_zero(x: Any, n: int) -> int:
     try:
-        import crbc.generate  # noqa: F401
-        from crbc.envs import env_ids
-    except ImportError as e:
-        st.sidebar.info(f"Live generation is not available in this build ({e}).")
-        _clear_source()
-        return
-    models = model_dirs()
-    if not models:
-        st.sidebar.info("Live generation needs a shipped model in `models/`; none was found.")
-        _clear_source()
-        return
-    ids = list(env_ids())
-    ckpts = [p.name for p in models]
-
-    def matching(env_id: str) -> str:
-        """The first checkpoint named after the env's family (sokoban-..., gridworld-...)."""
-        return next((c for c in ckpts if c.startswith(env_id.split("-")[0])), ckpts[0])
-
-    def follow_env() -> None:  # a new environment brings its own checkpoint along
-        st.session_state["gen_model"] = matching(st.session_state["gen_env"])
-
-    env = st.sidebar.selectbox("Environment", ids, key="gen_env", bind="query-params",
-                               index=ids.index("sokoban-6x6-v0") if "sokoban-6x6-v0" in ids else 0,
-                               on_change=follow_env)
-    preferred = [matching(env)]
-    _drop_invalid("gen_model", ckpts)
-    model = st.sidebar.selectbox("Checkpoint", ckpts, key="gen_model", bind="query-params",
-                                 index=ckpts.index((preferred or ckpts)[0]))
-    seed = st.sidebar.number_input("Level seed", 0, 10**6, 17, key="seed", bind="query-params")
-    size = st.sidebar.number_input("Group size", 1, 64, 8, key="gen_size", bind="query-params")
-    temp = st.sidebar.slider("Temperature", 0.1, 2.0, 1.0, 0.1, key="gen_temp", bind="query-params")
-    params = (env, model, int(seed), int(size), round(float(temp), 3))
-    done = _generated()
-    if params not in done:
-        # the click is kept in the session by a callback, so a rerun before this line (e.g. the
-        # routing rerun of _ensure_navigation) cannot swallow it
-        st.sidebar.button("Generate", type="primary", key="gen_go",
-                          on_click=lambda: st.session_state.update(_gen_request=True))
-        if not st.session_state.pop("_gen_request", False):
-            st.sidebar.caption("Choose the settings and press Generate; results are cached.")
-            _clear_source()
-            return
-        bar = st.sidebar.progress(0.0, text="Loading the model...")
-        try:
-            policy = _policy(str(MODELS_DIR / model))
-            from crbc.generate import generate_groups
-
-            def progress(k: int, total: int) -> None:
-                bar.progress(k / max(total, 1), text=f"{k} of {total} rollouts finished")
-
-            done[params] = generate_groups(env, [int(seed)], int(size), policy,
-                                           temperature=float(temp), progress=progress)
-        except Exception as e:  # a broken checkpoint must not take the app down
-            bar.empty()
-            st.sidebar.error(f"Generation failed: {e}")
-            _clear_source()
-            return
-        bar.empty()
-    key = "gen:" + hashlib.sha1(repr(params).encode()).hexdigest()[:16]
-    _set_source(key, f"live {env} seed {seed} ({model})", done[params])
+        r = int(x)
+    except (TypeError, ValueError):
+        return 0
+    return r if 0 <= r < n else 0
 
 
-def sidebar(page: str | None = None) -> None:
-    """The shared sidebar: data source, group and rollout pickers, estimator and its parameters.
-
-    ``page`` is the current page's url path; on ``credits`` the parameters start expanded."""
-    st.session_state.pop("_crbc_error", None)
-    sb = st.sidebar
-    sb.header("Data")
-    request = st.session_state.pop("_crbc_open_request", None)
-    if request is not None:  # open_groups() was called on the previous run
-        st.session_state.update(source="run", group=request, rollout=0)
-    source = sb.radio("Source", list(SOURCES), key="source", bind="query-params",
-                      captions=list(SOURCES.values()))
-    if source == "upload":
-        _upload_source()
-    elif source == "generate":
-        _generate_source()
-    elif source == "run":
-        _opened_source()
-    else:
-        _sample_source()
-
-    groups = current_groups()
-    if groups:
-        ids = [g.group for g in groups]
-        if len(ids) > 1:
-            _drop_invalid("group", ids)
-            if "group" not in st.session_state and "group" not in st.query_params:
-                st.session_state["group"] = ids[showcase_group(groups)]
-            sb.selectbox(f"Group ({len(ids)} in this file)", ids, key="group", bind="query-params",
-                         help="A group is G rollouts of the same task; anchors are merged only "
-                              "inside a group.")
-        grp = current_group()
-        n = len(grp)
-        _drop_invalid("rollout", list(range(n)))
-        r = sb.selectbox("Rollout", list(range(n)), key="rollout", bind="query-params",
-                         help="Index of the rollout inside the group (0-based).")
-        sb.caption(_rollout_label(grp, r))
-        sb.caption(f"{grp.group}: {n} rollouts, {grp.n_steps} steps, "
-                   f"{grp.success_rate:.0%} succeeded.")
-
-    sb.header("Estimator")
-    names = estimators.names()
-    _drop_invalid("estimator", names)
-    sb.selectbox("Estimator", names, key="estimator", bind="query-params",
-                 index=names.index("crbc") if "crbc" in names else 0,
-                 help="Used for the per-step credit on the Rollouts page.")
-    sb.caption(estimators.get(current_estimator()).summary)
-    with sb.expander("Parameters", expanded=page == "credits"):
-        st.slider("beta (discount)", 0.80, 1.0, SHARED_DEFAULTS["beta"], 0.005, key="beta",
-                  bind="query-params", format="%.3f",
-                  help="Discount per step: V is the beta-discounted chance of reaching success.")
-        st.selectbox("depth K of crbc (inf = exact closure)", DEPTH_OPTIONS, key="depth",
-                     bind="query-params",
-                     help="Rounds of cross-rollout recombination; ∞ is the exact closure.")
-        st.number_input("sigma_min", 0.001, 10.0, SHARED_DEFAULTS["sigma_min"], 0.01,
-                        key="sigma_min", bind="query-params", format="%.3f",
-                        help="Floor of the per-anchor scale that divides the step credit.")
-        st.number_input("w_G (weight of A_G)", -10.0, 10.0, SHARED_DEFAULTS["w_group"], 0.5,
-                        key="w_group", bind="query-params")
-        st.number_input("w_S (weight of A_S, CRBC family)", -20.0, 20.0, SHARED_DEFAULTS["w_step"],
-                        0.5, key="w_step", bind="query-params")
-
-    err = st.session_state.get("_crbc_error")
-    if err:
-        st.error(f"**The uploaded file was refused; nothing was loaded.**\n\n`{err}`")
+def page_context(require: bool = True) -> PageContext | None:
+    """The state every page starts from. Nothing loaded: with ``require``, a hint on the page and
+    ``st.stop()``; without, ``None``."""
+    _routing.ensure_navigation()
+    src = current_source()
+    if src is None or not src.groups:
+        if not require:
+            return None
+        st.info(NOTHING_LOADED)
+        st.stop()
+    i = group_index(src)
+    name = st.session_state.get("estimator", "crbc")
+    return PageContext(
+        source=src, index=i,
+        rollout=_int_or_zero(st.session_state.get("rollout", 0), len(src.groups[i])),
+        estimator=name if name in estimators.names() else "crbc",
+        params=shared_params())
 
 
-def _drop_invalid(key: str, options: list) -> None:
+def drop_invalid(key: str, options: list) -> None:
     """Forget a remembered widget value that is not among the current options."""
     if key in st.session_state and st.session_state[key] not in options:
         del st.session_state[key]
 
 
-def _rollout_label(grp: RolloutGroup, i: int) -> str:
-    r = grp.rollouts[i]
-    outcome = "success" if r.success and not r.truncated else ("truncated" if r.truncated else "failure")
-    return f"rollout {r.rollout}: {len(r.steps)} steps, {outcome}"
+def open_groups(source: Source, group_index: int = 0) -> None:
+    """Make ``source`` (e.g. one iteration of a saved training run) the current source of every
+    page, with group ``group_index`` chosen. Call it from a page, then switch page: the sidebar
+    applies the request on the next run (source "run")."""
+    st.session_state["_crbc_opened"] = source
+    st.session_state["_crbc_open_request"] = source.groups[group_index].group

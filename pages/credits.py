@@ -18,11 +18,10 @@ st.caption(
     "returns per anchor; **shortest_path** rewards being few hops from any success. "
     "Edit β, K, σ_min, w_G and w_S under *Parameters* in the sidebar.")
 
-grp = common.require_group()
-gkey = common.group_key()
+ctx = common.page_context()
+grp, r = ctx.group, ctx.rollout
 names = estimators.names()
-all_c = {n: common.credits(gkey, n) for n in names}
-r = common.current_rollout()
+all_c = {n: ctx.credits(n) for n in names}
 
 f1, f2 = st.columns([3, 2])
 field = f1.radio("Show", list(charts.FIELDS), format_func=charts.FIELDS.get, horizontal=True,
@@ -68,7 +67,7 @@ st.caption("Each dot is one step. On the dotted diagonal both estimators agree; 
 
 st.subheader("Download")
 d1, d2, d3 = st.columns(3)
-est = d1.selectbox("Estimator to export", names, index=names.index(common.current_estimator()),
+est = d1.selectbox("Estimator to export", names, index=names.index(ctx.estimator),
                    key="export_est")
 slug = grp.group.replace("/", "_")
 d2.download_button(f"{est} credits · crbc.credit/1 JSONL", lambda: charts.credits_jsonl(all_c[est]),

@@ -18,8 +18,8 @@ SHARED_URL_KEYS = ("source", "sample", "group", "beta", "depth", "sigma_min")  #
 
 
 @st.cache_resource(show_spinner="Comparing the estimators...", max_entries=32)
-def _group_dis(gkey: str, comparison: str, params: tuple) -> E.Disagreement:
-    return E.disagreements(common.process(gkey), comparison, **dict(params))
+def _group_dis(group_key: str, comparison: str, params: tuple, _process) -> E.Disagreement:
+    return E.disagreements(_process, comparison, **dict(params))
 
 
 @st.cache_resource(show_spinner="Comparing the estimators on every group...", max_entries=8)
@@ -37,7 +37,7 @@ def _inspect_link(group_id: str, label: str) -> dict[str, str]:
     # values that decide the numbers from the session (defaults are dropped from the URL again)
     qp.update({k: str(ss[k]) for k in SHARED_URL_KEYS if ss.get(k) is not None})
     qp.update(inspect=label, inspect_sort="disagreement", inspect_cmp=st.session_state["dis_cmp"])
-    if group_id != common.current_group().group:
+    if group_id != ctx.group.group:
         qp["group"] = group_id
     return qp
 
@@ -47,26 +47,24 @@ st.caption("Where do two estimators disagree most about which steps deserve cred
            "are ranked by |Δ A_S|, the difference of their step credits (each estimator normalises "
            "A_S per anchor, so both sides share a scale). **Inspect** opens the anchor's arithmetic.")
 
-grp = common.require_group()
-gkey = common.group_key()
+ctx = common.page_context()
+grp, groups, params = ctx.group, ctx.groups, ctx.params
 ss = st.session_state
 for key, options in (("dis_cmp", E.COMPARISONS), ("dis_scope", SCOPES)):
     if key in ss and ss[key] not in options:
         del ss[key]
-groups = common.current_groups()
 
 c1, c2 = st.columns([2, 2])
 cmp_name = c1.selectbox("Compare", list(E.COMPARISONS), key="dis_cmp", bind="query-params")
 scope = c2.segmented_control("Scope", SCOPES, key="dis_scope", required=True, default=SCOPES[0],
                              bind="query-params", disabled=len(groups) < 2)
-params = common.shared_params()
 shared = tuple(sorted({"beta": params["beta"], "sigma_min": params["sigma_min"],
                        "depth": params["depth"]}.items()))
 if scope == SCOPES[1] and len(groups) > 1:
-    dis = _file_dis(gkey.rpartition("#")[0], cmp_name, shared, tuple(groups))
-    where = f"all {len(groups)} groups of {common.source_label()}"
+    dis = _file_dis(ctx.source.key, cmp_name, shared, groups)
+    where = f"all {len(groups)} groups of {ctx.source.label}"
 else:
-    dis = _group_dis(gkey, cmp_name, shared)
+    dis = _group_dis(ctx.key, cmp_name, shared, ctx.process)
     where = f"group {grp.group}"
 cmp_ = dis.comparison
 multi = scope == SCOPES[1] and len(groups) > 1

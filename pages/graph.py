@@ -14,12 +14,11 @@ st.caption(
     "and how often it was seen out of the times that action was taken there). Every rollout ends in "
     "one of two absorbing boundaries: **z+ success** or **z− failure**.")
 
-grp = common.require_group()
-gkey = common.group_key()
-params = common.estimator_params("crbc")
-c = common.credits(gkey, "crbc", params)
+ctx = common.page_context()
+grp, r = ctx.group, ctx.rollout
+params = ctx.estimator_params("crbc")
+c = ctx.credits("crbc", params)
 p = c.process
-r = common.current_rollout()
 
 a, b, d = st.columns(3)
 a.metric("Anchors", p.n_states)
@@ -27,14 +26,12 @@ b.metric("Observed transitions", len(p.transitions()[0]))
 d.metric("Steps merged", p.n_steps)
 
 
-
 @st.cache_data(show_spinner="Drawing the graph...", max_entries=16)
-def _graph(gkey: str, params: tuple, r: int) -> str:
-    cr = common.credits(gkey, "crbc", params)
-    return anchor_graph_html(cr.process, cr.value_S, highlight_rollout=r, height_px=620)
+def _graph(group_key: str, params: tuple, r: int, _credits) -> str:
+    return anchor_graph_html(_credits.process, _credits.value_S, highlight_rollout=r, height_px=620)
 
 
-st.iframe(_graph(gkey, tuple(sorted(params.items())), r), height=630)
+st.iframe(_graph(ctx.key, tuple(sorted(params.items())), r, c), height=630)
 depth = "exact closure" if params.get("depth") is None else f"depth K = {params['depth']}"
 st.caption(
     f"Node colour: **V(s)**, the β-discounted probability (β = {params['beta']:g}) of reaching "

@@ -25,8 +25,8 @@ GRAPH_MAX_ANCHORS = 400
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _disagreement(gkey: str, comparison: str, params: tuple) -> E.Disagreement:
-    return E.disagreements(common.process(gkey), comparison, **dict(params))
+def _disagreement(group_key: str, comparison: str, params: tuple, _process) -> E.Disagreement:
+    return E.disagreements(_process, comparison, **dict(params))
 
 
 def _pick_from_graph(anchors_curve: int, labels: tuple[str, ...]) -> None:
@@ -47,10 +47,8 @@ st.caption("One anchor, all of its arithmetic: the actions observed there with m
            "with P and V, the backup Q = beta · Σ P V written out, the advantage, the scale sigma, "
            "the gate and the step credit A_S, at the closure or at any depth K.")
 
-grp = common.require_group()
-gkey = common.group_key()
-p = common.process(gkey)
-params = common.shared_params()
+ctx = common.page_context()
+grp, p, params = ctx.group, ctx.process, ctx.params
 beta, sigma_min = params["beta"], params["sigma_min"]
 labels = E.anchor_labels(p)
 ss = st.session_state
@@ -74,7 +72,7 @@ with c_pick:
     if sort == "disagreement":
         cmp_name = st.selectbox("Disagreement between", list(E.COMPARISONS), key="inspect_cmp",
                                 bind="query-params")
-        dis = _disagreement(gkey, cmp_name, tuple(sorted(shared.items())))
+        dis = _disagreement(ctx.key, cmp_name, tuple(sorted(shared.items())), p)
         order = [r["anchor"] for r in dis.anchors]
         info = {r["anchor"]: f"mean |Δ A_S| {r['disagreement']:.3f} ({r['visits']} visits)" for r in dis.anchors}
     else:
@@ -92,7 +90,7 @@ ar = E.anchor_arithmetic(p, state, beta=beta, depth=depth, sigma_min=sigma_min)
 
 with c_graph:
     if p.n_states <= GRAPH_MAX_ANCHORS:
-        v_closure = common.credits(gkey, "crbc", {"beta": beta, "depth": None, "sigma_min": sigma_min}).value_S
+        v_closure = ctx.credits("crbc", {"beta": beta, "depth": None, "sigma_min": sigma_min}).value_S
         fig = graph_figure(p, v_closure, height=330)
         curve = next((i for i, t in enumerate(fig.data) if t.name == "anchors"), 1)
         fig.data[curve].update(selectedpoints=[state], selected=dict(marker=dict(opacity=1.0)),

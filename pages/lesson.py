@@ -36,17 +36,15 @@ TABLE_MAX_ANCHORS = 40
 
 def _start_group(start: str) -> RolloutGroup | None:
     if start == SIDEBAR:
-        groups = common.current_groups()
-        return common.current_group() if groups else None
+        ctx = common.page_context(require=False)  # also from the reset button's callback
+        return ctx.group if ctx else None
     return read_rollouts(common.SAMPLES_DIR / START_FILES[start])[0]
 
 
 def _start_key(start: str) -> str:
     if start == SIDEBAR:
-        try:
-            return "sidebar:" + common.group_key()
-        except LookupError:
-            return "sidebar:none"
+        ctx = common.page_context(require=False)
+        return "sidebar:" + (ctx.key if ctx else "none")
     return start
 
 
@@ -96,6 +94,7 @@ def table(rows, **kw) -> None:
 # --------------------------------------------------------------------------------------------
 # the page
 
+ctx = common.page_context(require=False)  # the sidebar's group is one possible start
 st.title("Lesson: who gets the credit?")
 st.markdown(
     "A group of rollouts of one task ends in successes and failures. Which *steps* deserve the "
@@ -113,7 +112,7 @@ if group is None:
     st.info("No group is loaded in the sidebar; pick the worked example or the rare-route sample.")
     st.stop()
 
-params = common.shared_params()
+params = ctx.params if ctx else common.shared_params()
 beta, sigma_min = params["beta"], params["sigma_min"]
 w_group, w_step = params["w_group"], params["w_step"]
 p = merge([group])

@@ -17,10 +17,9 @@ st.caption(
     "group's average it scored. Step credit says which *steps* deserved it: choose a rollout and "
     "scrub through its steps.")
 
-grp = common.require_group()
-gkey = common.group_key()
-name = common.current_estimator()
-c = common.credits(gkey, name)
+ctx = common.page_context()
+grp, name, r = ctx.group, ctx.estimator, ctx.rollout
+c = ctx.credits()
 p = c.process
 
 
@@ -33,7 +32,6 @@ with left:
     st.caption("Choose a rollout in the sidebar. score is the trajectory score; "
                "A_G = (score − group mean) / group std.")
 
-r = common.current_rollout()
 roll = grp.rollouts[r]
 T = len(roll.steps)
 if st.session_state.get("step", 1) not in range(1, T + 1):

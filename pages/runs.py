@@ -149,7 +149,7 @@ if not with_rollouts:
     st.info("None of the selected runs ships its rollouts.")
     st.stop()
 labels = [r.name for r in with_rollouts]
-common._drop_invalid("runs_run", labels)
+common.drop_invalid("runs_run", labels)
 d1, d2 = st.columns([2, 1])
 run_name = d1.selectbox("Run", labels, key="runs_run", bind="query-params")
 run = with_rollouts[labels.index(run_name)]
@@ -188,11 +188,11 @@ mixed = [i for i, g in enumerate(groups) if 0 < g.success_rate < 1]
 gi = st.selectbox("Group", range(len(gids)), index=picked if picked is not None else (mixed or [0])[0],
                   format_func=lambda i: f"{gids[i]} ({groups[i].success_rate:.0%} succeeded)",
                   key=f"runs_group_pick_{picked}")
-key = f"run:{hashlib.sha1(f'{run.source}|{iteration}'.encode()).hexdigest()[:16]}"
-label = f"run {run.name} iteration {iteration}"
+source = common.Source(f"run:{hashlib.sha1(f'{run.source}|{iteration}'.encode()).hexdigest()[:16]}",
+                       f"run {run.name} iteration {iteration}", groups)
 bcols = st.columns(len(OPEN_IN))
 for col, (path, title, icon) in zip(bcols, OPEN_IN, strict=True):
     if (Path(common.ROOT) / path).exists() and col.button(f"Open in {title}", icon=icon,
                                                           key=f"runs_open_{Path(path).stem}"):
-        common.open_groups(key, label, groups, gi)
+        common.open_groups(source, gi)
         st.switch_page(path)

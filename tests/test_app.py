@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("streamlit")
@@ -43,7 +44,7 @@ def _texts(at: AppTest) -> str:
 def test_page_runs(page):
     at = _app(page)
     assert not at.error
-    assert at.session_state["_crbc_source"][2], "a shipped sample is loaded on first run"
+    assert at.session_state["_crbc_source"].groups, "a shipped sample is loaded on first run"
 
 
 def test_default_source_is_a_sample():
@@ -83,28 +84,79 @@ def test_depth_slider_and_play_drive_the_backups_page():
     assert not at.exception
 
 
+def _chosen_group(at: AppTest):
+    src = at.session_state["_crbc_source"]
+    gid = at.selectbox(key="group").value if len(src.groups) > 1 else src.groups[0].group
+    return next(g for g in src.groups if g.group == gid)
+
+
+def _heatmap(at: AppTest, name: str) -> list[float]:
+    """The finite cells of estimator ``name``'s heatmap on the Step credits page, row by row."""
+    import base64
+    import json
+
+    el = next(e for e in at.get("plotly_chart") if e.proto.id.endswith(f"heat_{name}"))
+    z = json.loads(el.proto.spec)["data"][0]["z"]
+    if isinstance(z, dict):  # plotly's typed array: {"dtype", "bdata" (base64), "shape"}
+        shape = [int(n) for n in str(z["shape"]).split(",")]
+        z = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
+    z = np.asarray(z, dtype=float)
+    return z[np.isfinite(z)].tolist()
+
+
 def test_beta_drives_the_backups_page():
+    from crbc.closure import depth_sweep
+    from crbc.process import merge
+
     at = _app("pages/backups.py")
+    before = at.dataframe[0].value
     _set(at, "slider", "beta", 0.9)
     assert "β = 0.9" in _texts(at)
+    table = at.dataframe[0].value
+    # the closure columns are the closure at beta = 0.9 (not at the default 0.98)
+    sw = depth_sweep(merge([_chosen_group(at)]), 0.9, 1)
+    assert sorted(table["Q closure"]) == pytest.approx(sorted(np.round(sw.q_SA, 4)))
+    assert sorted(before["Q closure"]) != pytest.approx(sorted(table["Q closure"]))
 
 
 def test_credits_page_field_and_parameters():
+    from crbc.estimators import compute
+
     at = _app("pages/credits.py")
     _set(at, "radio", "field", "credit")
     assert any("no value function" in i.value for i in at.info)  # grpo has no Q - V
+    _set(at, "radio", "field", "advantage")
+    default = _heatmap(at, "crbc")
     _set(at, "selectbox", "depth", "0")
     _set(at, "number_input", "w_step", 2.0)
     _set(at, "number_input", "sigma_min", 0.5)
+    grp = _chosen_group(at)
+    want = compute("crbc", [grp], beta=0.98, depth=0, sigma_min=0.5, w_group=1.0, w_step=2.0)
+    assert _heatmap(at, "crbc") == pytest.approx(want.advantage_N.tolist())
+    assert default != pytest.approx(_heatmap(at, "crbc"))
+    # GiGPO shares w_group but keeps its own omega = 1 (the sidebar's w_S is the CRBC family's)
+    assert _heatmap(at, "gigpo") == pytest.approx(compute("gigpo", [grp]).advantage_N.tolist())
 
 
 def test_estimator_params_follow_the_sidebar():
-    at = _app("pages/credits.py")
+    """The Rollouts page shows the numbers of the estimator and parameters chosen in the sidebar."""
+    from crbc.estimators import compute
+
+    at = _app()
     _set(at, "slider", "beta", 0.95)
     _set(at, "selectbox", "depth", "3")
-    # the cached credits are keyed by these parameters: check the mapping itself
-    ss = at.session_state
-    assert ss["beta"] == 0.95 and ss["depth"] == "3"
+    _set(at, "number_input", "w_group", 0.5)
+    grp, r = _chosen_group(at), at.selectbox(key="rollout").value
+    c = compute("crbc", [grp], beta=0.95, depth=3, w_group=0.5)
+    i = c.rollout_slice(r).start  # step 1 of the chosen rollout
+    caption = (f"V(s) = {c.value_N[i]:.3f}, Q(s,a) = {c.q_N[i]:.3f}, Q − V = {c.credit_N[i]:+.3f}; "
+               f"A_final = {c.advantage_N[i]:+.3f}")
+    assert caption in [x.value for x in at.caption]
+    default = compute("crbc", [grp])
+    assert f"A_final = {default.advantage_N[i]:+.3f}" not in caption  # the parameters mattered
+    _set(at, "selectbox", "estimator", "visit_local")  # beta is shared, depth is not its parameter
+    v = compute("visit_local", [grp], beta=0.95, w_group=0.5)
+    assert f"V(s) = {v.value_N[i]:.3f}, Q(s,a) = {v.q_N[i]:.3f}" in "\n".join(x.value for x in at.caption)
 
 
 def test_query_params_initialise_the_view():
@@ -135,10 +187,10 @@ def test_group_picker_for_files_with_many_groups(tmp_path, monkeypatch):
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
     # AppTest reloads pages.common; when it did not, the monkeypatch does not apply: skip then
-    if at.session_state["_crbc_source"][1] != "sample two.jsonl":
+    if at.session_state["_crbc_source"].label != "sample two.jsonl":
         pytest.skip("AppTest did not pick up the patched samples folder")
     _set(at, "selectbox", "group", "b")
-    assert at.session_state["_crbc_source"][2][1].group == "b"
+    assert at.session_state["_crbc_source"].groups[1].group == "b"
     assert "3 rollouts" in _texts(at)
 
 
@@ -177,7 +229,7 @@ def test_first_load_opens_a_mixed_sokoban_group():
     """The default view shows a group with both outcomes, so every estimator has credit to show."""
     at = _app()
     assert at.selectbox(key="sample").value.startswith("sokoban")
-    groups = at.session_state["_crbc_source"][2]
+    groups = at.session_state["_crbc_source"].groups
     chosen = next(g for g in groups if g.group == at.selectbox(key="group").value)
     assert 0.0 < chosen.success_rate < 1.0
     # a group given in the URL wins over the showcase choice
@@ -196,7 +248,7 @@ def test_live_generation_from_a_shipped_model():
     at.button(key="gen_go").click()
     at.run()
     assert not at.exception, [e.message for e in at.exception]
-    groups = at.session_state["_crbc_source"][2]
+    groups = at.session_state["_crbc_source"].groups
     assert len(groups) == 1 and len(groups[0].rollouts) == 4
     assert groups[0].group == "sokoban-6x6-v0/seed-3"
     assert groups[0].rollouts[0].meta["policy"].endswith(at.selectbox(key="gen_model").value)

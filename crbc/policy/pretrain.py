@@ -211,7 +211,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> PretrainConfig:
     """The frozen config of parsed arguments, checked (UsageError on bad values)."""
-    from ..cli import UsageError
+    from ..errors import UsageError
 
     cfg = PretrainConfig(**{f.name: getattr(args, f.name) for f in fields(PretrainConfig)})
     checks = [(cfg.states >= 1, "--states must be >= 1"), (cfg.epochs >= 1, "--epochs must be >= 1"),

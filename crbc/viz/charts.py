@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..closure import DepthSweep
-from ..estimators import Credits
+from ..estimators import Credits, UnknownEstimatorError, get
 from ..process import Process
 from ..rollouts import RolloutGroup
 from .style import CREDIT_SCALE, HIGHLIGHT, OUTCOME_COLORS, short_label
@@ -20,8 +20,14 @@ FIELDS = {
     "credit": "Q − V (raw step credit)",
 }
 LOG_FLOOR = 1e-16  # zero errors are drawn at this floor on log axes
-EST_COLORS = {"crbc": "#2a6fdb", "visit_local": "#17becf", "gigpo": "#ff7f0e",
-              "shortest_path": "#9467bd", "grpo": "#7f7f7f"}
+
+
+def est_color(name: str, fallback: str | None = None) -> str | None:
+    """The registry's colour of estimator ``name`` (``fallback`` for a name it does not know)."""
+    try:
+        return get(name).color
+    except UnknownEstimatorError:
+        return fallback
 
 
 def outcome(r) -> str:
@@ -148,7 +154,7 @@ def timeline_figure(all_credits: Mapping[str, Credits], r: int, field: str = "st
             continue
         sl = c.rollout_slice(r)
         fig.add_trace(go.Scatter(x=np.arange(1, sl.stop - sl.start + 1), y=vals[sl], name=name,
-                                 mode="lines+markers", line=dict(color=EST_COLORS.get(name))))
+                                 mode="lines+markers", line=dict(color=est_color(name))))
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=36, b=30), plot_bgcolor="white",
                       title=f"Rollout {r}: {FIELDS[field]} per step, every estimator",
                       legend=dict(orientation="h", y=-0.25), hovermode="x unified")

@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from ..analysis import Curve
 from ..runs import Run
-from .charts import EST_COLORS
+from .charts import est_color
 
 _FALLBACK = ["#2ca02c", "#d62728", "#8c564b", "#e377c2", "#bcbd22"]
 
@@ -34,7 +34,7 @@ METRIC_LABELS = {
 
 
 def color(estimator: str, i: int = 0) -> str:
-    return EST_COLORS.get(estimator, _FALLBACK[i % len(_FALLBACK)])
+    return est_color(estimator, _FALLBACK[i % len(_FALLBACK)])
 
 
 def _rgba(hex_color: str, alpha: float) -> str:

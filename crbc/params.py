@@ -1,0 +1,163 @@
+"""Estimator parameters described once: help, range, choices, sharing; checked from that description.
+
+An estimator's config is a frozen dataclass whose fields are declared with :func:`param`; the
+metadata it stores (a :class:`Param`) is all that the command line (``credit`` flags), the app
+sidebar (widgets) and validation need, so a new parameter is one line::
+
+    @dataclass(frozen=True)
+    class MyConfig(Checked):
+        beta: float = param(0.98, "discount per step", lo=0, lo_open=True, hi=1, shared=True)
+
+:class:`Checked` validates every field against its :class:`Param` after construction
+(``ValueError`` naming the field). ``shared=True`` marks a parameter that the app's sidebar sets
+once for every estimator that shares it (same name, same meaning, same default); a parameter
+that is not shared keeps its default in the app (and can still be set on the command line).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+_KEY = "crbc.param"
+
+
+@dataclass(frozen=True)
+class Param:
+    """What the CLI, the sidebar and validation know about one config field.
+
+    ``kind`` is the value type (``float``, ``int``, ``str`` or ``bool``); ``none`` is the text
+    that means ``None`` (e.g. ``"inf"`` for an unbounded depth), or ``None`` if ``None`` is not
+    allowed. ``lo``/``hi`` bound numbers (open with ``lo_open``/``hi_open``); ``choices`` lists
+    the allowed strings. ``label``, ``ui_min``, ``ui_max``, ``step``, ``fmt`` (printf format) and
+    ``slider`` only shape the sidebar widget (for an integer that may be ``None``, ``ui_max`` caps
+    the choices offered, e.g. depths 0..64).
+    """
+
+    help: str
+    kind: type = float
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+    choices: tuple[str, ...] | None = None
+    none: str | None = None
+    shared: bool = False
+    label: str | None = None
+    ui_min: float | None = None
+    ui_max: float | None = None
+    step: float | None = None
+    fmt: str | None = None
+    slider: bool = False
+
+    def check(self, name: str, x: Any) -> None:
+        """Raise ``ValueError`` (naming ``name``) if ``x`` is not an allowed value."""
+        if x is None:
+            if self.none is None:
+                raise ValueError(f"{name} must not be None")
+            return
+        if self.choices is not None:
+            if x not in self.choices:
+                raise ValueError(f"{name} must be one of {', '.join(self.choices)}, got {x!r}")
+            return
+        if self.kind is bool:
+            if not isinstance(x, bool):
+                raise ValueError(f"{name} must be true or false, got {x!r}")
+            return
+        if self.kind is int:
+            if not isinstance(x, int) or isinstance(x, bool) or (self.lo is not None and x < self.lo) \
+                    or (self.hi is not None and x > self.hi):
+                raise ValueError(f"{name} must be {self.describe()}, got {x!r}")
+            return
+        if self.kind is str:
+            if not isinstance(x, str):
+                raise ValueError(f"{name} must be a string, got {x!r}")
+            return
+        if not (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)):
+            raise ValueError(f"{name} must be a finite number, got {x!r}")
+        if self.lo is not None and (x <= self.lo if self.lo_open else x < self.lo):
+            raise ValueError(f"{name} must be {self.describe()}, got {x!r}")
+        if self.hi is not None and (x >= self.hi if self.hi_open else x > self.hi):
+            raise ValueError(f"{name} must be {self.describe()}, got {x!r}")
+
+    def describe(self) -> str:
+        """The allowed values in words: ``a number in (0, 1]``, ``a non-negative integer or 'inf'``."""
+        if self.choices is not None:
+            text = "one of " + ", ".join(self.choices)
+        elif self.kind is int:
+            text = ("a non-negative integer" if self.lo == 0 and self.hi is None else
+                    f"an integer in [{_g(self.lo, '-inf')}, {_g(self.hi, 'inf')}]")
+        elif self.kind is bool:
+            text = "true or false"
+        elif self.kind is str:
+            text = "a string"
+        elif self.lo is None and self.hi is None:
+            text = "a finite number"
+        elif self.lo == 0 and self.lo_open and self.hi is None:
+            text = "a positive finite number"
+        else:
+            text = (f"a number in {'(' if self.lo_open else '['}{_g(self.lo, '-inf')}, "
+                    f"{_g(self.hi, 'inf')}{')' if self.hi_open else ']'}")
+        return text + (f" or {self.none!r}" if self.none is not None else "")
+
+
+def _g(x: float | None, missing: str) -> str:
+    return missing if x is None else f"{x:g}"
+
+
+def param(default: Any, help: str, **meta: Any) -> Any:
+    """A dataclass field with ``default`` and its :class:`Param` metadata (``kind`` defaults to the
+    type of ``default``; pass it when the default is ``None``)."""
+    if "kind" not in meta:
+        meta["kind"] = type(default) if default is not None else float
+    if meta["kind"] is int and isinstance(default, float):
+        raise TypeError("an int parameter needs an int default")
+    return dataclasses.field(default=default, metadata={_KEY: Param(help, **meta)})
+
+
+def params_of(config_cls: type) -> Iterator[tuple[str, Param, Any]]:
+    """``(name, Param, default)`` of every field of a config class, in declaration order.
+
+    A field declared without :func:`param` gets a plain float description (help: its name)."""
+    for f in dataclasses.fields(config_cls):
+        meta = f.metadata.get(_KEY) or Param(f.name)
+        default = f.default if f.default is not dataclasses.MISSING else None
+        yield f.name, meta, default
+
+
+@dataclass(frozen=True)
+class Checked:
+    """Base of the estimator configs: every field is checked against its :class:`Param`."""
+
+    def __post_init__(self) -> None:
+        for name, meta, _ in params_of(type(self)):
+            meta.check(name, getattr(self, name))
+
+
+def parse_text(meta: Param, text: str) -> Any:
+    """A command-line value for ``meta`` (``ValueError`` with the allowed values on bad text)."""
+    if meta.none is not None and text.lower() in (meta.none, "none", "infinity"):
+        return None
+    if meta.choices is not None or meta.kind is str:
+        return text
+    if meta.kind is bool:
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"must be true or false, got {text!r}")
+    if meta.kind is int:
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"must be {meta.describe()}, got {text!r}") from None
+    try:
+        x = float(text)
+    except ValueError:
+        raise ValueError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(x):
+        raise ValueError(f"must be finite, got {text!r}")
+    return x

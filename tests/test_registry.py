@@ -1,0 +1,233 @@
+"""The estimator registry is the only place that knows an estimator.
+
+A toy estimator registered here (and nowhere else) must work through the ``credit`` command, the
+verl-style adapter and the app's Step credits page; parameter metadata drives validation, the
+command-line flags and the sidebar widgets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from crbc import estimators
+from crbc.adapters import step_advantages
+from crbc.cli import main
+from crbc.closure import group_advantage
+from crbc.commands import add_credit_arguments, parameter_flags
+from crbc.credits import Credits
+from crbc.params import Checked, Param, param, params_of, parse_text
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "sample_rollouts" / "worked-example.jsonl"
+TOY = "toy_scaled"
+
+
+@dataclass(frozen=True)
+class ToyConfig(Checked):
+    """A_final = toy_scale * A_G + toy_shift, A_S = toy_shift (a test estimator, no value function)."""
+
+    toy_scale: float = param(2.0, "factor on A_G", lo=0.0, hi=10.0, shared=True, label="toy scale",
+                             ui_min=0.0, ui_max=10.0, step=0.5)
+    toy_shift: float = param(0.0, "constant step advantage")
+
+
+def _toy(p, cfg: ToyConfig) -> Credits:
+    a_g_R = group_advantage(p)
+    a_s_N = np.full(p.n_steps, cfg.toy_shift)
+    return Credits(TOY, {"toy_scale": cfg.toy_scale, "toy_shift": cfg.toy_shift}, p, a_s_N,
+                   cfg.toy_scale * a_g_R[p.step_rollout] + a_s_N, a_g_R)
+
+
+@pytest.fixture
+def toy():
+    estimators.register(TOY, ToyConfig, "toy: A_G times a factor", has_value=False, needs_actions=False,
+                        label="Toy", color="#123456")(_toy)
+    try:
+        yield estimators.get(TOY)
+    finally:
+        estimators.unregister(TOY)
+    assert TOY not in estimators.names()
+
+
+def _run_cli(*argv) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+# ---- the toy estimator through every front end
+
+
+def test_toy_through_the_cli(toy):
+    code, out, err = _run_cli("credit", EXAMPLE, "--estimator", TOY, "--toy-scale", "3", "--toy-shift", "0.5")
+    assert code == 0, err
+    recs = [json.loads(x) for x in out.splitlines()]
+    assert [r["estimator"] for r in recs] == [TOY] * 5
+    assert recs[0]["params"] == {"toy_scale": 3.0, "toy_shift": 0.5}
+    for r in recs:  # A_final = 3 A_G + 0.5 on every step
+        assert r["advantage"] == pytest.approx([3 * r["group_advantage"] + 0.5] * len(r["advantage"]))
+    # its own range check, from the metadata, exits 2 with one line
+    code, out, err = _run_cli("credit", EXAMPLE, "--estimator", TOY, "--toy-scale", "11")
+    assert code == 2 and "toy_scale must be a number in [0, 10]" in err and len(err.splitlines()) == 1
+    # a crbc-only flag is refused for the toy, and the toy's flag for crbc
+    assert _run_cli("credit", EXAMPLE, "--estimator", TOY, "--beta", "0.9")[0] == 2
+    code, _, err = _run_cli("credit", EXAMPLE, "--toy-scale", "1")
+    assert code == 2 and "no parameter toy_scale" in err
+
+
+def test_toy_through_the_adapter(toy):
+    rng = np.random.default_rng(0)
+    n = 12
+    traj = np.repeat(np.arange(4), 3)
+    success = (traj % 2).astype(float)
+    adv = step_advantages(anchor_keys=rng.integers(0, 3, n), uid=np.zeros(n), traj_id=traj,
+                          success=success, estimator=TOY, toy_scale=0.5)  # no actions: not needed
+    score_R = np.array([0.0, 1.0, 0.0, 1.0])  # one per trajectory
+    a_g = np.repeat((score_R - 0.5) / (score_R.std(ddof=1) + 1e-6), 3)  # A_G, CRBC.md section 6
+    assert adv == pytest.approx(0.5 * a_g)
+
+
+def test_needs_actions_comes_from_the_registry(toy):
+    for name in estimators.names():
+        needs = estimators.get(name).needs_actions
+        kw = dict(anchor_keys=["a", "a", "b"], uid=[0, 0, 0], traj_id=[0, 1, 1], success=[1, 0, 0],
+                  estimator=name)
+        if needs:
+            with pytest.raises(ValueError, match="needs the executed actions"):
+                step_advantages(**kw)
+        else:
+            assert len(step_advantages(**kw)) == 3
+    assert {n for n in estimators.names() if estimators.get(n).needs_actions} == \
+        {"crbc", "visit_local", "shortest_path"}
+
+
+def test_toy_on_the_step_credits_page(toy):
+    pytest.importorskip("streamlit")
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/credits.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    # the sidebar grew a widget for the toy's shared parameter, from its metadata
+    widget = at.number_input(key="toy_scale")
+    assert widget.value == 2.0 and widget.label == "toy scale"
+    texts = "\n".join(m.value for m in at.markdown)
+    assert f"**{TOY}**" in texts and "toy: A_G times a factor" in texts
+    # the shared parameter reaches the toy's credits: on the Rollouts page, with the toy chosen,
+    # A_final = toy_scale * A_G doubles when toy_scale goes from 2 to 4
+    at.selectbox(key="estimator").set_value(TOY).run()
+    at.switch_page("pages/rollouts.py").run()
+    assert any(f"A_S ({TOY})" in m.label for m in at.metric)
+
+    def a_final() -> float:
+        cap = next(c.value for c in at.caption if "has no value function; A_final" in c.value)
+        return float(cap.rsplit("=", 1)[1])
+
+    before = a_final()
+    at.number_input(key="toy_scale").set_value(4.0).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert before != 0 and a_final() == pytest.approx(2 * before, abs=2e-3)
+
+
+# ---- metadata: validation, flags, sharing
+
+
+def test_every_config_field_is_described():
+    for name in estimators.names():
+        for field, meta, default in estimators.get(name).params():
+            assert meta.help and meta.help != field, (name, field)
+            meta.check(field, default)  # defaults are valid
+
+
+def test_shared_parameters_agree_across_estimators():
+    shared = estimators.shared_params()
+    assert list(shared) == ["beta", "depth", "sigma_min", "w_group", "w_step"]
+    assert shared["w_step"][1] == 5.0 and shared["depth"][1] is None
+    # the CRBC family shares w_step; GiGPO and shortest path keep their own omega = 1
+    assert estimators.get("gigpo").shared({"w_step": 5.0, "w_group": 2.0}) == {"w_group": 2.0}
+    assert estimators.get("crbc").shared({"w_step": 5.0, "beta": 0.9, "x": 1}) == {"w_step": 5.0, "beta": 0.9}
+
+
+def test_a_conflicting_shared_parameter_is_refused():
+    @dataclass(frozen=True)
+    class Bad(Checked):
+        beta: float = param(0.5, "another beta", shared=True)
+
+    estimators.register("bad_beta", Bad, "conflicting")(_toy)
+    try:
+        with pytest.raises(ValueError, match="shares parameter 'beta'"):
+            estimators.shared_params()
+    finally:
+        estimators.unregister("bad_beta")
+
+
+@pytest.mark.parametrize("meta,value,ok", [
+    (Param("x", lo=0.0, lo_open=True, hi=1.0), 1.0, True),
+    (Param("x", lo=0.0, lo_open=True, hi=1.0), 0.0, False),
+    (Param("x", lo=0.0, lo_open=True, hi=1.0), 1.0001, False),
+    (Param("x", hi=1.0, hi_open=True), 1.0, False),
+    (Param("x"), float("nan"), False),
+    (Param("x"), True, False),
+    (Param("x"), None, False),
+    (Param("x", kind=int, lo=0, none="inf"), None, True),
+    (Param("x", kind=int, lo=0, none="inf"), -1, False),
+    (Param("x", kind=int, lo=0, none="inf"), 2.0, False),
+    (Param("x", kind=str, choices=("a", "b")), "b", True),
+    (Param("x", kind=str, choices=("a", "b")), "c", False),
+    (Param("x", kind=bool), True, True),
+    (Param("x", kind=bool), 1, False),
+])
+def test_param_check(meta, value, ok):
+    if ok:
+        meta.check("x", value)
+    else:
+        with pytest.raises(ValueError, match="^x must"):
+            meta.check("x", value)
+
+
+def test_parse_text():
+    depth = Param("d", kind=int, lo=0, none="inf")
+    assert parse_text(depth, "inf") is None and parse_text(depth, "3") == 3
+    with pytest.raises(ValueError, match="non-negative integer or 'inf'"):
+        parse_text(depth, "x")
+    assert parse_text(Param("b", kind=bool), "false") is False
+    with pytest.raises(ValueError, match="finite"):
+        parse_text(Param("f"), "nan")
+
+
+def test_a_config_checks_its_fields():
+    with pytest.raises(ValueError, match="beta must be a number in \\(0, 1\\]"):
+        estimators.CRBCConfig(beta=1.5)
+    with pytest.raises(ValueError, match="mode must be one of mean_std_norm, mean_norm"):
+        estimators.GiGPOConfig(mode="x")
+    assert [f for f, _, _ in params_of(estimators.GRPOConfig)] == []
+
+
+def test_the_documented_flags_exist():
+    """FORMATS.md's flags (and the older --gamma, --gamma-g, --mode) come out of the registry."""
+    p = argparse.ArgumentParser()
+    add_credit_arguments(p)
+    flags = {s for a in p._actions for s in a.option_strings}
+    assert {"--beta", "--depth", "--sigma-min", "--w-group", "--w-step", "--gamma", "--gamma-g",
+            "--mode"} <= flags
+    assert set(parameter_flags()) == {f for n in estimators.names() for f, _, _ in estimators.get(n).params()}
+    args = p.parse_args(["x.jsonl", "--depth", "inf", "--w-step", "2"])
+    assert args.depth is None and args.w_step == 2.0 and not hasattr(args, "beta")
+
+
+def test_colours_and_labels_come_from_the_registry():
+    from crbc.viz.charts import est_color
+
+    assert est_color("crbc") == estimators.get("crbc").color == "#2a6fdb"
+    assert est_color("nope", "#000000") == "#000000"
+    assert len({estimators.get(n).color for n in estimators.names()}) == len(estimators.names())
