@@ -25,6 +25,7 @@ PAGES = [
     ("pages/inspector.py", "Inspector", ":material/search:", "inspector"),
     ("pages/disagreements.py", "Disagreements", ":material/compare_arrows:", "disagreements"),
     ("pages/runs.py", "Training runs", ":material/monitoring:", "runs"),
+    ("pages/accuracy.py", "Estimator accuracy", ":material/verified:", "accuracy"),
 ]
 DEFAULT_PAGE = "pages/rollouts.py"
 

@@ -24,6 +24,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("crbc.train_cli", "group-based RL training of a local policy with a chosen estimator"),
     "experiment": ("crbc.experiment", "compare estimators over several seeded training runs"),
     "bench": ("crbc.bench", "benchmark the estimators (prints JSON)"),
+    "truth": ("crbc.truth_cli", "the policy's exact per-step values and advantages (crbc.truth/1)"),
+    "accuracy": ("crbc.truth_cli", "score every estimator against the exact truth as G grows"),
 }
 
 

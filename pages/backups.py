@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from crbc import accuracy
+from crbc.viz import accuracy as VA
 from crbc.viz import charts
 from crbc.viz.graph import graph_figure
 from crbc.viz.style import png_config
@@ -50,6 +52,23 @@ c3.markdown(f"**β = {beta:g}** (sidebar)  \n"
                     f"(tolerance {TOL:g}); raise the maximum depth"))
 
 
+# the exact truth, when the group's meta identifies env, level and policy (crbc.truth)
+has_truth = common.truth_possible(ctx)
+colour_by = "estimate"
+if has_truth:
+    colour_by = st.radio("Colour nodes by", ["estimate", "truth", "error"], horizontal=True,
+                         key="backups_colour", bind="query-params",
+                         format_func={"estimate": "estimate V^(K)", "truth": "truth V",
+                                      "error": "error V^(K) − truth"}.get)
+
+
+def _truth():
+    """(GroupTruth or None, reason, gaps): computed on first use (it may load the model)."""
+    truth, no_truth = common.group_truth(ctx)
+    gaps = None if truth is None else accuracy.value_gaps(sw.v_KS, sw.v_S, truth.anchor_value_S, p.n_s)
+    return truth, no_truth, gaps
+
+
 @st.fragment(run_every=0.9 if playing else None)
 def view() -> None:
     if st.session_state.get("playing", False):
@@ -65,9 +84,19 @@ def view() -> None:
     g, e = st.columns([3, 2], gap="medium")
     with g:
         label = f"V^({k})"
-        st.plotly_chart(graph_figure(p, sw.v_KS[k], title=f"Anchors coloured by {label}",
+        values = sw.v_KS[k]
+        mode = colour_by
+        truth, no_truth, _ = _truth() if mode != "estimate" else (None, None, None)
+        if truth is None and mode != "estimate":
+            st.caption(no_truth)
+            mode = "estimate"
+        elif mode == "truth":
+            label, values = "true V", truth.anchor_value_S
+        elif mode == "error":
+            label, values = f"V^({k}) − true V", sw.v_KS[k] - truth.anchor_value_S
+        st.plotly_chart(graph_figure(p, values, title=f"Anchors coloured by {label}",
                                      highlight_rollout=ctx.rollout, height=500,
-                                     value_name=label),
+                                     value_name=label, signed=mode == "error"),
                         width="stretch", key="backup_graph", config={"displayModeBar": False})
     with e:
         st.plotly_chart(charts.convergence_figure(sw, k, TOL), width="stretch", key="conv",
@@ -76,6 +105,19 @@ def view() -> None:
             "Blue: largest gap between V^(K) and the closure's V over all anchors; red: the same "
             "for the advantages A = Q − V; dashed: the guarantee of Cor. 3, "
             "2β^K/(1−β)·‖TV0 − V0‖. Errors of exactly 0 are drawn at 1e-16.")
+        truth, no_truth, gaps = _truth() if has_truth else (None, None, None)
+        if truth is not None:
+            gap_K, gap_inf, to_closure = gaps
+            st.plotly_chart(VA.truth_gap_figure(gap_K, gap_inf, to_closure, k), width="stretch",
+                            key="truth_gap", config=png_config("truth_gap"))
+            st.caption(
+                f"How far the estimate still is from the **truth** (the policy's exact values): at "
+                f"K = {k} the visit-weighted mean |V^(K) − V_true| is {gap_K[k]:.3f}; the closure "
+                f"itself stays {gap_inf:.3f} away. Backups remove the gap to the closure (dotted), "
+                "not the closure's own error: that comes from the group having seen only a few "
+                "rollouts, and only more rollouts shrink it.")
+        elif has_truth:
+            st.caption(no_truth)
     st.markdown(f"**Credit table at K = {k}** beside the closure's (sorted by the gap)")
     st.dataframe(charts.sweep_table(p, sw, k), hide_index=True, width="stretch", height=320,
                  column_config={"|A^(K) − A∞|": st.column_config.NumberColumn(format="%.2e")})

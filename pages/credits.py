@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from crbc import estimators
+from crbc import accuracy, estimators
+from crbc.viz import accuracy as VA
 from crbc.viz import charts
 from crbc.viz.style import png_config
 from pages import common
@@ -29,11 +30,16 @@ field = f1.radio("Show", list(charts.FIELDS), format_func=charts.FIELDS.get, hor
 f2.caption("A_S is comparable across estimators (each normalised per anchor); A_final adds the "
            "trajectory term; Q − V is the raw credit (estimators with a value function only).")
 
+# the exact truth, when the group's meta identifies env, level and policy (crbc.truth); its
+# heatmap's place is kept first and filled after the estimators' (it may load the model)
+has_truth = common.truth_possible(ctx)
+
 st.subheader("Rollouts × steps, one heatmap per estimator")
 cols = st.columns(2)
 height = int(min(120 + 22 * len(grp), 520))
+truth_box = cols[0].container() if has_truth else None
 for i, n in enumerate(names):
-    with cols[i % 2]:
+    with cols[(i + has_truth) % 2]:
         c = all_c[n]
         if charts.field_N(c, field) is None:
             st.info(f"{n}: no value function, so no Q − V.")
@@ -46,12 +52,41 @@ for i, n in enumerate(names):
                         width="stretch", key=f"heat_{n}",
                         config=png_config(f"{grp.group.replace('/', '_')}.{n}.heatmap"))
 
+truth, no_truth = common.group_truth(ctx)
+if truth is not None:
+    with truth_box:
+        st.markdown("**truth** · the policy's exact advantage A_t = Q_t − V_t of each step "
+                    "(return units, like Q − V)")
+        st.plotly_chart(VA.truth_heatmap(ctx.process, truth.advantage_N, height=height),
+                        width="stretch", key="heat_truth",
+                        config=png_config(f"{grp.group.replace('/', '_')}.truth.heatmap"))
+elif truth_box is not None:
+    truth_box.caption(no_truth)
+
 st.subheader(f"Rollout {grp.rollouts[r].rollout}, step by step")
 timeline = charts.timeline_figure(all_c, r, field)
+if truth is not None:
+    timeline = VA.with_truth_line(timeline, truth.advantage_N[all_c[names[0]].rollout_slice(r)])
 st.plotly_chart(timeline, width="stretch", key="timeline",
                 config=png_config(f"{grp.group.replace('/', '_')}.timeline"))
 st.caption("Where the lines disagree, the estimators tell the learner different stories about the "
-           "same step. Choose another rollout in the sidebar.")
+           "same step. Choose another rollout in the sidebar."
+           + (" The dashed black line is the truth (right axis)." if truth is not None else ""))
+
+if truth is not None:
+    st.subheader("Which estimator agrees with the truth on this group?")
+    st.dataframe(VA.agreement_table(accuracy.group_agreement(all_c, truth.advantage_N)),
+                 width="stretch", column_config={
+                     "sign agreement": st.column_config.NumberColumn(format="%.2f"),
+                     "Spearman": st.column_config.NumberColumn(format="%.2f"),
+                     "RMSE of Q - V": st.column_config.NumberColumn(format="%.4f")})
+    st.caption("Each estimator's raw step signal (Q − V for the CRBC family, A_S for gigpo and "
+               "shortest_path, A_final for grpo) against the true A_t of the same step: share of "
+               "steps with the right sign (|A_t| > 0.001; a zero credit is a miss), rank "
+               "correlation over all steps, and for Q − V the root-mean-square error. Over many "
+               "levels: the *Estimator accuracy* page.")
+elif no_truth:
+    st.caption(no_truth)
 
 st.subheader("Two estimators, step by step")
 s1, s2 = st.columns(2)

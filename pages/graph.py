@@ -26,12 +26,31 @@ b.metric("Observed transitions", len(p.transitions()[0]))
 d.metric("Steps merged", p.n_steps)
 
 
+# the exact truth, when the group's meta identifies env, level and policy (crbc.truth); it is
+# computed only when asked for (it may load the model)
+COLOUR_BY = {"estimate": "estimate V(s) (crbc)", "truth": "truth V(s)",
+             "error": "error: estimate − truth"}
+colour_by, truth, no_truth = "estimate", None, None
+if common.truth_possible(ctx):
+    colour_by = st.radio("Colour nodes by", list(COLOUR_BY), format_func=COLOUR_BY.get,
+                         horizontal=True, key="graph_colour", bind="query-params")
+    if colour_by != "estimate":
+        truth, no_truth = common.group_truth(ctx)
+        if truth is None:
+            st.caption(no_truth)
+            colour_by = "estimate"
+node_values = {"estimate": c.value_S, "truth": truth.anchor_value_S if truth else None,
+               "error": c.value_S - truth.anchor_value_S if truth else None}[colour_by]
+
+
 @st.cache_data(show_spinner="Drawing the graph...", max_entries=16)
-def _graph(group_key: str, params: tuple, r: int, _credits) -> str:
-    return anchor_graph_html(_credits.process, _credits.value_S, highlight_rollout=r, height_px=620)
+def _graph(group_key: str, params: tuple, r: int, colour_by: str, _credits, _values) -> str:
+    name = {"estimate": "V", "truth": "true V", "error": "V − true V"}[colour_by]
+    return anchor_graph_html(_credits.process, _values, highlight_rollout=r, height_px=620,
+                             value_name=name, signed=colour_by == "error")
 
 
-st.iframe(_graph(ctx.key, tuple(sorted(params.items())), r, c), height=630)
+st.iframe(_graph(ctx.key, tuple(sorted(params.items())), r, colour_by, c, node_values), height=630)
 depth = "exact closure" if params.get("depth") is None else f"depth K = {params['depth']}"
 st.caption(
     f"Node colour: **V(s)**, the β-discounted probability (β = {params['beta']:g}) of reaching "
@@ -39,3 +58,8 @@ st.caption(
     "yellow ≈ 1, dark purple ≈ 0 (the same scale on every page). Node size: how often the anchor "
     f"was visited. Orange: the path of rollout {grp.rollouts[r].rollout} (choose another in the "
     "sidebar). Hover a node to see its board; drag to pan, scroll to zoom.")
+if colour_by != "estimate":
+    st.caption(
+        "**Truth**: the policy's exact value of each anchor (its finite-horizon V_t, averaged over "
+        "the times t the policy is there, weighted by how likely it is there). **Error**: red where "
+        "the group's estimate is below the truth, blue where above (white: exact).")

@@ -64,6 +64,7 @@ with right:
             st.caption(f"{name} has no value function; A_final = {c.advantage_N[i]:+.3f}")
         st.caption(f"This anchor was visited {int(p.n_s[s])} times in the group with "
                    f"{int(p.n_actions[s])} different actions.")
+        truth_slot = st.empty()  # the exact truth, filled in last (it may load the model)
 
 st.markdown(f"**{charts.FIELDS['step_advantage']} per step ({name})**")
 st.html(charts.step_credit_bars_html(c, r, t - 1))
@@ -71,10 +72,27 @@ st.caption("Blue bars: the step did better than the average action at its anchor
            "A missing bar (zero) means only one action was ever tried at that anchor (nothing to compare "
            "against). The outlined bar is the current step.")
 with st.expander("All steps of this rollout as a table"):
-    st.table(charts.steps_table(grp, r, c))
+    table_slot = st.empty()
+    steps_df = charts.steps_table(grp, r, c)
+    table_slot.table(steps_df)
 if step.obs or step.response:
     with st.expander("What the policy saw and wrote at this step"):
         if step.obs:
             st.text(step.obs)
         if step.response:
             st.code(step.response, language=None)
+
+# the exact truth beside the estimate, when the group's meta identifies env, level and policy;
+# computed after everything else is drawn, so the page never waits for the model to load
+truth, no_truth = common.group_truth(ctx)
+if truth is not None:
+    truth_slot.metric("true A_t (exact)", f"{truth.advantage_N[i]:+.4f}",
+                      help="The policy's exact advantage of this step: Q_t(s, a) − V_t(s) at this "
+                           "time t, on the scale of Q − V above (CRBC.md section 9).")
+    sl = c.rollout_slice(r)
+    steps_df["true V_t"] = truth.value_N[sl].round(4)
+    steps_df["true Q_t"] = truth.q_N[sl].round(4)
+    steps_df["true A_t"] = truth.advantage_N[sl].round(4)
+    table_slot.table(steps_df)
+elif no_truth:
+    truth_slot.caption(no_truth)

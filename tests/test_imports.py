@@ -24,6 +24,7 @@ def loaded_after(code: str) -> set[str]:
 @pytest.mark.parametrize("code", [
     "import crbc",
     "import crbc.estimators, crbc.closure, crbc.process, crbc.rollouts, crbc.commands",
+    "import crbc.truth, crbc.accuracy, crbc.truth_cli",
     "from crbc.cli import main\nimport contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()):\n"
     "    main(['credit', 'sample_rollouts/worked-example.jsonl'])\n    main(['estimators'])",
 ])

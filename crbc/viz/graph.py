@@ -21,6 +21,7 @@ from ..process import Process
 from .style import (
     BOARD_COLORS,
     BOARD_UNKNOWN,
+    CREDIT_SCALE,
     EDGE_COLOR,
     HIGHLIGHT,
     V_SCALE,
@@ -28,6 +29,7 @@ from .style import (
     Z_PLUS_COLOR,
     is_board,
     short_label,
+    signed_color,
     v_color,
 )
 
@@ -117,6 +119,12 @@ def node_labels(p: Process) -> list[str]:
     return [short_label(t, i) for i, t in enumerate(p.state_anchor)]
 
 
+def _zmax(x: np.ndarray) -> float:
+    """Symmetric colour range of a signed quantity (largest finite |x|, at least 1e-3)."""
+    a = np.abs(np.asarray(x, dtype=float))
+    return max(float(a[np.isfinite(a)].max()) if np.isfinite(a).any() else 0.0, 1e-3)
+
+
 def _fmt(v: float) -> str:
     return "n/a" if v is None or not np.isfinite(v) else f"{v:.3f}"
 
@@ -178,13 +186,14 @@ _TOOLTIP_JS = """
 
 def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int | None = None,
                       height_px: int = 640, max_edge_labels: int = 60,
-                      value_name: str = "V") -> str:
+                      value_name: str = "V", signed: bool = False) -> str:
     """The merged process as a self-contained, offline pyvis page.
 
     Nodes: anchors sized by visits N(s), coloured by ``value_S`` on the V scale, plus the two
     absorbing boundaries. Edges: one per observed (anchor, action, successor), labelled by the
     action and its frequency P(x|s,a) (labels on every edge for small graphs, only on the
-    highlighted path for big ones). Hover a node for its board.
+    highlighted path for big ones). Hover a node for its board. ``signed``: colour a signed
+    quantity (e.g. estimate - truth) on the diverging credit scale instead of the V scale.
     """
     from pyvis.network import Network
 
@@ -192,7 +201,7 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
     lay = layout(p)
     n = p.n_states
     labels = node_labels(p)
-    colors = v_color(value_S)
+    colors = signed_color(value_S) if signed else v_color(value_S)
     n_max = max(int(p.n_s.max()), 1)
     net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line",
                   bgcolor="#ffffff")
@@ -286,8 +295,9 @@ def external_urls(page: str) -> list[str]:
 
 def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
                  highlight_rollout: int | None = None, height: int = 520,
-                 value_name: str = "V") -> go.Figure:
-    """The same graph as :func:`anchor_graph_html` as a plotly figure (nodes coloured by value)."""
+                 value_name: str = "V", signed: bool = False) -> go.Figure:
+    """The same graph as :func:`anchor_graph_html` as a plotly figure (nodes coloured by value;
+    ``signed``: a signed quantity on the diverging credit scale centred on 0)."""
     _check_single(p)
     lay = layout(p)
     n = p.n_states
@@ -322,7 +332,9 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
         showlegend=False, textposition="bottom center", texttemplate=labels if n <= 60 else None,
         textfont=dict(size=12, color="#333"),
         marker=dict(size=8 + 18 * np.sqrt(p.n_s / n_max), color=np.asarray(value_S, dtype=float),
-                    colorscale=V_SCALE, cmin=0.0, cmax=1.0, line=dict(color="#333", width=0.5),
+                    colorscale=CREDIT_SCALE if signed else V_SCALE,
+                    cmin=-_zmax(value_S) if signed else 0.0, cmax=_zmax(value_S) if signed else 1.0,
+                    line=dict(color="#333", width=0.5),
                     colorbar=dict(title=dict(text=value_name, side="right"), thickness=14,
                                   len=0.8, y=0.45)),
         text=hover, hovertemplate="%{text}<extra></extra>"))

@@ -48,6 +48,16 @@ def v_color(v: float | np.ndarray) -> list[str]:
     return sample_colorscale(V_SCALE, vals.tolist(), colortype="rgb")
 
 
+def signed_color(x: float | np.ndarray, zmax: float | None = None) -> list[str]:
+    """Colours of signed values (e.g. estimate - truth) on the diverging credit scale centred on 0
+    (range +-``zmax``, default the largest |x|); NaN is drawn as 0."""
+    vals = np.where(np.isfinite(np.atleast_1d(np.asarray(x, dtype=float))),
+                    np.atleast_1d(np.asarray(x, dtype=float)), 0.0)
+    z = zmax if zmax else (float(np.abs(vals).max()) or 1.0)
+    return sample_colorscale(CREDIT_SCALE, (0.5 + 0.5 * np.clip(vals / z, -1, 1)).tolist(),
+                             colortype="rgb")
+
+
 def is_board(text: str) -> bool:
     """A board anchor: at least two rows of equal length made only of board symbols."""
     rows = text.split("\n")

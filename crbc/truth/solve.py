@@ -1,0 +1,160 @@
+"""Exact finite-horizon values of a policy on one level (CRBC.md section 9), as arrays.
+
+Over the reachable states of :mod:`crbc.truth.space` (time layers t = 0..H-1, H = max_steps):
+
+    V_H(s) = 0
+    Q_t(s, a) = beta * (1 if s' = next(s, a) is solved else V_{t+1}(s'))      (9.1)
+    V_t(s)    = sum_a pi(a|s) Q_t(s, a)    (a over up, down, left, right, invalid)   (9.2)
+    A_t(s, a) = Q_t(s, a) - V_t(s)                                              (9.3)
+    d_0 = delta(start);  d_{t+1}(s') = sum_{s, a: next(s,a) = s' not solved} d_t(s) pi(a|s)  (9.4)
+    A(s, a)   = sum_t d_t(s) A_t(s, a) / sum_t d_t(s)      (occupancy-weighted anchor truth) (9.5)
+
+V_t(s) is the expected CRBC return beta^(steps until success) (0 on failure or time-out) of
+the policy started at s with t steps already taken. Shapes: ``_TS`` (H, S), ``_TSA`` (H, S, 5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from .policies import ScorablePolicy, scorable_policy
+from .space import DEFAULT_MAX_STATES, TRUTH_ACTIONS, StateSpace, enumerate_states
+
+DEFAULT_BETA = 0.98
+
+
+@dataclass(frozen=True, eq=False)
+class LevelTruth:
+    """The exact values of one policy on one level.
+
+    ``space``: the reachable states. ``pi_SA`` (S, 5): pi(a|s) on every state the policy can act
+    from (uniform filler on solved states and on states first reached at layer H).
+    ``value_TS`` (H, S), ``q_TSA`` (H, S, 5), ``advantage_TSA`` (H, S, 5): eq. 9.1-9.3 (pairs with
+    t < dist(s) cannot happen; their numbers are those of a policy put there, and ignored).
+    ``occupancy_TS`` (H, S): d_t(s), eq. 9.4. ``anchor_advantage_SA`` (S, 5): eq. 9.5, or the
+    plain mean of A_t over the layers t >= dist(s) where the policy never visits s.
+    """
+
+    space: StateSpace
+    policy: str  #: policy name (model folder, "uniform", ...)
+    temperature: float | None  #: sampling temperature of an LM policy (None otherwise)
+    beta: float
+    pi_SA: np.ndarray
+    value_TS: np.ndarray
+    q_TSA: np.ndarray
+    advantage_TSA: np.ndarray
+    occupancy_TS: np.ndarray
+    anchor_advantage_SA: np.ndarray
+
+    @property
+    def horizon(self) -> int:
+        return self.space.horizon
+
+    @property
+    def start_value(self) -> float:
+        """V_0(start): the policy's expected discounted success from the level's start."""
+        return float(self.value_TS[0, 0])
+
+    @cached_property
+    def anchor_value_S(self) -> np.ndarray:
+        """Occupancy-weighted V(s) = sum_t d_t(s) V_t(s) / sum_t d_t(s), shape (S,) (the time-blind
+        value an anchor-level estimator can at best recover; the plain mean over the reachable
+        layers where the policy never visits s; 0 on solved states)."""
+        layer_TS = np.arange(self.horizon)[:, None] >= self.space.dist_S[None, :]
+        mass_S = self.occupancy_TS.sum(0)
+        plain_S = (layer_TS * self.value_TS).sum(0) / np.maximum(layer_TS.sum(0), 1)
+        weighted_S = (self.occupancy_TS * self.value_TS).sum(0) / np.where(mass_S > 0, mass_S, 1)
+        return np.where(self.space.solved_S, 0.0, np.where(mass_S > 0, weighted_S, plain_S))
+
+    def anchor_values(self, anchors) -> np.ndarray:
+        """:attr:`anchor_value_S` of each anchor text, NaN for boards that are not states here."""
+        index = self.space.index()
+        return np.asarray([self.anchor_value_S[index[a]] if a in index else np.nan for a in anchors])
+
+    @property
+    def success_probability(self) -> float:
+        """P(solved within H steps) = sum_t sum_s d_t(s) sum_a pi(a|s) [next(s, a) solved]."""
+        solved_SA = self.space.solved_S[self.space.next_SA]
+        return float((self.occupancy_TS.sum(0) * (self.pi_SA * solved_SA).sum(1)).sum())
+
+
+def backward_values(space: StateSpace, pi_SA: np.ndarray, beta: float
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Eq. 9.1-9.2 by backward induction: ``(value_TS, q_TSA)``; H layers, vectorised per layer."""
+    H, S = space.horizon, space.n_states
+    value_TS = np.zeros((H + 1, S))
+    q_TSA = np.zeros((H, S, len(TRUTH_ACTIONS)))
+    nxt_SA, solved_SA = space.next_SA, space.solved_S[space.next_SA]
+    for t in range(H - 1, -1, -1):
+        q_TSA[t] = beta * np.where(solved_SA, 1.0, value_TS[t + 1][nxt_SA])
+        value_TS[t] = (pi_SA * q_TSA[t]).sum(1)
+    return value_TS[:H], q_TSA
+
+
+def forward_occupancy(space: StateSpace, pi_SA: np.ndarray) -> np.ndarray:
+    """Eq. 9.4: ``d_t(s)`` for t = 0..H-1; mass that enters a solved state leaves (terminal)."""
+    H, S = space.horizon, space.n_states
+    d_TS = np.zeros((H, S))
+    d_TS[0, 0] = 1.0
+    nxt = space.next_SA.ravel()
+    keep = ~space.solved_S[space.next_SA].ravel()
+    for t in range(H - 1):
+        flow = (d_TS[t][:, None] * pi_SA).ravel()
+        d_TS[t + 1] = np.bincount(nxt[keep], weights=flow[keep], minlength=S)
+    return d_TS
+
+
+def anchor_average(space: StateSpace, advantage_TSA: np.ndarray, d_TS: np.ndarray) -> np.ndarray:
+    """Eq. 9.5, with the mean over reachable layers where the occupancy is 0."""
+    H = space.horizon
+    mass_S = d_TS.sum(0)
+    weighted_SA = np.einsum("ts,tsa->sa", d_TS, advantage_TSA)
+    layer_TS = (np.arange(H)[:, None] >= space.dist_S[None, :]).astype(float)
+    plain_SA = np.einsum("ts,tsa->sa", layer_TS, advantage_TSA) / np.maximum(layer_TS.sum(0), 1)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(mass_S[:, None] > 0, weighted_SA / np.where(mass_S > 0, mass_S, 1)[:, None],
+                        plain_SA)
+
+
+def acted_states(space: StateSpace) -> np.ndarray:
+    """Ids of the states the policy can act from: not solved, first reached before layer H.
+    (Dead states are included: their values are 0 whatever pi is, but rollouts sampled on the
+    space need the policy's real behaviour there.)"""
+    return np.flatnonzero(~space.solved_S & (space.dist_S < space.horizon))
+
+
+def policy_probs(space: StateSpace, policy: ScorablePolicy) -> np.ndarray:
+    """pi(a|s) of every acted state (:func:`acted_states`); uniform filler elsewhere."""
+    pi_SA = np.full((space.n_states, len(TRUTH_ACTIONS)), 1.0 / len(TRUTH_ACTIONS))
+    ask = acted_states(space)
+    if len(ask):
+        pi_SA[ask] = policy.probs([space.boards[i] for i in ask])
+    return pi_SA
+
+
+def solve_level(space: StateSpace, policy: Any, beta: float = DEFAULT_BETA,
+                temperature: float | None = None) -> LevelTruth:
+    """The exact truth of ``policy`` on the enumerated level ``space`` (eq. 9.1-9.5)."""
+    if not (0 < beta <= 1):
+        raise ValueError(f"beta must be in (0, 1], got {beta!r}")
+    pol = scorable_policy(policy, temperature)
+    pi_SA = policy_probs(space, pol)
+    value_TS, q_TSA = backward_values(space, pi_SA, beta)
+    adv_TSA = q_TSA - value_TS[:, :, None]
+    d_TS = forward_occupancy(space, pi_SA)
+    return LevelTruth(space, pol.name, pol.temperature, float(beta), pi_SA, value_TS, q_TSA,
+                      adv_TSA, d_TS, anchor_average(space, adv_TSA, d_TS))
+
+
+def level_truth(env_id: str, seed: int | None, policy: Any, max_steps: int | None = None,
+                beta: float = DEFAULT_BETA, temperature: float | None = None,
+                level: Any = None, max_states: int = DEFAULT_MAX_STATES) -> LevelTruth:
+    """Enumerate one level (env id + seed, or ``env_id="sokoban-xsb"`` with an XSB ``level``)
+    and solve it exactly for ``policy`` (a :class:`ScorablePolicy`, ``"uniform"``, a model
+    folder, a loaded tiny policy or a callable ``boards -> (B, 4|5) probabilities``)."""
+    space = enumerate_states(env_id, seed, max_steps, level, max_states)
+    return solve_level(space, policy, beta, temperature)

@@ -1,0 +1,188 @@
+"""Figures of estimator accuracy against the exact truth (``crbc.accuracy/1`` results).
+
+Pure builders: they take the JSON object that :func:`crbc.accuracy.run_accuracy` returns
+(``to_json()``, or the shipped file) and return plotly figures or pandas tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from .. import estimators
+
+METRIC_LABELS = {
+    "spearman": "Spearman rank correlation with the truth",
+    "sign": "sign agreement with the truth (|A| > 1e-3)",
+    "rmse": "RMSE of Q - V against the true A (lower is better)",
+}
+TARGET_LABELS = {"step": "per-step truth A_t(s_t, a_t)",
+                 "anchor": "anchor-level truth A(s, a) (occupancy-weighted)"}
+_FALLBACK = ["#2ca02c", "#d62728", "#8c564b", "#e377c2", "#bcbd22", "#7f7f7f"]
+_DEPTH_COLORS = ["#9ecae1", "#6baed6", "#3182bd", "#08519c", "#08306b"]
+
+
+def estimator_color(name: str, i: int = 0) -> str:
+    """The registry's colour of an estimator (a fallback palette for unknown names)."""
+    try:
+        col = getattr(estimators.get(name), "color", "")
+    except (KeyError, ValueError):
+        col = ""
+    return col or _FALLBACK[i % len(_FALLBACK)]
+
+
+def _rgba(hex_color: str, alpha: float) -> str:
+    h = hex_color.lstrip("#")
+    r, g, b = (int(h[k:k + 2], 16) for k in (0, 2, 4))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def _rows(result: Mapping[str, Any], metric: str, target: str) -> list[dict[str, Any]]:
+    return [r for r in result["rows"] if r["metric"] == metric and r["target"] == target]
+
+
+def series(result: Mapping[str, Any], metric: str = "spearman", target: str = "step",
+           kind: str = "estimators") -> dict[str, dict[str, Any]]:
+    """label -> {name, G, mean, lo, hi, params} for ``kind`` "estimators" (registry defaults) or
+    "depths" (the depth sweep variants), in the file's order."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in _rows(result, metric, target):
+        is_depth = "depth" in (r.get("params") or {})
+        if (kind == "depths") != is_depth:
+            continue
+        s = out.setdefault(r["estimator"], {"name": r["name"], "params": r.get("params") or {},
+                                            "G": [], "mean": [], "lo": [], "hi": []})
+        s["G"].append(r["G"])
+        for k in ("mean", "lo", "hi"):
+            s[k].append(np.nan if r[k] is None else r[k])
+    for s in out.values():
+        order = np.argsort(s["G"])
+        for k in ("G", "mean", "lo", "hi"):
+            s[k] = np.asarray(s[k], dtype=float)[order]
+    return out
+
+
+def accuracy_figure(result: Mapping[str, Any], metric: str = "spearman", target: str = "step",
+                    kind: str = "estimators", height: int = 420, title: str | None = None
+                    ) -> go.Figure:
+    """Mean score against the group size G (log scale), one line per estimator (or per depth K of
+    the sweep), with its 95% bootstrap interval over levels as a band and error bars."""
+    fig = go.Figure()
+    for i, (label, s) in enumerate(series(result, metric, target, kind).items()):
+        col = (_DEPTH_COLORS[i % len(_DEPTH_COLORS)] if kind == "depths"
+               else estimator_color(s["name"], i))
+        x = s["G"]
+        ok = np.isfinite(s["lo"]) & np.isfinite(s["hi"])
+        if ok.sum() >= 2:
+            fig.add_trace(go.Scatter(
+                x=np.r_[x[ok], x[ok][::-1]], y=np.r_[s["hi"][ok], s["lo"][ok][::-1]], mode="lines",
+                fill="toself",
+                fillcolor=_rgba(col, 0.13), line=dict(width=0), hoverinfo="skip", showlegend=False,
+                legendgroup=label, name=f"{label} 95% interval"))
+        fig.add_trace(go.Scatter(
+            x=x, y=s["mean"], mode="lines+markers", name=label, legendgroup=label,
+            line=dict(color=col, width=3), marker=dict(size=7),
+            error_y=dict(type="data", symmetric=False, array=s["hi"] - s["mean"],
+                         arrayminus=s["mean"] - s["lo"], color=_rgba(col, 0.6), thickness=1),
+            customdata=np.c_[s["lo"], s["hi"]],
+            hovertemplate=(f"{label}<br>G = %{{x}}<br>mean %{{y:.3f}}<br>95% interval "
+                           "[%{customdata[0]:.3f}, %{customdata[1]:.3f}]<extra></extra>")))
+    sizes = sorted({r["G"] for r in _rows(result, metric, target)})
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40 if title else 20, b=40),
+                      plot_bgcolor="white", title=title, legend=dict(orientation="h", y=-0.2),
+                      hovermode="closest")
+    fig.update_xaxes(title="group size G (rollouts per group)", type="log", tickvals=sizes,
+                     ticktext=[str(g) for g in sizes], gridcolor="#eee")
+    fig.update_yaxes(title=METRIC_LABELS.get(metric, metric), gridcolor="#eee")
+    return fig
+
+
+def accuracy_table(result: Mapping[str, Any], metric: str = "spearman", target: str = "step"
+                   ) -> pd.DataFrame:
+    """Variants x G table of ``mean [lo, hi]`` strings (one metric, one target)."""
+    rows = _rows(result, metric, target)
+    sizes = sorted({r["G"] for r in rows})
+    table: dict[str, dict[str, str]] = {}
+    for r in rows:
+        cell = "–" if r["mean"] is None else f"{r['mean']:.3f} [{r['lo']:.2f}, {r['hi']:.2f}]"
+        table.setdefault(r["estimator"], {})[f"G={r['G']}"] = cell
+    return pd.DataFrame.from_dict(table, orient="index", columns=[f"G={g}" for g in sizes])
+
+
+def agreement_table(scores: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
+    """One group's agreement of each estimator with the truth: rows estimators, columns metrics
+    (``scores`` as :func:`crbc.accuracy.group_agreement` returns)."""
+    frame = pd.DataFrame.from_dict(scores, orient="index")
+    return frame.rename(columns={"sign": "sign agreement", "spearman": "Spearman",
+                                 "rmse": "RMSE of Q - V"})
+
+
+# --------------------------------------------------------------------------------------------
+# the truth of one group beside the estimators (Step credits, Rollouts, Bellman backups)
+
+TRUTH_COLOR = "#111111"
+
+
+def truth_heatmap(p: Any, truth_N: np.ndarray, height: int = 300, title: str | None = None
+                  ) -> go.Figure:
+    """Rollouts x steps heatmap of the true advantage A_t(s_t, a_t) (steps in the process's
+    order), on the credit scale centred on 0."""
+    from .style import CREDIT_SCALE
+
+    m = np.full((len(p.rollout_len), int(p.rollout_len.max())), np.nan)
+    m[p.step_rollout, p.step_t - 1] = truth_N
+    z = float(np.nanmax(np.abs(m))) if np.isfinite(m).any() and np.nanmax(np.abs(m)) > 0 else 1.0
+    acts = np.full(m.shape, "", dtype=object)
+    acts[p.step_rollout, p.step_t - 1] = [p.action_names[a] for a in p.sa_action[p.step_sa]]
+    fig = go.Figure(go.Heatmap(
+        z=m, x=np.arange(1, m.shape[1] + 1), y=[f"r{int(i)}" for i in p.rollout_index],
+        colorscale=CREDIT_SCALE, zmid=0, zmin=-z, zmax=z, customdata=acts,
+        hovertemplate="rollout %{y}, step %{x}: %{customdata}<br>true A_t %{z:.4f}<extra></extra>",
+        colorbar=dict(thickness=12), xgap=1, ygap=1))
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=36 if title else 8, b=30),
+                      title=title, plot_bgcolor="#f7f7f7")
+    fig.update_yaxes(autorange="reversed", title=None)
+    fig.update_xaxes(title="step t", dtick=max(1, m.shape[1] // 10))
+    return fig
+
+
+def with_truth_line(fig: go.Figure, truth_R: np.ndarray, name: str = "truth (A_t, right axis)"
+                    ) -> go.Figure:
+    """A copy of a per-step timeline with the true advantage of the same steps as a dashed black
+    line on a second y axis (the truth is in return units; the estimators' signals may be
+    normalised)."""
+    out = go.Figure(fig)
+    out.add_trace(go.Scatter(x=np.arange(1, len(truth_R) + 1), y=truth_R, name=name, yaxis="y2",
+                             mode="lines+markers", line=dict(color=TRUTH_COLOR, dash="dash", width=2.5),
+                             marker=dict(symbol="diamond", size=7)))
+    lim = float(np.max(np.abs(truth_R))) * 1.1 if len(truth_R) and np.max(np.abs(truth_R)) > 0 else 1.0
+    out.update_layout(yaxis2=dict(overlaying="y", side="right", range=[-lim, lim], zeroline=False,
+                                  showgrid=False, title=dict(text="true A_t", font=dict(size=11))))
+    return out
+
+
+def truth_gap_figure(gap_K: np.ndarray, gap_closure: float, to_closure_K: np.ndarray,
+                     k: int | None = None, height: int = 300) -> go.Figure:
+    """||V^(K) - V_true|| against K, the closure's own distance from the truth (dashed), and
+    ||V^(K) - V_closure|| (dotted): the backups close the second gap, never the first."""
+    ks = np.arange(len(gap_K))
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=ks, y=gap_K, name="V^(K) vs truth", mode="lines",
+                             line=dict(color=TRUTH_COLOR, width=2.5)))
+    fig.add_trace(go.Scatter(x=ks, y=to_closure_K, name="V^(K) vs closure", mode="lines",
+                             line=dict(color="#2a6fdb", dash="dot", width=2)))
+    fig.add_hline(y=gap_closure, line=dict(color="#c0392b", dash="dash", width=1.5),
+                  annotation_text=f"closure vs truth {gap_closure:.3f}",
+                  annotation_position="top right")
+    if k is not None:
+        fig.add_vline(x=k, line=dict(color="#ff7f0e", width=1.5))
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=30), plot_bgcolor="white",
+                      title="Visit-weighted mean |V − V_true| over anchors",
+                      legend=dict(orientation="h", y=-0.3), hovermode="x unified")
+    fig.update_xaxes(title="depth K", gridcolor="#eee")
+    fig.update_yaxes(gridcolor="#eee", rangemode="tozero")
+    return fig

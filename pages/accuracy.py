@@ -1,0 +1,122 @@
+"""Estimator accuracy: every estimator scored against the policy's exact advantages as G grows.
+
+The shipped result (``sample_rollouts/accuracy-*.json``, made by ``python -m crbc accuracy``)
+opens at once; a small live run uses the sidebar's environment and checkpoint. Scores come from
+:mod:`crbc.accuracy`, figures from :mod:`crbc.viz.accuracy`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from crbc.viz import accuracy as VA
+from crbc.viz.style import png_config
+from pages import common
+
+METRICS = {"spearman": "Spearman (rank agreement)", "sign": "sign agreement", "rmse": "RMSE of Q − V"}
+TARGETS = {"step": "per-step truth A_t", "anchor": "anchor-level truth A(s, a)"}
+
+
+@st.cache_data(show_spinner=False)
+def _shipped(path: str, stamp: float) -> dict:
+    del stamp  # part of the key: a re-run file is re-read
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def _policy(folder: str):
+    from crbc.truth.policies import load_tiny_checked
+
+    return load_tiny_checked(folder)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _live(env: str, model: str, seeds: tuple[int, ...], sizes: tuple[int, ...]) -> dict:
+    from crbc.accuracy import AccuracyConfig, run_accuracy
+
+    bar = st.progress(0.0, text="Reading the policy's probabilities…")
+
+    def progress(phase: str, done: int, total: int) -> None:
+        bar.progress(min(done / max(total, 1), 1.0), text=f"{phase}: {done}/{total}")
+
+    cfg = AccuracyConfig(env=env, model=model, seeds=seeds, group_sizes=sizes, n_boot=500)
+    out = run_accuracy(cfg, policy=_policy(model), progress=progress).to_json()
+    bar.empty()
+    return out
+
+
+def _show(result: dict, metric: str, target: str, key: str) -> None:
+    info, cfg = result.get("info", {}), result.get("config", {})
+    levels = info.get("levels", "?")
+    rates = info.get("success_rate", {})
+    st.caption(f"{levels} levels of `{cfg.get('env')}` (seeds {cfg.get('seeds')}), policy "
+               f"`{cfg.get('model')}` at T = {cfg.get('temperature')}, success rate "
+               f"{100 * max(rates.values(), default=0):.0f}%. Mean over levels with its 95% "
+               "bootstrap interval over levels (band and error bars).")
+    c1, c2 = st.columns(2)
+    with c1:
+        st.markdown("**Every estimator** (registry defaults)")
+        fig = VA.accuracy_figure(result, metric, target, "estimators", height=400)
+        st.plotly_chart(fig, width="stretch", key=f"{key}_est", config=png_config(f"accuracy_{metric}"))
+    with c2:
+        st.markdown("**crbc across depth K** (K = 0 is visit-local, inf the closure)")
+        fig = VA.accuracy_figure(result, metric, target, "depths", height=400)
+        st.plotly_chart(fig, width="stretch", key=f"{key}_depth",
+                        config=png_config(f"accuracy_depth_{metric}"))
+    with st.expander("The numbers (mean [95% interval])"):
+        st.dataframe(VA.accuracy_table(result, metric, target), width="stretch")
+
+
+st.title("Estimator accuracy")
+st.caption(
+    "On our own environments the truth is computable: the dynamics are known and the tiny "
+    "policy's action probabilities can be read exactly, so every state's finite-horizon value "
+    "V_t, Q_t and advantage A_t = Q_t − V_t is solved backwards over all reachable states. Each "
+    "estimator's raw step signal (Q − V for the CRBC family, the step advantage for gigpo and "
+    "shortest_path, the advantage for grpo) is then scored against the true A of the same step.")
+
+m1, m2 = st.columns(2)
+metric = m1.radio("Score", list(METRICS), format_func=METRICS.get, horizontal=True, key="acc_metric",
+                  bind="query-params")
+target = m2.radio("Against", list(TARGETS), format_func=TARGETS.get, horizontal=True,
+                  key="acc_target", bind="query-params")
+
+files = sorted(common.SAMPLES_DIR.glob("accuracy-*.json"))
+st.subheader("Shipped experiment")
+if not files:
+    st.info("No shipped accuracy results (`sample_rollouts/accuracy-*.json`). Make one with "
+            "`python -m crbc accuracy --env sokoban-6x6-v0 --model models/sokoban-tiny-weak "
+            "--seeds 1000000-1000099 -o sample_rollouts/accuracy-sokoban-weak.json`.")
+else:
+    names = [p.name for p in files]
+    chosen = st.selectbox("Results file", names, key="acc_file") if len(names) > 1 else names[0]
+    path = files[names.index(chosen)]
+    _show(_shipped(str(path), path.stat().st_mtime), metric, target, "shipped")
+
+st.subheader("A small live run")
+env = st.session_state.get("gen_env") or "sokoban-6x6-v0"
+models = [p.name for p in common.model_dirs()]
+family = env.split("-")[0]
+default_model = st.session_state.get("gen_model") or next(
+    (m for m in models if m.startswith(family)), models[0] if models else None)
+if default_model is None:
+    st.info("A live run needs a shipped model in `models/`; none was found.")
+else:
+    st.caption(f"Environment `{env}` and checkpoint `{default_model}` follow the sidebar's live "
+               "generation settings. Rollouts are drawn from the policy's exact probabilities.")
+    with st.form("acc_live"):
+        f1, f2, f3 = st.columns(3)
+        n_levels = f1.slider("Levels", 3, 30, 10, key="acc_levels")
+        first = f2.number_input("First level seed", 0, 10**9, 1_000_000, key="acc_first")
+        sizes = f3.multiselect("Group sizes G", [2, 4, 8, 16, 32], [2, 4, 8, 16], key="acc_sizes")
+        go = st.form_submit_button("Run", type="primary", icon=":material/play_arrow:")
+    if go and sizes:
+        seeds = tuple(range(int(first), int(first) + int(n_levels)))
+        st.session_state["_acc_live_args"] = (env, str(common.MODELS_DIR / default_model), seeds,
+                                              tuple(sorted(sizes)))
+    args = st.session_state.get("_acc_live_args")
+    if args:
+        _show(_live(*args), metric, target, "live")

@@ -1,0 +1,139 @@
+"""Accuracy scores (CRBC.md section 9): hand-checked values, twins from scipy, the signal each
+registered estimator is scored on, and a reproducible experiment on a fixed seed."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import spearmanr
+
+from crbc import estimators
+from crbc.accuracy import (
+    bootstrap_mean,
+    markdown_table,
+    rmse,
+    sign_agreement,
+    signal_kind,
+    spearman,
+    variants,
+)
+
+from .test_registry import toy  # noqa: F401  (fixture: a toy estimator, registered for one test)
+
+
+def test_sign_agreement_by_hand():
+    a = np.array([0.5, -0.2, 0.0005, 0.3, -0.1])
+    x = np.array([1.0, 0.0, -9.0, -0.1, -2.0])
+    # |A| > 1e-3 on steps 0, 1, 3, 4: hit, miss (x = 0), miss, hit
+    assert sign_agreement(x, a) == 0.5
+    assert math.isnan(sign_agreement(x, np.zeros(5)))
+
+
+def test_spearman_and_rmse():
+    assert spearman(np.array([1.0, 2, 2, 5]), np.array([0.1, 0.2, 0.3, 0.4])) == pytest.approx(
+        spearmanr([1, 2, 2, 5], [0.1, 0.2, 0.3, 0.4]).statistic)
+    assert spearman(np.zeros(4), np.arange(4.0)) == 0.0
+    assert math.isnan(spearman(np.arange(4.0), np.ones(4)))
+    assert rmse(np.array([1.0, 1.0]), np.array([0.0, 2.0])) == 1.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(-3, 3), st.integers(-3, 3)), min_size=3, max_size=30))
+def test_spearman_equals_scipy(pairs):
+    x, a = np.array(pairs, dtype=float).T
+    ours = spearman(x, a)
+    if np.ptp(a) == 0:
+        assert math.isnan(ours)
+    elif np.ptp(x) == 0:
+        assert ours == 0.0
+    else:
+        assert ours == pytest.approx(spearmanr(x, a).statistic, abs=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-1, 1), min_size=1, max_size=40), st.integers(0, 10))
+def test_bootstrap_interval_brackets_the_mean(values, seed):
+    mean, lo, hi, n = bootstrap_mean(values + [math.nan], 300, seed)
+    assert n == len(values) and mean == pytest.approx(np.mean(values))
+    assert lo - 1e-12 <= mean <= hi + 1e-12
+    assert bootstrap_mean(values, 300, seed) == bootstrap_mean(values, 300, seed)
+
+
+def test_signals_come_from_the_registry():
+    kinds = {n: signal_kind(n) for n in estimators.names()}
+    # CRBC.md section 9: credit for crbc/visit_local, step_advantage for gigpo/shortest_path,
+    # advantage for grpo
+    assert kinds["crbc"] == kinds["visit_local"] == "credit"
+    assert kinds["gigpo"] == kinds["shortest_path"] == "step_advantage"
+    assert kinds["grpo"] == "advantage"
+    labels = [v.label for v in variants()]
+    assert labels[: len(estimators.names())] == estimators.names()
+    assert {"crbc K=0", "crbc K=1", "crbc K=3", "crbc K=inf"} <= set(labels)
+
+
+def test_group_agreement_scores_each_estimator_on_its_signal():
+    from pathlib import Path
+
+    from crbc.accuracy import group_agreement
+    from crbc.rollouts import read_rollouts
+
+    groups = read_rollouts(Path(__file__).resolve().parents[1] / "sample_rollouts" / "worked-example.jsonl")
+    creds = {n: estimators.compute(n, groups) for n in estimators.names()}
+    truth = creds["crbc"].credit_N  # pretend the closure is the truth: crbc agrees perfectly
+    got = group_agreement(creds, truth)
+    assert got["crbc"]["rmse"] == 0 and got["crbc"]["spearman"] == pytest.approx(1.0)
+    assert "rmse" not in got["gigpo"] and set(got) == set(estimators.names())
+    assert got["grpo"]["sign"] == sign_agreement(creds["grpo"].advantage_N, truth)
+
+
+torch = pytest.importorskip("torch")
+
+
+def test_experiment_is_reproducible_on_a_fixed_seed():
+    from pathlib import Path
+
+    from crbc.accuracy import AccuracyConfig, run_accuracy
+    from crbc.policy import load_policy
+
+    torch.set_num_threads(1)
+    root = Path(__file__).resolve().parents[1]
+    pol = load_policy(root / "models" / "sokoban-tiny-weak")
+    cfg = AccuracyConfig(seeds=(1000001, 1000002), group_sizes=(2, 4),
+                         estimators=("crbc", "gigpo", "grpo"), depths=(0, None), n_boot=200)
+    a = run_accuracy(cfg, policy=pol).to_json()
+    b = run_accuracy(cfg, policy=pol).to_json()
+    assert a["rows"] == b["rows"] and a["per_level"] == b["per_level"]
+    json.dumps(a, allow_nan=False)
+    labels = {r["estimator"] for r in a["rows"]}
+    assert labels == {"crbc", "gigpo", "grpo", "crbc K=0", "crbc K=inf"}
+    # crbc at its default depth is crbc K=inf
+    same = {(r["G"], r["target"], r["metric"]): r["mean"] for r in a["rows"] if r["estimator"] == "crbc"}
+    inf = {(r["G"], r["target"], r["metric"]): r["mean"] for r in a["rows"]
+           if r["estimator"] == "crbc K=inf"}
+    assert same == inf
+    assert {r["metric"] for r in a["rows"] if r["estimator"] == "gigpo"} == {"sign", "spearman"}
+    table = markdown_table(a, "spearman")
+    assert table.splitlines()[0] == "| spearman vs step truth | G=2 | G=4 |"
+    assert len(table.splitlines()) == 2 + len(labels)
+
+
+def test_a_newly_registered_estimator_is_scored_without_code_changes(toy):  # noqa: F811
+    """The registry, not a list of names, decides what is scored and on which signal."""
+    from pathlib import Path
+
+    from crbc.accuracy import group_agreement
+    from crbc.rollouts import read_rollouts
+
+    from .test_registry import TOY
+
+    assert TOY in [v.label for v in variants()]
+    assert signal_kind(TOY) == "advantage"  # no value function
+    groups = read_rollouts(Path(__file__).resolve().parents[1] / "sample_rollouts" / "worked-example.jsonl")
+    creds = {n: estimators.compute(n, groups) for n in estimators.names()}
+    got = group_agreement(creds, creds["crbc"].credit_N)
+    assert set(got) == set(estimators.names()) and set(got[TOY]) == {"sign", "spearman"}

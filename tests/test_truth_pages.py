@@ -1,0 +1,154 @@
+"""AppTest for the truth in the studio: the Estimator accuracy page, and the truth beside the
+estimators on Rollouts, Step credits, Anchor graph and Bellman backups (numbers checked against
+the library, not against values the test set)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("streamlit")
+pytest.importorskip("torch")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+
+
+def _app(page: str | None = None, **query) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=180)
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    if page:
+        at.switch_page(page).run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def _texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [s.value for s in at.subheader] + \
+            [c.value for c in at.caption] + [t.value for t in at.title]
+    return "\n".join(str(p) for p in parts)
+
+
+def _chosen_group(at: AppTest):
+    src = at.session_state["_crbc_source"]
+    gid = at.selectbox(key="group").value if len(src.groups) > 1 else src.groups[0].group
+    return next(g for g in src.groups if g.group == gid)
+
+
+def _truth_of(group):
+    from crbc.process import merge
+    from crbc.truth import TruthCache, group_truth_arrays
+
+    p = merge([group])
+    return p, group_truth_arrays(group, p.state_anchor, 0.98, TruthCache(policy_root=str(ROOT)))
+
+
+def _chart(at: AppTest, key: str) -> dict:
+    el = next(e for e in at.get("plotly_chart") if e.proto.id.endswith(key))
+    return json.loads(el.proto.spec)
+
+
+def _arr(x) -> np.ndarray:
+    """A plotly data array (a list, or a typed array {"dtype", "bdata" (base64), "shape"})."""
+    if isinstance(x, dict):
+        out = np.frombuffer(base64.b64decode(x["bdata"]), dtype=x["dtype"])
+        if "shape" in x:
+            out = out.reshape([int(n) for n in str(x["shape"]).split(",")])
+        return out.astype(float)
+    return np.asarray(x, dtype=float)
+
+
+def _z(trace: dict) -> np.ndarray:
+    return _arr(trace["z"])
+
+
+def test_accuracy_page_opens_the_shipped_result():
+    at = _app("pages/accuracy.py")
+    assert "Estimator accuracy" in _texts(at)
+    assert "100 levels of `sokoban-6x6-v0`" in _texts(at)
+    fig = _chart(at, "shipped_est")
+    names = [t["name"] for t in fig["data"] if t.get("mode") == "lines+markers"]
+    from crbc import estimators
+
+    assert names == estimators.names()  # every registered estimator, from the file
+    depth = [t["name"] for t in _chart(at, "shipped_depth")["data"] if t.get("mode") == "lines+markers"]
+    assert depth == ["crbc K=0", "crbc K=1", "crbc K=3", "crbc K=inf"]
+    shipped = json.loads((ROOT / "sample_rollouts" / "accuracy-sokoban-weak.json").read_text())
+    want = [r["mean"] for r in shipped["rows"] if r["estimator"] == "crbc" and r["metric"] == "spearman"
+            and r["target"] == "step"]
+    got = next(t for t in fig["data"] if t["name"] == "crbc" and t.get("mode") == "lines+markers")["y"]
+    assert sorted(_arr(got)) == pytest.approx(sorted(want))
+    at.radio(key="acc_metric").set_value("rmse").run()
+    assert not at.exception
+    rmse_names = [t["name"] for t in _chart(at, "shipped_est")["data"] if t.get("mode") == "lines+markers"]
+    assert rmse_names == ["crbc", "visit_local"]  # only Q - V signals have an RMSE
+
+
+def test_accuracy_page_small_live_run():
+    at = _app("pages/accuracy.py")
+    at.slider(key="acc_levels").set_value(3)
+    at.multiselect(key="acc_sizes").set_value([2, 4])
+    at.button[0].click().run()  # the form's submit button
+    assert not at.exception, [e.message for e in at.exception]
+    assert "3 levels of `sokoban-6x6-v0`" in _texts(at)
+    fig = _chart(at, "live_est")
+    assert {t["name"] for t in fig["data"] if t.get("mode") == "lines+markers"} >= {"crbc", "gigpo"}
+
+
+def test_rollouts_page_shows_the_true_advantage():
+    at = _app()
+    grp = _chosen_group(at)
+    _, gt = _truth_of(grp)
+    metric = next(m for m in at.metric if m.label == "true A_t (exact)")
+    r, t = int(at.session_state["rollout"] or 0), int(at.session_state["step"])
+    i = sum(len(x) for x in grp.rollouts[:r]) + t - 1
+    assert float(metric.value) == pytest.approx(gt.advantage_N[i], abs=1e-4)
+
+
+def test_credits_page_truth_row_and_agreement():
+    from crbc import accuracy, estimators
+
+    at = _app("pages/credits.py")
+    grp = _chosen_group(at)
+    p, gt = _truth_of(grp)
+    z = _z(_chart(at, "heat_truth")["data"][0])
+    assert np.sort(z[np.isfinite(z)]) == pytest.approx(np.sort(gt.advantage_N))
+    table = at.dataframe[0].value
+    assert list(table.index) == estimators.names()
+    creds = {n: estimators.compute(n, [grp]) for n in estimators.names()}
+    want = accuracy.group_agreement(creds, gt.advantage_N)
+    assert table.loc["crbc", "Spearman"] == pytest.approx(want["crbc"]["spearman"])
+    timeline = _chart(at, "timeline")
+    assert any(t["name"].startswith("truth") for t in timeline["data"])
+
+
+def test_graph_and_backups_colour_by_truth_and_error():
+    at = _app("pages/graph.py")
+    for choice in ("truth", "error"):
+        at.radio(key="graph_colour").set_value(choice).run()
+        assert not at.exception
+    at = _app("pages/backups.py")
+    at.radio(key="backups_colour").set_value("error").run()
+    assert not at.exception
+    assert "the closure itself stays" in _texts(at)
+    fig = _chart(at, "backup_graph")
+    grp = _chosen_group(at)
+    p, gt = _truth_of(grp)
+    from crbc.closure import depth_sweep
+
+    sw = depth_sweep(p, 0.98, 1)
+    anchors = next(t for t in fig["data"] if t["name"] == "anchors")
+    assert _arr(anchors["marker"]["color"]) == pytest.approx(sw.v_KS[0] - gt.anchor_value_S)
+
+
+def test_no_truth_for_a_hand_written_group():
+    at = _app("pages/credits.py", sample="worked-example.jsonl")
+    assert "No exact truth" in _texts(at)
+    assert not any(e.proto.id.endswith("heat_truth") for e in at.get("plotly_chart"))
