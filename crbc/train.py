@@ -88,7 +88,7 @@ class TrainConfig:
     seed: int = 0  #: seeds level sampling, episode sampling and minibatch order
     threads: int = 1  #: torch CPU threads (not part of the result on one machine)
     diagnostics: bool = True  #: compute the estimator diagnostics (crbc.diagnostics) per iteration
-    truth_groups: int = 0  #: groups per iteration scored against exact advantages (crbc.truth; 0: off)
+    truth_groups: int = 0  #: groups per scored iteration whose estimator credits are compared with the exact advantage (crbc.truth_diag; 0: off)
     truth_every: int = 2  #: score against exact advantages every this many iterations
 
     def validate(self) -> None:
@@ -335,7 +335,11 @@ def train(cfg: TrainConfig, out: str | os.PathLike, resume: bool = False,
 
 
 def _truth_hook(cfg: TrainConfig) -> Diagnostics | None:
-    return None
+    if not cfg.truth_groups:
+        return None
+    from .truth_diag import truth_diagnostics
+
+    return truth_diagnostics(cfg.truth_groups, cfg.truth_every)
 
 
 def _model_digest(folder: str) -> str | None:
