@@ -5,11 +5,13 @@
 
 Runs the trainer's pieces on ``--iterations`` batches (the same calls as ``crbc.train``, no
 evaluation or file writes): ``rollout`` (batched generation of groups x group-size episodes),
-``advantage`` (the estimator on the batch), ``update`` (old and reference log-probabilities and
-the PPO epochs, crbc.ppo). Each phase is reported as wall seconds and as CPU seconds of this
-process (``cpu_*``; on a machine shared with other jobs the wall time grows with the load, the
-CPU time much less). ``--slow`` also times the first trainer's update (per-pair scoring, random
-256-step minibatches; tests/ppo_reference.py) on the same batches, from the same weights.
+``advantage`` (the estimator on the batch), ``update`` (the TrainConfig defaults: old
+log-probabilities and one epoch of whole-group minibatches, crbc.ppo). Each phase is reported as
+wall seconds and as CPU seconds of this process (``cpu_*``; on a machine shared with other jobs
+the wall time grows with the load, the CPU time less). ``--slow`` also times, on the same
+batches and from the same weights, the first trainer's settings (2 epochs of 256-step random
+minibatches, KL 0.05 so a reference pass) twice: ``update_slow`` with its per-pair scoring
+(tests/ppo_reference.py) and ``update_fast_same_settings`` with crbc.ppo's by-board scoring.
 The JSON records the thread count, the batch size and the load average before and after.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import os
 import sys
@@ -80,11 +83,14 @@ def main() -> int:
         batch = flatten(groups, credits.advantage_N)
         row.update(steps=batch.n_steps, pairs=len(batch.pair_obs), boards=len(batch.boards()[0]))
         if args.slow:
-            p2 = copy.deepcopy(policy)
-            o2 = torch.optim.AdamW(p2.model.parameters(), lr=cfg.lr)
-            o2.load_state_dict(opt.state_dict())
-            with _Clock(row, "update_slow"):
-                slow_ppo_update(p2, ref, o2, batch, cfg, torch.Generator().manual_seed(it))
+            old = dataclasses.replace(cfg, ppo_epochs=2, kl_coef=0.05, loss_agg="step",
+                                      minibatches=max(1, round(batch.n_steps / 256)))
+            for name, fn in (("update_slow", slow_ppo_update), ("update_fast_same_settings", ppo_update)):
+                p2 = copy.deepcopy(policy)
+                o2 = torch.optim.AdamW(p2.model.parameters(), lr=cfg.lr)
+                o2.load_state_dict(opt.state_dict())
+                with _Clock(row, name):
+                    fn(p2, ref, o2, batch, old, torch.Generator().manual_seed(it))
         with _Clock(row, "update"):
             ppo_update(policy, ref, opt, batch, cfg, torch.Generator().manual_seed(it))
         row["total"] = row["rollout"] + row["advantage"] + row["update"]
@@ -96,6 +102,7 @@ def main() -> int:
         "model": os.path.relpath(args.model, ROOT) if args.model.startswith(str(ROOT)) else args.model,
         "groups": args.groups, "group_size": args.group_size, "iterations": len(rows),
         "threads": args.threads, "ppo_epochs": cfg.ppo_epochs, "minibatches": cfg.minibatches,
+        "kl_coef": cfg.kl_coef,
         "mean_per_iteration": mean,
         "load_average_1min": [round(load0, 2), round(os.getloadavg()[0], 2)],
     }

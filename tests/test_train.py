@@ -41,7 +41,7 @@ def tiny_model(tmp_path_factory) -> str:
 
 def small(model: str, **kw) -> TrainConfig:
     base = dict(model=model, iterations=2, groups=2, group_size=2, max_steps=4, minibatches=2,
-                eval_every=1, eval_seeds=2, eval_group_size=1, threads=1, lr=1e-3)
+                eval_every=1, eval_seeds=2, eval_group_size=1, threads=1, lr=1e-3, kl_coef=0.05)
     base.update(kw)
     return TrainConfig(**base)
 
@@ -64,6 +64,7 @@ def test_run_folder_interrupt_and_resume_reproduce_the_uninterrupted_run(tiny_mo
     run = R.read_run(tmp_path / "full")
     assert run.meta["schema"] == "crbc.run/1" and run.meta["config"]["estimator"] == "crbc"
     assert run.meta["model"] == tiny_model and "final_eval" in run.meta
+    assert len(run.meta["final_eval"]["eval_level_success"]) == 2  # per held-out level, for paired tests
     assert [m["iteration"] for m in run.metrics] == [0, 1]
     m0 = run.metrics[0]
     for key in ("success_rate", "mean_return", "mean_length", "loss", "kl", "clip_frac",
@@ -110,6 +111,7 @@ def test_grpo_run_and_cli(tiny_model, tmp_path):
         assert main(argv) == 0
     run = R.read_run(out)
     assert run.estimator == "grpo" and run.metrics[0]["step_credit_share"] == 0.0
+    assert "kl" not in run.metrics[0]  # kl_coef 0 (the default): no reference pass, no KL reported
     with contextlib.redirect_stderr(err):
         assert main(argv) == 2  # the folder already holds a run
         assert main(["train", "--out", str(out), "--resume", "--lr", "0.1"]) == 2
