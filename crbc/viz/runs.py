@@ -64,7 +64,7 @@ def curves_figure(curves: Mapping[str, Curve], metric: str = "success_rate", ban
         if band == "ci":
             lo, hi = np.where(c.n >= 2, lo, c.mean), np.where(c.n >= 2, hi, c.mean)
         x = c.iterations
-        fig.add_trace(go.Scatter(x=np.r_[x, x[::-1]], y=k * np.r_[hi, lo[::-1]], fill="toself",
+        fig.add_trace(go.Scatter(x=np.r_[x, x[::-1]], y=k * np.r_[hi, lo[::-1]], fill="toself", mode="lines",
                                  fillcolor=_rgba(col, 0.15), line=dict(width=0), hoverinfo="skip",
                                  showlegend=False, legendgroup=est, name=f"{est} spread"))
         if show_runs:
