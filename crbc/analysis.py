@@ -164,10 +164,14 @@ def summarize(runs: Sequence[Run], threshold: float = 0.5, smooth: int = 3, fina
     * ``to_threshold``: per run the first iteration whose held-out success (evaluations incl.
       the final one) is >= ``threshold``; mean over the runs that reached it, and ``reached``.
       (``smooth`` is kept for the batch-success curves of the page.)
+    * ``truth_spearman`` / ``truth_sign``: per run the mean over its scored iterations of its own
+      estimator's agreement with the exact advantage (``diag.truth_*.<estimator>``, see
+      crbc.truth_diag); None when the runs did not record it.
     """
     rows = []
     for est, items in by_estimator(runs).items():
         starts, finals, e0, e1, gains, hits = [], [], [], [], [], []
+        truth: dict[str, list[float]] = {"spearman": [], "sign": []}
         for r in items:
             its, vals = r.series(metric)
             if len(its):
@@ -178,6 +182,10 @@ def summarize(runs: Sequence[Run], threshold: float = 0.5, smooth: int = 3, fina
             e1.append(b)
             if a is not None and b is not None:
                 gains.append(b - a)
+            for m in truth:
+                _, tv = r.series(f"diag.truth_{m}.{est}")
+                if len(tv):
+                    truth[m].append(float(np.mean(tv)))
             e_its, e_vals = series(r, EVAL, with_final=True)
             hits.append(iterations_to_reach(e_its, e_vals, threshold) if len(e_its) else None)
         reached = [h for h in hits if h is not None]
@@ -197,6 +205,8 @@ def summarize(runs: Sequence[Run], threshold: float = 0.5, smooth: int = 3, fina
             "to_threshold": _nan_none(t_interval(reached)[0]) if reached else None,
             "to_threshold_std": float(np.std(reached)) if reached else None,
             "to_threshold_runs": hits, "reached": len(reached), "threshold": threshold,
+            **{f"truth_{m}": _nan_none(t_interval(v)[0]) for m, v in truth.items()},
+            **{f"truth_{m}_ci": [_nan_none(x) for x in t_interval(v)[1:]] for m, v in truth.items()},
         })
     return rows
 
@@ -284,16 +294,25 @@ def table_markdown(rows: Sequence[dict[str, Any]], final_window: int = 3) -> str
     thr = rows[0]["threshold"] if rows else 0.5
     lines = [f"| estimator | seeds | iterations | held-out success at start | held-out success at end "
              f"| gain (points) | batch success, last {final_window} it. "
-             f"| iterations to {100 * thr:.0f}% held-out (runs reaching it) |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"| iterations to {100 * thr:.0f}% held-out (runs reaching it) "
+             f"| credit accuracy: Spearman with exact A_t |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         reach = (f"{r['to_threshold']:.1f} ({r['reached']}/{r['seeds']})" if r["reached"]
                  else f"not reached (0/{r['seeds']})")
         lines.append(f"| {r['estimator']} | {r['seeds']} | {r['iterations']} "
                      f"| {_pct(r['eval_start'], r['eval_start_ci'])} | {_pct(r['eval_final'], r['eval_final_ci'])} "
                      f"| {_pct(r['gain'], r['gain_ci'], signed=True)} | {_pct(r['final'], r['final_ci'])} "
-                     f"| {reach} |")
+                     f"| {reach} | {_num(r.get('truth_spearman'), r.get('truth_spearman_ci'))} |")
     return "\n".join(lines)
+
+
+def _num(m: float | None, ci: Sequence[float | None] | None = None) -> str:
+    if m is None:
+        return "—"
+    if ci and ci[0] is not None and ci[1] is not None:
+        return f"{m:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
+    return f"{m:.2f}"
 
 
 def paired_markdown(rows: Sequence[dict[str, Any]]) -> str:

@@ -172,6 +172,7 @@ def test_curves_and_summary(tmp_path):
     assert crbc["to_threshold_runs"] == [2, None] and crbc["reached"] == 1
     assert rows[1]["reached"] == 0 and rows[1]["to_threshold"] is None
     assert rows[1]["gain"] == 0.0  # no final_eval: its last evaluation (0.1 at iteration 2) counts
+    assert crbc["truth_spearman"] is None  # no diag.truth_* recorded
     md = A.table_markdown(rows)
     assert "| crbc | 2 |" in md and "not reached (0/1)" in md and "held-out success at start" in md
 
