@@ -161,22 +161,25 @@ def summarize(runs: Sequence[Run], threshold: float = 0.5, smooth: int = 3, fina
     * ``gain``: ``eval_final - eval_start`` per seed (points of success, paired by seed);
     * ``start`` / ``final``: batch success (``metric``) at iteration 0 / mean of the last
       ``final_window`` iterations; fresh training levels every iteration, so not like for like;
-    * ``to_threshold``: per run the first iteration whose held-out success (evaluations incl.
-      the final one) is >= ``threshold``; mean over the runs that reached it, and ``reached``.
-      (``smooth`` is kept for the batch-success curves of the page.)
+    * ``eval_to_threshold``: per run the first iteration whose held-out success (evaluations
+      incl. the final one, at ``after_iteration + 1``) is >= ``threshold``; mean over the runs
+      that reached it, and ``eval_reached``;
+    * ``to_threshold``: the same on the ``smooth``-iteration trailing average of the batch
+      ``metric`` (the Training runs page's column), and ``reached``.
     * ``truth_spearman`` / ``truth_sign``: per run the mean over its scored iterations of its own
       estimator's agreement with the exact advantage (``diag.truth_*.<estimator>``, see
       crbc.truth_diag); None when the runs did not record it.
     """
     rows = []
     for est, items in by_estimator(runs).items():
-        starts, finals, e0, e1, gains, hits = [], [], [], [], [], []
+        starts, finals, e0, e1, gains, hits, bhits = [], [], [], [], [], [], []
         truth: dict[str, list[float]] = {"spearman": [], "sign": []}
         for r in items:
             its, vals = r.series(metric)
             if len(its):
                 starts.append(float(vals[0]))
                 finals.append(float(np.mean(vals[-final_window:])))
+                bhits.append(iterations_to_reach(its, moving_average(vals, smooth), threshold))
             a, b = _start_eval(r), _final_eval(r)
             e0.append(a)
             e1.append(b)
@@ -189,6 +192,7 @@ def summarize(runs: Sequence[Run], threshold: float = 0.5, smooth: int = 3, fina
             e_its, e_vals = series(r, EVAL, with_final=True)
             hits.append(iterations_to_reach(e_its, e_vals, threshold) if len(e_its) else None)
         reached = [h for h in hits if h is not None]
+        breached = [h for h in bhits if h is not None]
         f = t_interval(finals)
         es, ef, g = t_interval(e0), t_interval(e1), t_interval(gains)
         rows.append({
@@ -202,9 +206,11 @@ def summarize(runs: Sequence[Run], threshold: float = 0.5, smooth: int = 3, fina
             "eval_final_std": _nan_none(float(np.std([x for x in e1 if x is not None]))
                                         if any(x is not None for x in e1) else float("nan")),
             "gain": _nan_none(g[0]), "gain_ci": [_nan_none(g[1]), _nan_none(g[2])],
-            "to_threshold": _nan_none(t_interval(reached)[0]) if reached else None,
-            "to_threshold_std": float(np.std(reached)) if reached else None,
-            "to_threshold_runs": hits, "reached": len(reached), "threshold": threshold,
+            "eval_to_threshold": _nan_none(t_interval(reached)[0]) if reached else None,
+            "eval_to_threshold_runs": hits, "eval_reached": len(reached),
+            "to_threshold": float(np.mean(breached)) if breached else None,
+            "to_threshold_std": float(np.std(breached)) if breached else None,
+            "reached": len(breached), "threshold": threshold,
             **{f"truth_{m}": _nan_none(t_interval(v)[0]) for m, v in truth.items()},
             **{f"truth_{m}_ci": [_nan_none(x) for x in t_interval(v)[1:]] for m, v in truth.items()},
         })
@@ -298,7 +304,7 @@ def table_markdown(rows: Sequence[dict[str, Any]], final_window: int = 3) -> str
              f"| credit accuracy: Spearman with exact A_t |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        reach = (f"{r['to_threshold']:.1f} ({r['reached']}/{r['seeds']})" if r["reached"]
+        reach = (f"{r['eval_to_threshold']:.1f} ({r['eval_reached']}/{r['seeds']})" if r["eval_reached"]
                  else f"not reached (0/{r['seeds']})")
         lines.append(f"| {r['estimator']} | {r['seeds']} | {r['iterations']} "
                      f"| {_pct(r['eval_start'], r['eval_start_ci'])} | {_pct(r['eval_final'], r['eval_final_ci'])} "

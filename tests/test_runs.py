@@ -169,8 +169,10 @@ def test_curves_and_summary(tmp_path):
     assert math.isclose(crbc["eval_start"], 0.1) and math.isclose(crbc["eval_final"], 0.5)
     assert math.isclose(crbc["gain"], np.mean([0.7 - 0.2, 0.3 - 0.0]))
     # seed 0 reaches 0.5 held-out at its iteration-2 evaluation (0.6); seed 1 never does
-    assert crbc["to_threshold_runs"] == [2, None] and crbc["reached"] == 1
-    assert rows[1]["reached"] == 0 and rows[1]["to_threshold"] is None
+    assert crbc["eval_to_threshold_runs"] == [2, None] and crbc["eval_reached"] == 1
+    assert rows[1]["eval_reached"] == 0 and rows[1]["eval_to_threshold"] is None
+    # batch success (smooth 3): seed 0's trailing means 0.2, 0.3, 0.4, 0.5 reach 0.5 at iteration 3
+    assert crbc["to_threshold"] == 3 and crbc["reached"] == 1
     assert rows[1]["gain"] == 0.0  # no final_eval: its last evaluation (0.1 at iteration 2) counts
     assert crbc["truth_spearman"] is None  # no diag.truth_* recorded
     md = A.table_markdown(rows)
