@@ -20,8 +20,11 @@ $(VENV)/.runtime-stamp: requirements.txt | $(PY)
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
-$(VENV)/.dev-stamp: requirements-dev.txt requirements.txt $(VENV)/.runtime-stamp
+# requirements-verl.txt is installed without dependencies (verl's full set would replace
+# transformers and bring ray[default], wandb, ...; torch must stay as it is): see its comment.
+$(VENV)/.dev-stamp: requirements-dev.txt requirements.txt requirements-verl.txt $(VENV)/.runtime-stamp
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-verl.txt
 	touch $@
 
 run: $(VENV)/.runtime-stamp

@@ -235,7 +235,8 @@ def run_accuracy(cfg: AccuracyConfig, policy: Any = None, progress: Progress | N
     t0, c0 = time.perf_counter(), time.process_time()
     pol = load_tiny_checked(cfg.model) if policy is None else policy
     scored = scorable_policy(pol, cfg.temperature, name=pol.name)
-    cache = TruthCache(resolver=lambda name, t: scored, max_states=cfg.max_states)
+    cache = TruthCache(resolver=lambda name, t: scored, max_states=cfg.max_states,
+                       full_policy=cfg.sampler == "table")
     n_max = max(cfg.group_sizes)
     if cfg.sampler == "model":
         gen = (lambda d, n: progress("generate", d, n)) if progress else None
@@ -326,3 +327,24 @@ def value_gaps(v_KS: np.ndarray, v_S: np.ndarray, truth_S: np.ndarray, weights_S
     t = np.where(ok, truth_S, 0.0)
     gap_K = np.abs(v_KS - t[None, :]) @ w
     return gap_K, float(np.abs(v_S - t) @ w), np.abs(v_KS - v_S[None, :]) @ w
+
+
+def truth_pairs(p: Any, all_credits: Mapping[str, Any], truth_N: np.ndarray,
+                anchor_truth_N: np.ndarray, min_actions: int = 2) -> list[dict[str, Any]]:
+    """One row per observed (anchor, action) pair at anchors where the group tried at least
+    ``min_actions`` actions, most visited first: N(s,a), the true advantage (mean of A_t over the
+    pair's steps, and the anchor-level A(s, a)) and each estimator's mean raw signal over the
+    same steps (for a single group's process ``p``)."""
+    n = np.maximum(p.n_sa, 1)
+    mean = {"true A_t": np.bincount(p.step_sa, weights=truth_N, minlength=len(p.n_sa)) / n,
+            "true A(s,a)": np.bincount(p.step_sa, weights=anchor_truth_N, minlength=len(p.n_sa)) / n}
+    for name, c in all_credits.items():
+        x = step_signal(c, signal_kind(c.estimator))
+        mean[name] = np.bincount(p.step_sa, weights=x, minlength=len(p.n_sa)) / n
+    from .labels import anchor_labels
+
+    labels = anchor_labels(p)
+    keep = np.flatnonzero(p.n_actions[p.sa_state] >= min_actions)
+    keep = keep[np.lexsort((p.sa_action[keep], -p.n_s[p.sa_state[keep]]))]
+    return [{"anchor": labels[int(p.sa_state[i])], "action": p.action_names[int(p.sa_action[i])],
+             "N(s,a)": int(p.n_sa[i]), **{k: float(v[i]) for k, v in mean.items()}} for i in keep]

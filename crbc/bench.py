@@ -4,7 +4,7 @@ Groups are synthetic but shaped like agent rollouts: G rollouts random-walk over
 per-group state space (so anchors repeat across rollouts, with cycles and self-loops), lengths
 up to ``max_len``, mixed outcomes. Timings are the best of ``repeats`` runs (wall clock,
 ``time.perf_counter``), on one core: the command re-executes itself pinned to CPU 0 with BLAS
-threads set to 1.
+threads set to 1 (`--cpu N` picks the core). The I/O section is in :mod:`crbc.bench_io`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ import scipy.sparse.linalg as spla
 
 from . import closure as C
 from . import estimators
+from .actions import ACTIONS, INVALID_ACTION
+from .bench_io import compute_ratio, measure_io
 from .process import merge
 from .rollouts import Rollout, RolloutGroup, Step, read_rollouts, write_rollouts
 
@@ -38,7 +40,7 @@ def synthetic_groups(n_groups: int, group_size: int = 8, max_len: int = 50, n_st
                      seed: int = 0) -> list[RolloutGroup]:
     """Random-walk groups: anchors shared across rollouts of a group, mixed outcomes."""
     rng = np.random.default_rng(seed)
-    acts = ("up", "down", "left", "right", "invalid")
+    acts = (*ACTIONS, INVALID_ACTION)
     groups = []
     for g in range(n_groups):
         boards = [f"g{g}|board-{k:03d}|" + "#" * 24 for k in range(n_states)]  # anchor-like strings
@@ -156,6 +158,15 @@ def measure(paper_groups: int = 16, large_groups: int = 1000, group_size: int = 
             "steps_per_s_estimator_only": {k: tp.n_steps / t for k, t in t_est.items()},
         }
 
+    # the columnar I/O path: credit from file to file against json.loads, and crbc vs gigpo through
+    # crbc.compute on in-memory groups (both pay the same merge)
+    with tempfile.TemporaryDirectory() as d:
+        out["io"] = measure_io(Path(d), max(1, large_groups // 2), large_groups, max_len, repeats, paper,
+                               sample if sample.exists() else None)
+    out["compute_crbc_vs_gigpo"] = {"random_walk_large_batch": compute_ratio(large, repeats)}
+    if sample.exists():
+        out["compute_crbc_vs_gigpo"]["sokoban_sample_tiled"] = compute_ratio(tiled, repeats)
+
     # linear growth: four batch sizes, least-squares slope of seconds against steps
     sizes = [large_groups // 8, large_groups // 4, large_groups // 2, large_groups]
     scaling = []
@@ -187,6 +198,10 @@ def measure(paper_groups: int = 16, large_groups: int = 1000, group_size: int = 
         "paper_update_under_2.85ms": pu["end_to_end_ms"]["crbc"] < 2.85,
         "large_batch_1M_steps_per_s_end_to_end": lb["steps_per_s_end_to_end"]["crbc"] >= 1e6,
         "crbc_not_slower_than_gigpo": lb["estimator_s"]["crbc"] <= lb["estimator_s"]["gigpo"],
+        "credit_at_most_1.5x_json_loads_cpu": {
+            k: v["ratio_credit_to_json_loads_cpu"] <= 1.5 for k, v in out["io"].items() if k.endswith("_file")},
+        "compute_crbc_at_most_gigpo_cpu": {
+            k: v["ratio_crbc_to_gigpo_cpu"] <= 1.0 for k, v in out["compute_crbc_vs_gigpo"].items()},
     }
     return out
 
@@ -198,6 +213,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-len", type=int, default=50)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--all-cores", action="store_true", help="do not pin to one core")
+    p.add_argument("--cpu", type=int, default=0, help="the core to pin to (default 0)")
     p.add_argument("-o", "--output", help="also write the JSON here")
 
 
@@ -208,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
         env = dict(os.environ, **{_CHILD: "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
                                   "MKL_NUM_THREADS": "1"})
         cmd = [sys.executable, "-m", "crbc", "bench", *sys.argv[2:]]
-        pin = ["taskset", "-c", "0"] if _has_taskset() else []
+        pin = ["taskset", "-c", str(args.cpu)] if _has_taskset() else []
         return subprocess.call(pin + cmd, env=env)
     res = measure(args.paper_groups, args.large_groups, args.group_size, args.max_len, args.repeats)
     text = json.dumps(res, indent=2)

@@ -15,8 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from .process import Process
 
@@ -65,9 +63,12 @@ def visit_local(p: Process, beta: float) -> tuple[np.ndarray, np.ndarray]:
 # the closure (Eq. 7-9)
 
 
-def system(p: Process, beta: float) -> tuple[sp.csc_matrix, np.ndarray]:
+def system(p: Process, beta: float):
     """``(I - beta M, b)`` with ``M(s,s') = sum_a mu(a|s) P(s'|s,a)`` and
-    ``b(s) = beta * sum_a mu(a|s) P(z+|s,a)``. For a batch, the matrix is block diagonal."""
+    ``b(s) = beta * sum_a mu(a|s) P(z+|s,a)``, as a ``scipy.sparse`` CSC matrix (block diagonal
+    for a batch) and a vector. scipy is imported here, not with the module."""
+    import scipy.sparse as sp
+
     n = p.n_states
     w_N = 1.0 / p.n_s[p.step_state]  # mu(a|s) P(x|s,a) contributed by one observed step
     inner = p.step_next < n
@@ -75,81 +76,99 @@ def system(p: Process, beta: float) -> tuple[sp.csc_matrix, np.ndarray]:
     cols = np.concatenate([np.arange(n), p.step_next[inner]])
     data = np.concatenate([np.ones(n), -beta * w_N[inner]])
     a = sp.csc_matrix((data, (rows, cols)), shape=(n, n))  # duplicates are summed
-    b_S = beta * np.bincount(p.step_state, weights=w_N * (p.step_next == p.z_plus), minlength=n)
-    return a, b_S
+    return a, _rhs(p, beta)
+
+
+def _rhs(p: Process, beta: float) -> np.ndarray:
+    """``b_S = beta * N(s -> z+) / N(s)``: only last steps of successes reach z+ (R entries at most)."""
+    last_R = p.rollout_offsets[1:] - 1
+    ends_S = p.step_state[last_R[p.rollout_success]]
+    return beta * np.bincount(ends_S, minlength=p.n_states) / p.n_s
 
 
 SOLVERS = ("auto", "blocks", "sparse")
-MAX_DENSE_BLOCK = 128  # "auto" uses batched dense LU while every group has at most this many anchors
+MAX_DENSE_BLOCK = 128  # "auto" solves groups up to this many anchors by batched dense LU, larger ones sparse
 
 
 def solve_values(p: Process, beta: float, method: str = "auto") -> np.ndarray:
     """Exact behaviour-policy values (Eq. 9): solve ``(I - beta M) V = b`` once, no iteration.
 
     ``sparse``: the whole batch as one block-diagonal ``scipy.sparse`` matrix, one sparse LU solve.
-    ``blocks``: the same block-diagonal system, its blocks (one per group) padded to a multiple of
-    8 and solved together by batched dense LU (``numpy.linalg.solve`` on a stack), one call per
-    block size. ``auto`` (default): ``blocks`` while every group has at most ``MAX_DENSE_BLOCK``
-    anchors, else ``sparse``. All three agree to rounding (tested against a dense reference).
+    ``blocks``: its diagonal blocks (one per group) solved together by batched dense LU
+    (``numpy.linalg.solve`` on a stack), one call per block size. ``auto`` (default): ``blocks``
+    for the groups of at most ``MAX_DENSE_BLOCK`` anchors and one sparse LU for the larger ones
+    (scipy is imported only then). All agree to rounding (tested against a dense reference).
     """
     _check_beta(beta)
     if method not in SOLVERS:
         raise ValueError(f"method must be one of {', '.join(SOLVERS)}, got {method!r}")
-    if method == "auto":
-        sizes = np.bincount(p.state_group, minlength=len(p.group_ids))
-        method = "blocks" if sizes.max(initial=0) <= MAX_DENSE_BLOCK else "sparse"
-    if method == "blocks":
-        v_S = _solve_blocks(p, beta)
+    if method == "sparse":
+        v_S = _solve_sparse(p, beta, np.ones(p.n_states, dtype=bool))
     else:
-        a, b_S = system(p, beta)
-        v_S = b_S / a.toarray().ravel() if p.n_states == 1 else spla.spsolve(a, b_S)
+        size_G = np.bincount(p.state_group, minlength=len(p.group_ids))
+        dense_G = size_G <= MAX_DENSE_BLOCK if method == "auto" else np.ones(len(size_G), dtype=bool)
+        v_S = _solve_blocks(p, beta, dense_G)
+        if not dense_G.all():
+            big_S = ~dense_G[p.state_group]
+            v_S[big_S] = _solve_sparse(p, beta, big_S)
     # V is a discounted probability: 0 <= V <= beta exactly; clip LU round-off (|err| ~ 1e-16),
     # so that an anchor no rollout ever left towards success shows V = 0, not -0.000
     return np.clip(np.asarray(v_S, dtype=float).reshape(p.n_states), 0.0, beta)
 
 
-def _solve_blocks(p: Process, beta: float) -> np.ndarray:
-    """Batched dense LU over the diagonal blocks of ``I - beta M`` (see :func:`solve_values`).
+def _solve_sparse(p: Process, beta: float, sel_S: np.ndarray) -> np.ndarray:
+    """One sparse LU of the rows and columns ``sel_S`` (whole groups, so the system is closed)."""
+    import scipy.sparse.linalg as spla
 
-    Blocks are padded to ``P_g`` (a multiple of 8; padding rows are identity rows) and laid out
-    in one flat buffer, ordered by padded size, so that the blocks of one size are a contiguous
-    ``(k, P, P)`` view: one ``bincount`` assembles every block, one LAPACK call per size solves.
+    a, b_S = system(p, beta)
+    if not sel_S.all():
+        idx = np.flatnonzero(sel_S)
+        a, b_S = a[idx][:, idx], b_S[idx]
+    if a.shape[0] == 1:
+        return b_S / a.toarray().ravel()
+    return np.atleast_1d(spla.spsolve(a.tocsc(), b_S))
+
+
+def _solve_blocks(p: Process, beta: float, dense_G: np.ndarray) -> np.ndarray:
+    """Batched dense LU over the diagonal blocks of ``I - beta M`` of the groups ``dense_G``
+    (see :func:`solve_values`); other states are left at 0.
+
+    The blocks are laid out in one flat buffer ordered by size, so that the blocks of one size are
+    a contiguous ``(k, n_g, n_g)`` view: one ``bincount`` over the steps assembles every block (a
+    step adds ``-beta / N(s)`` at (s, next); steps into z+/z- add 0), one LAPACK call per size
+    solves. Shapes: ``_G`` per group, ``_S`` per anchor, ``_N`` per step.
     """
     n, n_g = p.n_states, len(p.group_ids)
-    start_G = np.searchsorted(p.state_group, np.arange(n_g + 1))
-    size_G = np.diff(start_G)
-    pad_G = np.where(size_G > 0, np.maximum(8, -(-size_G // 8) * 8), 0)
-    order_G = np.argsort(pad_G, kind="stable")
-    sq_G = pad_G[order_G] ** 2
+    start_G = np.zeros(n_g + 1, dtype=np.int64)
+    size_G = np.bincount(p.state_group, minlength=n_g) * dense_G
+    np.cumsum(np.bincount(p.state_group, minlength=n_g), out=start_G[1:])
+    order_G = np.argsort(size_G, kind="stable")
+    sq_G, sz_G = size_G[order_G] ** 2, size_G[order_G]
     moff_G = np.empty(n_g, dtype=np.int64)  # offset of each block in the matrix buffer
     moff_G[order_G] = np.cumsum(sq_G) - sq_G
     voff_G = np.empty(n_g, dtype=np.int64)  # offset of each block in the vector buffer
-    voff_G[order_G] = np.cumsum(pad_G[order_G]) - pad_G[order_G]
-    local_S = np.arange(n) - start_G[p.state_group]
-    w_N = 1.0 / p.n_s[p.step_state]
-    inner = p.step_next < n
-    row_E, col_E = p.step_state[inner], p.step_next[inner]
-    g_E = p.state_group[row_E]
-    # every diagonal entry of every padded block, then the -beta * mu * P entries
-    diag_g = np.repeat(np.arange(n_g), pad_G)
-    diag_i = np.arange(len(diag_g)) - np.repeat(np.cumsum(pad_G) - pad_G, pad_G)
-    flat = np.concatenate([moff_G[diag_g] + diag_i * (pad_G[diag_g] + 1),
-                           moff_G[g_E] + local_S[row_E] * pad_G[g_E] + local_S[col_E]])
-    vals = np.concatenate([np.ones(len(diag_g)), -beta * w_N[inner]])
-    mat = np.bincount(flat, weights=vals, minlength=int(sq_G.sum())).astype(float, copy=False)
-    rhs = np.zeros(int(pad_G.sum()))
-    rhs[voff_G[p.state_group] + local_S] = beta * np.bincount(
-        p.step_state, weights=w_N * (p.step_next == p.z_plus), minlength=n)
-    sol = np.empty_like(rhs)
-    sizes, first = np.unique(pad_G[order_G], return_index=True)
+    voff_G[order_G] = np.cumsum(sz_G) - sz_G
+    g_S = p.state_group
+    local_S = np.arange(n) - start_G[g_S]
+    dense_S = dense_G[g_S]
+    row_S = np.where(dense_S, moff_G[g_S] + local_S * size_G[g_S], 0)  # buffer offset of each row
+    col_X = np.concatenate([np.where(dense_S, local_S, 0), [0, 0]])  # z+, z-, other groups: weight 0
+    coef_X = np.concatenate([np.where(dense_S, -beta / p.n_s, 0.0), [0.0, 0.0]])
+    w_N = coef_X[p.step_state] * (p.step_next < n)
+    mat = np.bincount(row_S[p.step_state] + col_X[p.step_next], weights=w_N, minlength=int(sq_G.sum()))
+    mat[(row_S + local_S)[dense_S]] += 1.0
+    pos_S = voff_G[g_S] + local_S
+    rhs = np.zeros(int(sz_G.sum()))
+    rhs[pos_S[dense_S]] = _rhs(p, beta)[dense_S]
+    sol = np.zeros_like(rhs)
+    sizes, first = np.unique(sz_G, return_index=True)
     for size, g0, g1 in zip(sizes, first, [*first[1:], n_g], strict=True):
         if size == 0:
             continue
-        m0, v0 = moff_G[order_G[g0]], voff_G[order_G[g0]]
-        k = g1 - g0
+        m0, v0, k = moff_G[order_G[g0]], voff_G[order_G[g0]], g1 - g0
         blocks = mat[m0:m0 + k * size * size].reshape(k, size, size)
         sol[v0:v0 + k * size] = np.linalg.solve(blocks, rhs[v0:v0 + k * size].reshape(k, size, 1)).ravel()
-    return sol[voff_G[p.state_group] + local_S]
+    return np.where(dense_S, sol[np.minimum(pos_S, len(sol) - 1)] if len(sol) else 0.0, 0.0)
 
 
 def estimate(p: Process, beta: float, depth: int | None = None, method: str = "auto"
@@ -228,14 +247,6 @@ def depth_sweep(p: Process, beta: float, k_max: int) -> DepthSweep:
                       err_v_K=np.abs(v_KS - v_S).max(axis=1, initial=0.0),
                       err_a_K=np.abs(a_KSA - a_SA).max(axis=1, initial=0.0),
                       bound_K=bound)
-
-
-def cor3_bound(p: Process, beta: float, depth: int) -> float:
-    """Cor. 3: ||A_inf - A^(K)||_inf <= 2 beta^K / (1 - beta) * ||T V0 - V0||_inf, K >= 1."""
-    if beta >= 1:
-        return float("inf")
-    v0_S, _ = visit_local(p, beta)
-    return 2.0 * beta ** depth / (1.0 - beta) * _sup(backup_v(p, v0_S, beta) - v0_S)
 
 
 # --------------------------------------------------------------------------------------------

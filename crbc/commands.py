@@ -8,8 +8,10 @@ import sys
 from typing import Any
 
 from . import estimators
+from .columns import read_columns
+from .creditfile import write_credits
 from .params import Param, parse_text
-from .rollouts import atomic_write_lines, read_rollouts
+from .process import from_columns
 
 
 def _flag_type(meta: Param):
@@ -70,14 +72,12 @@ def run_credit(args: argparse.Namespace) -> int:
     # only flags the user gave (absent flags are SUPPRESSed; --depth inf is a real value, None)
     params = {field: getattr(args, field) for field in parameter_flags() if hasattr(args, field)}
     cfg = est.config(**params)
-    groups = read_rollouts(args.rollouts)
-    credits = est(groups, cfg)
-    lines = (json.dumps(rec, allow_nan=False) for rec in credits.records())
-    if args.output:
-        atomic_write_lines(args.output, lines)
-    else:
-        out = list(lines)  # everything is computed before anything is printed
-        sys.stdout.write("\n".join(out) + "\n")
+    # columnar path: typed decoding into arrays, the process built from them, a chunked encoder;
+    # everything is computed (and checked finite) before the first byte is written
+    cols = read_columns(args.rollouts, keep_text=False)
+    credits = est(from_columns(cols), cfg)
+    # one line per input rollout, in the input's order (FORMATS.md), also when groups interleave
+    write_credits(credits, args.output if args.output else sys.stdout, order=cols.process_order())
     return 0
 
 

@@ -24,9 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import dijkstra
 
+from . import baselines as B
 from . import closure as C
 from .credits import CREDIT_SCHEMA, Credits
 from .errors import UnknownEstimatorError
@@ -35,7 +34,7 @@ from .process import Process, merge
 from .rollouts import RolloutGroup
 
 __all__ = ["CREDIT_SCHEMA", "Credits", "Estimator", "UnknownEstimatorError", "compute", "get", "names",
-           "register", "shared_params"]
+           "register", "shared_param_specs"]
 
 _FALLBACK_COLORS = ("#2ca02c", "#d62728", "#8c564b", "#e377c2", "#bcbd22")
 
@@ -123,7 +122,7 @@ def compute(name: str, groups: Sequence[RolloutGroup] | Process, **params: Any) 
     return get(name)(groups, **params)
 
 
-def shared_params() -> dict[str, tuple[Param, Any]]:
+def shared_param_specs() -> dict[str, tuple[Param, Any]]:
     """The parameters the app's sidebar sets once for every estimator that shares them:
     name -> (Param, default), in registry then field order. Estimators that share a name must
     agree on its description and default (ValueError otherwise)."""
@@ -149,11 +148,17 @@ _SIGMA_MIN = dict(lo=0.0, lo_open=True, shared=True, label="sigma_min", ui_min=0
                   step=0.01, fmt="%.3f")
 _W_GROUP = dict(shared=True, label="w_G (weight of A_G)", ui_min=-10.0, ui_max=10.0, step=0.5)
 _W_STEP = dict(shared=True, label="w_S (weight of A_S, CRBC family)", ui_min=-20.0, ui_max=20.0, step=0.5)
+_GROUP_NORM = dict(choices=B.GROUP_NORMS)
+_GROUP_NORM_HELP = "trajectory advantage A_G: grpo (paper), drgrpo (no std), rloo, steps (verl-agent's rows)"
+_PENALTY = dict(lo=0.0)
+_PENALTY_HELP = "subtracted from an invalid step's episode score and step return (verl-agent; 0 = off)"
 
 
 @dataclass(frozen=True)
 class GRPOConfig(Checked):
-    """GRPO (DeepSeekMath Eq. 3): no parameters; A_G broadcast to every step."""
+    """GRPO as verl computes it (CRBC.md section 7); A_G broadcast to every step."""
+
+    norm_by_std: bool = param(True, "divide by the group's standard deviation (false: Dr. GRPO)")
 
 
 @dataclass(frozen=True)
@@ -168,6 +173,7 @@ class CRBCConfig(Checked):
                              **_SIGMA_MIN)
     w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
     w_step: float = param(5.0, "weight of the step credit A_S", **_W_STEP)
+    group_norm: str = param("grpo", _GROUP_NORM_HELP, **_GROUP_NORM)
 
 
 @dataclass(frozen=True)
@@ -179,6 +185,7 @@ class VisitLocalConfig(Checked):
                              **_SIGMA_MIN)
     w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
     w_step: float = param(5.0, "weight of the step credit A_S", **_W_STEP)
+    group_norm: str = param("grpo", _GROUP_NORM_HELP, **_GROUP_NORM)
 
 
 @dataclass(frozen=True)
@@ -190,6 +197,7 @@ class GiGPOConfig(Checked):
     w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
     w_step: float = param(1.0, "omega, weight of the step advantage A_S")
     epsilon: float = param(1e-6, "guard added to the anchor's standard deviation", lo=0.0, lo_open=True)
+    invalid_penalty: float = param(0.1, _PENALTY_HELP, **_PENALTY)
 
 
 @dataclass(frozen=True)
@@ -203,6 +211,7 @@ class ShortestPathConfig(Checked):
     w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
     w_step: float = param(1.0, "omega, weight of the step advantage A_S")
     epsilon: float = param(1e-6, "guard added to the anchor's standard deviation", lo=0.0, lo_open=True)
+    invalid_penalty: float = param(0.1, _PENALTY_HELP, **_PENALTY)
 
 
 def _params(cfg) -> dict[str, Any]:
@@ -216,17 +225,18 @@ def _params(cfg) -> dict[str, Any]:
 @register("grpo", GRPOConfig, "GRPO: the trajectory advantage A_G on every step, no step credit",
           has_value=False, needs_actions=False, label="GRPO", color="#7f7f7f")
 def grpo(p: Process, cfg: GRPOConfig) -> Credits:
-    """``A_final(i,t) = A_G(i)`` (DeepSeekMath Eq. 3); ``A_S = 0``."""
-    a_g_R = C.group_advantage(p)
+    """``A_final(i,t) = A_G(i)``, verl's ``compute_grpo_outcome_advantage`` over the group's
+    rollouts (:func:`crbc.baselines.verl_grpo`; a group of one: mean 0, std 1); ``A_S = 0``."""
+    a_g_R = B.verl_grpo(p, cfg.norm_by_std)
     return Credits("grpo", _params(cfg), p, np.zeros(p.n_steps), a_g_R[p.step_rollout].copy(), a_g_R)
 
 
 def _crbc_credits(name: str, p: Process, beta: float, depth: int | None, sigma_min: float,
-                  w_group: float, w_step: float, params: dict[str, Any]) -> Credits:
+                  w_group: float, w_step: float, group_norm: str, params: dict[str, Any]) -> Credits:
     v_S, q_SA = C.estimate(p, beta, depth)
     a_SA = q_SA - v_S[p.sa_state]
     a_s_SA, sigma_S = C.normalise(p, a_SA, sigma_min)
-    a_g_R = C.group_advantage(p)
+    a_g_R = B.trajectory_advantage(p, group_norm)
     a_s_N = a_s_SA[p.step_sa]
     return Credits(
         name, params, p,
@@ -242,9 +252,9 @@ def _crbc_credits(name: str, p: Process, beta: float, depth: int | None, sigma_m
 def crbc(p: Process, cfg: CRBCConfig) -> Credits:
     """Closure credit (Eq. 9): solve ``(I - beta M) V = b``, ``Q = B V``, ``A = Q - V``;
     finite depth K (Eq. 10) when ``cfg.depth`` is set; then Eq. 13-14:
-    ``A_final = w_G A_G + w_S [|acts(s)| >= 2] A / max(sigma(s), sigma_min)``."""
+    ``A_final = w_G A_G + w_S [|acts(s)| >= 2] A / max(sigma(s), sigma_min)``, A_G by ``group_norm``."""
     return _crbc_credits("crbc", p, cfg.beta, cfg.depth, cfg.sigma_min, cfg.w_group, cfg.w_step,
-                         _params(cfg))
+                         cfg.group_norm, _params(cfg))
 
 
 @register("visit_local", VisitLocalConfig, "Visit-local averaging: CRBC at depth K = 0",
@@ -253,67 +263,43 @@ def visit_local(p: Process, cfg: VisitLocalConfig) -> Credits:
     """``Q0(s,a)`` = mean realised return ``beta^(T-t+1) R`` of the pair, ``V0 = sum_a mu Q0``
     (Eq. 4, 6), then the same gate, normalisation and combination as :func:`crbc`."""
     return _crbc_credits("visit_local", p, cfg.beta, 0, cfg.sigma_min, cfg.w_group, cfg.w_step,
-                         _params(cfg))
+                         cfg.group_norm, _params(cfg))
 
 
-def discounted_returns(p: Process, rewards_N: np.ndarray, gamma: float) -> np.ndarray:
-    """``G_N = sum_{k >= t} gamma^(k-t) r_k`` inside each rollout (a backward pass over a padded
-    rollouts x steps array; exact, no cancellation)."""
-    len_R = p.rollout_len
-    pad = np.zeros((len(len_R), int(len_R.max()) + 1))
-    pad[p.step_rollout, p.step_t - 1] = rewards_N
-    for t in range(pad.shape[1] - 2, -1, -1):
-        pad[:, t] += gamma * pad[:, t + 1]
-    return pad[p.step_rollout, p.step_t - 1]
+discounted_returns = B.discounted_returns  # kept importable from here
 
 
-def anchor_normalised(p: Process, ret_N: np.ndarray, mode: str, epsilon: float
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    """GiGPO's per-anchor step advantage: over all occurrences of the same anchor in the group,
-    ``(G - mean) / (std_{N-1} + eps)`` (mean_std_norm) or ``G - mean`` (mean_norm); an anchor seen
-    once gives 0. Returns ``(A_S_N, mean_S)``."""
-    n_S = p.n_s
-    mean_S = np.bincount(p.step_state, weights=ret_N, minlength=p.n_states) / n_S
-    dev_N = ret_N - mean_S[p.step_state]
-    if mode == "mean_std_norm":
-        ss_S = np.bincount(p.step_state, weights=dev_N**2, minlength=p.n_states)
-        std_S = np.sqrt(ss_S / np.maximum(n_S - 1, 1))
-        adv_N = dev_N / (std_S[p.step_state] + epsilon)
-    else:
-        adv_N = dev_N
-    return np.where(n_S[p.step_state] >= 2, adv_N, 0.0), mean_S
-
-
-def _step_return_credits(name: str, p: Process, ret_N: np.ndarray, cfg, params, value_S=None
-                         ) -> Credits:
-    a_s_N, mean_S = anchor_normalised(p, ret_N, cfg.mode, cfg.epsilon)
-    a_g_R = C.group_advantage(p)
-    value_N = mean_S[p.step_state]
-    return Credits(name, params, p,
-                   step_advantage_N=a_s_N,
-                   advantage_N=cfg.w_group * a_g_R[p.step_rollout] + cfg.w_step * a_s_N,
-                   group_advantage_R=a_g_R,
-                   value_N=value_N, q_N=ret_N, credit_N=ret_N - value_N,
-                   value_S=mean_S if value_S is None else value_S)
+def _step_return_credits(name: str, p: Process, t: B.StepReturnTerms, cfg, value_S=None) -> Credits:
+    """GiGPO's combination ``A = w_G A_E + omega A_S`` (CRBC.md section 7). Credit file: value =
+    mean step return at the anchor, q = this step's return, credit = q - value, group_advantage =
+    A_E of the rollout's valid rows."""
+    value_N = t.mean_S[p.step_state]
+    return Credits(name, _params(cfg), p,
+                   step_advantage_N=t.a_s_N,
+                   advantage_N=cfg.w_group * t.a_e_N + cfg.w_step * t.a_s_N,
+                   group_advantage_R=t.a_e_R,
+                   value_N=value_N, q_N=t.ret_N, credit_N=t.ret_N - value_N,
+                   value_S=t.mean_S if value_S is None else value_S)
 
 
 @register("gigpo", GiGPOConfig, "GiGPO: per-occurrence discounted step return, normalised at each anchor",
           needs_actions=False, label="GiGPO", color="#ff7f0e")
 def gigpo(p: Process, cfg: GiGPOConfig) -> Credits:
-    """Step rewards r (or, in a group without any reward field, ``r_T = R_i`` and 0 elsewhere),
-    ``G_t = sum_{k>=t} gamma^(k-t) r_k``, ``A_S`` normalised over the anchor's occurrences,
-    ``A = w_G A_G + omega A_S`` (GiGPO Eq. 6-8)."""
-    no_reward_N = ~p.group_has_reward[p.rollout_group[p.step_rollout]]
-    last_N = p.step_t == p.rollout_len[p.step_rollout]
-    outcome_N = p.rollout_success[p.step_rollout].astype(float)
-    r_N = np.where(no_reward_N, np.where(last_N, outcome_N, 0.0), p.step_reward)
-    return _step_return_credits("gigpo", p, discounted_returns(p, r_N, cfg.gamma), cfg, _params(cfg))
+    """verl-agent's GiGPO (:func:`crbc.baselines.gigpo_terms`): step rewards r (``10 R_i`` on the
+    last step of a group without rewards), ``G_t = sum_{k>=t} gamma^(k-t) r_k``, the invalid-action
+    penalty, the episode term A_E over the group's step rows, A_S over each anchor's occurrences,
+    ``A = w_G A_E + omega A_S`` (GiGPO Eq. 3-8)."""
+    t = B.gigpo_terms(p, cfg.gamma, cfg.mode, cfg.invalid_penalty, cfg.epsilon)
+    return _step_return_credits("gigpo", p, t, cfg)
 
 
 def hop_distance(p: Process) -> np.ndarray:
     """Fewest observed edges from each node to z+ on the merged graph, counts ignored.
 
     Returns ``d`` of length S + 2 (anchors, z+, z-); ``inf`` where z+ cannot be reached."""
+    import scipy.sparse as sp  # here, not at import: the credit command of crbc needs no scipy
+    from scipy.sparse.csgraph import dijkstra
+
     n = p.n_states + 2
     # edges reversed (successor -> anchor) so one search from z+ gives every distance to z+
     g = sp.csr_matrix((np.ones(p.n_steps), (p.step_next, p.step_state)), shape=(n, n))
@@ -325,11 +311,13 @@ def hop_distance(p: Process) -> np.ndarray:
           label="shortest path", color="#9467bd")
 def shortest_path(p: Process, cfg: ShortestPathConfig) -> Credits:
     """``q = reward_scale * gamma_g ** d(x_t)`` (0 when x_t cannot reach z+), ``d`` the hop distance
-    to z+ on the merged graph; normalisation and combination as GiGPO. ``value_S`` is the display
-    value ``gamma_g ** d(s)``."""
+    to z+ on the merged graph; penalty, episode term, normalisation and combination as GiGPO.
+    ``value_S`` is the display value ``gamma_g ** d(s)``."""
     d = hop_distance(p)
     with np.errstate(over="ignore"):
         reach = np.isfinite(d)
         v_ext = np.where(reach, cfg.gamma_g ** np.where(reach, d, 0.0), 0.0)
-    ret_N = cfg.reward_scale * v_ext[p.step_next]
-    return _step_return_credits("shortest_path", p, ret_N, cfg, _params(cfg), value_S=v_ext[:p.n_states])
+    score_R = B.episode_scores(p, B.step_rewards(p))
+    t = B.step_return_terms(p, cfg.reward_scale * v_ext[p.step_next], score_R, cfg.mode,
+                            cfg.invalid_penalty, cfg.epsilon)
+    return _step_return_credits("shortest_path", p, t, cfg, value_S=v_ext[:p.n_states])

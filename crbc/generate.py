@@ -14,13 +14,13 @@ from __future__ import annotations
 import argparse
 import copy
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .progress import ProgressBar
 from .rollouts import Rollout, RolloutGroup, Step
 
 #: progress(finished_episodes, total_episodes)
@@ -154,23 +154,6 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-class TextProgress:
-    """A one-line text progress bar on standard error (no tqdm)."""
-
-    def __init__(self, label: str, stream=None, width: int = 30):
-        self.label, self.stream, self.width = label, stream or sys.stderr, width
-        self.start = time.perf_counter()
-
-    def __call__(self, done: int, total: int) -> None:
-        filled = int(self.width * done / max(total, 1))
-        secs = time.perf_counter() - self.start
-        bar = "#" * filled + "." * (self.width - filled)
-        self.stream.write(f"\r{self.label} [{bar}] {done}/{total} episodes {secs:5.1f}s")
-        if done >= total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", required=True, help="environment id, e.g. sokoban-6x6-v0")
     parser.add_argument("--model", required=True, help="policy folder (tiny format or chat LM)")
@@ -222,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
         policy = load_policy(args.model)
     except (FileNotFoundError, ValueError) as e:
         raise UsageError(str(e)) from None
-    progress = None if args.quiet else TextProgress(f"generate {args.env}")
+    progress = None if args.quiet else ProgressBar(f"generate {args.env}", unit="episodes")
     groups = generate_groups(args.env, seeds, args.group_size, policy, args.temperature,
                              args.max_steps, rng=args.rng_seed, progress=progress)
     write_rollouts(args.output, groups)

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from .actions import INVALID_ACTION
+
 HELD_OUT_SEED = 1_000_000  #: held-out evaluation levels use seeds >= this; training levels stay below
 
 
@@ -46,7 +48,7 @@ def evaluate(policy, env_id: str, n_seeds: int = 128, group_size: int = 8, max_s
         "mixed_group_share": round(float(np.mean((rates > 0) & (rates < 1))), 4),
         "all_success_share": round(float(np.mean(rates == 1)), 4),
         "all_failure_share": round(float(np.mean(rates == 0)), 4),
-        "invalid_action_share": round(sum(s.action == "invalid" for s in steps) / max(len(steps), 1), 4),
+        "invalid_action_share": round(sum(s.action == INVALID_ACTION for s in steps) / max(len(steps), 1), 4),
         "level_success": [round(float(x), 6) for x in rates],
     }
     if return_groups:

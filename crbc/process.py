@@ -22,17 +22,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .columns import Columns
 from .rollouts import RolloutGroup
 
 
 @dataclass(frozen=True, eq=False)
 class Process:
-    """The merged empirical process of a batch of groups (all arrays read-only by convention).
+    """The merged empirical process of a batch of groups (every array is read-only: a view with
+    ``flags.writeable = False``, so the caches of the app and the estimators can share it safely).
 
     Per step (N): ``step_rollout``, ``step_state``, ``step_sa``, ``step_next``, ``step_t`` (1-based),
     ``step_reward`` (0 where absent).
     Per rollout (R): ``rollout_group``, ``rollout_offsets`` (R + 1), ``rollout_len``,
-    ``rollout_success`` (R_i: success and not truncated), ``rollout_score``, ``rollout_index``.
+    ``rollout_success`` (R_i: success and not truncated), ``rollout_score`` (the effective score),
+    ``rollout_has_score`` (a score was given, not defaulted from success), ``rollout_index``.
     Per group (G): ``group_ids``, ``group_has_reward``.
     Per anchor (S): ``state_group``, ``state_anchor`` (text), ``n_s`` = N(s), ``n_actions`` (distinct actions).
     Per pair (SA): ``sa_state``, ``sa_action`` (index into ``action_names``), ``n_sa`` = N(s,a), ``mu`` = mu(a|s).
@@ -44,6 +47,7 @@ class Process:
     rollout_offsets: np.ndarray
     rollout_success: np.ndarray
     rollout_score: np.ndarray
+    rollout_has_score: np.ndarray
     rollout_index: np.ndarray
     step_rollout: np.ndarray
     step_t: np.ndarray
@@ -60,6 +64,13 @@ class Process:
     n_sa: np.ndarray
     mu: np.ndarray
     action_names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if isinstance(value, np.ndarray):
+                view = value.view()  # the caller's own array stays writeable
+                view.flags.writeable = False
+                object.__setattr__(self, name, view)
 
     @property
     def n_states(self) -> int:
@@ -111,13 +122,15 @@ def build_process(
     action_names: Sequence[str],
     has_reward_N: np.ndarray | None = None,
     rollout_index_R: np.ndarray | None = None,
+    has_score_R: np.ndarray | None = None,
 ) -> Process:
     """Build the process from integer-coded steps laid out rollout after rollout.
 
     ``group_code_N`` (N,) group index of each step (groups contiguous and increasing),
     ``anchor_code_N`` index into ``anchor_texts``, ``action_code_N`` index into ``action_names``,
     ``offsets_R1`` (R+1,) step offsets of the rollouts, ``success_R`` R_i (truncation already
-    folded in), ``score_R`` the trajectory scores for A_G.
+    folded in), ``score_R`` the trajectory scores for A_G, ``has_score_R`` whether each score was
+    given (default: all given; ``gigpo`` sums the step rewards where it was not).
     """
     n_steps = len(anchor_code_N)
     lengths = np.diff(offsets_R1)
@@ -128,11 +141,10 @@ def build_process(
     n_anchor_codes = max(len(anchor_texts), 1)
     # anchors: unique over (group, anchor text); sorted by group, so each group is contiguous
     key_N = group_code_N.astype(np.int64) * n_anchor_codes + anchor_code_N
-    state_keys, step_state = np.unique(key_N, return_inverse=True)
-    step_state = step_state.ravel()
+    state_keys, step_state = _unique_inverse(key_N, len(group_ids) * n_anchor_codes)
     n_states = len(state_keys)
     state_group = state_keys // n_anchor_codes
-    state_anchor = tuple(anchor_texts[int(c)] for c in state_keys % n_anchor_codes)
+    state_anchor = tuple(map(anchor_texts.__getitem__, (state_keys % n_anchor_codes).tolist()))
     # successors: the next step's anchor, or a boundary at the last step of a rollout
     last_R = offsets_R1[1:] - 1
     step_next = np.empty(n_steps, dtype=np.int64)
@@ -140,8 +152,7 @@ def build_process(
     step_next[last_R] = np.where(success_R, n_states, n_states + 1)
     # (anchor, action) pairs
     n_act = max(len(action_names), 1)
-    sa_keys, step_sa = np.unique(step_state.astype(np.int64) * n_act + action_code_N, return_inverse=True)
-    step_sa = step_sa.ravel()
+    sa_keys, step_sa = _unique_inverse(step_state.astype(np.int64) * n_act + action_code_N, n_states * n_act)
     sa_state = sa_keys // n_act
     n_s = np.bincount(step_state, minlength=n_states)
     n_sa = np.bincount(step_sa, minlength=len(sa_keys))
@@ -156,6 +167,8 @@ def build_process(
         rollout_offsets=offsets_R1,
         rollout_success=np.asarray(success_R, dtype=bool),
         rollout_score=np.asarray(score_R, dtype=float),
+        rollout_has_score=(np.ones(len(lengths), dtype=bool) if has_score_R is None
+                           else np.asarray(has_score_R, dtype=bool)),
         rollout_index=(np.asarray(rollout_index_R) if rollout_index_R is not None
                        else np.arange(len(lengths))),
         step_rollout=step_rollout,
@@ -176,49 +189,87 @@ def build_process(
     )
 
 
+def _unique_inverse(key_N: np.ndarray, n_keys: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(key_N, return_inverse=True)`` for keys in ``[0, n_keys)``.
+
+    When the key range is small next to the data (always for anchors and pairs of agent
+    rollouts) a presence table gives both in O(N + n_keys) instead of an O(N log N) sort.
+    """
+    if n_keys <= 16 * len(key_N) + (1 << 22):
+        present = np.zeros(n_keys, dtype=bool)
+        present[key_N] = True
+        uniq = np.flatnonzero(present)
+        rank = np.empty(n_keys, dtype=np.int64)
+        rank[uniq] = np.arange(len(uniq))
+        return uniq, rank[key_N]
+    uniq, inv = np.unique(key_N, return_inverse=True)
+    return uniq, inv.ravel()
+
+
 def merge(groups: Sequence[RolloutGroup]) -> Process:
     """Merge a batch of rollout groups into one block-diagonal empirical process.
 
-    Strings (anchors, actions) are interned with dictionaries in one pass; everything after that
-    is integer array work.
+    The groups are flattened into :class:`~crbc.columns.Columns` (strings interned once, in C
+    loops where possible), then :func:`from_columns` does integer array work only.
     """
     if not groups:
         raise ValueError("no groups to merge")
-    anchors: dict[str, int] = {}
-    actions: dict[str, int] = {}
-    a_codes: list[int] = []
-    x_codes: list[int] = []
-    rewards: list[float] = []
-    has_reward: list[bool] = []
-    g_codes: list[int] = []
-    offsets = [0]
-    success, score, r_index = [], [], []
-    for g_i, grp in enumerate(groups):
+    for grp in groups:
         if not grp.rollouts:
             raise ValueError(f"group {grp.group!r} has no rollouts")
-        for r in grp.rollouts:
-            for s in r.steps:
-                a_codes.append(anchors.setdefault(s.anchor, len(anchors)))
-                x_codes.append(actions.setdefault(s.action, len(actions)))
-                rw = s.reward
-                rewards.append(0.0 if rw is None else rw)
-                has_reward.append(rw is not None)
-            g_codes.extend([g_i] * len(r.steps))
-            offsets.append(len(a_codes))
-            success.append(r.success and not r.truncated)
-            score.append(r.effective_score)
-            r_index.append(r.rollout)
+    return from_columns(Columns.from_groups(groups))
+
+
+def from_columns(cols: Columns) -> Process:
+    """The process of a columnar batch: the same process as :func:`merge` of its groups.
+
+    Rollouts are laid out group after group (groups in order of first appearance, rollouts in
+    file order); when the file interleaves groups, the rollouts are permuted and the anchor and
+    action codes renumbered in the new order, so that anchors and pairs are numbered exactly as
+    :func:`merge` numbers them.
+    """
+    if cols.n_rollouts == 0:
+        raise ValueError("no groups to merge")
+    len_R = np.diff(cols.rollout_offsets)
+    g_R, off_R1 = cols.rollout_group, cols.rollout_offsets
+    a_N, x_N, rw_N = cols.anchor_code, cols.action_code, cols.reward
+    idx_R, ok_R, tr_R, score_R = cols.rollout_index, cols.success, cols.truncated, cols.effective_score()
+    has_score_R = ~np.isnan(cols.score)
+    anchors, actions = cols.anchor_texts, cols.action_names
+    if np.any(g_R[1:] < g_R[:-1]):  # interleaved groups: permute rollouts to group-major order
+        perm_R = np.argsort(g_R, kind="stable")
+        len_R = len_R[perm_R]
+        new_off = np.zeros(len(len_R) + 1, dtype=np.int64)
+        np.cumsum(len_R, out=new_off[1:])
+        perm_N = np.repeat(off_R1[:-1][perm_R] - new_off[:-1], len_R) + np.arange(cols.n_steps)
+        g_R, off_R1 = g_R[perm_R], new_off
+        idx_R, ok_R, tr_R, score_R = idx_R[perm_R], ok_R[perm_R], tr_R[perm_R], score_R[perm_R]
+        has_score_R = has_score_R[perm_R]
+        a_N, anchors = _renumber(a_N[perm_N], anchors)
+        x_N, actions = _renumber(x_N[perm_N], actions)
+        rw_N = rw_N[perm_N]
+    has_reward_N = ~np.isnan(rw_N)
     return build_process(
-        group_code_N=np.asarray(g_codes, dtype=np.int64),
-        anchor_code_N=np.asarray(a_codes, dtype=np.int64),
-        action_code_N=np.asarray(x_codes, dtype=np.int64),
-        reward_N=np.asarray(rewards, dtype=float),
-        success_R=np.asarray(success, dtype=bool),
-        score_R=np.asarray(score, dtype=float),
-        offsets_R1=np.asarray(offsets, dtype=np.int64),
-        group_ids=[g.group for g in groups],
-        anchor_texts=list(anchors),
-        action_names=list(actions),
-        has_reward_N=np.asarray(has_reward, dtype=bool),
-        rollout_index_R=np.asarray(r_index, dtype=np.int64),
+        group_code_N=np.repeat(g_R, len_R),
+        anchor_code_N=a_N,
+        action_code_N=x_N,
+        reward_N=np.where(has_reward_N, rw_N, 0.0),
+        success_R=ok_R & ~tr_R,
+        score_R=score_R,
+        offsets_R1=off_R1,
+        group_ids=cols.group_ids,
+        anchor_texts=anchors,
+        action_names=actions,
+        has_reward_N=has_reward_N,
+        rollout_index_R=idx_R,
+        has_score_R=has_score_R,
     )
+
+
+def _renumber(code_N: np.ndarray, texts: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    """Codes renumbered by first appearance in ``code_N`` (unused texts dropped)."""
+    used, first = np.unique(code_N, return_index=True)
+    by_first = used[np.argsort(first)]
+    new_of_old = np.empty(len(texts), dtype=np.int64)
+    new_of_old[by_first] = np.arange(len(by_first))
+    return new_of_old[code_N], [texts[int(c)] for c in by_first]

@@ -20,7 +20,6 @@ from typing import Any
 from .errors import RolloutFormatError
 
 SCHEMA = "crbc.rollout/1"
-INVALID_ACTION = "invalid"
 
 
 @dataclass(frozen=True)
@@ -52,10 +51,6 @@ class Rollout:
         if self.score is not None:
             return float(self.score)
         return 1.0 if self.success else 0.0
-
-    @property
-    def total_reward(self) -> float:
-        return float(sum(s.reward or 0.0 for s in self.steps))
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -200,34 +195,45 @@ def iter_rollouts(lines: Iterable[str | bytes], source: str = "<input>") -> Iter
     """Stream validated rollouts from JSON Lines. Blank lines are skipped.
 
     Raises :class:`RolloutFormatError` at the first bad line; the caller that wants all-or-nothing
-    semantics (every public reader here) collects before using anything.
+    semantics (every public reader here) collects before using anything. This is the reference
+    reader, line by line with :func:`json.loads`; the public readers use the typed columnar
+    decoder of :mod:`crbc.columns`, which hands every line it cannot take to :func:`validate_line`.
     """
     seen: set[tuple[str, int]] = set()
     order: dict[str, int] = {}
     for lineno, raw in enumerate(lines, start=1):
-        if isinstance(raw, bytes):
-            try:
-                raw = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                _fail(f"not valid UTF-8 ({e.reason} at byte {e.start})", source, lineno, "(line)")
-        text = raw.strip()
-        if not text:
-            continue
+        r = validate_line(raw, source, lineno, seen, order)
+        if r is not None:
+            yield r
+
+
+def validate_line(raw: str | bytes, source: str, lineno: int, seen: set[tuple[str, int]],
+                  order: dict[str, int]) -> Rollout | None:
+    """Validate one line of a rollout file (``None`` for a blank line) and record its
+    ``(group, rollout)`` pair in ``seen`` and the group's count in ``order`` (default indices)."""
+    if isinstance(raw, bytes):
         try:
-            obj = json.loads(text, parse_constant=_reject_constant)
-        except _NonFinite as e:
-            _fail(f"non-finite number {e.args[0]}", source, lineno, "(line)")
-        except json.JSONDecodeError as e:
-            _fail(f"not valid JSON ({e.msg} at column {e.colno})", source, lineno, "(line)")
-        group = obj.get("group") if isinstance(obj, dict) else None
-        default_idx = order.get(group, 0) if isinstance(group, str) else None
-        r = rollout_from_dict(obj, source, lineno, default_idx)
-        key = (r.group, r.rollout)
-        if key in seen:
-            _fail(f"duplicate rollout {r.rollout} in group {r.group!r}", source, lineno, "rollout")
-        seen.add(key)
-        order[r.group] = order.get(r.group, 0) + 1
-        yield r
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            _fail(f"not valid UTF-8 ({e.reason} at byte {e.start})", source, lineno, "(line)")
+    text = raw.strip()
+    if not text:
+        return None
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except _NonFinite as e:
+        _fail(f"non-finite number {e.args[0]}", source, lineno, "(line)")
+    except json.JSONDecodeError as e:
+        _fail(f"not valid JSON ({e.msg} at column {e.colno})", source, lineno, "(line)")
+    group = obj.get("group") if isinstance(obj, dict) else None
+    default_idx = order.get(group, 0) if isinstance(group, str) else None
+    r = rollout_from_dict(obj, source, lineno, default_idx)
+    key = (r.group, r.rollout)
+    if key in seen:
+        _fail(f"duplicate rollout {r.rollout} in group {r.group!r}", source, lineno, "rollout")
+    seen.add(key)
+    order[r.group] = order.get(r.group, 0) + 1
+    return r
 
 
 class _NonFinite(ValueError):
@@ -247,19 +253,25 @@ def group_rollouts(rollouts: Iterable[Rollout]) -> list[RolloutGroup]:
 
 
 def parse_rollouts(data: str | bytes, source: str = "<input>") -> list[RolloutGroup]:
-    """Parse a whole JSON Lines document (e.g. an upload). All or nothing."""
-    if isinstance(data, bytes):
-        lines: Iterable[str | bytes] = data.splitlines()
-    else:
-        lines = io.StringIO(data)
-    groups = group_rollouts(iter_rollouts(lines, source))
-    if not groups:
-        raise RolloutFormatError("no rollouts found (the input is empty)", source, None, None)
-    return groups
+    """Parse a whole JSON Lines document (e.g. an upload). All or nothing.
+
+    Decoded by the typed columnar reader (:func:`crbc.columns.parse_columns`); the errors are the
+    reference reader's (:func:`iter_rollouts`)."""
+    from .columns import parse_columns
+    return parse_columns(data, source).to_groups()
 
 
 def read_rollouts(path: str | os.PathLike) -> list[RolloutGroup]:
-    """Read and validate a ``crbc.rollout/1`` file into groups. All or nothing."""
+    """Read and validate a ``crbc.rollout/1`` file into groups. All or nothing.
+
+    Decoded by the typed columnar reader (:func:`crbc.columns.read_columns`); the errors are the
+    reference reader's (:func:`iter_rollouts`)."""
+    from .columns import read_columns
+    return read_columns(path).to_groups()
+
+
+def reference_read_rollouts(path: str | os.PathLike) -> list[RolloutGroup]:
+    """The reference reader: :func:`iter_rollouts` line by line, pure Python (tests' twin)."""
     path = Path(path)
     try:
         with open(path, "rb") as f:
@@ -268,6 +280,15 @@ def read_rollouts(path: str | os.PathLike) -> list[RolloutGroup]:
         raise RolloutFormatError(f"cannot read file ({e.strerror})", str(path)) from None
     if not groups:
         raise RolloutFormatError("no rollouts found (the file is empty)", str(path))
+    return groups
+
+
+def reference_parse_rollouts(data: str | bytes, source: str = "<input>") -> list[RolloutGroup]:
+    """The reference twin of :func:`parse_rollouts` (pure Python, line by line)."""
+    lines: Iterable[str | bytes] = data.splitlines() if isinstance(data, bytes) else io.StringIO(data)
+    groups = group_rollouts(iter_rollouts(lines, source))
+    if not groups:
+        raise RolloutFormatError("no rollouts found (the input is empty)", source, None, None)
     return groups
 
 

@@ -15,26 +15,9 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from .progress import ProgressBar
 from .runs import read_run
 from .train import TrainConfig, train
-
-
-class ProgressBar:
-    """One-line progress on standard error: iterations, last success, loss, seconds/iteration."""
-
-    def __init__(self, label: str, total: int, stream=None, width: int = 24):
-        self.label, self.total, self.width = label, total, width
-        self.stream = stream or sys.stderr
-
-    def __call__(self, done: int, info: str = "") -> None:
-        filled = int(self.width * done / max(self.total, 1))
-        bar = "#" * filled + "." * (self.width - filled)
-        self.stream.write(f"\r{self.label} [{bar}] {done}/{self.total} {info}".ljust(100))
-        if done >= self.total:
-            self.stream.write("\n")
-        self.stream.flush()
-
-
 
 _FLAGS = [f for f in fields(TrainConfig) if f.name not in ("estimator_params", "diagnostics")]
 

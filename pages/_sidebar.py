@@ -202,7 +202,7 @@ def sidebar(page: str | None = None) -> None:
     chosen = st.session_state.get("estimator", "crbc")
     sb.caption(estimators.get(chosen if chosen in names else "crbc").summary)
     with sb.expander("Parameters", expanded=page == "credits"):
-        for name, (meta, default) in estimators.shared_params().items():
+        for name, (meta, default) in estimators.shared_param_specs().items():
             _param_widget(name, meta, default)
 
     err = st.session_state.get("_crbc_error")

@@ -221,7 +221,7 @@ def shared_params() -> dict[str, Any]:
     """The sidebar's value of every shared estimator parameter (the registry marks them shared)."""
     ss = st.session_state
     return {name: _value(meta, ss.get(name, default))
-            for name, (meta, default) in estimators.shared_params().items()}
+            for name, (meta, default) in estimators.shared_param_specs().items()}
 
 
 def _int_or_zero(x: Any, n: int) -> int:
@@ -284,6 +284,16 @@ def _truth(key: str, beta: float, _group: RolloutGroup, _anchors: tuple[str, ...
         return group_truth_arrays(_group, _anchors, beta, _truth_cache())
     except (ValueError, OSError) as e:  # bad meta or anchor, unscorable policy, missing folder
         return f"No exact truth for this group: {' '.join(str(e).split())}"
+
+
+def truth_for_group(key: str, group: RolloutGroup, beta: float = 0.98):
+    """``(GroupTruth, None)`` or ``(None, reason)`` for any group (``key``: its cache key)."""
+    from crbc.truth import has_truth_meta
+
+    if not has_truth_meta(group):
+        return None, "No exact truth: the group's meta does not identify env, level and policy."
+    out = _truth(key, float(beta), group, _process(key, group).state_anchor)
+    return (None, out) if isinstance(out, str) else (out, None)
 
 
 def truth_possible(ctx: PageContext) -> bool:

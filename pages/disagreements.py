@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from crbc import explain as E
+from crbc import compare
+from crbc.rows import fmt
 from crbc.viz.lesson import disagreement_figure, format_rows
 from pages import common
 
@@ -18,13 +19,13 @@ SHARED_URL_KEYS = ("source", "sample", "group", "beta", "depth", "sigma_min")  #
 
 
 @st.cache_resource(show_spinner="Comparing the estimators...", max_entries=32)
-def _group_dis(group_key: str, comparison: str, params: tuple, _process) -> E.Disagreement:
-    return E.disagreements(_process, comparison, **dict(params))
+def _group_dis(group_key: str, comparison: str, params: tuple, _process) -> compare.Disagreement:
+    return compare.disagreements(_process, comparison, **dict(params))
 
 
 @st.cache_resource(show_spinner="Comparing the estimators on every group...", max_entries=8)
-def _file_dis(source_key: str, comparison: str, params: tuple, _groups) -> E.Disagreement:
-    return E.disagreements(list(_groups), comparison, **dict(params))
+def _file_dis(source_key: str, comparison: str, params: tuple, _groups) -> compare.Disagreement:
+    return compare.disagreements(list(_groups), comparison, **dict(params))
 
 
 def _inspect_link(group_id: str, label: str) -> dict[str, str]:
@@ -50,12 +51,12 @@ st.caption("Where do two estimators disagree most about which steps deserve cred
 ctx = common.page_context()
 grp, groups, params = ctx.group, ctx.groups, ctx.params
 ss = st.session_state
-for key, options in (("dis_cmp", E.COMPARISONS), ("dis_scope", SCOPES)):
+for key, options in (("dis_cmp", compare.COMPARISONS), ("dis_scope", SCOPES)):
     if key in ss and ss[key] not in options:
         del ss[key]
 
 c1, c2 = st.columns([2, 2])
-cmp_name = c1.selectbox("Compare", list(E.COMPARISONS), key="dis_cmp", bind="query-params")
+cmp_name = c1.selectbox("Compare", list(compare.COMPARISONS), key="dis_cmp", bind="query-params")
 scope = c2.segmented_control("Scope", SCOPES, key="dis_scope", required=True, default=SCOPES[0],
                              bind="query-params", disabled=len(groups) < 2)
 shared = tuple(sorted({"beta": params["beta"], "sigma_min": params["sigma_min"],
@@ -83,19 +84,19 @@ def _row_links(rows, cols_spec, cells) -> None:
         for c, (_, fn) in zip(cs, cells, strict=False):
             c.markdown(fn(r))
         cs[-1].page_link("pages/inspector.py", label="Inspect", icon=":material/search:",
-                         query_params=_inspect_link(r["group"], r["anchor"]),
-                         help=f"Open {r['anchor']} in the Inspector")
+                         query_params=_inspect_link(r.group, r.anchor),
+                         help=f"Open {r.anchor} in the Inspector")
 
 
 st.subheader("Anchors, most disagreement first")
 xl, yl = cmp_.x_label, cmp_.y_label
-anchor_cells = ([("group", lambda r: f"`{r['group']}`")] if multi else []) + [
-    ("anchor", lambda r: f"**{r['anchor']}**"),
-    ("visits", lambda r: str(r["visits"])),
-    ("actions", lambda r: str(r["actions"])),
-    ("mean |Δ|", lambda r: E.fmt(r["disagreement"], 3)),
-    (f"best by {xl}", lambda r: r[f"best by {xl}"]),
-    (f"best by {yl}", lambda r: r[f"best by {yl}"] + (" ⚠" if r["ranks differ"] else "")),
+anchor_cells = ([("group", lambda r: f"`{r.group}`")] if multi else []) + [
+    ("anchor", lambda r: f"**{r.anchor}**"),
+    ("visits", lambda r: str(r.visits)),
+    ("actions", lambda r: str(r.actions)),
+    ("mean |Δ|", lambda r: fmt(r.disagreement, 3)),
+    (f"best by {xl}", lambda r: r.best_x),
+    (f"best by {yl}", lambda r: r.best_y + (" ⚠" if r.ranks_differ else "")),
 ]
 spec = ([2] if multi else []) + [1, 1, 1, 1, 1.4, 1.4, 1.2]
 _row_links(dis.anchors[:TOP], spec, anchor_cells)
@@ -105,14 +106,14 @@ if len(dis.anchors) > TOP:
         st.table(format_rows(dis.anchors), hide_index=True)
 
 st.subheader("Steps, most disagreement first")
-step_cells = ([("group", lambda r: f"`{r['group']}`")] if multi else []) + [
-    ("rollout", lambda r: str(r["rollout"])),
-    ("t", lambda r: str(r["t"])),
-    ("anchor", lambda r: f"**{r['anchor']}**"),
-    ("action", lambda r: r["action"]),
-    (f"A_S {xl}", lambda r: E.fmt(r[f"A_S {xl}"], 3, True)),
-    (f"A_S {yl}", lambda r: E.fmt(r[f"A_S {yl}"], 3, True)),
-    ("Δ", lambda r: E.fmt(r["Δ"], 3, True)),
+step_cells = ([("group", lambda r: f"`{r.group}`")] if multi else []) + [
+    ("rollout", lambda r: str(r.rollout)),
+    ("t", lambda r: str(r.t)),
+    ("anchor", lambda r: f"**{r.anchor}**"),
+    ("action", lambda r: r.action),
+    (f"A_S {xl}", lambda r: fmt(r.a_s_x, 3, True)),
+    (f"A_S {yl}", lambda r: fmt(r.a_s_y, 3, True)),
+    ("Δ", lambda r: fmt(r.delta, 3, True)),
 ]
 spec = ([2] if multi else []) + [1, 0.6, 1, 1, 1.3, 1.3, 1, 1.2]
 _row_links(dis.steps[:TOP], spec, step_cells)

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from crbc import compare
 from crbc import explain as E
+from crbc import tables as T
+from crbc.labels import anchor_labels
+from crbc.rows import depth_name, fmt
 from crbc.viz.board import board_figure
 from crbc.viz.graph import graph_figure
 from crbc.viz.lesson import arithmetic_markdown, backup_figure, format_rows
@@ -25,8 +29,8 @@ GRAPH_MAX_ANCHORS = 400
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _disagreement(group_key: str, comparison: str, params: tuple, _process) -> E.Disagreement:
-    return E.disagreements(_process, comparison, **dict(params))
+def _disagreement(group_key: str, comparison: str, params: tuple, _process) -> compare.Disagreement:
+    return compare.disagreements(_process, comparison, **dict(params))
 
 
 def _pick_from_graph(anchors_curve: int, labels: tuple[str, ...]) -> None:
@@ -50,7 +54,7 @@ st.caption("One anchor, all of its arithmetic: the actions observed there with m
 ctx = common.page_context()
 grp, p, params = ctx.group, ctx.process, ctx.params
 beta, sigma_min = params["beta"], params["sigma_min"]
-labels = E.anchor_labels(p)
+labels = anchor_labels(p)
 ss = st.session_state
 
 # a request from another page (e.g. Disagreements) wins over the previous choice
@@ -59,7 +63,7 @@ if isinstance(req, dict) and req.get("anchor") in labels and req.get("group") in
     ss["inspect"] = req["anchor"]
 # forget remembered choices that do not fit this group (defaults then come from the widgets,
 # or from the URL when the view was opened from a shared link)
-for key, options in (("inspect", labels), ("inspect_sort", SORTS), ("inspect_cmp", E.COMPARISONS),
+for key, options in (("inspect", labels), ("inspect_sort", SORTS), ("inspect_cmp", compare.COMPARISONS),
                      ("inspect_K", DEPTHS)):
     if key in ss and ss[key] not in options:
         del ss[key]
@@ -70,15 +74,15 @@ with c_pick:
                                 default="visits", bind="query-params")
     shared = {"beta": beta, "sigma_min": sigma_min, "depth": params["depth"]}
     if sort == "disagreement":
-        cmp_name = st.selectbox("Disagreement between", list(E.COMPARISONS), key="inspect_cmp",
+        cmp_name = st.selectbox("Disagreement between", list(compare.COMPARISONS), key="inspect_cmp",
                                 bind="query-params")
         dis = _disagreement(ctx.key, cmp_name, tuple(sorted(shared.items())), p)
-        order = [r["anchor"] for r in dis.anchors]
-        info = {r["anchor"]: f"mean |Δ A_S| {r['disagreement']:.3f} ({r['visits']} visits)" for r in dis.anchors}
+        order = [r.anchor for r in dis.anchors]
+        info = {r.anchor: f"mean |Δ A_S| {r.disagreement:.3f} ({r.visits} visits)" for r in dis.anchors}
     else:
-        rows = E.anchors_by_visits(p)
-        order = [r["anchor"] for r in rows]
-        info = {r["anchor"]: f"{r['visits']} visits, {r['actions']} action(s)" for r in rows}
+        rows = compare.anchors_by_visits(p)
+        order = [r.anchor for r in rows]
+        info = {r.anchor: f"{r.visits} visits, {r.actions} action(s)" for r in rows}
     chosen = st.selectbox(f"Anchor (listed by {sort})", order, key="inspect", bind="query-params")
     st.caption(f"{chosen}: {info[chosen]}. Next: "
                + ", ".join(f"{lab} ({info[lab]})" for lab in order[:4] if lab != chosen))
@@ -102,13 +106,13 @@ with c_graph:
         st.caption(f"{p.n_states} anchors: too many to draw here; use the list.")
 
 st.divider()
-k_name = E.depth_name(depth)
+k_name = depth_name(depth)
 st.subheader(f"Anchor {ar.label} · {k_name}")
 c_board, c_tree = st.columns([1, 2])
 with c_board:
     st.plotly_chart(board_figure(ar.anchor, size=240), key="inspect_board", config={"displayModeBar": False})
     v_name = "V(s)" if depth is None else f"V^({depth})(s)"
-    st.markdown(f"visits N(s) = **{ar.n}** · {v_name} = **{E.fmt(ar.v)}** · sigma(s) = **{E.fmt(ar.sigma)}**")
+    st.markdown(f"visits N(s) = **{ar.n}** · {v_name} = **{fmt(ar.v)}** · sigma(s) = **{fmt(ar.sigma)}**")
     st.caption(ar.gate_expression)
 with c_tree:
     st.plotly_chart(backup_figure(ar), key="inspect_tree", config={"displayModeBar": False})
@@ -126,9 +130,9 @@ st.code("\n".join(arithmetic_markdown(ar)), language=None, wrap_lines=True)
 
 st.markdown("**The same anchor at every depth** (A^(K) of each action; the last row is the closure)")
 k_show = max(6, depth or 0)
-rows = E.depth_table(p, group=0, beta=beta, k_max=k_show, what="A")
-cols = ["K"] + [c for c in rows[0] if c.startswith(f"A({ar.label},")]
-st.table(format_rows([{c: r[c] for c in cols} for r in rows]), hide_index=True)
+depths = T.depth_table(p, group=0, beta=beta, k_max=k_show, what="A")
+cols = [c for c in depths.columns if c.startswith(f"A({ar.label},")]
+st.table(format_rows(depths.records(cols)), hide_index=True)
 
 succ_boards = [(x.label, p.state_anchor[x.node]) for a in ar.actions for x in a.successors
                if x.node < p.n_states]

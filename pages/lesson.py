@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import streamlit as st
 
+from crbc import compare
 from crbc import explain as E
+from crbc import tables as T
+from crbc.edits import edit_step, flip_outcome
+from crbc.labels import SHORT_LABEL, node_labels
 from crbc.process import merge
 from crbc.rollouts import RolloutGroup, read_rollouts
+from crbc.rows import fmt, num
 from crbc.viz.lesson import (
     arithmetic_markdown,
     backup_figure,
@@ -58,7 +63,7 @@ def _reset() -> None:
 def _flip() -> None:
     g = st.session_state["lesson_group"]
     i = int(st.session_state.get("lesson_flip_r", 0))
-    st.session_state["lesson_group"] = E.flip_outcome(g, i)
+    st.session_state["lesson_group"] = flip_outcome(g, i)
     r = st.session_state["lesson_group"].rollouts[i]
     st.session_state["lesson_edits"].append(
         f"rollout {r.rollout}: outcome flipped to {'success' if r.success else 'failure'}")
@@ -71,7 +76,7 @@ def _edit() -> None:
     anchor = (st.session_state.get("lesson_edit_anchor") or "").strip() or None
     action = (st.session_state.get("lesson_edit_action") or "").strip() or None
     try:
-        st.session_state["lesson_group"] = E.edit_step(g, i, t, anchor=anchor, action=action)
+        st.session_state["lesson_group"] = edit_step(g, i, t, anchor=anchor, action=action)
     except (IndexError, ValueError) as e:
         st.session_state["lesson_error"] = str(e)
         return
@@ -116,7 +121,7 @@ params = ctx.params if ctx else common.shared_params()
 beta, sigma_min = params["beta"], params["sigma_min"]
 w_group, w_step = params["w_group"], params["w_step"]
 p = merge([group])
-labels = E.node_labels(p)
+labels = node_labels(p)
 n_anchors = p.n_states
 root = 0  # the first anchor of the group: where every rollout starts in these examples
 
@@ -127,9 +132,9 @@ st.markdown(
     f"{sum(r.success for r in group)} of them successful. Each step is an **anchor** (an exact "
     "key of the environment state) and the **action** executed there; the last step leads to a "
     "boundary: **z+** after a success, **z-** after a failure or a time-out. "
-    f"The discount is beta = {E.num(beta)} (sidebar, *Parameters*).")
-traj = E.trajectory_table(p)
-table([{k: r[k] for k in ("rollout", "path", "R")} for r in traj])
+    f"The discount is beta = {num(beta)} (sidebar, *Parameters*).")
+traj = T.trajectory_table(p)
+table(traj, fields=("rollout", "path", "r"))
 
 with st.container(border=True):
     st.markdown("**Try it: change the group.** Flip one rollout's outcome or edit a step; every "
@@ -172,19 +177,19 @@ st.markdown(
     "divided by the group's standard deviation, "
     r"$A_G(i) = (\text{score}_i - \overline{\text{score}}) / (\text{std} + 10^{-6})$. "
     "Every step of the rollout receives that same number.")
-table([{k: r[k] for k in ("rollout", "path", "score", "A_G")} for r in traj])
-spread = E.grpo_pair_spread(p)
-mixed = [r for r in spread if r["min"] < 0 < r["max"]]
+table(traj, fields=("rollout", "path", "score", "a_g"))
+spread = T.grpo_pair_spread(p)
+mixed = [r for r in spread if r.min < 0 < r.max]
 if mixed:
     m = mixed[0]
     st.markdown(
-        f"Look at action **{m['action']}** at **{m['anchor']}**: it occurs {m['occurrences']} times and "
-        f"GRPO credits it with {m['A_G of those rollouts']}, depending only on what happened *later* "
+        f"Look at action **{m.action}** at **{m.anchor}**: it occurs {m.occurrences} times and "
+        f"GRPO credits it with {m.a_g_values}, depending only on what happened *later* "
         "in each rollout. GRPO cannot tell the actions apart; it can only tell the trajectories apart.")
 else:
     st.markdown("In this group no (anchor, action) pair sits in both a success and a failure, but "
                 "GRPO still gives every step of a rollout the same number.")
-table([{k: r[k] for k in ("anchor", "action", "occurrences", "A_G of those rollouts")} for r in spread])
+table(spread, fields=("anchor", "action", "occurrences", "a_g_values"))
 
 # ---- 3. anchors and the merged process ----------------------------------------------------------
 st.header("3 · Anchors: merging the rollouts into one process")
@@ -192,15 +197,15 @@ st.markdown(
     "Rollouts that reach the same anchor share it: their futures become evidence about each other. "
     "Merging all steps by anchor turns the group into one graph, the **empirical process**: each "
     "observed transition (anchor, action) → successor is an edge, counted as often as it was seen.")
-tables = E.process_tables(p)
+tables = T.process_tables(p)
 c1, c2 = st.columns([1, 2])
 with c1:
     st.markdown("**Anchors**")
     table(tables.states)
 with c2:
     st.markdown("**Observed transitions**")
-    table([{k: r[k] for k in ("anchor", "action", "successor", "N(s,a,x)")} for r in tables.transitions])
-if any(len(a) > E.SHORT_LABEL or "\n" in a for a in p.state_anchor):
+    table(tables.transitions, fields=("anchor", "action", "successor", "n_sax"))
+if any(len(a) > SHORT_LABEL or "\n" in a for a in p.state_anchor):
     with st.expander("What the labels s0, s1, ... stand for (the anchor keys)"):
         for s in range(n_anchors):
             st.markdown(f"**{labels[s]}**")
@@ -244,20 +249,20 @@ st.markdown(
     r"With $V$ known, each action gets a one-step look-ahead, $Q(s,a) = \beta \sum_x P(x\mid s,a)\,V(x)$, "
     r"and its **advantage** $A(s,a) = Q(s,a) - V(s)$: better or worse than the anchor's average. "
     r"Advantages are put on a common scale per anchor with $\sigma(s)^2 = \sum_a \mu(a\mid s) A(s,a)^2$, "
-    r"floored at $\sigma_{\min}$ = " + E.num(sigma_min) + ". An anchor where only one action was ever "
+    r"floored at $\sigma_{\min}$ = " + num(sigma_min) + ". An anchor where only one action was ever "
     r"taken has nothing to compare: the **gate** sets its credit to 0. So "
     r"$A_S = [\#\text{actions} \ge 2]\; A / \max(\sigma, \sigma_{\min})$.")
 ar = E.anchor_arithmetic(p, root, beta=beta, depth=None, sigma_min=sigma_min)
 st.markdown(f"At **{ar.label}**, written out:")
 st.code("\n".join(arithmetic_markdown(ar)), language=None, wrap_lines=True)
 st.markdown("The same for every (anchor, action) of the group:")
-table(E.pair_table(p, beta=beta, depth=None, sigma_min=sigma_min))
+table(T.pair_table(p, beta=beta, depth=None, sigma_min=sigma_min))
 st.markdown(
     r"The final advantage of each step adds the trajectory part back: "
-    rf"$A_\text{{final}} = w_G A_G + w_S A_S$ with $w_G$ = {E.num(w_group)}, $w_S$ = {E.num(w_step)}. "
+    rf"$A_\text{{final}} = w_G A_G + w_S A_S$ with $w_G$ = {num(w_group)}, $w_S$ = {num(w_step)}. "
     "Now two occurrences of the same action at the same anchor get the same step credit, whatever "
     "happened afterwards in their own rollout.")
-table(E.step_table(p, estimator="crbc", beta=beta, depth=None, sigma_min=sigma_min, w_group=w_group,
+table(T.step_table(p, estimator="crbc", beta=beta, depth=None, sigma_min=sigma_min, w_group=w_group,
                    w_step=w_step))
 
 # ---- 7. finite depth -------------------------------------------------------------------------------
@@ -282,13 +287,13 @@ changed = [(x, y) for x, y in zip(a0.actions, ar.actions, strict=True) if abs(x.
 if changed:
     x, y = max(changed, key=lambda xy: abs(xy[0].a - xy[1].a))
     st.markdown(
-        f"Action **{x.action}** at **{ar.label}**: A = {E.fmt(x.a, signed=True)} at K = 0 but "
-        f"{E.fmt(y.a, signed=True)} at the closure. What the other rollouts revealed about the "
+        f"Action **{x.action}** at **{ar.label}**: A = {fmt(x.a, signed=True)} at K = 0 but "
+        f"{fmt(y.a, signed=True)} at the closure. What the other rollouts revealed about the "
         "anchors it leads to flows back through the backup.")
-rows_a = E.depth_table(p, beta=beta, k_max=k_max, what="A")
+rows_a = T.depth_table(p, beta=beta, k_max=k_max, what="A")
 st.plotly_chart(depth_figure(rows_a, title="A^(K)(s,a) for every pair; dotted: the closure"),
                 key="lesson_depth_fig")
-table(rows_a)
+table(rows_a.records())
 
 # ---- 8. the foil ---------------------------------------------------------------------------------------
 st.header("8 · The shortest-path foil")
@@ -297,31 +302,31 @@ st.markdown(
     "on the same merged graph (10 × 0.8^hops), ignoring how often each edge was seen. It takes an "
     "extremum: one lucky route is enough. The closure instead weighs every route by how often it "
     "was observed.")
-foil = E.foil_table(p, beta=beta)
+foil = T.foil_table(p, beta=beta)
 table(foil)
-dis = E.disagreements(p, "crbc vs shortest_path", beta=beta, sigma_min=sigma_min, depth=None)
+dis = compare.disagreements(p, "crbc vs shortest_path", beta=beta, sigma_min=sigma_min, depth=None)
 ties = {}
 for r in foil:
-    if r["hops to z+"] is not None:
-        ties.setdefault(r["hops to z+"], []).append(r)
+    if r.hops is not None:
+        ties.setdefault(r.hops, []).append(r)
 fooled = [grp for grp in ties.values() if len(grp) >= 2]
 if fooled:
-    grp = max(fooled, key=lambda g: max(r["V closure"] for r in g) - min(r["V closure"] for r in g))
-    hi = max(grp, key=lambda r: r["V closure"])
-    lo = min(grp, key=lambda r: r["V closure"])
+    grp = max(fooled, key=lambda g: max(r.v_closure for r in g) - min(r.v_closure for r in g))
+    hi = max(grp, key=lambda r: r.v_closure)
+    lo = min(grp, key=lambda r: r.v_closure)
     st.markdown(
-        f"**{hi['anchor']}** and **{lo['anchor']}** are both {hi['hops to z+']} hop(s) from success, so "
-        f"shortest path values them the same. But {hi['of which succeeded']} of the "
-        f"{hi['rollouts through it']} rollouts through {hi['anchor']} succeeded, and only "
-        f"{lo['of which succeeded']} of {lo['rollouts through it']} through {lo['anchor']}: the closure "
-        f"gives V = {E.fmt(hi['V closure'])} against {E.fmt(lo['V closure'])}.")
+        f"**{hi.anchor}** and **{lo.anchor}** are both {hi.hops} hop(s) from success, so "
+        f"shortest path values them the same. But {hi.succeeded} of the "
+        f"{hi.through} rollouts through {hi.anchor} succeeded, and only "
+        f"{lo.succeeded} of {lo.through} through {lo.anchor}: the closure "
+        f"gives V = {fmt(hi.v_closure)} against {fmt(lo.v_closure)}.")
 top = dis.anchors[0]
-if top["ranks differ"]:
-    other = ("gives every action there the same credit" if top["best by shortest_path"] == "(tie)"
-             else f"prefers **{top['best by shortest_path']}**")
-    st.markdown(f"Where it matters most, at **{top['anchor']}**, the closure prefers "
-                f"**{top['best by crbc']}** while shortest path {other}:")
-table([{k: v for k, v in r.items() if k != "group"} for r in dis.pairs if r["anchor"] == top["anchor"]])
+if top.ranks_differ:
+    other = ("gives every action there the same credit" if top.best_y == "(tie)"
+             else f"prefers **{top.best_y}**")
+    st.markdown(f"Where it matters most, at **{top.anchor}**, the closure prefers "
+                f"**{top.best_x}** while shortest path {other}:")
+table([r for r in dis.pairs if r.anchor == top.anchor], drop=("group",))
 if st.session_state.get("lesson_start", WORKED) != RARE:
     st.markdown("The rare-route sample shows the same effect on a gridworld fork.")
 
@@ -334,3 +339,57 @@ st.markdown("Explore any anchor's arithmetic on the **Inspector** page, and wher
             "disagree most on **Disagreements**.")
 with st.expander("The backup at the first anchor as a picture"):
     st.plotly_chart(backup_figure(ar), key="lesson_backup_fig")
+
+# ---- 9. which estimate is right? ---------------------------------------------------------------
+st.header("9 · Which estimate is right?")
+TRUTH_FILE = "sokoban-weak.jsonl"
+TRUTH_RIVALS = ("visit_local", "crbc", "shortest_path")
+
+
+@st.cache_resource(show_spinner=False)
+def _truth_group(stamp: float) -> RolloutGroup:
+    del stamp  # part of the key
+    groups = read_rollouts(common.SAMPLES_DIR / TRUTH_FILE)
+    return groups[common.showcase_group(groups)]
+
+
+truth_path = common.SAMPLES_DIR / TRUTH_FILE
+if not truth_path.exists():
+    st.info(f"This section needs the shipped sample `{TRUTH_FILE}`.")
+else:
+    tgroup = _truth_group(truth_path.stat().st_mtime)
+    st.markdown(
+        f"Every estimator above is a guess from {len(tgroup)} rollouts. On our own toy tasks the "
+        "**truth** can be computed: the rules of Sokoban are known and the tiny policy's probability "
+        "of each action can be read from the model exactly, so the policy's true value of every "
+        "reachable board at every time step, and the true advantage A = Q − V of every move, "
+        f"follow from one backward pass. Here is a real group, `{tgroup.group}` from "
+        f"`{TRUTH_FILE}` ({sum(r.success for r in tgroup)} of {len(tgroup)} rollouts solved it), "
+        "with the truth beside visit-local, the closure and the shortest-path foil.")
+    tkey = f"lesson-truth:{TRUTH_FILE}:{tgroup.group}"
+    tt, why = common.truth_for_group(tkey, tgroup, beta)
+    if tt is None:
+        st.info(why)
+    else:
+        from crbc import accuracy, estimators
+
+        tp = merge([tgroup])
+        tcred = {n: estimators.compute(n, tp, **({"beta": beta} if n != "shortest_path" else {}))
+                 for n in TRUTH_RIVALS}
+        rows = accuracy.truth_pairs(tp, tcred, tt.advantage_N, tt.anchor_advantage_N)
+        table(rows[:14], signed=["true A_t", "true A(s,a)", *TRUTH_RIVALS])
+        st.caption(
+            "One row per (anchor, action) at anchors where the group tried two or more actions, "
+            "most visited first. true A_t: the exact advantage, averaged over the steps where the "
+            "group took this action here; true A(s,a): the same averaged over every time the policy "
+            "may be here. visit_local and crbc: their Q − V (same units); shortest_path: its "
+            "normalised step advantage (its own units: read the sign and the order).")
+        agree = accuracy.group_agreement(tcred, tt.advantage_N)
+        table([{"estimator": n, "sign agreement": agree[n]["sign"], "Spearman": agree[n]["spearman"],
+                "RMSE of Q − V": agree[n].get("rmse")} for n in TRUTH_RIVALS])
+        best = max(TRUTH_RIVALS, key=lambda n: agree[n]["spearman"])
+        st.markdown(
+            f"On this group **{best}** ranks the steps most like the truth (Spearman "
+            f"{agree[best]['spearman']:.2f}). One group is one sample: the **Estimator accuracy** "
+            "page scores every estimator this way on 100 held-out levels and shows how each one "
+            "improves as the group grows.")

@@ -6,8 +6,9 @@ import html
 
 import streamlit as st
 
+from crbc.labels import anchor_labels
 from crbc.viz import charts
-from crbc.viz.style import board_html, board_legend_html, is_board, short_label
+from crbc.viz.style import board_html, board_legend_html, is_board
 from pages import common
 
 st.title("Rollouts")
@@ -46,7 +47,7 @@ with right:
     step = roll.steps[t - 1]
     b, m = st.columns([3, 2])
     with b:
-        st.markdown(f"**anchor {short_label(step.anchor, s)}** before step {t}")
+        st.markdown(f"**anchor {anchor_labels(p)[s]}** before step {t}")
         # plain HTML (escaped): drawn at once, without waiting for the plotly bundle
         st.html(board_html(step.anchor, cell=34) if is_board(step.anchor) else
                 f"<div style='font:28px monospace;padding:24px 0'>{html.escape(step.anchor)}</div>")

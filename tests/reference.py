@@ -98,6 +98,17 @@ def v_backup(group, values, beta):
     return dict(v)
 
 
+def cor3_bound(group, beta, depth):
+    """Cor. 3: ||A_inf - A^(K)||_inf <= 2 beta^K / (1 - beta) * ||T V0 - V0||_inf, K >= 1
+    (the slow twin of ``DepthSweep.bound_K``)."""
+    if beta >= 1:
+        return math.inf
+    v0 = visit_local(group, beta)[0]
+    tv0 = v_backup(group, v0, beta)
+    gap = max((abs(tv0[s] - v0[s]) for s in v0), default=0.0)
+    return 2.0 * beta ** depth / (1.0 - beta) * gap
+
+
 def depth_k(group, beta, depth):
     """(V, Q) at depth K (None = closure)."""
     if depth is None:
@@ -120,8 +131,9 @@ def group_advantage(group):
     return [(x - mean) / (std + 1e-6) for x in scores]
 
 
-def crbc_credits(group, beta=0.98, depth=None, sigma_min=0.1, w_group=1.0, w_step=5.0):
-    """Per rollout, per step: (value, q, credit, step_advantage, advantage); plus A_G list."""
+def crbc_credits(group, beta=0.98, depth=None, sigma_min=0.1, w_group=1.0, w_step=5.0, norm="grpo"):
+    """Per rollout, per step: (value, q, credit, step_advantage, advantage); plus A_G list
+    (``norm``: the ``group_norm`` option)."""
     v, q = depth_k(group, beta, depth)
     mu, _ = mu_p(group)
     acts = actions_at(group)
@@ -129,7 +141,7 @@ def crbc_credits(group, beta=0.98, depth=None, sigma_min=0.1, w_group=1.0, w_ste
     sigma = defaultdict(float)
     for (s, x), m in mu.items():
         sigma[s] += m * a[(s, x)] ** 2
-    a_g = group_advantage(group)
+    a_g = group_norm(group, norm)
     out = []
     for i, r in enumerate(group.rollouts):
         rows = []
@@ -142,48 +154,102 @@ def crbc_credits(group, beta=0.98, depth=None, sigma_min=0.1, w_group=1.0, w_ste
     return out, a_g
 
 
-def _anchor_norm(group, returns, mode, eps):
+def _stats(xs):
+    """(mean, std with N-1, count); std 0 for one value."""
+    m = sum(xs) / len(xs)
+    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
+    return m, sd, len(xs)
+
+
+def verl_grpo(group, norm_by_std=True, eps=1e-6):
+    """CRBC.md section 7, grpo: over the group's trajectories; a group of one: mean 0, std 1."""
+    scores = [r.effective_score for r in group.rollouts]
+    m, sd, n = _stats(scores)
+    if n == 1:
+        m, sd = 0.0, 1.0
+    return [(x - m) / (sd + eps) if norm_by_std else x - m for x in scores]
+
+
+def group_norm(group, kind, eps=1e-6):
+    """A_G of crbc / visit_local by ``group_norm`` (CRBC.md section 7)."""
+    scores = [r.effective_score for r in group.rollouts]
+    n = len(scores)
+    if kind == "grpo":
+        return group_advantage(group)
+    if kind == "drgrpo":
+        return verl_grpo(group, norm_by_std=False)
+    if kind == "rloo":
+        return [x - (sum(scores) - x) / (n - 1) if n > 1 else x for x in scores]
+    if kind == "steps":
+        rows = [r.effective_score for r in group.rollouts for _ in r.steps]
+        m, sd, k = _stats(rows)
+        if k == 1:
+            m, sd = 0.0, 1.0
+        return [(x - m) / (sd + eps) for x in scores]
+    raise ValueError(kind)
+
+
+def step_rewards(group):
+    """r_{i,t}: the step's reward; in a group without any, 10 * R_i on the last step."""
+    any_reward = any(st.reward is not None for r in group.rollouts for st in r.steps)
+    out = []
+    for r in group.rollouts:
+        if any_reward:
+            out.append([st.reward or 0.0 for st in r.steps])
+        else:
+            out.append([0.0] * (len(r.steps) - 1) + [10.0 if (r.success and not r.truncated) else 0.0])
+    return out
+
+
+def episode_scores(group):
+    """S_i: the rollout's score if given, else the sum of its step rewards."""
+    return [r.score if r.score is not None else sum(rw) for r, rw in zip(group.rollouts, step_rewards(group),
+                                                                         strict=True)]
+
+
+def step_return_credits(group, returns, mode="mean_std_norm", w_group=1.0, w_step=1.0, eps=1e-6,
+                        invalid_penalty=0.1):
+    """GiGPO's combination (CRBC.md section 7) of raw step returns: the penalty on invalid rows'
+    return and episode score, the episode term over the group's rows, the step term over each
+    anchor's occurrences. Per rollout, per step: (value, q, credit, step_advantage, advantage);
+    plus the episode term of each rollout's valid rows."""
+    scores = episode_scores(group)
+    pen = [[invalid_penalty if st.action == "invalid" else 0.0 for st in r.steps] for r in group.rollouts]
+    q = [[g - c for g, c in zip(gs, cs, strict=True)] for gs, cs in zip(returns, pen, strict=True)]
+    row_scores = [scores[i] - c for i in range(len(scores)) for c in pen[i]]
+    m_e, sd_e, n_e = _stats(row_scores)
+    if n_e == 1:
+        m_e, sd_e = 0.0, 1.0
+
+    def a_e(x):
+        return x - m_e if mode == "mean_norm" else (x - m_e) / (sd_e + eps)
+
     by_anchor = defaultdict(list)
     for i, r in enumerate(group.rollouts):
         for t, st in enumerate(r.steps):
-            by_anchor[st.anchor].append(returns[i][t])
-    stats = {}
-    for s, xs in by_anchor.items():
-        m = sum(xs) / len(xs)
-        sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
-        stats[s] = (m, sd, len(xs))
-    return stats
-
-
-def step_return_credits(group, returns, mode="mean_std_norm", w_group=1.0, w_step=1.0, eps=1e-6):
-    stats = _anchor_norm(group, returns, mode, eps)
-    a_g = group_advantage(group)
+            by_anchor[st.anchor].append(q[i][t])
+    stats = {s: _stats(xs) for s, xs in by_anchor.items()}
     out = []
     for i, r in enumerate(group.rollouts):
         rows = []
         for t, st in enumerate(r.steps):
             m, sd, n = stats[st.anchor]
-            g = returns[i][t]
+            g = q[i][t]
             if n < 2:
                 a_s = 0.0
             elif mode == "mean_std_norm":
                 a_s = (g - m) / (sd + eps)
             else:
                 a_s = g - m
-            rows.append((m, g, g - m, a_s, w_group * a_g[i] + w_step * a_s))
+            rows.append((m, g, g - m, a_s, w_group * a_e(scores[i] - pen[i][t]) + w_step * a_s))
         out.append(rows)
-    return out, a_g
+    return out, [a_e(x) for x in scores]
 
 
 def gigpo_returns(group, gamma=0.95):
-    any_reward = any(st.reward is not None for r in group.rollouts for st in r.steps)
+    """Discounted step returns of :func:`step_rewards` (before the penalty)."""
     out = []
-    for r in group.rollouts:
-        if any_reward:
-            rew = [st.reward or 0.0 for st in r.steps]
-        else:
-            rew = [0.0] * len(r.steps)
-            rew[-1] = 1.0 if (r.success and not r.truncated) else 0.0
+    for rew in step_rewards(group):
         g, acc = [0.0] * len(rew), 0.0
         for t in range(len(rew) - 1, -1, -1):
             acc = rew[t] + gamma * acc
@@ -223,8 +289,10 @@ def shortest_path_returns(group, gamma_g=0.8, scale=10.0):
 
 def random_group(rng: np.random.Generator, name: str = "g", max_rollouts: int = 8,
                  max_len: int = 12, n_anchors: int | None = None, n_actions: int | None = None,
-                 rewards: bool | None = None, scores: bool | None = None) -> RolloutGroup:
-    """A random group with cycles, self-loops, truncations and single-action anchors."""
+                 rewards: bool | None = None, scores: bool | None = None,
+                 p_invalid: float = 0.0) -> RolloutGroup:
+    """A random group with cycles, self-loops, truncations and single-action anchors; with
+    ``p_invalid`` > 0, that share of the actions is ``invalid`` (the state does not change)."""
     n_r = int(rng.integers(1, max_rollouts + 1))
     n_anchors = n_anchors or int(rng.integers(1, 7))
     n_actions = n_actions or int(rng.integers(1, 4))
@@ -238,6 +306,9 @@ def random_group(rng: np.random.Generator, name: str = "g", max_rollouts: int = 
         for _ in range(length):
             a = int(rng.integers(n_actions))
             rew = float(rng.choice([0.0, -0.1, 1.0, 10.0])) if rewards else None
+            if p_invalid > 0 and rng.random() < p_invalid:
+                steps.append(Step(f"s{s}", "invalid", reward=rew))
+                continue
             steps.append(Step(f"s{s}", f"a{a}", reward=rew))
             # deterministic-ish dynamics with noise: self-loops and cycles happen
             s = (s + a) % n_anchors if rng.random() < 0.7 else int(rng.integers(n_anchors))

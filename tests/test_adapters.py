@@ -1,4 +1,4 @@
-"""The verl-style advantage function (crbc.adapters) on a synthetic flat batch, against the CLI."""
+"""The deprecated verl-style advantage function (crbc.adapters) on a synthetic flat batch, against the CLI."""
 
 from __future__ import annotations
 
@@ -15,6 +15,12 @@ from crbc.cli import main
 from crbc.rollouts import Rollout, RolloutGroup, Step, write_rollouts
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.filterwarnings("ignore:crbc.adapters.step_advantages is deprecated")
+
+
+def test_the_alias_warns_that_it_is_deprecated():
+    with pytest.warns(DeprecationWarning, match="crbc.integrations"):
+        step_advantages(["a"], ["g"], ["r"], [1], estimator="grpo")
 
 
 def synthetic_groups(seed: int = 0, n_groups: int = 4, group_size: int = 6) -> list[RolloutGroup]:
@@ -115,9 +121,9 @@ def test_bad_batches_are_refused():
         step_advantages(a, u, t, [1, 1, 0])
     with pytest.raises(ValueError, match="success must be constant within a trajectory"):
         step_advantages(a, u, t, [1, 0, 0], actions=["x", "y", "x"])
-    with pytest.raises(ValueError, match="same step_index"):
+    with pytest.raises(ValueError, match="same step .* differ in anchor_keys"):
         step_advantages(a, u, t, [1, 1, 0], actions=["x", "y", "x"], step_index=[0, 0, 0])
-    with pytest.raises(ValueError, match="has 2 entries"):
+    with pytest.raises(ValueError, match="uid has 2 rows but the batch has 3"):
         step_advantages(a, u[:2], t, [1, 1, 0], actions=["x", "y", "x"])
     with pytest.raises(ValueError, match="0/1"):
         step_advantages(a, u, t, [2, 2, 0], actions=["x", "y", "x"])

@@ -112,3 +112,26 @@ def test_bench_smoke_prints_json():
     assert set(out["large_batch"]["estimator_s"]) == set(names())
     assert out["solvers"]["max_abs_diff_dense"] < 1e-9
     assert len(out["scaling"]["points"]) == 4
+
+
+def test_credit_keeps_input_order_when_groups_interleave(tmp_path):
+    """FORMATS.md: one credit line per input rollout, in the input's order, even when the file
+    interleaves its groups (the process itself lays them out group after group)."""
+    recs = [json.loads(x) for x in EXAMPLE.read_text().splitlines()]
+    other = [dict(r, group="other", rollout=r["rollout"]) for r in recs]
+    mixed = [recs[0], other[0], recs[1], other[1], other[2], recs[2], recs[3], other[3], recs[4], other[4]]
+    src = tmp_path / "mixed.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in mixed))
+    out = tmp_path / "c.jsonl"
+    r = crbc("credit", src, "-o", out)
+    assert r.returncode == 0, r.stderr
+    got = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [(g["group"], g["rollout"]) for g in got] == [(m["group"], m["rollout"]) for m in mixed]
+    # same numbers as the group alone, wherever its lines sit
+    alone = tmp_path / "alone.jsonl"
+    assert crbc("credit", EXAMPLE, "-o", alone).returncode == 0
+    by_key = {(g["group"], g["rollout"]): g for g in got}
+    for a in map(json.loads, alone.read_text().splitlines()):
+        assert by_key[(a["group"], a["rollout"])]["advantage"] == a["advantage"]
+        assert by_key[("other", a["rollout"])]["advantage"] == a["advantage"]
+    assert out.stat().st_mode & 0o044  # readable by others like any file, not mkstemp's 0600

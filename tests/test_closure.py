@@ -78,7 +78,8 @@ def test_worked_example_credit_record_matches_formats_md():
     assert rec["group_advantage"] == pytest.approx(0.6 / (math.sqrt(0.3) + 1e-6), abs=1e-12)
     assert rec["group_advantage"] == pytest.approx(1.0954, abs=1e-4)
     assert rec["advantage"] == pytest.approx([1.0954 + 5 * 0.9604, 1.0954 + 5.0], abs=1e-4)
-    assert rec["params"] == {"beta": 0.98, "depth": None, "sigma_min": 0.1, "w_group": 1.0, "w_step": 5.0}
+    assert rec["params"] == {"beta": 0.98, "depth": None, "sigma_min": 0.1, "w_group": 1.0, "w_step": 5.0,
+                             "group_norm": "grpo"}
 
 
 def test_worked_example_shortest_path_is_blind_to_frequency():
@@ -139,35 +140,57 @@ def test_visit_local_matches_reference():
 
 
 @pytest.mark.parametrize("mode", ["mean_std_norm", "mean_norm"])
-def test_gigpo_matches_reference(mode):
-    groups = _random_batch(seed=11, n=1000)
-    fast = compute("gigpo", groups, mode=mode)
+@pytest.mark.parametrize("penalty", [0.1, 0.0])
+def test_gigpo_matches_reference(mode, penalty):
+    groups = _random_batch(seed=11, n=1000, p_invalid=0.15)
+    fast = compute("gigpo", groups, mode=mode, invalid_penalty=penalty)
+    rows, a_e = [], []
+    for g in groups:
+        r, ae = ref.step_return_credits(g, ref.gigpo_returns(g), mode=mode, invalid_penalty=penalty)
+        rows += r
+        a_e += ae
+    want = _flatten(rows)
+    got = np.stack([fast.value_N, fast.q_N, fast.credit_N, fast.step_advantage_N, fast.advantage_N], 1)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fast.group_advantage_R, a_e, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("penalty", [0.1, 0.0])
+def test_shortest_path_matches_reference(penalty):
+    groups = _random_batch(seed=13, n=1000, p_invalid=0.15)
+    fast = compute("shortest_path", groups, invalid_penalty=penalty)
     rows = []
     for g in groups:
-        rows += ref.step_return_credits(g, ref.gigpo_returns(g), mode=mode)[0]
+        rows += ref.step_return_credits(g, ref.shortest_path_returns(g), invalid_penalty=penalty)[0]
     want = _flatten(rows)
     got = np.stack([fast.value_N, fast.q_N, fast.credit_N, fast.step_advantage_N, fast.advantage_N], 1)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
 
 
-def test_shortest_path_matches_reference():
-    groups = _random_batch(seed=13, n=1000)
-    fast = compute("shortest_path", groups)
-    rows = []
-    for g in groups:
-        rows += ref.step_return_credits(g, ref.shortest_path_returns(g))[0]
-    want = _flatten(rows)
-    got = np.stack([fast.value_N, fast.q_N, fast.credit_N, fast.step_advantage_N, fast.advantage_N], 1)
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
-
-
-def test_grpo_is_group_advantage_everywhere():
+@pytest.mark.parametrize("norm_by_std", [True, False])
+def test_grpo_is_verls_group_advantage_everywhere(norm_by_std):
     groups = _random_batch(seed=17, n=200)
-    fast = compute("grpo", groups)
-    want = [a for g in groups for r, a in zip(g.rollouts, ref.group_advantage(g), strict=True)
+    assert any(len(g.rollouts) == 1 for g in groups)
+    fast = compute("grpo", groups, norm_by_std=norm_by_std)
+    want = [a for g in groups for r, a in zip(g.rollouts, ref.verl_grpo(g, norm_by_std), strict=True)
             for _ in r.steps]
-    np.testing.assert_allclose(fast.advantage_N, want, atol=1e-12)
+    np.testing.assert_allclose(fast.advantage_N, want, atol=1e-9)
     assert fast.value_N is None and not fast.step_advantage_N.any()
+
+
+@pytest.mark.parametrize("norm", ["grpo", "drgrpo", "rloo", "steps"])
+@pytest.mark.parametrize("name", ["crbc", "visit_local"])
+def test_group_norm_options_match_reference(name, norm):
+    groups = _random_batch(seed=21, n=300)
+    depth = None if name == "crbc" else 0
+    fast = compute(name, groups, group_norm=norm)
+    rows, a_g = [], []
+    for g in groups:
+        r, ag = ref.crbc_credits(g, depth=depth, norm=norm)
+        rows += r
+        a_g += ag
+    np.testing.assert_allclose(fast.group_advantage_R, a_g, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fast.advantage_N, _flatten(rows)[:, 4], rtol=0, atol=1e-9)
 
 
 def test_batch_equals_group_by_group():
@@ -224,7 +247,8 @@ def test_finite_depth_within_cor3_bound(group, beta, k):
     p = merge([group])
     sweep = C.depth_sweep(p, beta, k)
     assert np.all(sweep.err_a_K[1:] <= sweep.bound_K[1:] + 1e-12)
-    assert sweep.err_a_K[k] <= C.cor3_bound(p, beta, k) + 1e-12
+    assert sweep.err_a_K[k] <= ref.cor3_bound(group, beta, k) + 1e-12
+    assert sweep.bound_K[k] == pytest.approx(ref.cor3_bound(group, beta, k), rel=1e-9, abs=1e-12)
     # the sweep's members are the estimate() members
     v_k, q_k = C.estimate(p, beta, k)
     np.testing.assert_allclose(sweep.v_KS[k], v_k, atol=1e-13)
@@ -340,3 +364,25 @@ def test_every_solver_matches_dense_reference(method, beta):
 def test_unknown_solver():
     with pytest.raises(ValueError, match="method"):
         C.solve_values(merge([worked_example()]), 0.98, "magic")
+
+
+def test_process_arrays_are_read_only():
+    """A merged process is shared by caches (app, estimators): no array can be changed in place."""
+    import dataclasses
+
+    from crbc.process import build_process
+
+    p = merge(read_rollouts(ROOT / "sample_rollouts" / "worked-example.jsonl"))
+    arrays = [f.name for f in dataclasses.fields(p) if isinstance(getattr(p, f.name), np.ndarray)]
+    assert len(arrays) >= 15
+    for name in arrays:
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(p, name)[...] = 0
+    # the caller's arrays stay its own (and writeable)
+    reward_N = np.zeros(2)
+    q = build_process(group_code_N=np.zeros(2, dtype=np.int64), anchor_code_N=np.array([0, 1]),
+                      action_code_N=np.array([0, 0]), reward_N=reward_N, success_R=np.array([True]),
+                      score_R=np.array([1.0]), offsets_R1=np.array([0, 2]), group_ids=["g"],
+                      anchor_texts=["a", "b"], action_names=["x"])
+    reward_N[0] = 1.0
+    assert not q.step_reward.flags.writeable

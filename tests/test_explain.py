@@ -14,14 +14,33 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crbc import closure as C
+from crbc import compare, edits, labels
 from crbc import explain as E
+from crbc import tables as T
 from crbc.estimators import compute
 from crbc.process import merge
 from crbc.rollouts import Rollout, RolloutGroup, Step, read_rollouts
+from crbc.rows import cells, depth_name, fmt
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"
 RARE = ROOT / "sample_rollouts" / "rare-route.jsonl"
+
+
+def find_state(p, anchor: str, group: str | int | None = None) -> int:
+    """The anchor id of ``anchor`` (its text or its label) in ``group`` (id or index; default: any).
+
+    Raises ``KeyError`` when the anchor is not in the group."""
+    if isinstance(group, str):
+        if group not in p.group_ids:
+            raise KeyError(f"no group {group!r}")
+        group = p.group_ids.index(group)
+    names = labels.anchor_labels(p)
+    for key in (p.state_anchor, names):
+        for s in range(p.n_states):
+            if key[s] == anchor and (group is None or int(p.state_group[s]) == group):
+                return s
+    raise KeyError(f"anchor {anchor!r} not found" + ("" if group is None else f" in group {group}"))
 
 
 @pytest.fixture(scope="module")
@@ -35,18 +54,18 @@ def wp(worked):
 
 
 def test_labels_of_the_worked_example_are_the_anchor_names(wp):
-    assert E.anchor_labels(wp) == ("s0", "s1", "s2")
-    assert E.node_labels(wp)[-2:] == ("z+", "z-")
-    assert E.find_state(wp, "s2") == 2
+    assert labels.anchor_labels(wp) == ("s0", "s1", "s2")
+    assert labels.node_labels(wp)[-2:] == ("z+", "z-")
+    assert find_state(wp, "s2") == 2
 
 
 def test_board_anchors_get_short_labels():
     p = merge(read_rollouts(RARE))
-    assert E.anchor_labels(p) == ("s0", "s1", "s2", "s3")
-    assert E.find_state(p, "s1") == 1
-    assert E.find_state(p, p.state_anchor[1], "rare-route") == 1
+    assert labels.anchor_labels(p) == ("s0", "s1", "s2", "s3")
+    assert find_state(p, "s1") == 1
+    assert find_state(p, p.state_anchor[1], "rare-route") == 1
     with pytest.raises(KeyError):
-        E.find_state(p, "s9")
+        find_state(p, "s9")
 
 
 def test_worked_example_at_the_closure(wp):
@@ -112,11 +131,11 @@ def test_arithmetic_agrees_with_the_crbc_estimator_on_the_rare_route():
 
 
 def test_process_tables(wp):
-    t = E.process_tables(wp)
-    assert [r["N(s)"] for r in t.states] == [5, 2, 3]
-    mu = {(r["anchor"], r["action"]): r["mu(a|s)"] for r in t.pairs}
+    t = T.process_tables(wp)
+    assert [r.n for r in t.states] == [5, 2, 3]
+    mu = {(r.anchor, r.action): r.mu for r in t.pairs}
     assert mu[("s0", "a")] == 0.2 and mu[("s2", "e")] == pytest.approx(2 / 3)
-    P = {(r["anchor"], r["action"], r["successor"]): (r["N(s,a,x)"], r["P(x|s,a)"]) for r in t.transitions}
+    P = {(r.anchor, r.action, r.successor): (r.n_sax, r.p) for r in t.transitions}
     assert P[("s0", "b", "s2")] == (3, 0.75)
     assert P[("s1", "d", "z-")] == (1, 1.0)
     assert len(t.transitions) == 7
@@ -140,50 +159,51 @@ def test_dense_system_refuses_big_groups(wp):
 
 
 def test_trajectory_table_and_grpo_spread(wp):
-    rows = E.trajectory_table(wp)
-    assert rows[0]["path"] == "s0 -a-> s1 -c-> z+"
-    assert rows[0]["A_G"] == pytest.approx(1.0954, abs=1e-4)
-    assert rows[1]["A_G"] == pytest.approx(-0.7303, abs=1e-4)
-    spread = {(r["anchor"], r["action"]): r for r in E.grpo_pair_spread(wp)}
+    rows = T.trajectory_table(wp)
+    assert rows[0].path == "s0 -a-> s1 -c-> z+"
+    assert rows[0].a_g == pytest.approx(1.0954, abs=1e-4)
+    assert rows[1].a_g == pytest.approx(-0.7303, abs=1e-4)
+    spread = {(r.anchor, r.action): r for r in T.grpo_pair_spread(wp)}
     # (s0, b) is in three failures and one success: GRPO credits it both ways
-    assert spread[("s0", "b")]["min"] < 0 < spread[("s0", "b")]["max"]
-    assert spread[("s0", "b")]["occurrences"] == 4
+    assert spread[("s0", "b")].min < 0 < spread[("s0", "b")].max
+    assert spread[("s0", "b")].occurrences == 4
 
 
 def test_step_and_pair_tables_match_the_credit_file(wp):
-    rows = E.step_table(wp, estimator="crbc", beta=0.98)
+    rows = T.step_table(wp, estimator="crbc", beta=0.98)
     first = rows[:2]
     # FORMATS.md: rollout 1 of the worked example
-    assert [round(r["V"], 4) for r in first] == [0.3842, 0.49]
-    assert [round(r["Q"], 4) for r in first] == [0.4802, 0.98]
-    assert [round(r["A_S"], 2) for r in first] == [0.96, 1.0]
-    assert [round(r["A_final"], 3) for r in first] == [5.897, 6.095]
-    pairs = E.pair_table(wp, depth=0)
-    assert pairs[0]["Q(s,a)"] == pytest.approx(0.9604)
-    assert "V" not in E.step_table(wp, estimator="grpo")[0]
+    assert [round(r.v, 4) for r in first] == [0.3842, 0.49]
+    assert [round(r.q, 4) for r in first] == [0.4802, 0.98]
+    assert [round(r.a_s, 2) for r in first] == [0.96, 1.0]
+    assert [round(r.a_final, 3) for r in first] == [5.897, 6.095]
+    pairs = T.pair_table(wp, depth=0)
+    assert pairs[0].q == pytest.approx(0.9604)
+    grpo_row = T.step_table(wp, estimator="grpo")[0]
+    assert grpo_row.v is None and "V" not in cells(grpo_row) and "A_final" in cells(grpo_row)
 
 
 def test_depth_table_runs_from_k0_to_the_closure(wp):
-    rows = E.depth_table(wp, beta=0.98, k_max=3, what="A")
-    assert [r["K"] for r in rows] == ["0", "1", "2", "3", "∞"]
-    assert rows[0]["A(s0,a)"] == pytest.approx(0.57624)
-    assert rows[-1]["A(s0,a)"] == pytest.approx(0.09604)
-    v = E.depth_table(wp, k_max=1, what="V")
-    assert set(v[0]) == {"K", "V(s0)", "V(s1)", "V(s2)"}
+    rows = T.depth_table(wp, beta=0.98, k_max=3, what="A")
+    assert rows.ks == ("0", "1", "2", "3", "∞")
+    assert rows.column("A(s0,a)")[0] == pytest.approx(0.57624)
+    assert rows.column("A(s0,a)")[-1] == pytest.approx(0.09604)
+    v = T.depth_table(wp, k_max=1, what="V")
+    assert v.columns == ("V(s0)", "V(s1)", "V(s2)") and set(v.records()[0]) == {"K", "V(s0)", "V(s1)", "V(s2)"}
     with pytest.raises(ValueError):
-        E.depth_table(wp, what="B")
+        T.depth_table(wp, what="B")
 
 
 def test_rare_route_sample_fools_shortest_path_but_not_the_closure():
     groups = read_rollouts(RARE)
     assert len(groups) == 1 and len(groups[0]) == 8
     p = merge(groups)
-    foil = {r["anchor"]: r for r in E.foil_table(p)}
+    foil = {r.anchor: r for r in T.foil_table(p)}
     # the reliable (s1) and the rare (s2) approach are both one hop from success
-    assert foil["s1"]["hops to z+"] == foil["s2"]["hops to z+"] == 1
-    assert (foil["s1"]["rollouts through it"], foil["s1"]["of which succeeded"]) == (4, 3)
-    assert (foil["s2"]["rollouts through it"], foil["s2"]["of which succeeded"]) == (4, 1)
-    assert foil["s1"]["V closure"] > 2.5 * foil["s2"]["V closure"]
+    assert foil["s1"].hops == foil["s2"].hops == 1
+    assert (foil["s1"].through, foil["s1"].succeeded) == (4, 3)
+    assert (foil["s2"].through, foil["s2"].succeeded) == (4, 1)
+    assert foil["s1"].v_closure > 2.5 * foil["s2"].v_closure
     # at the fork s0: shortest path gives both actions the same credit; crbc does not
     sp = compute("shortest_path", p)
     cr = compute("crbc", p)
@@ -192,75 +212,99 @@ def test_rare_route_sample_fools_shortest_path_but_not_the_closure():
     up = p.action_names.index("up")
     sa_up = int(np.flatnonzero((p.sa_state == 0) & (p.sa_action == up))[0])
     assert cr.step_advantage_SA[sa_up] == pytest.approx(1.0)
-    d = E.disagreements(p, "crbc vs shortest_path")
+    d = compare.disagreements(p, "crbc vs shortest_path")
     top = d.anchors[0]
-    assert (top["anchor"], top["best by crbc"], top["best by shortest_path"], top["ranks differ"]) == \
+    assert (top.anchor, top.best_x, top.best_y, top.ranks_differ) == \
         ("s0", "up", "(tie)", True)
 
 
 def test_disagreements_are_ranked_and_complete(wp, worked):
-    for name in E.COMPARISONS:
-        d = E.disagreements([worked], name, beta=0.98, sigma_min=0.1, depth=None)
-        scores = [r["disagreement"] for r in d.anchors]
+    for name in compare.COMPARISONS:
+        d = compare.disagreements([worked], name, beta=0.98, sigma_min=0.1, depth=None)
+        scores = [r.disagreement for r in d.anchors]
         assert scores == sorted(scores, reverse=True)
         assert len(d.anchors) == wp.n_states and len(d.steps) == wp.n_steps
-        assert [abs(r["Δ"]) for r in d.steps] == sorted((abs(r["Δ"]) for r in d.steps), reverse=True)
-    d = E.disagreements(wp, "K = 0 vs closure")
-    assert d.anchors[0]["anchor"] == "s0"  # only s0 changes between K = 0 and the closure
-    assert d.anchors[1]["disagreement"] == pytest.approx(0.0)
+        assert [abs(r.delta) for r in d.steps] == sorted((abs(r.delta) for r in d.steps), reverse=True)
+    d = compare.disagreements(wp, "K = 0 vs closure")
+    assert d.anchors[0].anchor == "s0"  # only s0 changes between K = 0 and the closure
+    assert d.anchors[1].disagreement == pytest.approx(0.0)
     # the per-anchor score is the mean |delta| over the anchor's visits
-    s0 = [r for r in d.steps if r["anchor"] == "s0"]
-    assert d.anchors[0]["disagreement"] == pytest.approx(np.mean([abs(r["Δ"]) for r in s0]))
+    s0 = [r for r in d.steps if r.anchor == "s0"]
+    assert d.anchors[0].disagreement == pytest.approx(np.mean([abs(r.delta) for r in s0]))
 
 
 def test_disagreements_across_groups_keep_groups_apart(worked):
     rare = read_rollouts(RARE)[0]
-    d = E.disagreements([worked, rare], "crbc vs shortest_path")
-    assert {r["group"] for r in d.anchors} == {"worked-example", "rare-route"}
+    d = compare.disagreements([worked, rare], "crbc vs shortest_path")
+    assert {r.group for r in d.anchors} == {"worked-example", "rare-route"}
     assert len(d.anchors) == 3 + 4
-    assert d.anchors[0]["group"] == "rare-route"  # the rare-route fork disagrees the most
-    ranked = E.anchors_by_visits(merge([worked, rare]))
-    assert ranked[0]["visits"] == 8
+    assert d.anchors[0].group == "rare-route"  # the rare-route fork disagrees the most
+    ranked = compare.anchors_by_visits(merge([worked, rare]))
+    assert ranked[0].visits == 8
 
 
 def test_flip_outcome(worked):
-    g = E.flip_outcome(worked, 1)
+    g = edits.flip_outcome(worked, 1)
     assert g.rollouts[1].success and not worked.rollouts[1].success  # input untouched
     p = merge([g])
     # rollout 2 now succeeds: s1 always succeeds, so V(s1) = beta
     assert E.anchor_arithmetic(p, 1).v == pytest.approx(0.98)
-    back = E.flip_outcome(g, 1)
+    back = edits.flip_outcome(g, 1)
     assert back == worked
     truncated = RolloutGroup("t", (Rollout("t", 0, (Step("x", "a"),), False, truncated=True, score=-1.0),))
-    flipped = E.flip_outcome(truncated, 0).rollouts[0]
+    flipped = edits.flip_outcome(truncated, 0).rollouts[0]
     assert flipped.success and not flipped.truncated and flipped.score is None
     with pytest.raises(IndexError):
-        E.flip_outcome(worked, 9)
+        edits.flip_outcome(worked, 9)
 
 
 def test_edit_remove_duplicate(worked):
-    g = E.edit_step(worked, 0, 1, action="b")  # rollout 1 now takes b at s0
+    g = edits.edit_step(worked, 0, 1, action="b")  # rollout 1 now takes b at s0
     p = merge([g])
     assert E.anchor_arithmetic(p, 0).actions[0].action == "b" and p.n_actions[0] == 1
-    g2 = E.edit_step(worked, 2, 2, anchor="s1")  # rollout 3 goes through s1 instead of s2
+    g2 = edits.edit_step(worked, 2, 2, anchor="s1")  # rollout 3 goes through s1 instead of s2
     assert merge([g2]).n_s.tolist() == [5, 3, 2]
     with pytest.raises(IndexError):
-        E.edit_step(worked, 0, 3, action="x")
+        edits.edit_step(worked, 0, 3, action="x")
     with pytest.raises(ValueError):
-        E.edit_step(worked, 0, 1, action=" ")
-    assert len(E.remove_rollout(worked, 0)) == 4
-    dup = E.duplicate_rollout(worked, 0)
+        edits.edit_step(worked, 0, 1, action=" ")
+    assert len(edits.remove_rollout(worked, 0)) == 4
+    dup = edits.duplicate_rollout(worked, 0)
     assert len(dup) == 6 and dup.rollouts[-1].rollout == 5
     with pytest.raises(ValueError):
-        E.remove_rollout(RolloutGroup("g", worked.rollouts[:1]), 0)
+        edits.remove_rollout(RolloutGroup("g", worked.rollouts[:1]), 0)
+
+
+def test_typed_rows_show_under_their_titles(worked):
+    d = compare.disagreements([worked], "crbc vs shortest_path")
+    shown = cells(d.anchors[0])
+    assert list(shown) == ["group", "anchor", "visits", "actions", "mean |Δ|", "max |Δ|",
+                           "best by crbc", "best by shortest_path", "ranks differ"]
+    assert shown["mean |Δ|"] == d.anchors[0].disagreement
+    assert "A_S crbc K=2" in cells(compare.disagreements(
+        [worked], compare.Comparison("k2", "crbc", "gigpo", x_params={"depth": 2})).steps[0])
+    foil = cells(T.foil_table(merge([worked]), gamma_g=0.5)[0])
+    assert "V_sp = 0.5^hops" in foil and "gamma_g" not in foil
+
+
+def test_one_label_rule_everywhere(worked):
+    """Tables (crbc.labels) and figures (crbc.viz) name anchors the same way."""
+    pytest.importorskip("plotly")
+    from crbc.viz.charts import steps_table
+
+    p = merge([worked])
+    c = compute("crbc", p)
+    assert list(steps_table(worked, 0, c)["anchor"]) == [labels.anchor_labels(p)[s] for s in p.step_state[:2]]
+    long = RolloutGroup("g", (Rollout("g", 0, (Step("a" * 16, "x"), Step("b" * 17, "y")), True),))
+    assert labels.anchor_labels(merge([long])) == ("s0", "s1")  # one long anchor: the whole group uses s<i>
 
 
 def test_fmt():
-    assert E.fmt(0.48019999) == "0.4802"
-    assert E.fmt(0.09604, signed=True) == "+0.0960"
-    assert E.fmt(-3e-17, signed=True) == "+0.0000"
-    assert E.fmt(float("inf")) == "∞"
-    assert E.depth_name(None) == "K = ∞ (closure)" and E.depth_name(3) == "K = 3"
+    assert fmt(0.48019999) == "0.4802"
+    assert fmt(0.09604, signed=True) == "+0.0960"
+    assert fmt(-3e-17, signed=True) == "+0.0000"
+    assert fmt(float("inf")) == "∞"
+    assert depth_name(None) == "K = ∞ (closure)" and depth_name(3) == "K = 3"
 
 
 # random groups: the displayed arithmetic always reproduces the estimator, at any depth

@@ -10,10 +10,11 @@ torch = pytest.importorskip("torch")
 
 from crbc.cli import main  # noqa: E402
 from crbc.envs import make  # noqa: E402
-from crbc.generate import TextProgress, generate_group, generate_groups, parse_seeds  # noqa: E402
+from crbc.generate import generate_group, generate_groups, parse_seeds  # noqa: E402
 from crbc.policy import load_policy  # noqa: E402
 from crbc.policy.prompting import ACTIONS, INVALID_ACTION  # noqa: E402
 from crbc.policy.tiny import TinyModelConfig, build_model, build_tokenizer, save_tiny  # noqa: E402
+from crbc.progress import ProgressBar  # noqa: E402
 from crbc.rollouts import read_rollouts  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,11 +94,15 @@ def test_progress_called_until_done(policy):
 
 
 def test_text_progress_bar(capsys):
-    bar = TextProgress("gen")
+    bar = ProgressBar("gen", unit="episodes", width=4)
     bar(1, 4)
+    assert "gen [#...] 1/4 episodes" in capsys.readouterr().err
     bar(4, 4)
     err = capsys.readouterr().err
-    assert "gen [" in err and "4/4 episodes" in err and err.endswith("\n")
+    assert "gen [####] 4/4 episodes" in err and err.endswith("\n")
+    train_bar = ProgressBar("train", total=2, width=2)  # the training loop's way: total fixed, info text
+    train_bar(1, "loss +0.1")
+    assert "train [#.] 1/2 loss +0.1" in capsys.readouterr().err
 
 
 def test_cli_writes_a_valid_file_deterministically(model_dir, tmp_path, capsys):

@@ -27,9 +27,31 @@ def loaded_after(code: str) -> set[str]:
     "import crbc.truth, crbc.accuracy, crbc.truth_cli",
     "from crbc.cli import main\nimport contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()):\n"
     "    main(['credit', 'sample_rollouts/worked-example.jsonl'])\n    main(['estimators'])",
+    "import crbc.integrations, crbc.integrations.rows, crbc.adapters, crbc.baselines",
 ])
 def test_core_loads_no_heavy_framework(code):
     assert not (loaded_after(code) & set(HEAVY))
+
+
+_CREDIT = ("from crbc.cli import main\nimport contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()):\n"
+           "    assert main(['credit', 'sample_rollouts/worked-example.jsonl'{}]) == 0")
+
+
+@pytest.mark.parametrize("extra", ["", ", '--estimator', 'gigpo'", ", '--estimator', 'visit_local'",
+                                   ", '--estimator', 'grpo'", ", '--depth', '3'"])
+def test_credit_command_loads_no_scipy(extra):
+    """Dense blocks solve every group of at most MAX_DENSE_BLOCK anchors: no scipy import."""
+    assert "scipy" not in loaded_after(_CREDIT.format(extra))
+
+
+def test_scipy_is_loaded_when_needed():
+    """The check above can fail: shortest_path (dijkstra) and a group too large for the dense
+    path do import scipy, lazily."""
+    assert "scipy" in loaded_after(_CREDIT.format(", '--estimator', 'shortest_path'"))
+    big = ("import crbc, crbc.closure as C\nfrom crbc.rollouts import Rollout, RolloutGroup, Step\n"
+           "steps = tuple(Step(f's{i}', 'a') for i in range(C.MAX_DENSE_BLOCK + 1))\n"
+           "crbc.compute('crbc', [RolloutGroup('g', (Rollout('g', 0, steps, True),))])")
+    assert "scipy" in loaded_after(big)
 
 
 def _imports(path: Path) -> set[str]:
@@ -60,7 +82,7 @@ def test_torch_only_in_policy_generate_train():
     allowed = {"policy", "generate.py", "train.py", "experiment.py", "adapters.py", "bench_policy.py"}
     for path in (ROOT / "crbc").rglob("*.py"):
         rel = path.relative_to(ROOT / "crbc").parts
-        if rel[0] in allowed:
+        if rel[0] in allowed or rel == ("integrations", "verl.py"):  # the torch-side trainer glue
             continue
         # module-level torch imports are forbidden; lazy ones inside functions are checked by the
         # subprocess tests above for the modules the core and the credit command load

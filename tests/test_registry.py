@@ -84,6 +84,7 @@ def test_toy_through_the_cli(toy):
     assert code == 2 and "no parameter toy_scale" in err
 
 
+@pytest.mark.filterwarnings("ignore:crbc.adapters.step_advantages is deprecated")
 def test_toy_through_the_adapter(toy):
     rng = np.random.default_rng(0)
     n = 12
@@ -96,6 +97,7 @@ def test_toy_through_the_adapter(toy):
     assert adv == pytest.approx(0.5 * a_g)
 
 
+@pytest.mark.filterwarnings("ignore:crbc.adapters.step_advantages is deprecated")
 def test_needs_actions_comes_from_the_registry(toy):
     for name in estimators.names():
         needs = estimators.get(name).needs_actions
@@ -150,7 +152,7 @@ def test_every_config_field_is_described():
 
 
 def test_shared_parameters_agree_across_estimators():
-    shared = estimators.shared_params()
+    shared = estimators.shared_param_specs()
     assert list(shared) == ["beta", "depth", "sigma_min", "w_group", "w_step"]
     assert shared["w_step"][1] == 5.0 and shared["depth"][1] is None
     # the CRBC family shares w_step; GiGPO and shortest path keep their own omega = 1
@@ -166,7 +168,7 @@ def test_a_conflicting_shared_parameter_is_refused():
     estimators.register("bad_beta", Bad, "conflicting")(_toy)
     try:
         with pytest.raises(ValueError, match="shares parameter 'beta'"):
-            estimators.shared_params()
+            estimators.shared_param_specs()
     finally:
         estimators.unregister("bad_beta")
 
@@ -210,7 +212,13 @@ def test_a_config_checks_its_fields():
         estimators.CRBCConfig(beta=1.5)
     with pytest.raises(ValueError, match="mode must be one of mean_std_norm, mean_norm"):
         estimators.GiGPOConfig(mode="x")
-    assert [f for f, _, _ in params_of(estimators.GRPOConfig)] == []
+    assert [f for f, _, _ in params_of(estimators.GRPOConfig)] == ["norm_by_std"]
+    with pytest.raises(ValueError, match="norm_by_std must be true or false"):
+        estimators.GRPOConfig(norm_by_std=1)
+    with pytest.raises(ValueError, match="group_norm must be one of grpo, drgrpo, rloo, steps"):
+        estimators.CRBCConfig(group_norm="z")
+    with pytest.raises(ValueError, match="invalid_penalty must be"):
+        estimators.ShortestPathConfig(invalid_penalty=-0.1)
 
 
 def test_the_documented_flags_exist():
@@ -225,9 +233,15 @@ def test_the_documented_flags_exist():
     assert args.depth is None and args.w_step == 2.0 and not hasattr(args, "beta")
 
 
-def test_colours_and_labels_come_from_the_registry():
-    from crbc.viz.charts import est_color
+def test_colours_and_labels_come_from_the_registry(toy):
+    from crbc.process import merge
+    from crbc.rollouts import read_rollouts
+    from crbc.viz.charts import est_color, est_label, timeline_figure
 
     assert est_color("crbc") == estimators.get("crbc").color == "#2a6fdb"
+    assert est_label("gigpo") == "GiGPO" and est_label("nope") == "nope"
+    p = merge(read_rollouts(EXAMPLE))
+    fig = timeline_figure({n: estimators.compute(n, p) for n in ("crbc", TOY)}, 0, "advantage")
+    assert [(t.name, t.line.color) for t in fig.data] == [("CRBC", "#2a6fdb"), ("Toy", "#123456")]
     assert est_color("nope", "#000000") == "#000000"
     assert len({estimators.get(n).color for n in estimators.names()}) == len(estimators.names())

@@ -164,8 +164,21 @@ def test_transitions_match_the_env_on_random_walks():
                     break
 
 
+def test_reading_pi_on_dead_states_changes_no_value():
+    """Skipping the model on dead states (the default) is exact: the twin that reads pi there too
+    gives the same values, advantages and anchor truth."""
+    fast = level_truth("sokoban-6x6-v0", 1000000, hashed_policy, max_steps=15)
+    full = level_truth("sokoban-6x6-v0", 1000000, hashed_policy, max_steps=15, full_policy=True)
+    assert fast.space.dead_S.any() and full.pi_full and not fast.pi_full
+    for f in ("value_TS", "q_TSA", "advantage_TSA", "anchor_advantage_SA", "anchor_value_S"):
+        assert np.array_equal(getattr(fast, f), getattr(full, f)), f
+    live = ~fast.space.dead_S
+    assert np.array_equal(fast.occupancy_TS[:, live], full.occupancy_TS[:, live])
+    assert fast.occupancy_TS[:, ~live].sum(1) == pytest.approx(full.occupancy_TS[:, ~live].sum(1))
+
+
 def test_dead_states_have_zero_value_and_occupancy_is_a_distribution():
-    lt = level_truth("sokoban-6x6-v0", 1000000, hashed_policy, max_steps=15)
+    lt = level_truth("sokoban-6x6-v0", 1000000, hashed_policy, max_steps=15, full_policy=True)
     assert lt.space.dead_S.any()
     assert np.all(lt.value_TS[:, lt.space.dead_S] == 0)
     # mass at each layer + mass already absorbed in success = 1
@@ -272,7 +285,9 @@ def test_table_sampling_replays_in_the_env_and_follows_generates_law(weak):
     from crbc.truth.sample import sample_group
 
     seed, n = 1000002, 500
-    lt = level_truth("sokoban-6x6-v0", seed, weak, max_steps=15)
+    lt = level_truth("sokoban-6x6-v0", seed, weak, max_steps=15, full_policy=True)
+    with pytest.raises(ValueError, match="full_policy"):
+        sample_group(level_truth("sokoban-6x6-v0", seed, weak, max_steps=15), 2)
     table = sample_group(lt, n, rng_seed=3)
     assert table.rollouts[0].meta == {"env": "sokoban-6x6-v0", "seed": seed, "policy": weak.name,
                                       "temperature": 1.0, "max_steps": 15}

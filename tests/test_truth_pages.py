@@ -152,3 +152,22 @@ def test_no_truth_for_a_hand_written_group():
     at = _app("pages/credits.py", sample="worked-example.jsonl")
     assert "No exact truth" in _texts(at)
     assert not any(e.proto.id.endswith("heat_truth") for e in at.get("plotly_chart"))
+
+
+def test_lesson_which_estimate_is_right():
+    from crbc import accuracy, estimators
+    from crbc.rollouts import read_rollouts
+
+    at = _app("pages/lesson.py")
+    assert any("Which estimate is right?" in h.value for h in at.header)
+    groups = read_rollouts(ROOT / "sample_rollouts" / "sokoban-weak.jsonl")
+    from pages.common import showcase_group
+
+    grp = groups[showcase_group(groups)]
+    assert f"`{grp.group}`" in _texts(at)
+    p, gt = _truth_of(grp)
+    creds = {n: estimators.compute(n, [grp]) for n in ("visit_local", "crbc", "shortest_path")}
+    agree = accuracy.group_agreement(creds, gt.advantage_N)
+    last = at.table[-1].value  # the agreement table of section 9
+    assert list(last["estimator"]) == ["visit_local", "crbc", "shortest_path"]
+    assert float(last["Spearman"].iloc[1]) == pytest.approx(agree["crbc"]["spearman"], abs=1e-3)

@@ -11,12 +11,13 @@ import pytest
 from benchmarks.synthetic import random_walk_group
 from crbc import estimators
 from crbc.closure import depth_sweep
+from crbc.labels import is_short
 from crbc.process import merge
 from crbc.rollouts import Rollout, RolloutGroup, Step, read_rollouts
 from crbc.viz import charts
 from crbc.viz.board import board_figure
-from crbc.viz.graph import anchor_graph_html, external_urls, graph_figure, layout, rollout_path
-from crbc.viz.style import V_SCALE, board_html, is_board, short_label, v_color
+from crbc.viz.graph import anchor_graph_html, external_urls, graph_figure, layout, rollout_edges
+from crbc.viz.style import V_SCALE, board_html, is_board, v_color
 
 WORKED = "sample_rollouts/worked-example.jsonl"
 
@@ -42,7 +43,7 @@ def test_board_detection_and_html_escapes():
     assert html.count("<td") == 16
     evil = "<script>alert(1)</script>"
     assert "<script>" not in board_html(evil)
-    assert short_label("s0", 4) == "s0" and short_label(board, 4) == "s4"
+    assert is_short("s0") and not is_short(board)
 
 
 def test_board_figure_draws_one_cell_per_symbol():
@@ -72,11 +73,11 @@ def test_layout_layers_and_boundaries(worked, walk):
     assert np.array_equal(l1.x_S, l2.x_S) and np.array_equal(l1.y_S, l2.y_S)  # deterministic
 
 
-def test_rollout_path_ends_at_its_boundary(worked):
+def test_rollout_edges_end_at_their_boundary(worked):
     _, p = worked
-    path = rollout_path(p, 0)
+    path = rollout_edges(p, 0)
     assert path[-1][2] == p.z_plus
-    assert rollout_path(p, 1)[-1][2] == p.z_minus
+    assert rollout_edges(p, 1)[-1][2] == p.z_minus
 
 
 def test_pyvis_html_is_offline_fixed_and_escaped():
@@ -161,7 +162,7 @@ def test_timeline_scatter_and_exports(walk):
     g, p = walk
     all_c = {n: estimators.compute(n, p) for n in estimators.names()}
     tl = charts.timeline_figure(all_c, 3, "step_advantage")
-    assert {t.name for t in tl.data} == set(estimators.names())
+    assert {t.name for t in tl.data} == {estimators.get(n).label for n in estimators.names()}
     sc = charts.scatter_figure(all_c["gigpo"], all_c["crbc"])
     assert sum(len(t.x) for t in sc.data) == p.n_steps
     frame = charts.credits_frame(all_c)

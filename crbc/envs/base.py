@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-ACTIONS: tuple[str, ...] = ("up", "down", "left", "right")
+from ..actions import ACTIONS
+
 #: (row, column) offset of each action.
 DELTAS: dict[str, tuple[int, int]] = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
 STEP_PENALTY = -0.1

@@ -12,7 +12,8 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from .prompting import ACTIONS, INVALID_ACTION, parse_chat, parse_tiny
+from ..actions import ACTIONS, INVALID_ACTION
+from .prompting import parse_chat, parse_tiny
 
 __all__ = ["ACTIONS", "INVALID_ACTION", "load_policy", "parse_chat", "parse_tiny", "Policy",
            "TinyPolicy", "ChatPolicy"]

@@ -80,8 +80,8 @@ class LabelledStates:
 
 def sample_states(cfg: PretrainConfig) -> LabelledStates:
     """Walk training levels and label every live state with the solver (recipe steps 1-2)."""
+    from ..actions import ACTIONS
     from ..envs import make
-    from .prompting import ACTIONS
 
     rng = np.random.default_rng([cfg.seed, 1])
     env = make(cfg.env, max_steps=max(cfg.walk_steps, 1))
@@ -135,7 +135,7 @@ def train(cfg: PretrainConfig, data: LabelledStates, log=None):
     """Behaviour-clone a fresh tiny model on ``data``; returns (model, tokenizer, stats)."""
     import torch
 
-    from .prompting import ACTIONS
+    from ..actions import ACTIONS
     from .tiny import build_model, build_tokenizer
 
     tok = build_tokenizer()

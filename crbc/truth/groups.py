@@ -78,6 +78,7 @@ class TruthCache:
     #: folder that relative policy names resolve against when they are not found from the
     #: working directory (the app passes the project root; meta says "models/...")
     policy_root: str | None = None
+    full_policy: bool = False  #: read pi on dead states too (to sample rollouts on the levels)
     levels: dict[LevelKey, LevelTruth] = field(default_factory=dict)
     policies: dict[tuple[str, float], ScorablePolicy] = field(default_factory=dict)
     loaded: dict[str, Any] = field(default_factory=dict)  #: folder -> loaded tiny policy
@@ -101,7 +102,8 @@ class TruthCache:
     def level(self, key: LevelKey) -> LevelTruth:
         if key not in self.levels:
             space = enumerate_states(key.env, key.seed, key.max_steps, max_states=self.max_states)
-            self.levels[key] = solve_level(space, self.policy(key.policy, key.temperature), key.beta)
+            self.levels[key] = solve_level(space, self.policy(key.policy, key.temperature), key.beta,
+                                           full_policy=self.full_policy)
         return self.levels[key]
 
 

@@ -24,6 +24,9 @@ def sample_group(truth: LevelTruth, group_size: int, rng_seed: int = 0) -> Rollo
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")
     sp = truth.space
+    if not truth.pi_full and sp.dead_S.any():
+        raise ValueError("sampling needs the policy on dead states too: solve the level with "
+                         "full_policy=True")
     cdf_SA = np.cumsum(truth.pi_SA, axis=1)
     level_seed = 0 if sp.seed is None else sp.seed
     gid = f"{sp.env_id}/seed-{level_seed}"

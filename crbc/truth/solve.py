@@ -32,7 +32,9 @@ class LevelTruth:
     """The exact values of one policy on one level.
 
     ``space``: the reachable states. ``pi_SA`` (S, 5): pi(a|s) on every state the policy can act
-    from (uniform filler on solved states and on states first reached at layer H).
+    from (uniform filler on solved states, on states first reached at layer H and, unless
+    ``pi_full``, on dead states: every value there is 0 whatever pi is, and so is A; only the
+    split of the occupancy among dead states uses the filler).
     ``value_TS`` (H, S), ``q_TSA`` (H, S, 5), ``advantage_TSA`` (H, S, 5): eq. 9.1-9.3 (pairs with
     t < dist(s) cannot happen; their numbers are those of a policy put there, and ignored).
     ``occupancy_TS`` (H, S): d_t(s), eq. 9.4. ``anchor_advantage_SA`` (S, 5): eq. 9.5, or the
@@ -49,6 +51,7 @@ class LevelTruth:
     advantage_TSA: np.ndarray
     occupancy_TS: np.ndarray
     anchor_advantage_SA: np.ndarray
+    pi_full: bool = False  #: pi was read on dead states too (needed to sample rollouts)
 
     @property
     def horizon(self) -> int:
@@ -120,41 +123,45 @@ def anchor_average(space: StateSpace, advantage_TSA: np.ndarray, d_TS: np.ndarra
                         plain_SA)
 
 
-def acted_states(space: StateSpace) -> np.ndarray:
-    """Ids of the states the policy can act from: not solved, first reached before layer H.
-    (Dead states are included: their values are 0 whatever pi is, but rollouts sampled on the
-    space need the policy's real behaviour there.)"""
-    return np.flatnonzero(~space.solved_S & (space.dist_S < space.horizon))
+def acted_states(space: StateSpace, include_dead: bool = True) -> np.ndarray:
+    """Ids of the states the policy can act from: not solved, first reached before layer H;
+    without ``include_dead``, also not dead (values there are 0 whatever pi is; rollouts sampled
+    on the space need the policy's real behaviour there, though)."""
+    keep = ~space.solved_S & (space.dist_S < space.horizon)
+    return np.flatnonzero(keep if include_dead else keep & ~space.dead_S)
 
 
-def policy_probs(space: StateSpace, policy: ScorablePolicy) -> np.ndarray:
+def policy_probs(space: StateSpace, policy: ScorablePolicy, include_dead: bool = True) -> np.ndarray:
     """pi(a|s) of every acted state (:func:`acted_states`); uniform filler elsewhere."""
     pi_SA = np.full((space.n_states, len(TRUTH_ACTIONS)), 1.0 / len(TRUTH_ACTIONS))
-    ask = acted_states(space)
+    ask = acted_states(space, include_dead)
     if len(ask):
         pi_SA[ask] = policy.probs([space.boards[i] for i in ask])
     return pi_SA
 
 
 def solve_level(space: StateSpace, policy: Any, beta: float = DEFAULT_BETA,
-                temperature: float | None = None) -> LevelTruth:
-    """The exact truth of ``policy`` on the enumerated level ``space`` (eq. 9.1-9.5)."""
+                temperature: float | None = None, full_policy: bool = False) -> LevelTruth:
+    """The exact truth of ``policy`` on the enumerated level ``space`` (eq. 9.1-9.5).
+    ``full_policy``: read pi on dead states too (about twice the forward passes; values and
+    advantages are the same, but :func:`crbc.truth.sample.sample_group` needs it)."""
     if not (0 < beta <= 1):
         raise ValueError(f"beta must be in (0, 1], got {beta!r}")
     pol = scorable_policy(policy, temperature)
-    pi_SA = policy_probs(space, pol)
+    pi_SA = policy_probs(space, pol, include_dead=full_policy)
     value_TS, q_TSA = backward_values(space, pi_SA, beta)
     adv_TSA = q_TSA - value_TS[:, :, None]
     d_TS = forward_occupancy(space, pi_SA)
     return LevelTruth(space, pol.name, pol.temperature, float(beta), pi_SA, value_TS, q_TSA,
-                      adv_TSA, d_TS, anchor_average(space, adv_TSA, d_TS))
+                      adv_TSA, d_TS, anchor_average(space, adv_TSA, d_TS), bool(full_policy))
 
 
 def level_truth(env_id: str, seed: int | None, policy: Any, max_steps: int | None = None,
                 beta: float = DEFAULT_BETA, temperature: float | None = None,
-                level: Any = None, max_states: int = DEFAULT_MAX_STATES) -> LevelTruth:
+                level: Any = None, max_states: int = DEFAULT_MAX_STATES,
+                full_policy: bool = False) -> LevelTruth:
     """Enumerate one level (env id + seed, or ``env_id="sokoban-xsb"`` with an XSB ``level``)
     and solve it exactly for ``policy`` (a :class:`ScorablePolicy`, ``"uniform"``, a model
     folder, a loaded tiny policy or a callable ``boards -> (B, 4|5) probabilities``)."""
     space = enumerate_states(env_id, seed, max_steps, level, max_states)
-    return solve_level(space, policy, beta, temperature)
+    return solve_level(space, policy, beta, temperature, full_policy)

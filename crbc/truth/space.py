@@ -20,12 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from ..actions import INVALID_ACTION
 from ..envs import ACTIONS, SOLVE_BONUS, STEP_PENALTY, make
 from ..envs.gridworld import GridLevel, GridWorldEnv
 from ..envs.sokoban import SokobanEnv, SokobanLevel, _decode, _encode, _has_dead_box, _push, _room_of
 
 #: The action axis of every truth array: the four moves, then ``invalid`` (a no-op step).
-TRUTH_ACTIONS: tuple[str, ...] = (*ACTIONS, "invalid")
+TRUTH_ACTIONS: tuple[str, ...] = (*ACTIONS, INVALID_ACTION)
 INVALID_INDEX = len(ACTIONS)
 #: Default cap on the number of reachable states of one level.
 DEFAULT_MAX_STATES = 200_000

@@ -156,11 +156,15 @@ def with_truth_line(fig: go.Figure, truth_R: np.ndarray, name: str = "truth (A_t
     line on a second y axis (the truth is in return units; the estimators' signals may be
     normalised)."""
     out = go.Figure(fig)
+    ys = [np.abs(np.asarray(t.y, dtype=float)) for t in out.data if t.y is not None and len(t.y)]
+    left = max((float(np.nanmax(y)) for y in ys if np.isfinite(y).any()), default=1.0) * 1.1 or 1.0
     out.add_trace(go.Scatter(x=np.arange(1, len(truth_R) + 1), y=truth_R, name=name, yaxis="y2",
                              mode="lines+markers", line=dict(color=TRUTH_COLOR, dash="dash", width=2.5),
                              marker=dict(symbol="diamond", size=7)))
     lim = float(np.max(np.abs(truth_R))) * 1.1 if len(truth_R) and np.max(np.abs(truth_R)) > 0 else 1.0
-    out.update_layout(yaxis2=dict(overlaying="y", side="right", range=[-lim, lim], zeroline=False,
+    # both axes symmetric about 0, so the two zero lines coincide
+    out.update_layout(yaxis=dict(range=[-left, left]),
+                      yaxis2=dict(overlaying="y", side="right", range=[-lim, lim], zeroline=False,
                                   showgrid=False, title=dict(text="true A_t", font=dict(size=11))))
     return out
 

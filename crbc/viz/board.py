@@ -51,12 +51,3 @@ def board_figure(text: str, title: str | None = None, size: int = 300) -> go.Fig
     return fig
 
 
-def legend_items() -> list[tuple[str, str, str]]:
-    """(symbol, name, colour) for a legend."""
-    seen, out = set(), []
-    for ch, name in BOARD_NAMES.items():
-        if name in seen:
-            continue
-        seen.add(name)
-        out.append((ch, name, BOARD_COLORS[ch]))
-    return out

@@ -10,9 +10,10 @@ import plotly.graph_objects as go
 
 from ..closure import DepthSweep
 from ..estimators import Credits, UnknownEstimatorError, get
+from ..labels import anchor_labels
 from ..process import Process
 from ..rollouts import RolloutGroup
-from .style import CREDIT_SCALE, HIGHLIGHT, OUTCOME_COLORS, short_label
+from .style import CREDIT_SCALE, HIGHLIGHT, OUTCOME_COLORS
 
 FIELDS = {
     "step_advantage": "A_S (normalised step credit)",
@@ -28,6 +29,14 @@ def est_color(name: str, fallback: str | None = None) -> str | None:
         return get(name).color
     except UnknownEstimatorError:
         return fallback
+
+
+def est_label(name: str) -> str:
+    """The registry's display label of estimator ``name`` (the name itself if it is unknown)."""
+    try:
+        return get(name).label
+    except UnknownEstimatorError:
+        return name
 
 
 def outcome(r) -> str:
@@ -57,7 +66,7 @@ def steps_table(group: RolloutGroup, r: int, c: Credits) -> pd.DataFrame:
     """One row per step of rollout ``r``: anchor, action, reward, V, Q, Q - V, A_S, A_final."""
     p = c.process
     sl = c.rollout_slice(r)
-    labels = [short_label(t, i) for i, t in enumerate(p.state_anchor)]
+    labels = anchor_labels(p)
     steps = group.rollouts[r].steps
 
     def col(x):
@@ -153,7 +162,7 @@ def timeline_figure(all_credits: Mapping[str, Credits], r: int, field: str = "st
         if vals is None:
             continue
         sl = c.rollout_slice(r)
-        fig.add_trace(go.Scatter(x=np.arange(1, sl.stop - sl.start + 1), y=vals[sl], name=name,
+        fig.add_trace(go.Scatter(x=np.arange(1, sl.stop - sl.start + 1), y=vals[sl], name=est_label(name),
                                  mode="lines+markers", line=dict(color=est_color(name))))
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=36, b=30), plot_bgcolor="white",
                       title=f"Rollout {r}: {FIELDS[field]} per step, every estimator",
@@ -174,6 +183,7 @@ def scatter_figure(cx: Credits, cy: Credits, field: str = "step_advantage",
         x = np.zeros(p.n_steps) if x is None else x
         y = np.zeros(p.n_steps) if y is None else y
     succ = p.rollout_success[p.step_rollout]
+    xl, yl = est_label(cx.estimator), est_label(cy.estimator)
     fig = go.Figure()
     for label, mask in (("success", succ), ("failure", ~succ)):
         fig.add_trace(go.Scatter(
@@ -181,15 +191,15 @@ def scatter_figure(cx: Credits, cy: Credits, field: str = "step_advantage",
             marker=dict(color=OUTCOME_COLORS[label], size=7, opacity=0.6),
             customdata=np.stack([p.rollout_index[p.step_rollout[mask]], p.step_t[mask]], axis=1),
             hovertemplate="rollout %{customdata[0]}, step %{customdata[1]}<br>"
-                          f"{cx.estimator} %{{x:.3f}}, {cy.estimator} %{{y:.3f}}<extra></extra>"))
+                          f"{xl} %{{x:.3f}}, {yl} %{{y:.3f}}<extra></extra>"))
     lim = _sym_range(x, y) * 1.05
     fig.add_shape(type="line", x0=-lim, y0=-lim, x1=lim, y1=lim, line=dict(color="#bbb", dash="dot"))
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=36, b=30), plot_bgcolor="white",
-                      title=f"{cy.estimator} against {cx.estimator} ({FIELDS[field]})",
+                      title=f"{yl} against {xl} ({FIELDS[field]})",
                       legend=dict(orientation="h", y=-0.2))
-    fig.update_xaxes(title=cx.estimator, range=[-lim, lim], zeroline=True, zerolinecolor="#888",
+    fig.update_xaxes(title=xl, range=[-lim, lim], zeroline=True, zerolinecolor="#888",
                      gridcolor="#eee")
-    fig.update_yaxes(title=cy.estimator, range=[-lim, lim], zeroline=True, zerolinecolor="#888",
+    fig.update_yaxes(title=yl, range=[-lim, lim], zeroline=True, zerolinecolor="#888",
                      gridcolor="#eee")
     return fig
 
@@ -225,7 +235,7 @@ def convergence_figure(sw: DepthSweep, k: int | None = None, tol: float = 1e-6,
 
 def sweep_table(p: Process, sw: DepthSweep, k: int) -> pd.DataFrame:
     """Per observed (anchor, action): visits, mu, Q^(K), A^(K) and the closure's Q, A_inf."""
-    labels = [short_label(t, i) for i, t in enumerate(p.state_anchor)]
+    labels = anchor_labels(p)
     df = pd.DataFrame({
         "anchor": [labels[s] for s in p.sa_state],
         "action": [p.action_names[a] for a in p.sa_action],

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
+from ..labels import anchor_labels
 from ..process import Process
 from .style import (
     BOARD_COLORS,
@@ -28,7 +29,6 @@ from .style import (
     Z_MINUS_COLOR,
     Z_PLUS_COLOR,
     is_board,
-    short_label,
     signed_color,
     v_color,
 )
@@ -100,7 +100,7 @@ def layout(p: Process) -> Layout:
                   y_B=np.array([-0.5 * spread - 0.5, 0.5 * spread + 0.5]) * Y_GAP)
 
 
-def rollout_path(p: Process, r: int) -> list[tuple[int, int, int]]:
+def rollout_edges(p: Process, r: int) -> list[tuple[int, int, int]]:
     """The chosen rollout as (anchor, action index, successor) triples (successor ids: S = z+,
     S + 1 = z-)."""
     sl = slice(int(p.rollout_offsets[r]), int(p.rollout_offsets[r + 1]))
@@ -113,10 +113,6 @@ def _edges(p: Process) -> list[tuple[int, int, int, int]]:
     sa, nxt, cnt = p.transitions()
     return [(int(p.sa_state[a]), int(p.sa_action[a]), int(x), int(c))
             for a, x, c in zip(sa.tolist(), nxt.tolist(), cnt.tolist(), strict=True)]
-
-
-def node_labels(p: Process) -> list[str]:
-    return [short_label(t, i) for i, t in enumerate(p.state_anchor)]
 
 
 def _zmax(x: np.ndarray) -> float:
@@ -200,7 +196,7 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
     _check_single(p)
     lay = layout(p)
     n = p.n_states
-    labels = node_labels(p)
+    labels = anchor_labels(p)
     colors = signed_color(value_S) if signed else v_color(value_S)
     n_max = max(int(p.n_s.max()), 1)
     net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line",
@@ -221,7 +217,7 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
                      info=f"{name}: absorbing boundary, V = {1 - b}", board="", text="")
     path = set()
     if highlight_rollout is not None:
-        path = {(a, act, x) for a, act, x in rollout_path(p, highlight_rollout)}
+        path = {(a, act, x) for a, act, x in rollout_edges(p, highlight_rollout)}
     edges = _edges(p)
     show_all = len(edges) <= max_edge_labels
     n_sa = {(int(p.sa_state[i]), int(p.sa_action[i])): int(p.n_sa[i]) for i in range(len(p.n_sa))}
@@ -249,7 +245,17 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
         "edges": {"arrows": {"to": {"enabled": True, "scaleFactor": 0.6}}},
     }))
     page = net.generate_html(notebook=False)
-    return _offline(page, height_px)
+    return _offline(page, height_px, legend=_legend(value_S, value_name, signed))
+
+
+def _legend(value_S: np.ndarray, value_name: str, signed: bool) -> tuple[str, list[str], str, str]:
+    """(title, gradient colours, left label, right label) of the node-colour legend."""
+    if signed:
+        z = _zmax(value_S)
+        return (f"node colour: {value_name}", signed_color(np.linspace(-z, z, 9), z),
+                f"{-z:+.2g}", f"{z:+.2g}")
+    return (f"node colour: {value_name}(s)" if value_name == "V" else f"node colour: {value_name}",
+            v_color(np.linspace(0, 1, 9)), "0", "1")
 
 
 _NAMESPACE = re.compile(r"^http://www\.w3\.org/\d{4}/")  # XML namespace names, never fetched
@@ -263,8 +269,10 @@ def _defang(page: str) -> str:
                     else m.group(0).split("://", 1)[1], page)
 
 
-def _offline(page: str, height_px: int) -> str:
-    """Remove every external reference (CDN css/js) and pyvis's empty headings; add tooltips."""
+def _offline(page: str, height_px: int, legend: tuple[str, list[str], str, str] | None = None) -> str:
+    """Remove every external reference (CDN css/js) and pyvis's empty headings; add tooltips and
+    the node-colour legend (default: V(s) on the V scale)."""
+    title, grad, lo, hi = legend or ("node colour: V(s)", v_color(np.linspace(0, 1, 9)), "0", "1")
     page = _defang(_CDN.sub("", page))
     page = re.sub(r"<center>\s*<h1>\s*</h1>\s*</center>", "", page)
     js = _TOOLTIP_JS % {"colors": json.dumps(BOARD_COLORS), "unknown": json.dumps(BOARD_UNKNOWN)}
@@ -276,11 +284,11 @@ def _offline(page: str, height_px: int) -> str:
              "border:none} .card{border:none} #vlegend{position:absolute;z-index:10;left:12px;top:10px;"
              "font:12px sans-serif;color:#333;background:rgba(255,255,255,.85);padding:4px 6px}"
              "#vlegend .bar{width:160px;height:10px;background:linear-gradient(to right,"
-             + ",".join(v_color(np.linspace(0, 1, 9))) + ")}</style>")
-    legend = ("<div id='vlegend'>node colour: V(s)<div class='bar'></div>"
-              "<span>0</span><span style='float:right'>1</span></div>")
+             + ",".join(grad) + ")}</style>")
+    box = (f"<div id='vlegend'>{html.escape(title)}<div class='bar'></div>"
+           f"<span>{html.escape(lo)}</span><span style='float:right'>{html.escape(hi)}</span></div>")
     page = page.replace("</head>", style + "</head>", 1)
-    return page.replace("<body>", "<body>" + legend, 1)
+    return page.replace("<body>", "<body>" + box, 1)
 
 
 def external_urls(page: str) -> list[str]:
@@ -301,7 +309,7 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
     _check_single(p)
     lay = layout(p)
     n = p.n_states
-    labels = node_labels(p)
+    labels = anchor_labels(p)
     # SVG scatter redraws faster than WebGL for the sizes we show (and needs no GPU)
     Sc = go.Scatter if n + p.n_steps < 20000 else go.Scattergl
     ex, ey = [], []
@@ -317,7 +325,7 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
                                hoverinfo="skip", showlegend=False, name="transitions"))
     if highlight_rollout is not None:
         hx, hy = [], []
-        for a, _act, x in rollout_path(p, highlight_rollout):
+        for a, _act, x in rollout_edges(p, highlight_rollout):
             hx += [xs[a], xs[x], None]
             hy += [ys[a], ys[x], None]
         fig.add_trace(Sc(x=hx, y=hy, mode="lines", line=dict(color=HIGHLIGHT, width=3),
@@ -352,5 +360,5 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
     return fig
 
 
-__all__ = ["Layout", "layout", "rollout_path", "anchor_graph_html", "graph_figure", "external_urls",
-           "node_labels", "BOARD_COLORS"]
+__all__ = ["Layout", "layout", "rollout_edges", "anchor_graph_html", "graph_figure", "external_urls",
+           "BOARD_COLORS"]

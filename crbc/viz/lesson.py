@@ -1,6 +1,7 @@
 """Figure and table builders for the lesson, the anchor inspector and the disagreement finder.
 
-Pure builders: they take what :mod:`crbc.explain` computed and return printable rows, LaTeX
+Pure builders: they take what :mod:`crbc.explain`, :mod:`crbc.tables` and :mod:`crbc.compare`
+computed and return printable rows, LaTeX
 strings or plotly figures. They never call ``st.*`` and never estimate anything.
 """
 
@@ -12,7 +13,10 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ..explain import AnchorArithmetic, DenseSystem, Disagreement, fmt
+from ..compare import Disagreement
+from ..explain import AnchorArithmetic, DenseSystem
+from ..rows import cells, fmt
+from ..tables import DepthTable
 from .style import CREDIT_SCALE, EDGE_COLOR, HIGHLIGHT, Z_MINUS_COLOR, Z_PLUS_COLOR, v_color
 
 # columns holding advantages are shown with a sign (+0.0960), the rest plainly (0.4802)
@@ -23,16 +27,17 @@ def _signed(col: str) -> bool:
     return col.startswith(SIGNED_PREFIXES) and not col.startswith("actions")
 
 
-def format_rows(rows: Iterable[dict[str, Any]], digits: int = 4, signed: Sequence[str] | None = None,
-                drop: Sequence[str] = ("state",)) -> list[dict[str, str]]:
-    """Rows with numbers as fixed-decimal strings (advantage columns signed), for a static table.
+def format_rows(rows: Iterable[Any], digits: int = 4, signed: Sequence[str] | None = None,
+                drop: Sequence[str] = ("state",), fields: tuple[str, ...] | None = None) -> list[dict[str, str]]:
+    """Typed rows (:mod:`crbc.rows`) or plain dicts as printable rows under their column titles,
+    numbers as fixed-decimal strings (advantage columns signed), for a static table.
 
     Integers stay integers, booleans become ``yes``/``no``, ``None`` becomes ``—``; columns in
-    ``drop`` (internal ids) are removed."""
+    ``drop`` are removed; ``fields`` (attribute names) keeps only those, in that order."""
     out = []
     for row in rows:
         new = {}
-        for k, v in row.items():
+        for k, v in cells(row, fields).items():
             if k in drop:
                 continue
             sg = (k in signed) if signed is not None else _signed(k)
@@ -83,13 +88,14 @@ def arithmetic_markdown(ar: AnchorArithmetic) -> list[str]:
     return lines
 
 
-def depth_figure(rows: Sequence[dict[str, Any]], title: str | None = None, height: int = 340) -> go.Figure:
-    """Lines of each column of :func:`crbc.explain.depth_table` over K, closure as a dashed level."""
+def depth_figure(table: DepthTable, title: str | None = None, height: int = 340) -> go.Figure:
+    """Lines of each column of :func:`crbc.tables.depth_table` over K, closure as a dashed level."""
+    rows = table.records()
     finite = [r for r in rows if r["K"] != "∞"]
     closure = next((r for r in rows if r["K"] == "∞"), None)
     ks = [int(r["K"]) for r in finite]
     fig = go.Figure()
-    cols = [c for c in rows[0] if c != "K"] if rows else []
+    cols = list(table.columns)
     palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                "#bcbd22", "#17becf", "#ff7f0e"]
     for i, c in enumerate(cols):
@@ -168,13 +174,13 @@ def disagreement_figure(dis: Disagreement, top: int = 15, height: int = 320,
                         highlight: str | None = None) -> go.Figure:
     """Bars of the per-anchor disagreement (largest first); ``highlight`` an anchor label."""
     rows = dis.anchors[:top]
-    multi = len({r["group"] for r in dis.anchors}) > 1
-    names = [f"{r['group']} / {r['anchor']}" if multi else r["anchor"] for r in rows]
-    colors = [HIGHLIGHT if r["anchor"] == highlight else ("#c0392b" if r["ranks differ"] else "#7f8c8d")
+    multi = len({r.group for r in dis.anchors}) > 1
+    names = [f"{r.group} / {r.anchor}" if multi else r.anchor for r in rows]
+    colors = [HIGHLIGHT if r.anchor == highlight else ("#c0392b" if r.ranks_differ else "#7f8c8d")
               for r in rows]
     fig = go.Figure(go.Bar(
-        x=names, y=[r["disagreement"] for r in rows], marker_color=colors,
-        customdata=[[r["visits"], r["actions"], "yes" if r["ranks differ"] else "no"] for r in rows],
+        x=names, y=[r.disagreement for r in rows], marker_color=colors,
+        customdata=[[r.visits, r.actions, "yes" if r.ranks_differ else "no"] for r in rows],
         hovertemplate="%{x}<br>mean |Δ A_S| = %{y:.4f}<br>visits %{customdata[0]}, actions %{customdata[1]}"
                       "<br>best action differs: %{customdata[2]}<extra></extra>"))
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=10), plot_bgcolor="white",

@@ -86,13 +86,6 @@ def board_html(text: str, cell: int = 16) -> str:
     return "".join(out)
 
 
-def short_label(text: str, index: int, max_len: int = 14) -> str:
-    """The anchor's own text when short and single-line (e.g. "s0"), else ``s<index>``."""
-    if "\n" not in text and len(text) <= max_len:
-        return text
-    return f"s{index}"
-
-
 def board_legend_html() -> str:
     """A one-line colour legend of the board symbols."""
     seen, items = set(), []

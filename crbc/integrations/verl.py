@@ -1,0 +1,195 @@
+"""verl / verl-agent glue: a ``DataProto`` of step rows in, token-level ``advantages`` out.
+
+:func:`compute_advantage` is a drop-in for one branch of verl-agent's ``compute_advantage``
+(``verl/trainer/ppo/ray_trainer.py:244-362``): it reads the step rows of a ``DataProto``, runs a
+registered estimator (``crbc``, ``visit_local``, ``gigpo``, ``shortest_path``, ``grpo``) and
+writes ``data.batch["advantages"]`` and ``data.batch["returns"]`` exactly where the GiGPO branch
+puts them (ray_trainer.py:345-359): per-row advantage broadcast over ``response_mask``, the same
+tensor for both (``compute_gigpo_outcome_advantage`` returns ``scores, scores``,
+core_gigpo.py:171).
+
+What the real pipeline does to the rows, and what happens here (docs/VERL.md has the recipe):
+
+* ``_balance_batch`` reorders rows (``DataProto.reorder``, ray_trainer.py:994-1005) and verl-agent
+  stores no step index, so the step order is lost by the time advantages are computed. Call
+  :func:`add_step_index` right after the rollout loop (before ``adjust_batch``); without the field
+  :func:`compute_advantage` raises an error naming it.
+* ``adjust_batch(mode="copy")`` (multi_turn_rollout/utils.py:86-127) appends copies of random
+  rows: copies share (uid, traj_uid, step_index) and count once; each gets its step's advantage.
+  (verl-agent's own GiGPO counts them again in its means; this does not.)
+* ``apply_invalid_action_penalty`` (ray_trainer.py:200-224) has already lowered
+  ``token_level_rewards`` on invalid rows. The episode score is read from ``episode_rewards``
+  (the raw sum, rollout_loop.py:260); without it, from the rows as verl-agent defines it,
+  ``token_level_rewards.sum(-1)`` plus back the trainer's penalty (``trainer_penalty``).
+  ``gigpo`` and ``shortest_path`` apply their own ``invalid_penalty`` to the raw inputs.
+* anchors (``anchor_obs``) may be strings, bytes or arrays of any shape (Sokoban's images arrive
+  as one (B, H, W, 3) object array): each row is hashed stably (:mod:`crbc.integrations.rows`).
+
+torch is imported here; ``verl`` itself is not (only the ``DataProto`` interface is used).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..estimators import Credits, get
+from . import rows
+
+NEEDS_SUCCESS = ("crbc", "visit_local", "shortest_path")
+
+
+@dataclass(frozen=True)
+class BatchKeys:
+    """Where each input lives in the ``DataProto`` (verl-agent's names; looked up in
+    ``non_tensor_batch`` first, then ``batch``).
+
+    uid ("uid"): task group. traj ("traj_uid"): trajectory. anchor ("anchor_obs"): anchor of the
+    state before the step. step_index ("step_index"): position in the trajectory (written by
+    :func:`add_step_index`). action ("action"): executed semantic action (not stored by
+    verl-agent; docs/VERL.md). valid ("is_action_valid"): False makes the action ``invalid``.
+    success ("success"): R_i (not stored by verl-agent; or pass ``success_threshold``). score
+    ("episode_rewards"): S_i. reward ("rewards"): the step's environment reward.
+    token_rewards ("token_level_rewards"): used for S_i only when ``score`` is absent.
+    """
+
+    uid: str = "uid"
+    traj: str = "traj_uid"
+    anchor: str = "anchor_obs"
+    step_index: str = "step_index"
+    action: str = "action"
+    valid: str = "is_action_valid"
+    success: str = "success"
+    score: str = "episode_rewards"
+    reward: str = "rewards"
+    token_rewards: str = "token_level_rewards"
+
+
+def _field(data: Any, name: str) -> Any:
+    if name in data.non_tensor_batch:
+        return data.non_tensor_batch[name]
+    if data.batch is not None and name in data.batch.keys():
+        return data.batch[name]
+    return None
+
+
+def _require(data: Any, name: str, why: str) -> Any:
+    x = _field(data, name)
+    if x is None:
+        raise KeyError(f"DataProto has no field {name!r} ({why}); fields: "
+                       f"{', '.join(sorted(data.non_tensor_batch))} (non_tensor_batch), "
+                       f"{', '.join(sorted(data.batch.keys())) if data.batch is not None else '-'} (batch)")
+    return x
+
+
+def add_step_index(data: Any, keys: BatchKeys = BatchKeys()) -> Any:
+    """Number each trajectory's rows 0, 1, 2, ... in their current order, in place, as
+    ``non_tensor_batch[keys.step_index]`` (int64); a batch that has the field is left alone.
+
+    Only right while the rows are still in rollout order: call it on the rollout loop's output
+    (verl-agent's ``multi_turn_loop`` returns rows trajectory by trajectory, steps in order,
+    rollout_loop.py:254-275), before ``adjust_batch`` and ``_balance_batch``. Returns ``data``.
+    """
+    if _field(data, keys.step_index) is not None:
+        return data
+    traj_B = rows.keys(rows.column(_require(data, keys.traj, "trajectory ids"), keys.traj, None),
+                       keys.traj)
+    seen: dict[bytes, int] = {}
+    index_B = np.empty(len(traj_B), dtype=np.int64)
+    for i, t in enumerate(traj_B):
+        index_B[i] = seen.get(t, 0)
+        seen[t] = index_B[i] + 1
+    data.non_tensor_batch[keys.step_index] = index_B
+    return data
+
+
+def response_mask(data: Any) -> torch.Tensor:
+    """``batch["response_mask"]``, or the response part of ``attention_mask`` (what verl-agent's
+    ``compute_response_mask`` returns, ray_trainer.py:226-241), stored in the batch."""
+    if "response_mask" not in data.batch.keys():
+        n = data.batch["responses"].size(1)
+        data.batch["response_mask"] = data.batch["attention_mask"][:, -n:]
+    return data.batch["response_mask"]
+
+
+def episode_scores(data: Any, keys: BatchKeys, trainer_penalty: float) -> tuple[Any, str]:
+    """S_i per row and the name of where it came from: ``keys.score`` (verl-agent's
+    ``episode_rewards``), else ``token_level_rewards.sum(-1)`` with ``trainer_penalty`` added back
+    on invalid rows (undoing ``apply_invalid_action_penalty``)."""
+    s = _field(data, keys.score)
+    if s is not None:
+        return s, keys.score
+    tok = _field(data, keys.token_rewards)
+    if tok is None:
+        raise KeyError(f"DataProto has neither {keys.score!r} nor {keys.token_rewards!r}: no episode score")
+    s_B = tok.detach().sum(-1).cpu().double().numpy()
+    if trainer_penalty:
+        valid = _field(data, keys.valid)
+        if valid is None:
+            raise KeyError(f"trainer_penalty={trainer_penalty} needs {keys.valid!r} to undo it")
+        s_B = s_B + trainer_penalty * (1.0 - np.asarray(rows.column(valid, keys.valid, None), dtype=float))
+    return s_B, f"{keys.token_rewards}.sum(-1)"
+
+
+def layout(data: Any, estimator: str, keys: BatchKeys = BatchKeys(),
+           success_threshold: float | None = None, trainer_penalty: float = 0.0) -> rows.Layout:
+    """The process of a ``DataProto``'s rows (see :func:`compute_advantage`)."""
+    score, score_name = episode_scores(data, keys, trainer_penalty)
+    reward = _field(data, keys.reward)
+    success = _field(data, keys.success)
+    if success is None and success_threshold is not None:
+        success = np.asarray(rows.column(score, score_name, None), dtype=float) >= success_threshold
+    need_success = estimator in NEEDS_SUCCESS or (estimator == "gigpo" and reward is None)
+    if success is None and need_success:
+        raise KeyError(f"DataProto has no field {keys.success!r} (the trajectory's outcome R_i, which "
+                       f"{estimator} needs): store it in the rollout loop or pass success_threshold")
+    action = _field(data, keys.action)
+    if action is None and get(estimator).needs_actions:
+        _require(data, keys.action, f"the executed semantic action, which {estimator} needs")
+    step_index = _field(data, keys.step_index)
+    if step_index is None:
+        raise KeyError(f"DataProto has no field {keys.step_index!r}: rows may have been reordered "
+                       "(_balance_batch) or copied (adjust_batch), so the step order cannot be "
+                       "recovered; call crbc.integrations.verl.add_step_index(batch) on the rollout "
+                       "loop's output, before adjust_batch")
+    return rows.layout(
+        _require(data, keys.uid, "task group ids"), _require(data, keys.traj, "trajectory ids"),
+        _require(data, keys.anchor, "anchors"), success, step_index=step_index, scores=score,
+        actions=action, valid=_field(data, keys.valid), rewards=reward, need_success=need_success,
+        names={"uid": keys.uid, "traj": keys.traj, "anchors": keys.anchor, "success": keys.success,
+               "step_index": keys.step_index, "scores": score_name, "actions": keys.action,
+               "valid": keys.valid, "rewards": keys.reward})
+
+
+def compute_advantage(data: Any, estimator: str | Enum = "crbc", config: Any = None, *,
+                      keys: BatchKeys = BatchKeys(), success_threshold: float | None = None,
+                      trainer_penalty: float = 0.0, return_credits: bool = False, **params: Any):
+    """Write ``data.batch["advantages"]`` and ``["returns"]`` (B, L), float32, on the rows' device.
+
+    ``advantages[b, l] = A_final(step of row b) * response_mask[b, l]`` and ``returns`` is the
+    same tensor, as for GiGPO in verl-agent. ``estimator`` is a registered name (a str Enum such as
+    verl-agent's ``AdvantageEstimator`` works); ``config`` its config object, or ``params`` its
+    fields (``beta=0.98, w_step=5.0``, ...). ``success_threshold``: without a ``success`` field,
+    R_i = [S_i >= threshold] (ALFWorld: 10). ``trainer_penalty``: the coefficient the trainer
+    already subtracted from ``token_level_rewards`` on invalid rows (used only when the episode
+    score has to be read from them). Returns ``data`` (and the :class:`Credits` with
+    ``return_credits``).
+    """
+    name = estimator.value if isinstance(estimator, Enum) else str(estimator)
+    est = get(name)
+    if config is not None and params:
+        raise ValueError(f"give either a config or parameters, not both (got {', '.join(params)})")
+    lay = layout(data, name, keys, success_threshold, trainer_penalty)
+    credits: Credits = est(lay.process, config=config, **params)
+    adv_B = rows.scatter(lay, credits.advantage_N)
+    mask = response_mask(data)
+    tok = _field(data, keys.token_rewards)
+    dtype = tok.dtype if isinstance(tok, torch.Tensor) and tok.is_floating_point() else torch.float32
+    adv = torch.as_tensor(adv_B, dtype=dtype, device=mask.device).unsqueeze(-1) * mask.to(dtype)
+    data.batch["advantages"] = adv
+    data.batch["returns"] = adv
+    return (data, credits) if return_credits else data
