@@ -24,7 +24,7 @@ def test_truth_diagnostics_match_accuracy_scores_group_by_group():
     from crbc.truth_diag import truth_diagnostics
 
     policy = load_policy(str(MODEL))
-    groups = generate_groups("sokoban-6x6-v0", [3, 5, 8, 11, 12], 6, policy, 1.0, 12, rng=7)
+    groups = generate_groups("sokoban-6x6-v0", list(range(10)), 8, policy, 1.0, 15, rng=7)
     for g in groups:
         for r in g.rollouts:
             r.meta["iteration"] = 2  # a training iteration: the hook supplies the current policy
