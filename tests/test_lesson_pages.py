@@ -49,8 +49,9 @@ def lesson() -> AppTest:
 
 def test_lesson_walks_through_every_section(lesson):
     heads = [h.value for h in lesson.main.header]  # the sidebar has headers too
-    assert [h.split(" · ")[0] for h in heads] == [str(i) for i in range(1, 9)]
+    assert [h.split(" · ")[0] for h in heads] == [str(i) for i in range(1, 10)]
     assert "GRPO" in heads[1] and "linear system" in heads[4] and "shortest-path" in heads[7]
+    assert "Which estimate is right" in heads[8]
 
 
 def test_lesson_shows_the_worked_example_numbers_of_crbc_md(lesson):
