@@ -1,29 +1,47 @@
-"""Seconds per training iteration, split into rollout, advantage, update (prints JSON).
+"""Seconds per training iteration, split into rollout, advantage and update (prints JSON).
 
     .venv/bin/python benchmarks/bench_train.py [--model models/sokoban-tiny-weak] [--iterations 3]
-        [--groups 16] [--group-size 8] [--estimator crbc] [--threads 1]
+        [--groups 16] [--group-size 8] [--estimator crbc] [--threads 1] [--slow]
 
-Runs a short ``crbc train`` into a temporary folder (no evaluation) and reports the mean over
-iterations of each phase as the trainer measured it: ``rollout`` (batched generation of
-groups x group-size episodes), ``advantage`` (the estimator on the merged batch),
-``diagnostics`` (crbc.diagnostics on the batch), ``update`` (old/reference log-probabilities and
-the PPO-clip epochs), ``write`` (the rollout file and the metrics line) and ``total`` (the
-checkpoint save after the metrics line is not included). Timings on a shared machine vary; the
-JSON records the thread count, the batch size and the load average.
+Runs the trainer's pieces on ``--iterations`` batches (the same calls as ``crbc.train``, no
+evaluation or file writes): ``rollout`` (batched generation of groups x group-size episodes),
+``advantage`` (the estimator on the batch), ``update`` (the TrainConfig defaults: old
+log-probabilities and one epoch of whole-group minibatches, crbc.ppo). Each phase is reported as
+wall seconds and as CPU seconds of this process (``cpu_*``; on a machine shared with other jobs
+the wall time grows with the load, the CPU time less). ``--slow`` also times, on the same
+batches and from the same weights, the first trainer's settings (2 epochs of 256-step random
+minibatches, KL 0.05 so a reference pass) twice: ``update_slow`` with its per-pair scoring
+(tests/ppo_reference.py) and ``update_fast_same_settings`` with crbc.ppo's by-board scoring.
+The JSON records the thread count, the batch size and the load average before and after.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+
+class _Clock:
+    """Wall and CPU seconds of a block, stored into ``row[name]`` and ``row["cpu_" + name]``."""
+
+    def __init__(self, row: dict, name: str):
+        self.row, self.name = row, name
+
+    def __enter__(self):
+        self.w, self.c = time.perf_counter(), time.process_time()
+
+    def __exit__(self, *exc):
+        self.row[self.name] = time.perf_counter() - self.w
+        self.row["cpu_" + self.name] = time.process_time() - self.c
 
 
 def main() -> int:
@@ -35,35 +53,58 @@ def main() -> int:
     ap.add_argument("--group-size", type=int, default=8)
     ap.add_argument("--estimator", default="crbc")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--slow", action="store_true", help="also time the first trainer's update")
     args = ap.parse_args()
 
-    from crbc.runs import read_run
-    from crbc.train import TrainConfig, train
+    import numpy as np
+    import torch
 
-    cfg = TrainConfig(env=args.env, model=args.model, estimator=args.estimator, iterations=args.iterations,
-                      groups=args.groups, group_size=args.group_size, eval_every=0, eval_seeds=0,
-                      threads=args.threads)
-    with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
-        train(cfg, Path(tmp) / "run")
-        wall = time.perf_counter() - t0
-        metrics = read_run(Path(tmp) / "run").metrics
+    from crbc.estimators import compute
+    from crbc.generate import generate_groups
+    from crbc.policy import load_policy
+    from crbc.ppo import flatten, ppo_update
+    from crbc.train import TrainConfig, _derived, train_seeds
+    from tests.ppo_reference import slow_ppo_update
 
-    def mean(key: str) -> float:
-        return round(sum(m[key] for m in metrics) / len(metrics), 4)
-
-    phases = {"rollout": mean("seconds_rollout"), "advantage": mean("seconds_advantage"),
-              "diagnostics": mean("seconds_diagnostics"), "update": mean("seconds_update")}
-    total = mean("seconds")
+    load0 = os.getloadavg()[0]
+    torch.set_num_threads(args.threads)
+    cfg = TrainConfig(env=args.env, model=args.model, estimator=args.estimator, groups=args.groups,
+                      group_size=args.group_size, threads=args.threads)
+    policy, ref = load_policy(cfg.model), load_policy(cfg.model)
+    opt = torch.optim.AdamW(policy.model.parameters(), lr=cfg.lr)
+    rows = []
+    for it in range(args.iterations):
+        row: dict = {}
+        with _Clock(row, "rollout"):
+            groups = generate_groups(cfg.env, train_seeds(0, it, cfg.groups), cfg.group_size, policy,
+                                     cfg.temperature, cfg.max_steps, rng=_derived(0, 2, it))
+        with _Clock(row, "advantage"):
+            credits = compute(cfg.estimator, groups)
+        batch = flatten(groups, credits.advantage_N)
+        row.update(steps=batch.n_steps, pairs=len(batch.pair_obs), boards=len(batch.boards()[0]))
+        if args.slow:
+            old = dataclasses.replace(cfg, ppo_epochs=2, kl_coef=0.05, loss_agg="step",
+                                      minibatches=max(1, round(batch.n_steps / 256)))
+            for name, fn in (("update_slow", slow_ppo_update), ("update_fast_same_settings", ppo_update)):
+                p2 = copy.deepcopy(policy)
+                o2 = torch.optim.AdamW(p2.model.parameters(), lr=cfg.lr)
+                o2.load_state_dict(opt.state_dict())
+                with _Clock(row, name):
+                    fn(p2, ref, o2, batch, old, torch.Generator().manual_seed(it))
+        with _Clock(row, "update"):
+            ppo_update(policy, ref, opt, batch, cfg, torch.Generator().manual_seed(it))
+        row["total"] = row["rollout"] + row["advantage"] + row["update"]
+        row["cpu_total"] = row["cpu_rollout"] + row["cpu_advantage"] + row["cpu_update"]
+        rows.append(row)
+    mean = {k: round(float(np.mean([r[k] for r in rows])), 4) for k in rows[0]}
     out = {
         "benchmark": "train_iteration", "estimator": args.estimator, "env": args.env,
         "model": os.path.relpath(args.model, ROOT) if args.model.startswith(str(ROOT)) else args.model,
-        "groups": args.groups, "group_size": args.group_size, "iterations": len(metrics),
-        "threads": args.threads, "steps_per_iteration": mean("steps"),
-        "distinct_pairs_per_iteration": mean("distinct_pairs"),
-        "seconds_per_iteration": {**phases, "write": round(total - sum(phases.values()), 4), "total": total},
-        "wall_seconds_incl_model_load": round(wall, 2),
-        "load_average_1min": round(os.getloadavg()[0], 2),
+        "groups": args.groups, "group_size": args.group_size, "iterations": len(rows),
+        "threads": args.threads, "ppo_epochs": cfg.ppo_epochs, "minibatches": cfg.minibatches,
+        "kl_coef": cfg.kl_coef,
+        "mean_per_iteration": mean,
+        "load_average_1min": [round(load0, 2), round(os.getloadavg()[0], 2)],
     }
     print(json.dumps(out, indent=2))
     return 0

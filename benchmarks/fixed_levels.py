@@ -45,7 +45,8 @@ def main() -> int:
     from crbc.estimators import compute
     from crbc.generate import generate_groups
     from crbc.policy import load_policy
-    from crbc.train import flatten, ppo_update, train_seeds
+    from crbc.ppo import flatten, ppo_update
+    from crbc.train import train_seeds
 
     torch.set_num_threads(a.threads)
     cfg = dataclasses.replace(d, model=a.model, estimator=a.estimator, lr=a.lr,

@@ -21,7 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "estimators": ("crbc.commands", "list the registered estimators"),
     "generate": ("crbc.generate", "roll out groups of a local policy in a toy environment"),
     "pretrain": ("crbc.policy.pretrain", "behaviour-clone a tiny policy on solver-labelled states"),
-    "train": ("crbc.train", "group-based RL training of a local policy with a chosen estimator"),
+    "train": ("crbc.train_cli", "group-based RL training of a local policy with a chosen estimator"),
     "experiment": ("crbc.experiment", "compare estimators over several seeded training runs"),
     "bench": ("crbc.bench", "benchmark the estimators (prints JSON)"),
     "truth": ("crbc.truth_cli", "the policy's exact per-step values and advantages (crbc.truth/1)"),

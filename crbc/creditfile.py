@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import io
 import os
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import IO
 
 import msgspec
 import numpy as np
 
 from .credits import CREDIT_SCHEMA
+from .rollouts import atomic_write_chunks
 
 CHUNK_ROLLOUTS = 512
 
@@ -114,7 +113,7 @@ def write_credits(credits, out: str | os.PathLike | IO[bytes] | IO[str],
     check_finite(credits)
     chunks = encoded_chunks(credits) if order is None else in_order(encoded_chunks(credits), order)
     if isinstance(out, (str, os.PathLike)):
-        _atomic_write_chunks(Path(out), chunks)
+        atomic_write_chunks(out, chunks)
         return
     if hasattr(out, "buffer"):  # a text stream over bytes (sys.stdout): write the bytes below it
         out.flush()
@@ -126,22 +125,3 @@ def write_credits(credits, out: str | os.PathLike | IO[bytes] | IO[str],
     for chunk in chunks:
         out.write(chunk)
     out.flush()
-
-
-def _atomic_write_chunks(path: Path, chunks) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for chunk in chunks:
-                f.write(chunk)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -10,9 +10,11 @@ success, held-out success and iterations to a success threshold) and the learnin
 Runs are separate processes (``python -m crbc train``), ``--jobs`` at a time. A finished run is
 skipped, an unfinished one resumed, so the command can be re-run after Ctrl-C. Unless
 ``--keep-models`` is given, each finished run's ``checkpoint/`` and ``policy/`` are deleted so the
-folder holds only what ships (run.json, metrics.jsonl, rollouts/). Outputs in OUT:
-``summary.json``, ``summary.md`` and, with ``--png``, a PNG of the curves (rendered by the
-local chromium through playwright, when available).
+folder holds only what ships (run.json, metrics.jsonl, rollouts/). ``--keep-rollouts-seeds K``
+keeps every iteration's rollouts of seeds below K only (the others' are deleted once the run
+is finished). Outputs in OUT: ``summary.json`` and ``summary.md`` (:mod:`crbc.analysis`: the
+table with 95% intervals and the paired tests). The figure is drawn by
+``benchmarks/training_figure.py`` (it needs the local chromium).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .runs import find_runs, order_runs, read_run, summarize, table_markdown
+from .analysis import order_runs, paired_markdown, paired_table, summarize, table_markdown
+from .runs import ROLLOUTS_DIR, find_runs, read_run
 
 
 def run_name(estimator: str, seed: int) -> str:
@@ -34,7 +37,7 @@ def run_name(estimator: str, seed: int) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from .train import add_config_arguments
+    from .train_cli import add_config_arguments
 
     parser.add_argument("--estimators", nargs="+", default=["grpo", "gigpo", "crbc"],
                         help="registered estimator names (default: grpo gigpo crbc)")
@@ -47,8 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="trailing average (iterations) before the threshold test")
     parser.add_argument("--keep-models", action="store_true",
                         help="keep checkpoint/ and policy/ of finished runs")
+    parser.add_argument("--keep-rollouts-seeds", type=int, default=None,
+                        help="keep the rollouts of seeds below this only (default: all)")
     parser.add_argument("--summary-only", action="store_true", help="do not train; summarise OUT")
-    parser.add_argument("--png", default=None, help="also write the curves as a PNG here")
     add_config_arguments(parser, skip=("estimator", "seed", "diagnostics"))
 
 
@@ -60,7 +64,7 @@ def _finished(run_dir: Path, iterations: int) -> bool:
 
 
 def _train_argv(args: argparse.Namespace, est: str, seed: int, run_dir: Path, resume: bool) -> list[str]:
-    from .train import _FLAGS
+    from .train_cli import _FLAGS
 
     argv = [sys.executable, "-m", "crbc", "train", "--out", str(run_dir), "--quiet"]
     if resume:
@@ -119,6 +123,9 @@ def run_all(args: argparse.Namespace, log=print) -> list[Path]:
                 if not args.keep_models:
                     for sub in ("checkpoint", "policy"):
                         shutil.rmtree(d / sub, ignore_errors=True)
+                keep = getattr(args, "keep_rollouts_seeds", None)
+                if keep is not None and read_run(d).seed is not None and read_run(d).seed >= keep:
+                    shutil.rmtree(d / ROLLOUTS_DIR, ignore_errors=True)
                 log(f"experiment: {done}/{total} {label} done in {time.perf_counter() - t0:.0f}s "
                     f"(elapsed {time.perf_counter() - t_start:.0f}s)")
     except KeyboardInterrupt:
@@ -131,52 +138,21 @@ def run_all(args: argparse.Namespace, log=print) -> list[Path]:
     return dirs
 
 
-def write_summary(out: Path, threshold: float, smooth: int, png: str | None = None,
-                  log=print, estimators=("grpo", "gigpo", "crbc")) -> dict[str, Any]:
-    """summary.json / summary.md (and a PNG) of every run under ``out``."""
+def write_summary(out: Path, threshold: float, smooth: int, estimators=("grpo", "gigpo", "crbc")
+                  ) -> dict[str, Any]:
+    """summary.json / summary.md of every run under ``out`` (crbc.analysis)."""
     runs = order_runs([read_run(p) for p in find_runs(out)], estimators)
     if not runs:
         raise ValueError(f"no runs found under {out}")
     rows = summarize(runs, threshold=threshold, smooth=smooth)
-    md = table_markdown(rows, smooth=smooth)
+    paired = paired_table(runs, reference="grpo")
+    md = table_markdown(rows) + "\n\nPaired by seed and held-out level (final evaluation):\n\n" + paired_markdown(paired)
     info = {"runs": [r.name for r in runs], "threshold": threshold, "smooth": smooth, "table": rows,
+            "paired": paired,
             "config": {k: v for k, v in runs[0].config.items() if k not in ("estimator", "seed")}}
     (out / "summary.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
     (out / "summary.md").write_text(md + "\n", encoding="utf-8")
-    if png:
-        try:
-            render_png(runs, png, threshold, smooth)
-            log(f"experiment: wrote {png}")
-        except Exception as e:  # no chromium / playwright: the table is still written
-            log(f"experiment: could not render {png} ({e})")
     return info
-
-
-def render_png(runs, path: str, threshold: float, smooth: int) -> None:
-    """Render the learning curves to a PNG with the local chromium (no network)."""
-    import tempfile
-
-    from playwright.sync_api import sync_playwright
-
-    from .runs import curves
-    from .viz.runs import curves_figure
-
-    fig = curves_figure(curves(runs, "success_rate", smooth=smooth), threshold=threshold, height=480,
-                        title=f"Sokoban 6x6: batch success vs iteration ({smooth}-iteration average; "
-                              "band = min..max over seeds)")
-    fig.update_layout(width=900)
-    with tempfile.TemporaryDirectory() as tmp:
-        html = Path(tmp) / "fig.html"
-        fig.write_html(str(html), include_plotlyjs=True, full_html=True)
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=[
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync"])
-            page = browser.new_page(viewport={"width": 920, "height": 500})
-            page.goto(html.as_uri())
-            page.wait_for_selector(".main-svg")
-            page.screenshot(path=path, full_page=True)
-            browser.close()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -193,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--threshold must be in (0, 1]")
     out = Path(args.out)
     if not args.summary_only:
-        from .train import config_from_args
+        from .train_cli import config_from_args
 
         config_from_args(argparse.Namespace(**{**vars(args), "estimator": args.estimators[0], "seed": 0}))
         try:
@@ -203,7 +179,6 @@ def run(args: argparse.Namespace) -> int:
             return 130
         except RuntimeError as e:
             raise UsageError(str(e)) from None
-    info = write_summary(out, args.threshold, args.smooth, args.png,
-                         log=lambda m: print(m, file=sys.stderr), estimators=args.estimators)
+    info = write_summary(out, args.threshold, args.smooth, estimators=args.estimators)
     print((out / "summary.md").read_text(encoding="utf-8"))
     return 0 if info else 1

@@ -296,16 +296,19 @@ def reference_parse_rollouts(data: str | bytes, source: str = "<input>") -> list
 # writing
 
 
-def atomic_write_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
-    """Write text lines to ``path`` through a temporary file and a rename: never half-written."""
+def atomic_write_chunks(path: str | os.PathLike, chunks: Iterable[bytes]) -> None:
+    """Write byte chunks to ``path`` through a temporary file in the same folder and a rename:
+    never half-written; the file gets the usual permissions (mkstemp's are 0600)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            for line in lines:
-                f.write(line)
-                f.write("\n")
+        with os.fdopen(fd, "wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -313,6 +316,11 @@ def atomic_write_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
         except OSError:
             pass
         raise
+
+
+def atomic_write_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
+    """Write text lines (UTF-8, ``\\n`` endings) to ``path`` atomically (:func:`atomic_write_chunks`)."""
+    atomic_write_chunks(path, ((line + "\n").encode("utf-8") for line in lines))
 
 
 def dumps_rollout(r: Rollout) -> str:

@@ -19,8 +19,7 @@ Write discipline (so that Ctrl-C or a crash never leaves anything half-written):
   newline (a half-written line) in :attr:`Run.partial_tail` instead of using it. It is never
   merged into the metrics.
 
-Also here, numpy only: learning curves of several runs per estimator (mean and spread over seeds),
-iterations to reach a success threshold, and the experiment table (:func:`summarize`).
+Statistics over runs (curves, the experiment table, paired tests) are in :mod:`crbc.analysis`.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ import math
 import os
 import re
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -364,175 +363,3 @@ def find_runs(root: str | os.PathLike) -> list[Path]:
     if not root.is_dir():
         return []
     return sorted(p.parent for p in root.rglob(RUN_FILE) if p.is_file())
-
-
-# --------------------------------------------------------------------------------------------
-# curves and the experiment table (numpy only)
-
-
-@dataclass(frozen=True)
-class Curve:
-    """One estimator's curve of a metric over seeds: per-iteration mean, std, min, max, n."""
-
-    estimator: str
-    iterations: np.ndarray
-    mean: np.ndarray
-    std: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    n: np.ndarray
-    runs: tuple[str, ...]
-    per_run: tuple[tuple[np.ndarray, np.ndarray], ...]
-
-
-def curves(runs: Iterable[Run], metric: str = "success_rate", smooth: int = 1) -> dict[str, Curve]:
-    """Curves of ``metric`` grouped by estimator (in first-seen order).
-
-    ``smooth`` > 1 applies a trailing moving average of that many iterations to each run before
-    aggregating. Spread is over runs (seeds): std (ddof 0), min and max.
-    """
-    by_est: dict[str, list[tuple[str, np.ndarray, np.ndarray]]] = {}
-    for r in runs:
-        its, vals = r.series(metric)
-        if len(its) == 0:
-            continue
-        by_est.setdefault(r.estimator, []).append((r.name, its, moving_average(vals, smooth)))
-    out = {}
-    for est, items in by_est.items():
-        all_its = np.unique(np.concatenate([i for _, i, _ in items]))
-        table = np.full((len(items), len(all_its)), np.nan)
-        for k, (_, its, vals) in enumerate(items):
-            table[k, np.searchsorted(all_its, its)] = vals
-        n = np.sum(~np.isnan(table), axis=0)
-        with np.errstate(all="ignore"), _quiet():
-            out[est] = Curve(est, all_its, np.nanmean(table, 0), np.nanstd(table, 0),
-                             np.nanmin(table, 0), np.nanmax(table, 0), n,
-                             tuple(name for name, _, _ in items),
-                             tuple((i, v) for _, i, v in items))
-    return out
-
-
-class _quiet:
-    def __enter__(self):
-        import warnings
-
-        self._w = warnings.catch_warnings()
-        self._w.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc):
-        return self._w.__exit__(*exc)
-
-
-def moving_average(x: np.ndarray, window: int) -> np.ndarray:
-    """Trailing mean over the last ``window`` values (shorter at the start)."""
-    x = np.asarray(x, dtype=float)
-    if window <= 1 or len(x) == 0:
-        return x
-    c = np.cumsum(np.insert(x, 0, 0.0))
-    idx = np.arange(1, len(x) + 1)
-    lo = np.maximum(idx - window, 0)
-    return (c[idx] - c[lo]) / (idx - lo)
-
-
-def iterations_to_reach(its: np.ndarray, vals: np.ndarray, threshold: float) -> int | None:
-    """First iteration whose value is >= ``threshold`` (None if never)."""
-    hit = np.nonzero(np.asarray(vals) >= threshold)[0]
-    return int(its[hit[0]]) if len(hit) else None
-
-
-def summarize(runs: Sequence[Run], metric: str = "success_rate", threshold: float = 0.5,
-              smooth: int = 3, final_window: int = 3, eval_metric: str = "eval_success_rate"
-              ) -> list[dict[str, Any]]:
-    """The experiment table, one row per estimator (first-seen order).
-
-    * ``start``: mean of ``metric`` at the first iteration over seeds;
-    * ``final``: per run the mean of ``metric`` over the last ``final_window`` iterations, then
-      mean and std over seeds;
-    * ``eval_start``: each run's held-out evaluation of the starting policy (its first
-      evaluation, at iteration 0), mean and std. Held-out levels and sampling seeds are fixed, so
-      ``eval_start`` vs ``eval_final`` is a like-for-like comparison; ``start`` vs ``final`` is not
-      (every iteration draws fresh training levels, and their difficulty varies a lot);
-    * ``eval_final``: each run's held-out evaluation after its last update (``final_eval`` in
-      run.json; else its last evaluation in the metrics), mean and std;
-    * ``to_threshold``: per run the first iteration where the ``smooth``-iteration trailing
-      average of ``metric`` reaches ``threshold``; mean over the runs that reached it, and how
-      many did (``reached``/``seeds``).
-    """
-    rows = []
-    for est, items in _by_estimator(runs).items():
-        finals, starts, evals, eval_starts, hits = [], [], [], [], []
-        for r in items:
-            its, vals = r.series(metric)
-            if len(its) == 0:
-                continue
-            starts.append(vals[0])
-            finals.append(float(np.mean(vals[-final_window:])))
-            hits.append(iterations_to_reach(its, moving_average(vals, smooth), threshold))
-            fe = (r.meta.get("final_eval") or {}).get(eval_metric)
-            e_its, e_vals = r.series(eval_metric)
-            if len(e_its) and e_its[0] == 0:
-                eval_starts.append(float(e_vals[0]))
-            if isinstance(fe, (int, float)):
-                evals.append(float(fe))
-            elif len(e_vals):
-                evals.append(float(e_vals[-1]))
-        reached = [h for h in hits if h is not None]
-        rows.append({
-            "estimator": est, "seeds": len(finals),
-            "iterations": int(max((r.last_iteration for r in items), default=-1)) + 1,
-            "start": _mean(starts), "final": _mean(finals), "final_std": _std(finals),
-            "final_min": min(finals) if finals else None, "final_max": max(finals) if finals else None,
-            "eval_start": _mean(eval_starts), "eval_start_std": _std(eval_starts),
-            "eval_final": _mean(evals), "eval_final_std": _std(evals),
-            "to_threshold": _mean(reached), "to_threshold_std": _std(reached),
-            "reached": len(reached), "threshold": threshold,
-        })
-    return rows
-
-
-def order_runs(runs: Sequence[Run], estimators: Sequence[str] = ("grpo", "gigpo", "crbc")) -> list[Run]:
-    """Runs sorted by estimator (the given order first, then by name) and seed."""
-    rank = {e: i for i, e in enumerate(estimators)}
-    return sorted(runs, key=lambda r: (rank.get(r.estimator, len(rank)), r.estimator,
-                                       r.seed if r.seed is not None else -1, r.name))
-
-
-def _by_estimator(runs: Sequence[Run]) -> dict[str, list[Run]]:
-    out: dict[str, list[Run]] = {}
-    for r in runs:
-        out.setdefault(r.estimator, []).append(r)
-    return out
-
-
-def _mean(x: Sequence[float]) -> float | None:
-    return float(np.mean(x)) if len(x) else None
-
-
-def _std(x: Sequence[float]) -> float | None:
-    return float(np.std(x)) if len(x) else None
-
-
-def table_markdown(rows: Sequence[dict[str, Any]], smooth: int = 3, final_window: int = 3) -> str:
-    """The experiment table as Markdown (mean ± std over seeds)."""
-
-    def pm(m, s, pct=True):
-        if m is None:
-            return "—"
-        return f"{100 * m:.1f} ± {100 * (s or 0):.1f}%" if pct else f"{m:.1f} ± {s or 0:.1f}"
-
-    thr = rows[0]["threshold"] if rows else 0.5
-    head = (f"| estimator | seeds | iterations | success at start | final success (last {final_window} it.) "
-            f"| held-out success at start | held-out success (last eval) "
-            f"| iterations to {100 * thr:.0f}% ({smooth}-it. avg) |")
-    lines = [head, "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        reach = (f"{pm(r['to_threshold'], r['to_threshold_std'], pct=False)} ({r['reached']}/{r['seeds']} reached)"
-                 if r["reached"] else f"not reached (0/{r['seeds']})")
-        start = "—" if r["start"] is None else f"{100 * r['start']:.1f}%"
-        lines.append(f"| {r['estimator']} | {r['seeds']} | {r['iterations']} | {start} "
-                     f"| {pm(r['final'], r['final_std'])} "
-                     f"| {pm(r.get('eval_start'), r.get('eval_start_std'))} "
-                     f"| {pm(r['eval_final'], r['eval_final_std'])} "
-                     f"| {reach} |")
-    return "\n".join(lines)

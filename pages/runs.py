@@ -13,6 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from crbc import analysis as A
 from crbc import runs as R
 from crbc.diagnostics import DIAGNOSTICS
 from crbc.rollouts import RolloutFormatError
@@ -96,7 +97,7 @@ for run in loaded.values():
         st.warning(f"{run.name}: the last line of metrics.jsonl was half-written (the run was "
                    "interrupted while writing it); it is ignored.")
 
-runs = R.order_runs(list(loaded.values()))
+runs = A.order_runs(list(loaded.values()))
 if not runs:
     st.info("No run selected. Shipped runs are in `sample_rollouts/runs/`; make your own with "
             "`python -m crbc train --out runs/NAME` or `python -m crbc experiment`, or upload a "
@@ -117,7 +118,7 @@ smooth = k2.slider("Smoothing (iterations)", 1, 5, 1, key="runs_smooth",
 band = k3.radio("Spread over seeds", ["minmax", "std"], key="runs_band", horizontal=True,
                 format_func=lambda b: "min–max" if b == "minmax" else "± 1 sd")
 threshold = k4.slider("Success threshold", 0.05, 1.0, 0.5, 0.05, key="runs_threshold")
-curve_set = R.curves(runs, metric, smooth=smooth)
+curve_set = A.curves(runs, metric, smooth=smooth)
 fig = V.curves_figure(curve_set, metric, band=band,
                       threshold=threshold if "success" in metric else None)
 
@@ -142,7 +143,7 @@ st.plotly_chart(fig, on_select=_on_curve_click, selection_mode="points", key="ru
 st.caption("Click a point to open that run's iteration below (a point of a thick mean curve opens "
            "the estimator's first seed). Thin lines: single seeds.")
 
-rows = R.summarize(runs, threshold=threshold, smooth=max(smooth, 1))
+rows = A.summarize(runs, threshold=threshold, smooth=max(smooth, 1))
 st.markdown(f"**Per estimator** (mean ± sd over seeds; final = mean of the last 3 iterations' batch "
             f"success; iterations to {threshold:.0%} use the {max(smooth, 1)}-iteration average):")
 st.dataframe(V.summary_table(rows), hide_index=True, width="stretch")

@@ -148,7 +148,8 @@ def test_credit_and_figure_downloads(app_url, browser, tmp_path):
     log = RequestLog(pg)
     try:
         pg.goto(app_url + "/credits")
-        pg.wait_for_selector(".st-key-timeline .js-plotly-plot")
+        # the timeline carries the truth line, so its first draw waits for the model's first load
+        pg.wait_for_selector(".st-key-timeline .js-plotly-plot", timeout=2 * TIMEOUT_MS)
         wait_idle(pg)
         pg.hover(".st-key-timeline .js-plotly-plot")
         with pg.expect_download() as dl:

@@ -1,5 +1,6 @@
-"""crbc.run/1 folders (crbc.runs): writing, the tolerant-but-explicit reader, curves and the
-experiment table; and the per-iteration estimator diagnostics (crbc.diagnostics). No torch."""
+"""crbc.run/1 folders (crbc.runs): writing, the tolerant-but-explicit reader; curves, the
+experiment table and paired tests (crbc.analysis); the per-iteration estimator diagnostics
+(crbc.diagnostics). No torch."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from crbc import analysis as A
 from crbc import runs as R
 from crbc.diagnostics import iteration_diagnostics, rankdata, spearman
 from crbc.rollouts import read_rollouts
@@ -132,37 +134,91 @@ def test_zip_upload(tmp_path):
 def test_find_and_order_runs(tmp_path):
     for est, seed in (("crbc", 1), ("grpo", 0), ("crbc", 0), ("gigpo", 0)):
         make_run(tmp_path / f"{est}-s{seed}", est, seed, rollouts=False)
-    runs = R.order_runs([R.read_run(p) for p in R.find_runs(tmp_path)])
+    runs = A.order_runs([R.read_run(p) for p in R.find_runs(tmp_path)])
     assert [r.name for r in runs] == ["grpo-s0", "gigpo-s0", "crbc-s0", "crbc-s1"]
 
 
+def _with_final(path: Path, final: float, levels) -> Path:
+    w = R.RunWriter.open(path)
+    w.update_meta(final_eval={"after_iteration": R.read_run(path).last_iteration, "eval_success_rate": final,
+                              "eval_level_success": list(levels)})
+    return path
+
+
 def test_curves_and_summary(tmp_path):
-    a = R.read_run(make_run(tmp_path / "crbc-s0", "crbc", 0, (0.2, 0.4, 0.6, 0.8)))
-    b = R.read_run(make_run(tmp_path / "crbc-s1", "crbc", 1, (0.0, 0.2, 0.4)))
+    a = R.read_run(_with_final(make_run(tmp_path / "crbc-s0", "crbc", 0, (0.2, 0.4, 0.6, 0.8)), 0.7, [1, 0.4]))
+    b = R.read_run(_with_final(make_run(tmp_path / "crbc-s1", "crbc", 1, (0.0, 0.2, 0.4)), 0.3, [0.5, 0.1]))
     c = R.read_run(make_run(tmp_path / "grpo-s0", "grpo", 0, (0.1, 0.1, 0.1)))
-    cur = R.curves([a, b, c])
+    cur = A.curves([a, b, c])
     assert list(cur) == ["crbc", "grpo"]
     cc = cur["crbc"]
     assert cc.iterations.tolist() == [0, 1, 2, 3]
     np.testing.assert_allclose(cc.mean, [0.1, 0.3, 0.5, 0.8])
     np.testing.assert_allclose(cc.lo, [0.0, 0.2, 0.4, 0.8])
     assert cc.n.tolist() == [2, 2, 2, 1]
-    rows = R.summarize([a, b, c], threshold=0.5, smooth=1, final_window=2)
+    # 95% t interval of two values 0.2 and 0.0: 0.1 +- 12.706 * 0.1414 / sqrt(2) = 0.1 +- 1.2706
+    np.testing.assert_allclose(cc.ci_hi[0], 0.1 + 1.27062, atol=1e-4)
+    assert np.isnan(cc.ci_lo[3])  # one seed: no interval
+    ev = A.curves([a, b], "eval_success_rate", with_final=True)["crbc"]
+    assert ev.iterations.tolist() == [0, 2, 3, 4]  # evaluations at 0, 2 and the finals after 2 and 3
+    rows = A.summarize([a, b, c], threshold=0.5, final_window=2)
     crbc = rows[0]
     assert crbc["estimator"] == "crbc" and crbc["seeds"] == 2
     assert math.isclose(crbc["final"], np.mean([0.7, 0.3]))
-    assert crbc["to_threshold"] == 2 and crbc["reached"] == 1  # seed 0 reaches 0.5 at 0.6 (iteration 2)
-    assert rows[1]["reached"] == 0 and rows[1]["to_threshold"] is None
-    # held-out at start: the iteration-0 evaluation (same levels as the last one), mean over seeds
-    assert math.isclose(crbc["eval_start"], 0.1) and math.isclose(rows[1]["eval_start"], 0.1)
-    md = R.table_markdown(rows)
+    # held-out: start = the iteration-0 evaluation; end = final_eval; gain paired by seed
+    assert math.isclose(crbc["eval_start"], 0.1) and math.isclose(crbc["eval_final"], 0.5)
+    assert math.isclose(crbc["gain"], np.mean([0.7 - 0.2, 0.3 - 0.0]))
+    # seed 0 reaches 0.5 held-out at its iteration-2 evaluation (0.6); seed 1 never does
+    assert crbc["eval_to_threshold_runs"] == [2, None] and crbc["eval_reached"] == 1
+    assert rows[1]["eval_reached"] == 0 and rows[1]["eval_to_threshold"] is None
+    # batch success (smooth 3): seed 0's trailing means 0.2, 0.3, 0.4, 0.5 reach 0.5 at iteration 3
+    assert crbc["to_threshold"] == 3 and crbc["reached"] == 1
+    assert rows[1]["gain"] == 0.0  # no final_eval: its last evaluation (0.1 at iteration 2) counts
+    assert crbc["truth_spearman"] is None  # no diag.truth_* recorded
+    md = A.table_markdown(rows)
     assert "| crbc | 2 |" in md and "not reached (0/1)" in md and "held-out success at start" in md
 
 
 def test_moving_average_and_threshold():
-    np.testing.assert_allclose(R.moving_average(np.array([1.0, 2, 3, 4]), 2), [1, 1.5, 2.5, 3.5])
-    assert R.iterations_to_reach(np.array([0, 1, 2]), np.array([0.1, 0.5, 0.7]), 0.5) == 1
-    assert R.iterations_to_reach(np.array([0, 1]), np.array([0.1, 0.2]), 0.5) is None
+    np.testing.assert_allclose(A.moving_average(np.array([1.0, 2, 3, 4]), 2), [1, 1.5, 2.5, 3.5])
+    assert A.iterations_to_reach(np.array([0, 1, 2]), np.array([0.1, 0.5, 0.7]), 0.5) == 1
+    assert A.iterations_to_reach(np.array([0, 1]), np.array([0.1, 0.2]), 0.5) is None
+
+
+def test_t_interval_matches_scipy():
+    from scipy import stats
+
+    x = [0.31, 0.42, 0.38, 0.29, 0.5]
+    m, lo, hi = A.t_interval(x)
+    ref = stats.t.interval(0.95, len(x) - 1, loc=np.mean(x), scale=stats.sem(x))
+    assert math.isclose(m, np.mean(x)) and np.allclose([lo, hi], ref)
+
+
+def test_sign_flip_p_golden_and_exact():
+    # all five per-seed differences positive: only the identity and the all-flipped pattern are as
+    # extreme, so p = 2 / 2^5 = 0.0625 (the smallest two-sided p five seeds can give)
+    assert A.sign_flip_p(np.array([0.1, 0.2, 0.05, 0.3, 0.1])) == 2 / 32
+    assert A.sign_flip_p(np.array([0.1, -0.1])) == 1.0
+    rng = np.random.default_rng(1)
+    d = rng.normal(0.0, 1.0, 40)
+    assert 0.0 < A.sign_flip_p(d) <= 1.0  # Monte Carlo branch
+
+
+def test_paired_test_pairs_by_seed_and_level(tmp_path):
+    runs = []
+    for est, shift in (("grpo", 0.0), ("crbc", 0.25)):
+        for seed in range(3):
+            levels = np.clip(np.array([0.0, 0.25, 0.5, 0.75]) + shift * (seed + 1) / 3, 0, 1)
+            runs.append(R.read_run(_with_final(make_run(tmp_path / f"{est}-s{seed}", est, seed, rollouts=False),
+                                               float(levels.mean()), levels)))
+    rows = A.paired_table(runs, reference="grpo")
+    assert len(rows) == 1 and rows[0]["a"] == "crbc" and rows[0]["b"] == "grpo"
+    r = rows[0]
+    d = np.array([[min(v + 0.25 * (s + 1) / 3, 1) - v for v in (0, 0.25, 0.5, 0.75)] for s in range(3)])
+    assert math.isclose(r["diff"], d.mean()) and r["seeds"] == 3 and r["levels"] == 4 and r["wins"] == 3
+    assert r["ci"][0] <= r["diff"] <= r["ci"][1] and r["ci"][0] > 0
+    assert r["p_seeds"] == 2 / 8
+    assert "crbc - grpo" in A.paired_markdown(rows)
 
 
 # ---- diagnostics ---------------------------------------------------------------------------

@@ -30,9 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..actions import INVALID_ACTION
-
-HELD_OUT_SEED = 1_000_000  #: evaluation levels use seeds >= this; training levels stay below
+from ..heldout import HELD_OUT_SEED, evaluate
 
 
 @dataclass(frozen=True)
@@ -198,31 +196,6 @@ def _bc_loss(model, prompts, targets, action_ids, eos_id: int, gen):
 
 
 # --------------------------------------------------------------------------------------------
-# evaluation
-
-
-def evaluate(policy, env_id: str, n_seeds: int = 128, group_size: int = 8,
-             max_steps: int | None = 15, temperature: float = 1.0, first_seed: int = HELD_OUT_SEED,
-             rng: int = 0) -> dict[str, Any]:
-    """Success rate, share of mixed groups and invalid-action share on held-out levels."""
-    from ..generate import generate_groups
-
-    seeds = list(range(first_seed, first_seed + n_seeds))
-    groups = generate_groups(env_id, seeds, group_size, policy, temperature, max_steps, rng=rng)
-    rates = np.array([g.success_rate for g in groups])
-    steps = [s for g in groups for r in g for s in r.steps]
-    return {
-        "seeds": f"{seeds[0]}-{seeds[-1]}", "group_size": group_size, "temperature": temperature,
-        "max_steps": max_steps, "success_rate": round(float(rates.mean()), 4),
-        "mixed_group_share": round(float(np.mean((rates > 0) & (rates < 1))), 4),
-        "all_success_share": round(float(np.mean(rates == 1)), 4),
-        "all_failure_share": round(float(np.mean(rates == 0)), 4),
-        "invalid_action_share": round(sum(s.action == INVALID_ACTION for s in steps) / max(len(steps), 1), 4),
-        "mean_steps": round(len(steps) / max(sum(len(g) for g in groups), 1), 3),
-    }
-
-
-# --------------------------------------------------------------------------------------------
 # command line
 
 
@@ -294,7 +267,11 @@ def pretrain(cfg: PretrainConfig, out: str | Path, log=None) -> dict[str, Any]:
     }
     if cfg.eval_seeds:
         policy = TinyPolicy(model, tok, str(out))
-        card["evaluation"] = evaluate(policy, cfg.env, cfg.eval_seeds, cfg.eval_group, cfg.max_steps)
+        ev = evaluate(policy, cfg.env, cfg.eval_seeds, cfg.eval_group, cfg.max_steps)
+        ev["mean_steps"] = round(ev.pop("mean_length"), 3)
+        for key in ("mean_return", "level_success"):
+            ev.pop(key)
+        card["evaluation"] = ev
         card["evaluation"]["seconds"] = round(time.perf_counter() - t2, 2)
     card["total_seconds"] = round(time.perf_counter() - t0, 2)
     (Path(out) / "card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n",

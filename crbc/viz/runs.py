@@ -1,7 +1,7 @@
 """Figures of saved training runs: learning curves per estimator and per-iteration diagnostics.
 
-Pure builders: they take :class:`crbc.runs.Curve` / :class:`crbc.runs.Run` objects (computed by
-:mod:`crbc.runs`) and return plotly figures or pandas tables; no estimates are computed here.
+Pure builders: they take :class:`crbc.analysis.Curve` / :class:`crbc.runs.Run` objects (computed by
+:mod:`crbc.analysis`) and return plotly figures or pandas tables; no estimates are computed here.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..runs import Curve, Run
+from ..analysis import Curve
+from ..runs import Run
 from .charts import est_color
 
 _FALLBACK = ["#2ca02c", "#d62728", "#8c564b", "#e377c2", "#bcbd22"]
@@ -57,7 +58,8 @@ def _rgba(hex_color: str, alpha: float) -> str:
 def curves_figure(curves: Mapping[str, Curve], metric: str = "success_rate", band: str = "minmax",
                   threshold: float | None = None, show_runs: bool = True, height: int = 420,
                   title: str | None = None, percent: bool | None = None) -> go.Figure:
-    """Mean curve per estimator with a shaded spread over seeds (``band``: "minmax" or "std"),
+    """Mean curve per estimator with a shaded band over seeds (``band``: "minmax", "std" or "ci",
+    the 95% t interval of the mean),
     thin per-seed lines (``show_runs``), and an optional dashed threshold line.
 
     Each point's ``customdata`` is ``[iteration, run name]`` (a mean curve names its estimator's
@@ -69,9 +71,13 @@ def curves_figure(curves: Mapping[str, Curve], metric: str = "success_rate", ban
     fig = go.Figure()
     for i, (est, c) in enumerate(curves.items()):
         col = color(est, i)
-        lo, hi = (c.lo, c.hi) if band == "minmax" else (c.mean - c.std, c.mean + c.std)
+        lo, hi = {"minmax": (c.lo, c.hi), "ci": (np.nan_to_num(c.ci_lo, nan=c.mean[0] if len(c.mean) else 0),
+                                                  np.nan_to_num(c.ci_hi, nan=c.mean[0] if len(c.mean) else 0))
+                  }.get(band, (c.mean - c.std, c.mean + c.std))
+        if band == "ci":
+            lo, hi = np.where(c.n >= 2, lo, c.mean), np.where(c.n >= 2, hi, c.mean)
         x = c.iterations
-        fig.add_trace(go.Scatter(x=np.r_[x, x[::-1]], y=k * np.r_[hi, lo[::-1]], fill="toself",
+        fig.add_trace(go.Scatter(x=np.r_[x, x[::-1]], y=k * np.r_[hi, lo[::-1]], fill="toself", mode="lines",
                                  fillcolor=_rgba(col, 0.15), line=dict(width=0), hoverinfo="skip",
                                  showlegend=False, legendgroup=est, name=f"{est} spread"))
         if show_runs:
@@ -142,7 +148,7 @@ def diagnostics_figure(runs: Sequence[Run], height: int = 560, selected: int | N
 
 
 def summary_table(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """The experiment table (crbc.runs.summarize rows) formatted for display."""
+    """The experiment table (crbc.analysis.summarize rows) formatted for display."""
 
     def pm(m, s, pct=True):
         if m is None:

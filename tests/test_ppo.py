@@ -1,0 +1,118 @@
+"""crbc.ppo: the by-board scoring and the loss equal the slow per-pair twin (tests/ppo_reference.py).
+
+Log-probabilities, the loss and every parameter's gradient on a small batch with mixed prompt
+lengths, invalid multi-token responses, an empty response and duplicate steps, to ~1e-6.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from crbc.ppo import Batch, Encoded, minibatches, pair_logprobs, ppo_loss, step_weights  # noqa: E402
+from tests.ppo_reference import slow_loss, slow_pair_logprobs  # noqa: E402
+
+BOARDS = ("######\n#_O_##\n#___##\n#_X###\n#___P#\n######",
+          "#####\n#P_X#\n#####",  # shorter prompt: padding
+          "######\n#_O_##\n#___##\n#_X###\n#__P_#\n######")
+RESPONSES = ("left<eos>", "up<eos>", "down<eos>", "<eos>", "Sright<eos>", "up", "", "right<eos>")
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory):
+    from crbc.policy import load_policy
+    from crbc.policy.tiny import TinyModelConfig, build_model, build_tokenizer, save_tiny
+
+    out = tmp_path_factory.mktemp("model") / "tiny-random"
+    tok = build_tokenizer()
+    cfg = TinyModelConfig(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=2)
+    save_tiny(build_model(tok, cfg, seed=1), tok, out, cfg)
+    return load_policy(str(out))
+
+
+def _batch(seed: int) -> Batch:
+    rng = np.random.default_rng(seed)
+    pairs = [(b, r) for b in BOARDS for r in RESPONSES if rng.random() < 0.6] or [(BOARDS[0], "up<eos>")]
+    n = 3 * len(pairs)
+    pair_N = np.concatenate([np.arange(len(pairs)), rng.integers(len(pairs), size=n - len(pairs))])
+    return Batch(rng.normal(size=n), pair_N, [o for o, _ in pairs], [r for _, r in pairs],
+                 rng.integers(4, size=n), np.sort(rng.integers(5, size=n)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("temperature", [1.0, 0.6])
+def test_by_board_scoring_equals_one_sequence_per_pair(policy, seed, temperature):
+    b = _batch(seed)
+    fast = pair_logprobs(policy, Encoded.of(policy, b), None, temperature)
+    slow = slow_pair_logprobs(policy, b.pair_obs, b.pair_resp, temperature)
+    torch.testing.assert_close(fast, slow, atol=2e-6, rtol=1e-6)
+    sub = np.array([0, len(b.pair_obs) - 1])  # a subset scores the same as in the whole
+    torch.testing.assert_close(pair_logprobs(policy, Encoded.of(policy, b), sub, temperature),
+                               slow[sub], atol=2e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("seed,per_episode", [(0, False), (1, False), (2, True), (3, True)])
+def test_loss_and_gradients_equal_the_step_by_step_twin(policy, seed, per_episode):
+    b = _batch(seed)
+    T, clip, kl_coef = 0.8, 0.2, 0.1
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():  # old / reference log-probs a little away from the current policy
+        cur = slow_pair_logprobs(policy, b.pair_obs, b.pair_resp, T)
+    old_N = (cur + 0.3 * torch.randn(len(cur), generator=g))[b.pair_N]
+    ref_N = (cur + 0.3 * torch.randn(len(cur), generator=g))[b.pair_N]
+    steps = np.arange(b.n_steps)
+
+    policy.model.zero_grad()
+    slow = slow_loss(policy, b, steps, old_N, ref_N, clip, kl_coef, T, per_episode)
+    slow.backward()
+    g_slow = {n: p.grad.clone() for n, p in policy.model.named_parameters()}
+
+    policy.model.zero_grad()
+    uniq, inv = np.unique(b.pair_N, return_inverse=True)
+    logp = pair_logprobs(policy, Encoded.of(policy, b), uniq, T)[torch.as_tensor(inv)]
+    adv = torch.as_tensor(b.advantages, dtype=torch.float32)
+    w = torch.as_tensor(step_weights(b.episode_N, b.n_steps, "episode" if per_episode else "step"),
+                        dtype=torch.float32)
+    parts = ppo_loss(logp, old_N, ref_N, adv, clip, kl_coef, w)
+    parts.loss.backward()
+    assert 0 < parts.clip_frac < 1  # the clip is active on some steps and not on others
+    torch.testing.assert_close(parts.loss, slow, atol=1e-6, rtol=1e-6)
+    for n, p in policy.model.named_parameters():
+        torch.testing.assert_close(p.grad, g_slow[n], atol=1e-6, rtol=1e-5, msg=n)
+
+
+def test_ppo_loss_golden_values():
+    """Hand-checked: rho = e^0.1 = 1.105 lies inside [0.8, 1.2]; rho = e^0.5 = 1.649 is clipped to
+    1.2 for A > 0, and for A < 0 the unclipped (worse) term -1.649 is kept."""
+    logp = torch.tensor([0.1, 0.5, 0.5])
+    old = torch.zeros(3)
+    ref = torch.zeros(3)
+    adv = torch.tensor([1.0, 1.0, -1.0])
+    parts = ppo_loss(logp, old, ref, adv, 0.2, 0.0)
+    expect = -(np.exp(0.1) * 1 + 1.2 * 1 + np.exp(0.5) * -1) / 3
+    assert abs(float(parts.loss) - expect) < 1e-6
+    assert parts.clip_frac == pytest.approx(2 / 3)
+    # k3 at d = -0.1: e^-0.1 + 0.1 - 1 = 0.0048374
+    parts = ppo_loss(torch.tensor([0.1]), torch.tensor([0.1]), torch.tensor([0.0]), torch.tensor([0.0]), 0.2, 1.0)
+    assert float(parts.loss) == pytest.approx(np.exp(-0.1) + 0.1 - 1, abs=1e-7)
+
+
+def test_step_weights_golden():
+    ep = np.array([0, 0, 0, 1, 2, 2])
+    np.testing.assert_allclose(step_weights(ep, 6, "step"), np.full(6, 1 / 6))
+    np.testing.assert_allclose(step_weights(ep, 6, "episode"), [1 / 9, 1 / 9, 1 / 9, 1 / 3, 1 / 6, 1 / 6])
+    with pytest.raises(ValueError, match="unknown loss aggregation"):
+        step_weights(ep, 6, "token")
+
+
+def test_minibatches_keep_groups_whole_and_cover_every_step():
+    group_N = np.array([0, 0, 1, 2, 2, 2, 3, 1, 4])
+    mbs = minibatches(group_N, 2, torch.Generator().manual_seed(0))
+    assert len(mbs) == 2 and sorted(np.concatenate(mbs).tolist()) == list(range(len(group_N)))
+    for a in mbs:
+        for b in mbs:
+            if a is not b:
+                assert not set(group_N[a]) & set(group_N[b])
+    assert len(minibatches(group_N, 50, torch.Generator().manual_seed(0))) == 5  # at most one per group
