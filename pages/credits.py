@@ -85,6 +85,15 @@ for i, n in enumerate(names):
                         selection_mode="points",
                         config=png_config(f"{grp.group.replace('/', '_')}.{n}.heatmap"))
 
+# the timeline is drawn before the truth is computed (a cold start loads the model), and redrawn
+# with the truth line once it is known
+st.subheader(f"Rollout {grp.rollouts[r].rollout}, step by step")
+timeline = charts.timeline_figure(all_c, r, field)
+timeline_slot = st.empty()
+if has_truth:
+    timeline_slot.plotly_chart(timeline, width="stretch", key="timeline_pre",
+                               config=png_config(f"{grp.group.replace('/', '_')}.timeline"))
+
 truth, no_truth = common.group_truth(ctx)
 if truth is not None:
     with truth_box:
@@ -96,12 +105,10 @@ if truth is not None:
 elif truth_box is not None:
     truth_box.caption(no_truth)
 
-st.subheader(f"Rollout {grp.rollouts[r].rollout}, step by step")
-timeline = charts.timeline_figure(all_c, r, field)
 if truth is not None:
     timeline = VA.with_truth_line(timeline, truth.advantage_N[all_c[names[0]].rollout_slice(r)])
-st.plotly_chart(timeline, width="stretch", key="timeline",
-                config=png_config(f"{grp.group.replace('/', '_')}.timeline"))
+timeline_slot.plotly_chart(timeline, width="stretch", key="timeline",
+                           config=png_config(f"{grp.group.replace('/', '_')}.timeline"))
 st.caption("Where the lines disagree, the estimators tell the learner different stories about the "
            "same step. Choose another rollout in the sidebar."
            + (" The dashed black line is the truth (right axis)." if truth is not None else ""))
