@@ -76,6 +76,15 @@ def episode_generator(base: int, seed: int, index: int):
     return torch.Generator().manual_seed(int(state[0]) << 31 ^ int(state[1]))
 
 
+def _memo_for(policy, memoize: bool):
+    """A fresh next-token memo when ``policy`` supports one (the model is fixed during a call)."""
+    if not memoize:
+        return None
+    from .policy.base import NextTokenMemo, Policy
+
+    return NextTokenMemo() if isinstance(policy, Policy) else None
+
+
 def _make_env(env_id: str, max_steps: int | None):
     from .envs import make
 
@@ -98,10 +107,14 @@ def _finish(episodes: Sequence[_Episode], env_id: str, policy_name: str,
 
 def generate_groups(env_id: str, seeds: Sequence[int], group_size: int, policy,
                     temperature: float = 1.0, max_steps: int | None = None, rng: Any = None,
-                    progress: Progress | None = None) -> list[RolloutGroup]:
+                    progress: Progress | None = None, memoize: bool = True) -> list[RolloutGroup]:
     """Roll out ``group_size`` episodes of every seed; one batched policy call per step.
 
     Deterministic given (seeds, rng). ``max_steps=None`` keeps the environment's default.
+    ``memoize`` (for :class:`crbc.policy.base.Policy` policies) reads every distinct prompt once
+    per call (:class:`crbc.policy.base.NextTokenMemo`): episodes revisit the same boards, so this
+    cuts the rollout's model compute several times over; the sampled episodes are the same up to
+    floating-point ties (the same random numbers, logits from a differently shaped batch).
     Rollouts carry anchor/action/obs/response/reward steps, success, truncated, score = sum of
     rewards and meta = {env, seed, policy, temperature, max_steps}.
     """
@@ -116,9 +129,11 @@ def generate_groups(env_id: str, seeds: Sequence[int], group_size: int, policy,
             env = first if i == 0 else copy.deepcopy(first)
             episodes.append(_Episode(env, int(seed), i, episode_generator(base, int(seed), i)))
     total = len(episodes)
+    memo = _memo_for(policy, memoize)
     while live := [e for e in episodes if not e.done]:
         obs = [policy.observation(e.env) for e in live]
-        replies = policy.act(obs, temperature, [e.generator for e in live])
+        gens = [e.generator for e in live]
+        replies = policy.act(obs, temperature, gens) if memo is None else policy.act(obs, temperature, gens, memo=memo)
         for e, o, (action, response) in zip(live, obs, replies, strict=True):
             e.advance(o, action, response)
         if progress is not None:

@@ -87,6 +87,72 @@ def test_same_seed_same_groups_and_groups_independent_of_batch(policy):
     assert [g.group for g in other] == [g.group for g in a]
 
 
+@pytest.fixture(scope="module")
+def random_policy(tmp_path_factory):
+    """A random tiny model: near-uniform over all 18 tokens, so responses of one, two and three
+    tokens, invalid ones and first tokens outside the memo's speculation all occur."""
+    tok = build_tokenizer()
+    path = tmp_path_factory.mktemp("random-tiny")
+    save_tiny(build_model(tok, SMALL, seed=3), tok, path, SMALL)
+    return load_policy(path)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7, 0.0])
+def test_memoised_sampling_matches_plain_sampling(policy, random_policy, temperature):
+    """The fast path (NextTokenMemo: each distinct prompt read once per batch) against the slow,
+    obvious one (a prefill per step): the same episodes, with fewer model reads."""
+    from crbc.policy.base import NextTokenMemo
+
+    for pol, steps in ((policy, 15), (random_policy, 8)):
+        kw = dict(temperature=temperature, max_steps=steps, rng=11)
+        plain = generate_groups(ENV, [4, 5, 6], 6, pol, memoize=False, **kw)
+        fast = generate_groups(ENV, [4, 5, 6], 6, pol, **kw)
+        assert fast == plain
+    # mixed prompt lengths (an 8x8 and a 6x6 Sokoban board) and repeated prompts in one batch
+    grid, sok = make("sokoban-8x8-2box-v0"), make(ENV)
+    grid.reset(seed=0)
+    sok.reset(seed=0)
+    obs = [random_policy.observation(e) for e in (grid, sok, sok, grid, sok)]
+    gens = lambda: [torch.Generator().manual_seed(i) for i in range(len(obs))]  # noqa: E731
+    memo = NextTokenMemo()
+    once = random_policy.act(obs, temperature, gens(), memo=memo)
+    assert once == random_policy.act(obs, temperature, gens())
+    prompts = {tuple(random_policy.tokenizer(random_policy.prompt(o), add_special_tokens=False)["input_ids"])
+               for o in obs}
+    assert len(prompts) == 2 and prompts <= set(memo.table)
+    reads = memo.forwards
+    assert random_policy.act(obs, temperature, gens(), memo=memo) == once
+    assert memo.forwards == reads or temperature > 0  # greedy: everything is known already
+
+
+def test_memo_reads_each_board_once(policy):
+    """On a real batch the memo reads far fewer sequences than there are steps."""
+    from crbc.policy.base import NextTokenMemo
+
+    memo = NextTokenMemo()
+    seen = []
+    orig = policy.act
+
+    def act(obs, temperature, gens, memo=None):
+        seen.extend(obs)
+        return orig(obs, temperature, gens, memo=memo)
+
+    policy.act, saved = act, policy.act
+    try:
+        from crbc import generate as gen
+
+        make_memo, gen._memo_for = gen._memo_for, lambda p, m: memo
+        try:
+            generate_groups(ENV, list(range(8)), 8, policy, 1.0, max_steps=15, rng=0)
+        finally:
+            gen._memo_for = make_memo
+    finally:
+        policy.act = saved
+    boards = len(set(seen))
+    assert len(seen) > 2 * boards  # episodes revisit boards
+    assert memo.forwards <= boards * (1 + memo.speculate) + len(seen) // 10
+
+
 def test_progress_called_until_done(policy):
     seen = []
     generate_groups(ENV, [0], 2, policy, 1.0, max_steps=3, progress=lambda d, t: seen.append((d, t)))
