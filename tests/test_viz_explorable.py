@@ -217,7 +217,9 @@ def test_every_curve_point_names_its_run_and_iteration(tmp_path):
             w.write_rollouts(it, groups)
             w.append_metrics({"iteration": it, "success_rate": s})
     runs = [R.read_run(tmp_path / n) for n in ("grpo-s0", "crbc-s0", "crbc-s1")]
-    fig = curves_figure(R.curves(runs, "success_rate"), "success_rate")
+    from crbc.analysis import curves
+
+    fig = curves_figure(curves(runs, "success_rate"), "success_rate")
     names = {r.name for r in runs}
     clickable = [t for t in fig.data if t.customdata is not None]
     assert clickable
