@@ -81,6 +81,7 @@ class TrainConfig:
     ppo_epochs: int = 1  #: passes over the iteration's steps; 1 uses each sample once (a second pass costs about as much as a fresh batch and did not help in a pilot)
     minibatches: int = 4  #: optimiser steps per epoch, each on whole groups (crbc.ppo.minibatches); 4 steps per iteration
     loss_agg: str = "episode"  #: "episode": each episode weighs 1 (verl seq-mean-token-mean); "step": the mean over steps of CRBC Eq. 15, which let long failed episodes dominate and lost held-out success in a GRPO pilot (crbc.ppo.step_weights)
+    advantages: str = "estimator"  #: what the update uses: "estimator" (the estimator's A_final) or "truth" (an oracle ceiling: the exact advantage A_t of the current policy at every step, crbc.truth; 0 on groups the truth cannot solve). The estimator still runs for its diagnostics
     clip: float = 0.2  #: PPO clip epsilon (the common 0.2; the paper's)
     kl_coef: float = 0.0  #: weight of the k3 KL penalty to the frozen start (the paper: 0.01). 0 skips the reference forward pass; at lr 3e-4 and 80 optimiser steps the policy stays near its start anyway
     max_grad_norm: float = 1.0  #: gradient clipping (before AdamW)
@@ -111,6 +112,7 @@ class TrainConfig:
             (self.threads >= 1, "threads must be >= 1"), (self.truth_groups >= 0, "truth_groups must be >= 0"),
             (self.truth_every >= 1, "truth_every must be >= 1"),
             (self.loss_agg in ("step", "episode"), "loss_agg must be step or episode"),
+            (self.advantages in ("estimator", "truth"), "advantages must be estimator or truth"),
         ]
         for ok, msg in checks:
             if not ok:
@@ -270,15 +272,19 @@ def _iterate(s: _Session, it: int, diagnostics: Diagnostics | None) -> dict[str,
         diag.update(iteration_diagnostics(credits.process))
     if diagnostics is not None:
         diag.update(diagnostics(s.policy, groups, credits, it))
+    advantage_N = credits.advantage_N
+    if cfg.advantages == "truth":
+        advantage_N, solved = truth_advantages(s.policy, groups)
+        record["truth_solved_groups"] = solved
     t4 = time.perf_counter()
-    upd = ppo_update(s.policy, s.ref_policy, s.optimizer, flatten(groups, credits.advantage_N), cfg,
+    upd = ppo_update(s.policy, s.ref_policy, s.optimizer, flatten(groups, advantage_N), cfg,
                      torch.Generator().manual_seed(_derived(cfg.seed, 3, it)))
     t5 = time.perf_counter()
     record.update(_batch_stats(groups))
     record.update({
         **upd,
         "step_credit_share": float(np.mean(np.abs(credits.step_advantage_N) > 1e-12)),
-        "mean_abs_advantage": float(np.mean(np.abs(credits.advantage_N))),
+        "mean_abs_advantage": float(np.mean(np.abs(advantage_N))),
         **{f"diag.{k}": v for k, v in diag.items()},
         "seconds_eval": t1 - t0, "seconds_rollout": t2 - t1, "seconds_advantage": t3 - t2,
         "seconds_diagnostics": t4 - t3, "seconds_update": t5 - t4, "train_seeds": seeds,
@@ -289,6 +295,24 @@ def _iterate(s: _Session, it: int, diagnostics: Diagnostics | None) -> dict[str,
         s.writer.append_metrics(record)
     save_checkpoint(s.out / CHECKPOINT, s.policy, s.optimizer, it)
     return record
+
+
+def truth_advantages(policy, groups: Sequence[RolloutGroup]) -> tuple[np.ndarray, int]:
+    """The exact advantage A_t(s_t, a_t) of ``policy`` at every step, in the estimators' order
+    (group, rollout, step), and how many groups were solved; a group the truth cannot solve (an
+    unparsable action, a level above the state cap) gets 0 on its steps (the oracle ceiling of
+    ``TrainConfig.advantages = "truth"``)."""
+    from .truth import TruthCache, TruthError, TruthInputError, group_truth, scorable_policy
+
+    cache = TruthCache(resolver=lambda name, t: scorable_policy(policy, t))
+    parts, solved = [], 0
+    for g in groups:
+        try:
+            parts.append(np.concatenate([st.advantage for st in group_truth(g, cache=cache)]))
+            solved += 1
+        except (TruthError, TruthInputError):
+            parts.append(np.zeros(sum(len(r.steps) for r in g.rollouts)))
+    return (np.concatenate(parts) if parts else np.zeros(0)), solved
 
 
 def _finish(s: _Session) -> None:
