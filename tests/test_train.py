@@ -238,3 +238,26 @@ def test_truth_advantages_are_the_exact_advantage_of_each_step(tmp_path):
             a = action_index([s.action])[0]
             assert adv[k] == pytest.approx(lt.advantage_TSA[t, index[s.anchor], a], abs=1e-9)
             k += 1
+
+
+@pytest.mark.slow
+def test_experiment_trains_every_run_compresses_rollouts_and_skips_finished_runs(tiny_model, tmp_path, capsys):
+    out = tmp_path / "exp"
+    argv = ["experiment", "--estimators", "grpo", "crbc", "--seeds", "2", "--jobs", "2", "--out", str(out),
+            "--model", tiny_model, "--iterations", "1", "--groups", "2", "--group-size", "2",
+            "--max-steps", "3", "--eval-seeds", "2", "--eval-group-size", "1", "--keep-rollouts-seeds", "1"]
+    assert main(argv) == 0
+    runs = {p.name: R.read_run(p) for p in R.find_runs(out)}
+    assert sorted(runs) == ["crbc-s0", "crbc-s1", "grpo-s0", "grpo-s1"]
+    for name, run in runs.items():
+        assert "final_eval" in run.meta and not (out / name / "checkpoint").exists()
+        if name.endswith("s0"):  # kept and compressed
+            assert [p.name for p in (out / name / "rollouts").iterdir()] == ["iter-0000.jsonl.gz"]
+            assert run.rollouts(0)[0].rollouts[0].meta["iteration"] == 0
+        else:
+            assert run.iterations_with_rollouts == ()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["runs"] and len(summary["table"]) == 2
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("metrics.jsonl")}
+    assert main(argv) == 0  # everything finished: nothing is trained again
+    assert before == {p: p.stat().st_mtime_ns for p in out.rglob("metrics.jsonl")}
