@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .analysis import order_runs, paired_markdown, paired_table, summarize, table_markdown
-from .runs import ROLLOUTS_DIR, find_runs, read_run
+from .runs import ROLLOUTS_DIR, compress_rollouts, find_runs, read_run
 
 
 def run_name(estimator: str, seed: int) -> str:
@@ -52,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="keep checkpoint/ and policy/ of finished runs")
     parser.add_argument("--keep-rollouts-seeds", type=int, default=None,
                         help="keep the rollouts of seeds below this only (default: all)")
+    parser.add_argument("--plain-rollouts", action="store_true",
+                        help="keep finished runs' rollout files as plain .jsonl (default: gzip them, "
+                             "about 40x smaller; every reader accepts both)")
     parser.add_argument("--summary-only", action="store_true", help="do not train; summarise OUT")
     add_config_arguments(parser, skip=("estimator", "seed", "diagnostics"))
 
@@ -126,6 +129,8 @@ def run_all(args: argparse.Namespace, log=print) -> list[Path]:
                 keep = getattr(args, "keep_rollouts_seeds", None)
                 if keep is not None and read_run(d).seed is not None and read_run(d).seed >= keep:
                     shutil.rmtree(d / ROLLOUTS_DIR, ignore_errors=True)
+                elif not getattr(args, "plain_rollouts", False):
+                    compress_rollouts(d)
                 log(f"experiment: {done}/{total} {label} done in {time.perf_counter() - t0:.0f}s "
                     f"(elapsed {time.perf_counter() - t_start:.0f}s)")
     except KeyboardInterrupt:

@@ -5,7 +5,8 @@ A run folder::
     <run>/
       run.json            {"schema": "crbc.run/1", "name", "config": {...}, "model", "created_at", ...}
       metrics.jsonl       one JSON object per completed iteration (``iteration`` 0, 1, 2, ...)
-      rollouts/iter-0000.jsonl, ...   crbc.rollout/1 files of every iteration (meta.iteration set)
+      rollouts/iter-0000.jsonl, ...   crbc.rollout/1 files of every iteration (meta.iteration set);
+                          iter-0000.jsonl.gz, ... gzip-compressed (:func:`compress_rollouts`)
       checkpoint/, policy/            only while training / after it (never shipped in the repo)
 
 Write discipline (so that Ctrl-C or a crash never leaves anything half-written):
@@ -50,8 +51,9 @@ RUN_SCHEMA = "crbc.run/1"
 RUN_FILE = "run.json"
 METRICS_FILE = "metrics.jsonl"
 ROLLOUTS_DIR = "rollouts"
-_ITER_RE = re.compile(r"^iter-(\d{4,})\.jsonl$")
+_ITER_RE = re.compile(r"^iter-(\d{4,})\.jsonl(\.gz)?$")
 MAX_ZIP_BYTES = 200 * 2**20  #: refuse uploaded run archives that expand beyond this
+MAX_GZ_BYTES = 1 << 30  #: refuse a compressed rollout file that expands beyond this
 
 
 def rollouts_name(iteration: int) -> str:
@@ -156,8 +158,10 @@ class RunWriter:
         run = read_run(self.path)
         keep = [m for m in run.metrics if m["iteration"] <= last_iteration]
         atomic_write_lines(self.path / METRICS_FILE, [_dumps(m) for m in keep])
-        for it, p in _iteration_files(self.path / ROLLOUTS_DIR).items():
-            if it > last_iteration:
+        folder = self.path / ROLLOUTS_DIR
+        for p in folder.iterdir() if folder.is_dir() else []:
+            m = _ITER_RE.match(p.name)
+            if m and p.is_file() and int(m.group(1)) > last_iteration:
                 p.unlink()
 
 
@@ -225,11 +229,19 @@ class Run:
             raise KeyError(f"{self.source}: no rollouts saved for iteration {iteration}")
         ref = self._files[iteration]
         if self._zip is None:
-            from .rollouts import read_rollouts
+            from .rollouts import parse_rollouts, read_rollouts
 
-            return read_rollouts(ref)
+            if not str(ref).endswith(".gz"):
+                return read_rollouts(ref)
+            try:
+                raw = Path(ref).read_bytes()
+            except OSError as e:
+                raise RolloutFormatError(f"cannot read file ({e.strerror})", str(ref)) from None
+            return parse_rollouts(gunzip(raw, str(ref)), str(ref))
         with zipfile.ZipFile(io.BytesIO(self._zip)) as z:
             data = z.read(ref)
+        if ref.endswith(".gz"):
+            data = gunzip(data, f"{self.source}/{ref}")
         groups = group_rollouts(iter_rollouts(data.splitlines(), f"{self.source}/{ref}"))
         if not groups:
             raise RolloutFormatError("no rollouts found (the file is empty)", f"{self.source}/{ref}")
@@ -237,14 +249,54 @@ class Run:
 
 
 def _iteration_files(folder: Path) -> dict[int, Path]:
+    """Iteration -> its rollout file; where both ``.jsonl`` and ``.jsonl.gz`` exist (a compression
+    that was interrupted), the plain file."""
     if not folder.is_dir():
         return {}
     out = {}
-    for p in folder.iterdir():
+    for p in sorted(folder.iterdir(), key=lambda q: q.name, reverse=True):  # plain after .gz
         m = _ITER_RE.match(p.name)
         if m and p.is_file():
             out[int(m.group(1))] = p
     return dict(sorted(out.items()))
+
+
+def gunzip(data: bytes, source: str, limit: int = MAX_GZ_BYTES) -> bytes:
+    """Decompress a gzip member, refusing corrupt data and anything that expands beyond ``limit``
+    (a decompression bomb in an upload) with an error that names ``source``."""
+    import zlib
+
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = d.decompress(data, limit + 1)
+    except zlib.error as e:
+        raise RolloutFormatError(f"not a valid gzip file ({e})", source) from None
+    if len(out) > limit or d.unconsumed_tail:
+        raise RolloutFormatError(f"expands beyond {limit // 2**20} MB", source)
+    if not d.eof:
+        raise RolloutFormatError("truncated gzip file", source)
+    return out
+
+
+def compress_rollouts(run_dir: str | os.PathLike) -> int:
+    """Gzip every plain ``rollouts/iter-NNNN.jsonl`` of a run folder into ``.jsonl.gz`` (written
+    through a temporary file and a rename, then the plain file removed; reproducible bytes).
+    Returns how many files were compressed. Text rollouts of one run repeat the same boards, so
+    they shrink about 40 times."""
+    import gzip
+
+    from .rollouts import atomic_write_chunks
+
+    n = 0
+    folder = Path(run_dir) / ROLLOUTS_DIR
+    for p in sorted(folder.glob("iter-*.jsonl")) if folder.is_dir() else []:
+        if not _ITER_RE.match(p.name):
+            continue
+        packed = gzip.compress(p.read_bytes(), compresslevel=9, mtime=0)
+        atomic_write_chunks(p.with_name(p.name + ".gz"), [packed])
+        p.unlink()
+        n += 1
+    return n
 
 
 def parse_meta(text: str | bytes, source: str) -> dict[str, Any]:

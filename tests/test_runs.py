@@ -131,6 +131,38 @@ def test_zip_upload(tmp_path):
         R.read_run_zip(b"hello", "x.zip")
 
 
+def test_compressed_rollouts_read_the_same_locally_and_from_a_zip(tmp_path):
+    import gzip
+
+    path = make_run(tmp_path / "gz")
+    plain = [R.read_run(path).rollouts(it) for it in range(3)]
+    assert R.compress_rollouts(path) == 3 and R.compress_rollouts(path) == 0
+    files = sorted(p.name for p in (path / "rollouts").iterdir())
+    assert files == ["iter-0000.jsonl.gz", "iter-0001.jsonl.gz", "iter-0002.jsonl.gz"]
+    run = R.read_run(path)
+    assert run.iterations_with_rollouts == (0, 1, 2)
+    assert [run.rollouts(it) for it in range(3)] == plain
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for p in path.rglob("*"):
+            if p.is_file():
+                z.write(p, "gz/" + str(p.relative_to(path)))
+    assert R.read_run_zip(buf.getvalue(), "gz.zip").rollouts(1) == plain[1]
+    # resume after compression: later iterations go, compressed or not
+    R.RunWriter.open(path).truncate(0)
+    assert sorted(p.name for p in (path / "rollouts").iterdir()) == ["iter-0000.jsonl.gz"]
+    # a broken or oversized file is refused with its name
+    bad = path / "rollouts" / "iter-0000.jsonl.gz"
+    bad.write_bytes(gzip.compress(b"{not json\n")[:-6])
+    with pytest.raises(R.RolloutFormatError, match="iter-0000.jsonl.gz"):
+        R.read_run(path).rollouts(0)
+    with pytest.raises(R.RolloutFormatError, match="expands beyond"):
+        R.gunzip(gzip.compress(b"x" * 5000), "big.gz", limit=1000)
+    bad.write_bytes(gzip.compress(b"{not json\n"))
+    with pytest.raises(R.RolloutFormatError, match="iter-0000.jsonl.gz:1"):
+        R.read_run(path).rollouts(0)
+
+
 def test_find_and_order_runs(tmp_path):
     for est, seed in (("crbc", 1), ("grpo", 0), ("crbc", 0), ("gigpo", 0)):
         make_run(tmp_path / f"{est}-s{seed}", est, seed, rollouts=False)

@@ -204,3 +204,60 @@ def test_response_logprobs_score_the_distribution_act_samples_from(tiny_model):
     freq = sum(r.startswith("left") for _, r in out) / n
     p = float(first[1, word].exp())
     assert abs(freq - p) < 4 * (p * (1 - p) / n) ** 0.5 + 1e-3
+
+
+def test_truth_advantages_are_the_exact_advantage_of_each_step(tmp_path):
+    """The oracle (advantages = "truth") feeds the update the exact A_t of the current policy, in
+    the estimators' step order; a group the truth cannot solve (an unparsable action) gets 0."""
+    from dataclasses import replace
+
+    from crbc.generate import generate_groups
+    from crbc.policy import load_policy
+    from crbc.rollouts import Step
+    from crbc.train import truth_advantages
+    from crbc.truth import level_truth
+    from crbc.truth.space import action_index
+
+    shipped = Path(__file__).resolve().parents[1] / "models" / "sokoban-tiny-weak"
+    policy = load_policy(shipped)
+    groups = generate_groups("sokoban-6x6-v0", [3, 8], 3, policy, 1.0, 6, rng=1)
+    bad = groups[1]
+    r0 = bad.rollouts[0]
+    s0 = r0.steps[0]
+    broken = replace(r0, steps=(Step("not a board", s0.action, s0.obs, s0.response, 0.0),) + r0.steps[1:])
+    groups[1] = replace(bad, rollouts=(broken,) + bad.rollouts[1:])
+    adv, solved = truth_advantages(policy, groups)
+    assert solved == 1 and len(adv) == sum(len(r.steps) for g in groups for r in g.rollouts)
+    n0 = sum(len(r.steps) for r in groups[0].rollouts)
+    assert not adv[n0:].any()
+    lt = level_truth("sokoban-6x6-v0", 3, policy, max_steps=6)
+    index = lt.space.index()
+    k = 0
+    for r in groups[0].rollouts:  # slow twin: look each step up in the level's solution
+        for t, s in enumerate(r.steps):
+            a = action_index([s.action])[0]
+            assert adv[k] == pytest.approx(lt.advantage_TSA[t, index[s.anchor], a], abs=1e-9)
+            k += 1
+
+
+@pytest.mark.slow
+def test_experiment_trains_every_run_compresses_rollouts_and_skips_finished_runs(tiny_model, tmp_path, capsys):
+    out = tmp_path / "exp"
+    argv = ["experiment", "--estimators", "grpo", "crbc", "--seeds", "2", "--jobs", "2", "--out", str(out),
+            "--model", tiny_model, "--iterations", "1", "--groups", "2", "--group-size", "2",
+            "--max-steps", "3", "--eval-seeds", "2", "--eval-group-size", "1", "--keep-rollouts-seeds", "1"]
+    assert main(argv) == 0
+    runs = {p.name: R.read_run(p) for p in R.find_runs(out)}
+    assert sorted(runs) == ["crbc-s0", "crbc-s1", "grpo-s0", "grpo-s1"]
+    for name, run in runs.items():
+        assert "final_eval" in run.meta and not (out / name / "checkpoint").exists()
+        if name.endswith("s0"):  # kept and compressed
+            assert [p.name for p in (out / name / "rollouts").iterdir()] == ["iter-0000.jsonl.gz"]
+            assert run.rollouts(0)[0].rollouts[0].meta["iteration"] == 0
+        else:
+            assert run.iterations_with_rollouts == ()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["runs"] and len(summary["table"]) == 2
+    before = {p: p.stat().st_mtime_ns for p in out.rglob("metrics.jsonl")}
+    assert main(argv) == 0  # everything finished: nothing is trained again
+    assert before == {p: p.stat().st_mtime_ns for p in out.rglob("metrics.jsonl")}
