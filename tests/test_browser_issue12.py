@@ -84,7 +84,12 @@ def test_open_in_another_page_after_choosing_a_run(app_url, page, artifacts_dir,
     page.goto(f"{app_url}/runs")
     wait_ready(page, "Training runs", TIMEOUT_MS)
     if bound == "runs_run":
-        _choose(page, "runs_run", "crbc-s1")
+        before = _value(page, "runs_run")
+        page.locator(".st-key-runs_run [role=combobox]").first.click()
+        page.get_by_role("option").nth(1).click()  # another run than the one shown (with rollouts)
+        page.wait_for_function(
+            f"() => document.querySelector('.st-key-runs_run [role=combobox]').value !== {before!r}",
+            timeout=TIMEOUT_MS)
     else:
         _choose(page, "runs_metric", "mean return")
     wait_ready(page, "Training runs", TIMEOUT_MS)
@@ -185,7 +190,7 @@ def test_lesson_graph_chip_flips_an_outcome_and_shows_before_after(app_url, page
 def test_rollouts_row_click_chooses_the_rollout(app_url, page, artifacts_dir):
     page.goto(f"{app_url}/rollouts?sample=worked-example.jsonl")
     wait_ready(page, "Rollouts", TIMEOUT_MS)
-    page.locator(".st-key-rollouts_row_3 button").click()
+    page.locator(".st-key-rollouts_row_3 button").first.click()
     page.get_by_text("Rollout 3:").first.wait_for(timeout=TIMEOUT_MS)
     wait_ready(page, "Rollouts", TIMEOUT_MS)
     _no_exception(page)
