@@ -377,3 +377,30 @@ def test_pretrain_refuses_bad_args(tmp_path, capsys, change, needle):
     err = capsys.readouterr().err.strip()
     assert err.startswith("crbc pretrain: error:") and needle in err
     assert not (tmp_path / "m").exists()
+
+
+def test_concurrent_loads_do_not_race(tmp_path):
+    """Two app sessions may load a checkpoint at the same moment; transformers' meta-device
+    construction is process-wide state, so unserialised loads fail with "Cannot copy out of meta
+    tensor" (every load of 8 threads x 4 did before the lock)."""
+    import threading
+
+    from crbc.policy import load_policy
+
+    shipped = Path(__file__).resolve().parents[1] / "models" / "sokoban-tiny-weak"
+    errors: list[str] = []
+
+    def work():
+        for _ in range(2):
+            try:
+                p = load_policy(shipped)
+                assert p.model.lm_head.weight.data_ptr() == p.model.model.embed_tokens.weight.data_ptr()
+            except Exception as e:  # noqa: BLE001 - collect, then report
+                errors.append(repr(e)[:200])
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

@@ -10,6 +10,7 @@ Importing this package does not import torch or transformers (the CLI imports
 from __future__ import annotations
 
 import importlib
+import threading
 from pathlib import Path
 
 from ..actions import ACTIONS, INVALID_ACTION
@@ -19,6 +20,11 @@ __all__ = ["ACTIONS", "INVALID_ACTION", "load_policy", "parse_chat", "parse_tiny
            "TinyPolicy", "ChatPolicy"]
 
 _LAZY = {"Policy": ".base", "TinyPolicy": ".tiny", "ChatPolicy": ".chat"}
+
+#: One model load at a time in this process. transformers builds a model on the "meta" device
+#: through process-wide state, so two threads loading at once (two app sessions opening pages
+#: that need the truth) can get "Cannot copy out of meta tensor; no data!".
+_LOAD_LOCK = threading.RLock()
 
 
 def __getattr__(name: str):
@@ -37,6 +43,11 @@ def load_policy(path: str | Path, device: str = "cpu", max_new_tokens: int | Non
     folder = Path(path)
     if not folder.is_dir():
         raise FileNotFoundError(f"model folder not found: {path}")
+    with _LOAD_LOCK:
+        return _load(folder, str(path), device, max_new_tokens)
+
+
+def _load(folder: Path, path: str, device: str, max_new_tokens: int | None):
     from .tiny import is_tiny_folder, load_tiny
 
     if is_tiny_folder(folder):

@@ -59,5 +59,8 @@ def load_chat(path: str | Path, name: str | None = None, device: str = "cpu",
     if not has_chat_template(tokenizer):
         raise ValueError(f"{path}: the tokenizer has no chat template")
     hf_logging.disable_progress_bar()
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True).to(device).eval()
+    from . import _LOAD_LOCK
+
+    with _LOAD_LOCK:  # transformers' meta-device construction is not thread-safe
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True).to(device).eval()
     return ChatPolicy(model, tokenizer, str(path) if name is None else name, max_new_tokens)
