@@ -150,15 +150,21 @@ def test_lesson_numbers_match_crbc_md_section_8(app_url, context):
     # K = 0 column
     assert "Q^(0)(s0,a) = realised return 0.9604" in text
     assert re.search(r"Q\^\(0\)\(s0,b\) = mean of realised returns = .* / 4 = 0\.2401", text.replace("\n", " "))
-    assert "A = +0.5762 at K = 0 but +0.0960 at the closure" in text
+    # predict first: the closure's verdict on A(s0, a) shows once the reader has answered
+    assert "A = +0.5762 at K = 0 but +0.0960 at the closure" not in text
+    assert "At K = 0, A(s0, a) = +0.5762. At K = ∞, will it rise or fall?" in text
+    page.locator('[class*="st-key-lesson_pred_k_"]').first.get_by_text("fall", exact=True).click()
+    _wait_text(page, "Right: action a at s0 has A = +0.5762 at K = 0 but +0.0960 at the closure")
+    _wait_idle(page)
+    text = _main_text(page)
     for v in ("0.4900", "0.3267", "0.3842"):
         assert v in text
     assert page.locator(".katex").count() > 0  # the linear system is typeset
     _shot(page, "lesson-worked-example")
 
-    # flip rollout 0 (s0 -a-> s1 -c-> z+) to a failure: s1 never succeeds any more
+    # flip rollout 1 (s0 -a-> s1 -c-> z+; numbered 1..n as in CRBC.md) to a failure: s1 never succeeds any more
     page.get_by_role("button", name="Flip its outcome").click()
-    _wait_text(page, "rollout 0: outcome flipped to failure")
+    _wait_text(page, "rollout 1: outcome flipped to failure")
     _wait_idle(page)
     text = _main_text(page)
     assert "Q(s0,a) = 0.98 × (1 × V(s1)) = 0.98 × (1 × 0.0000) = 0.0000" in text
