@@ -86,14 +86,24 @@ def interactions(browser, base: str, repeats: int) -> dict:
     pg = ctx.new_page()
     pg.set_default_timeout(TIMEOUT)
 
-    def rec(name: str, ms: float) -> None:
+    failures: dict[str, str] = {}
+
+    def rec(name: str, measure) -> None:
+        """Run one timed interaction; a failure is recorded with its reason, not fatal."""
+        if name in failures:
+            return
+        try:
+            ms = measure()
+        except Exception as e:  # noqa: BLE001 - a benchmark reports, it does not stop
+            failures[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            return
         out.setdefault(name, []).append(round(ms, 1))
 
     # Lesson: the flip button, then a click on a rollout's chip in the graph
     pg.goto(f"{base}/lesson?lesson_start=worked+example")
     pg.wait_for_function(READY, arg="Lesson", timeout=TIMEOUT)
     for _ in range(repeats):
-        rec("lesson_flip_button", after(pg, "Lesson", lambda: pg.locator(".st-key-lesson_flip button").click()))
+        rec("lesson_flip_button", lambda: after(pg, "Lesson", lambda: pg.locator(".st-key-lesson_flip button").click()))
     for _ in range(repeats):
         def chip():
             xy = pg.evaluate("""() => {
@@ -104,7 +114,7 @@ def interactions(browser, base: str, repeats: int) -> dict:
                       r.top + L.yaxis._offset + L.yaxis.d2p(gd.data[i].y[0])];
             }""")
             pg.mouse.click(xy[0], xy[1])
-        rec("lesson_graph_chip_flip", after(pg, "Lesson", chip))
+        rec("lesson_graph_chip_flip", lambda: after(pg, "Lesson", chip))
     # Inspector: change the depth
     pg.goto(f"{base}/inspector?sample=worked-example.jsonl")
     pg.wait_for_function(READY, arg="Anchor inspector", timeout=TIMEOUT)
@@ -112,35 +122,41 @@ def interactions(browser, base: str, repeats: int) -> dict:
         def pick(k=k):
             pg.locator(".st-key-inspect_K [role=combobox]").first.click()
             pg.get_by_role("option", name=k, exact=True).first.click()
-        rec("inspector_depth_change", after(pg, "Anchor inspector", pick))
+        rec("inspector_depth_change", lambda: after(pg, "Anchor inspector", pick))
     # Step credits: the field radio
     pg.goto(f"{base}/credits")
     pg.wait_for_function(READY, arg="Step credits", timeout=TIMEOUT)
     for label in ["A_final", "Q − V", "A_S"][:max(repeats, 1)]:
-        rec("credits_field_change", after(pg, "Step credits",
-                                          lambda label=label: pg.get_by_text(label, exact=False).first.click()))
+        rec("credits_field_change", lambda label=label: after(
+            pg, "Step credits", lambda: pg.get_by_text(label, exact=False).first.click()))
     # Rollouts: a row click in the table
     pg.goto(f"{base}/rollouts")
     pg.wait_for_function(READY, arg="Rollouts", timeout=TIMEOUT)
     for row in [2, 4, 1][:max(repeats, 1)]:
-        rec("rollouts_row_click", after(pg, "Rollouts",
-                                        lambda row=row: pg.locator(f".st-key-rollouts_row_{row} button").click()))
+        rec("rollouts_row_click", lambda row=row: after(
+            pg, "Rollouts", lambda: pg.locator(f".st-key-rollouts_row_{row} button").first.click()))
     # Bellman backups: the depth slider (a fragment: wait for the graph's colours to change)
     pg.goto(f"{base}/backups")
     pg.wait_for_function(READY, arg="Bellman backups", timeout=TIMEOUT)
     wait_plotly(pg)
     for f in [0.5, 0.2, 0.8, 0.35, 0.65][:max(repeats, 2)]:
-        before = pg.evaluate(GRAPH_COLORS)
-        drag_slider(pg, ".st-key-K", f)
-        t = time.perf_counter()
-        pg.wait_for_function(f"(b) => {{ const c = ({GRAPH_COLORS})(); return c && c !== b; }}",
-                             arg=before, polling="raf", timeout=TIMEOUT)
-        rec("backups_slider_to_graph", (time.perf_counter() - t) * 1000)
-        pg.wait_for_function(READY, arg="Bellman backups", timeout=TIMEOUT)
-        pg.wait_for_timeout(300)
+        def slide(f=f) -> float:
+            before = pg.evaluate(GRAPH_COLORS)
+            drag_slider(pg, ".st-key-K", f)
+            t = time.perf_counter()
+            pg.wait_for_function(f"(b) => {{ const c = ({GRAPH_COLORS})(); return c && c !== b; }}",
+                                 arg=before, polling="raf", timeout=TIMEOUT)
+            ms = (time.perf_counter() - t) * 1000
+            pg.wait_for_function(READY, arg="Bellman backups", timeout=TIMEOUT)
+            pg.wait_for_timeout(300)
+            return ms
+        rec("backups_slider_to_graph", slide)
     ctx.close()
-    return {k: {"median_ms": round(statistics.median(v), 1), "max_ms": max(v), "all_ms": v}
-            for k, v in out.items()}
+    res = {k: {"median_ms": round(statistics.median(v), 1), "max_ms": max(v), "all_ms": v}
+           for k, v in out.items()}
+    if failures:
+        res["failed"] = failures
+    return res
 
 
 class Busy:
