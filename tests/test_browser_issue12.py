@@ -7,8 +7,6 @@ One app server for the module; each test opens a fresh browser context. Screensh
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from benchmarks.apprunner import (
@@ -23,10 +21,14 @@ pytestmark = pytest.mark.browser
 TIMEOUT_MS = 90_000
 
 
-@pytest.fixture(scope="module")
-def app_url(artifacts_dir):
+@pytest.fixture
+def app_url(artifacts_dir, request):
+    """A fresh server per test. On one server shared by these tests, the later ones sometimes
+    waited 90 s for widgets that never appeared (a selectbox's options, a row button) although
+    each passes alone: a server-side slow-down after several heavy sessions, left open in the
+    issue-12 note, that these tests are not about."""
     require_chromium()
-    with running_app(log_path=artifacts_dir / "browser-issue12-app.log") as base:
+    with running_app(log_path=artifacts_dir / f"browser-issue12-{request.node.name[:40]}.log") as base:
         yield base
 
 
@@ -97,8 +99,9 @@ def test_open_in_another_page_after_choosing_a_run(app_url, page, artifacts_dir,
     wait_ready(page, "Bellman backups", TIMEOUT_MS)
     _no_exception(page)
     assert "/backups" in page.url
-    side = page.inner_text("[data-testid=stSidebar]")
-    assert re.search(r"run \S+ iteration \d+", side), side[:400]
+    page.wait_for_function(
+        r"() => /run \S+ iteration \d+/.test(document.querySelector('[data-testid=stSidebar]').innerText)",
+        timeout=TIMEOUT_MS)  # the sidebar names the run and iteration
     _shot(page, artifacts_dir, f"open-in-{bound}")
 
 
@@ -164,6 +167,10 @@ def test_heatmap_cell_click_opens_the_step_in_the_inspector(app_url, page, artif
 def test_lesson_graph_chip_flips_an_outcome_and_shows_before_after(app_url, page, artifacts_dir):
     page.goto(f"{app_url}/lesson?lesson_start=worked+example")
     wait_ready(page, "Lesson", TIMEOUT_MS)
+    page.wait_for_function("""() => {
+      const gd = document.querySelector('[class*=st-key-lesson_graph_] .js-plotly-plot');
+      return gd && gd.data && gd.data.some(d => d.name === 'outcomes') && gd._fullLayout;
+    }""", timeout=TIMEOUT_MS)
     # the chip of rollout 2 (a failure through s1 in CRBC.md section 8)
     xy = page.evaluate("""() => {
       const gd = document.querySelector('[class*=st-key-lesson_graph_] .js-plotly-plot');
@@ -179,10 +186,11 @@ def test_lesson_graph_chip_flips_an_outcome_and_shows_before_after(app_url, page
     main = page.inner_text("[data-testid=stMain]")
     assert "Before → after the last change" in main
     # the flipped rollout's chip now says success, and rings mark the values that moved
-    chips = page.evaluate("""() => {
+    chips = page.wait_for_function("""() => {
       const gd = document.querySelector('[class*=st-key-lesson_graph_] .js-plotly-plot');
-      return [gd.data.find(d => d.name === 'outcomes').text, !!gd.data.find(d => d.name === 'changed')];
-    }""")
+      const out = gd && gd.data && gd.data.find(d => d.name === 'outcomes');
+      return out && [out.text, !!gd.data.find(d => d.name === 'changed')];
+    }""", timeout=TIMEOUT_MS).json_value()
     assert "2 ✓" in chips[0] and chips[1]
     _shot(page, artifacts_dir, "lesson-chip-flip")
 
@@ -190,7 +198,7 @@ def test_lesson_graph_chip_flips_an_outcome_and_shows_before_after(app_url, page
 def test_rollouts_row_click_chooses_the_rollout(app_url, page, artifacts_dir):
     page.goto(f"{app_url}/rollouts?sample=worked-example.jsonl")
     wait_ready(page, "Rollouts", TIMEOUT_MS)
-    page.locator(".st-key-rollouts_row_3 button").first.click()
+    page.locator(".st-key-rollouts_row_3 button:visible").first.click()
     page.get_by_text("Rollout 3:").first.wait_for(timeout=TIMEOUT_MS)
     wait_ready(page, "Rollouts", TIMEOUT_MS)
     _no_exception(page)
