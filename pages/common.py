@@ -72,6 +72,18 @@ NOTHING_LOADED = ("No rollout group is loaded. Choose a data source in the sideb
 # loading (pure helpers, testable without a running app)
 
 
+def selected_customdata(key: str) -> list[Any]:
+    """The ``customdata`` of the points selected on the plotly chart with widget ``key`` (read in
+    its ``on_select`` callback; the selection is a dict or an attribute object by Streamlit
+    version), in click order; [] when nothing usable is selected."""
+    sel = st.session_state.get(key)
+    try:
+        points = sel["selection"]["points"] if isinstance(sel, dict) else sel.selection.points
+    except (AttributeError, KeyError, TypeError):
+        return []
+    return [pt.get("customdata") for pt in points or [] if isinstance(pt.get("customdata"), list | tuple)]
+
+
 def sample_files() -> list[Path]:
     """Shipped ``.jsonl`` samples, Sokoban first, the worked example after the known ones."""
     if not SAMPLES_DIR.is_dir():

@@ -55,14 +55,8 @@ st.caption(f"**One colour scale for every panel**, symmetric around 0: dark blue
 def _open_cell(key: str) -> None:
     """A heatmap click: remember the step's anchor for the Inspector (a callback: the page then
     switches after the run has drawn the rest)."""
-    sel = st.session_state.get(key)
-    try:
-        points = sel["selection"]["points"] if isinstance(sel, dict) else sel.selection.points
-    except (AttributeError, KeyError, TypeError):
-        return
-    for pt in points or []:
-        cd = pt.get("customdata")
-        if isinstance(cd, list | tuple) and len(cd) >= 6:
+    for cd in common.selected_customdata(key):
+        if len(cd) >= 6:
             st.session_state["_credits_open"] = (int(cd[5]), int(cd[0]), int(cd[1]))
             return
 

@@ -126,14 +126,8 @@ fig = V.curves_figure(curve_set, metric, band=band,
 def _on_curve_click() -> None:
     """A click on a curve picks that curve's run (a mean curve: its estimator's first run) and
     the iteration; a callback, so it runs before the Run and Iteration pickers are drawn."""
-    sel = st.session_state.get("runs_curve")
-    try:
-        points = sel["selection"]["points"] if isinstance(sel, dict) else sel.selection.points
-    except (AttributeError, KeyError, TypeError):
-        return
-    for pt in points or []:
-        cd = pt.get("customdata")
-        if isinstance(cd, list | tuple) and len(cd) == 2:
+    for cd in common.selected_customdata("runs_curve"):
+        if len(cd) == 2:
             st.session_state["_runs_click"] = (int(cd[0]), str(cd[1]))
             return
 

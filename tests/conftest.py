@@ -32,3 +32,17 @@ def require_chromium() -> None:
 def artifacts_dir() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium per test module (benchmarks.apprunner.launch: local only)."""
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    from benchmarks.apprunner import launch
+
+    with sync_playwright() as pw:
+        b = launch(pw)
+        yield b
+        b.close()

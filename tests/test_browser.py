@@ -14,7 +14,6 @@ from benchmarks.apprunner import (
     GRAPH_COLORS,
     RequestLog,
     drag_slider,
-    launch,
     running_app,
     wait_idle,
     wait_plotly,
@@ -35,17 +34,6 @@ def app_url(artifacts_dir):
     require_chromium()
     with running_app(log_path=artifacts_dir / "browser-app.log") as base:
         yield base
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = launch(pw)
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import pytest
 
 from benchmarks.apprunner import (
     LOCAL_PREFIXES,
-    launch,
     running_app,
     wait_ready,
 )
@@ -30,17 +29,6 @@ def app_url(artifacts_dir, request):
     require_chromium()
     with running_app(log_path=artifacts_dir / f"browser-issue12-{request.node.name[:40]}.log") as base:
         yield base
-
-
-@pytest.fixture(scope="module")
-def browser():
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = launch(pw)
-        yield b
-        b.close()
 
 
 @pytest.fixture
