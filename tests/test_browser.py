@@ -122,6 +122,9 @@ def test_broken_upload_shows_the_error(app_url, page, artifacts_dir, tmp_path):
                    '{"group": "g", "steps": [{"anchor": "s0"}], "success": false}\n')
     page.set_input_files("[data-testid=stFileUploaderDropzoneInput]", str(bad))
     page.wait_for_selector("text=nothing was loaded")
+    # the refused lines come in a code block drawn after the message: wait for them too
+    page.wait_for_function("() => (document.querySelector('[data-testid=stMain]') || {}).innerText"
+                           "?.includes('broken.jsonl:2')", timeout=TIMEOUT_MS)
     main = page.inner_text("[data-testid=stMain]")
     assert "broken.jsonl:2" in main and "action" in main
     assert "No rollout group is loaded" in main  # nothing half-loaded
