@@ -28,7 +28,7 @@ $(VENV)/.dev-stamp: requirements-dev.txt requirements.txt requirements-verl.txt 
 	touch $@
 
 run: $(VENV)/.runtime-stamp
-	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) \
+	$(PY) studio.py --server.address 127.0.0.1 --server.port $(PORT) \
 	  --server.headless true --browser.gatherUsageStats false
 
 test: $(VENV)/.dev-stamp

@@ -33,7 +33,7 @@ def free_port() -> int:
 @contextlib.contextmanager
 def running_app(port: int | None = None, timeout: float = 90.0, log_path: Path | None = None
                 ) -> Iterator[str]:
-    """Start ``streamlit run app.py`` on 127.0.0.1 and yield its base URL; stop it afterwards."""
+    """Start the studio (``studio.py``: ``streamlit run app.py`` with its imports begun, as ``make run``) on 127.0.0.1 and yield its base URL; stop it afterwards."""
     with running_server(port, timeout, log_path) as (base, _proc):
         yield base
 
@@ -63,7 +63,7 @@ def running_server(port: int | None = None, timeout: float = 90.0, log_path: Pat
                TRANSFORMERS_OFFLINE="1")
     log = open(log_path, "wb") if log_path else subprocess.DEVNULL
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+        [sys.executable, "studio.py", "--server.address", "127.0.0.1",
          "--server.port", str(port), "--server.headless", "true",
          "--browser.gatherUsageStats", "false"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

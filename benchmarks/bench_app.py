@@ -2,15 +2,21 @@
 
 In headless Debian Chromium against ``streamlit run app.py`` on 127.0.0.1:
 
-- ``pages``: for each page, from navigation to *page ready* (its title shown, the script
-  finished, nothing stale, every plotly chart and the pyvis graph drawn; benchmarks.apprunner.READY):
+- ``pages``: for each page, from navigation to *page ready* (its title shown, the script's run
+  marker on the page, nothing stale, every plotly chart and the pyvis graph drawn;
+  benchmarks.apprunner.READY):
   ``cold`` = the first visit of that page on a fresh server (its caches empty; pages visited in
-  the order listed, so the first one also pays the server's imports), ``warm`` = the median of
-  ``--repeats`` later visits, each in a new browser session; ``script_ms`` = the script's own time on
-  the server for the warm visits (app.py writes it into the page), so ready - script = transport
+  the order listed, so the first one also pays what the server's import thread has not finished),
+  each in a new browser session;
+  ``warm`` = what a user clicking through the open app sees: the median of ``--repeats`` visits
+  by the sidebar's navigation within one browser session that has shown the page once before;
+  ``fresh_session`` = the median of ``--repeats`` visits each in a new browser session (a new
+  tab: the browser loads and compiles Streamlit's and plotly's JavaScript again, about 1.3 s for
+  an empty Streamlit page on this machine); ``script_ms`` = the script's own time on the
+  server for the warm visits (app.py writes it into the page), so ready - script = transport
   and drawing in the browser;
-- ``busy``: the warm visits again while a second browser session keeps the server busy (it
-  reloads the Step credits and Inspector pages in a loop);
+- ``busy``: the warm (in-session) visits again while a second browser session keeps the server
+  busy (it reloads the Step credits and Inspector pages in a loop);
 - ``interactions``: from the click to the page ready again (the run marker changed): Lesson flip,
   Lesson graph chip click (flip), Inspector depth change, Step credits field change, Rollouts row
   click, Bellman backups slider to redrawn graph (the fragment: the graph's colours changed);
@@ -47,6 +53,11 @@ PAGES = [  # (url path, title the page's h1 starts with)
     ("backups", "Bellman backups"), ("credits", "Step credits"), ("inspector", "Anchor inspector"),
     ("disagreements", "Disagreements"), ("runs", "Training runs"),
 ]
+NAV_LABELS = {  # url path -> its link text in the sidebar's navigation (app.PAGES)
+    "rollouts": "Rollouts", "lesson": "Lesson", "graph": "Anchor graph", "backups": "Bellman backups",
+    "credits": "Step credits", "inspector": "Inspector", "disagreements": "Disagreements",
+    "runs": "Training runs",
+}
 RUN_NO = "() => { const m = document.querySelector('.crbc-run'); return m ? +m.dataset.run : 0; }"
 SCRIPT_MS = "() => { const m = document.querySelector('.crbc-run'); return m ? +m.dataset.scriptMs : null; }"
 TIMEOUT = 120_000
@@ -57,16 +68,46 @@ def _ctx(browser):
 
 
 def visit(browser, base: str, slug: str, title: str) -> tuple[float, float | None]:
-    """Seconds to page ready in a fresh session, and the script's server time (ms)."""
+    """Seconds to page ready in a fresh browser session, and the script's server time (ms)."""
     ctx = _ctx(browser)
     pg = ctx.new_page()
     t = time.perf_counter()
     pg.goto(f"{base}/{slug}")
+    pg.wait_for_selector(".crbc-run", state="attached", timeout=TIMEOUT)
     pg.wait_for_function(READY, arg=title, timeout=TIMEOUT)
     dt = time.perf_counter() - t
     ms = pg.evaluate(SCRIPT_MS)
     ctx.close()
     return dt, ms
+
+
+def navigate(pg, slug: str, title: str) -> tuple[float, float | None]:
+    """Seconds from a click on the page's sidebar link to page ready (a new run marker), within
+    the session of ``pg``; and the script's server time (ms)."""
+    before = pg.evaluate(RUN_NO)
+    t = time.perf_counter()
+    pg.locator("[data-testid=stSidebarNavLink]", has_text=NAV_LABELS[slug]).first.click()
+    pg.wait_for_function(f"() => ({RUN_NO})() > {before}", timeout=TIMEOUT)
+    pg.wait_for_function(READY, arg=title, timeout=TIMEOUT)
+    return time.perf_counter() - t, pg.evaluate(SCRIPT_MS)
+
+
+def warm_navigation(browser, base: str, repeats: int) -> dict[str, list[tuple[float, float | None]]]:
+    """Every page by the sidebar in one session: a first round (not timed) so each page has been
+    seen, then ``repeats`` timed rounds."""
+    ctx = _ctx(browser)
+    pg = ctx.new_page()
+    pg.goto(f"{base}/{PAGES[0][0]}")
+    pg.wait_for_selector(".crbc-run", state="attached", timeout=TIMEOUT)
+    pg.wait_for_function(READY, arg=PAGES[0][1], timeout=TIMEOUT)
+    out: dict[str, list[tuple[float, float | None]]] = {slug: [] for slug, _ in PAGES}
+    for rnd in range(repeats + 1):
+        for slug, title in PAGES:
+            r = navigate(pg, slug, title)
+            if rnd:
+                out[slug].append(r)
+    ctx.close()
+    return out
 
 
 def after(pg, title: str, action, marker: bool = True) -> float:
@@ -176,6 +217,7 @@ class Busy:
                 for slug, title in (("credits", "Step credits"), ("inspector", "Anchor inspector")):
                     try:
                         pg.goto(f"{self.base}/{slug}")
+                        pg.wait_for_selector(".crbc-run", state="attached", timeout=TIMEOUT)
                         pg.wait_for_function(READY, arg=title, timeout=TIMEOUT)
                     except Exception:  # noqa: BLE001 - only load, never measured
                         pass
@@ -214,18 +256,19 @@ def main() -> int:
             result["pages"][slug] = {"cold_s": round(cold, 3)}
         for slug, title in PAGES:
             runs = [visit(b, base, slug, title) for _ in range(a.repeats)]
-            ready = [r[0] for r in runs]
+            result["pages"][slug].update(fresh_session_s=round(statistics.median(r[0] for r in runs), 3),
+                                         fresh_session_all_s=[round(r[0], 3) for r in runs])
+        for slug, runs in warm_navigation(b, base, a.repeats).items():
             ms = [r[1] for r in runs if r[1] is not None]
-            result["pages"][slug].update(warm_s=round(statistics.median(ready), 3),
-                                         warm_all_s=[round(x, 3) for x in ready],
+            result["pages"][slug].update(warm_s=round(statistics.median(r[0] for r in runs), 3),
+                                         warm_all_s=[round(r[0], 3) for r in runs],
                                          script_ms=round(statistics.median(ms)) if ms else None)
         if not a.skip_interactions:
             result["interactions"] = interactions(b, base, a.repeats)
         if not a.skip_busy:
             with Busy(base) as busy:
-                for slug, title in PAGES:
-                    ready = [visit(b, base, slug, title)[0] for _ in range(max(1, a.repeats - 1))]
-                    result["pages"][slug]["busy_s"] = round(statistics.median(ready), 3)
+                for slug, runs in warm_navigation(b, base, max(1, a.repeats - 1)).items():
+                    result["pages"][slug]["busy_s"] = round(statistics.median(r[0] for r in runs), 3)
             result["busy_session_loops"] = busy.loops
         probe.goto(base)
         probe.wait_for_function(READY, arg="Rollouts", timeout=TIMEOUT)

@@ -304,7 +304,7 @@ def _upload_error(source: str) -> None:
         st.sidebar.error("The last file was refused (see the message on the page).")
         st.error("**The uploaded file was refused; nothing was loaded.** Fix these lines and "
                  "upload it again:")
-        st.code(err, language=None, wrap_lines=True)
+        common.pre(err)
 
 
 def _param_ok(meta: Param):

@@ -134,7 +134,7 @@ with c_succ:
     st.table(format_rows(ar.successor_rows()), hide_index=True)
 
 st.markdown("**The arithmetic, with the numbers**")
-st.code("\n".join(arithmetic_markdown(ar)), language=None, wrap_lines=True)
+common.pre("\n".join(arithmetic_markdown(ar)))
 
 st.markdown("**The same anchor at every depth** (A^(K) of each action; the last row is the closure)")
 k_show = max(6, depth or 0)

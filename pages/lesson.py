@@ -336,7 +336,7 @@ if any(len(a) > SHORT_LABEL or "\n" in a for a in p.state_anchor):
     with st.expander("What the labels s0, s1, ... stand for (the anchor keys)"):
         for s in range(n_anchors):
             st.markdown(f"**{labels[s]}**")
-            st.code(p.state_anchor[s], language=None, wrap_lines=True)
+            common.pre(p.state_anchor[s])
 
 # ---- 4. counts, mu and P ----------------------------------------------------------------------------
 st.header("4 · Counts, the behaviour policy mu and the transitions P")
@@ -386,7 +386,7 @@ st.markdown(
     r"$A_S = [\#\text{actions} \ge 2]\; A / \max(\sigma, \sigma_{\min})$.")
 ar = E.anchor_arithmetic(p, root, beta=beta, depth=None, sigma_min=sigma_min)
 st.markdown(f"At **{ar.label}**, written out:")
-st.code("\n".join(arithmetic_markdown(ar)), language=None, wrap_lines=True)
+common.pre("\n".join(arithmetic_markdown(ar)))
 with fold("The same for every (anchor, action) of the group", always_label=True):
     table(T.pair_table(p, beta=beta, depth=None, sigma_min=sigma_min))
 st.markdown(
@@ -459,12 +459,12 @@ c1, c2 = st.columns(2)
 with c1:
     st.markdown(f"**K = 0 at {a0.label}**")
     table(a0.rows())
-    st.code("\n".join(a.q_expression for a in a0.actions), language=None, wrap_lines=True)
+    common.pre("\n".join(a.q_expression for a in a0.actions))
 with c2:
     st.markdown(f"**K = ∞ (closure) at {ar.label}**")
     if revealed:
         table(ar.rows())
-        st.code("\n".join(a.q_expression for a in ar.actions), language=None, wrap_lines=True)
+        common.pre("\n".join(a.q_expression for a in ar.actions))
     else:
         st.caption("Answer the question above to reveal the closure's numbers.")
 rows_a = T.depth_table(p, beta=beta, k_max=k_max, what="A")

@@ -121,7 +121,7 @@ if step.obs or step.response:
         if step.obs:
             st.text(step.obs)
         if step.response:
-            st.code(step.response, language=None)
+            common.pre(step.response)
 
 # the exact truth beside the estimate, when the group's meta identifies env, level and policy;
 # computed after everything else is drawn, so the page never waits for the model to load

@@ -6,6 +6,8 @@ blocks (the browser test covers the rest).
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 from urllib.parse import parse_qsl
 
@@ -32,7 +34,13 @@ def _tables(at: AppTest) -> str:
 
 
 def _codes(at: AppTest) -> str:
-    return "\n".join(c.value for c in at.code)
+    """The text of the pages' monospace blocks (pages.common.pre: html <pre class="crbc-pre">)."""
+    out = []
+    for h in at.get("html"):
+        m = re.search(r'<pre class="crbc-pre"[^>]*>(.*)</pre>', h.proto.body, re.S)
+        if m:
+            out.append(html.unescape(m.group(1)))
+    return "\n".join(out)
 
 
 def _md(at: AppTest) -> str:

@@ -198,3 +198,25 @@ def test_step_credit_bars_html_signs_and_escaping():
     assert "&lt;b&gt;" in out and "<b>" not in out          # action names are escaped
     assert "outline:3px solid" in out                       # the current step is outlined
     assert "#2166ac" in out                                 # a positive credit is blue
+
+
+def test_diagnostics_figure_fast_build_equals_a_validated_build():
+    """diagnostics_figure skips plotly's validation (a fast path): its dict must survive
+    validation unchanged, and its traces sit on the six panels with the chosen iteration marked."""
+    import plotly.graph_objects as go
+
+    from crbc.runs import find_runs, read_run
+    from crbc.viz.runs import DIAG_PANELS, diagnostics_figure
+
+    runs = [read_run(p) for p in find_runs("sample_rollouts/runs")][:6]
+    assert runs
+    fig = diagnostics_figure(runs, selected=2)
+    fast = json.loads(fig.to_json())
+    slow = json.loads(go.Figure(fig.to_dict()).to_json())  # raises on any invalid property
+    assert fast == slow
+    axes = {(t.get("xaxis", "x"), t.get("yaxis", "y")) for t in fast["data"]}
+    assert axes <= {("x" + s, "y" + s) for s in ["", *map(str, range(2, len(DIAG_PANELS) + 1))]}
+    assert len(axes) > 1
+    assert [s["x0"] for s in fast["layout"]["shapes"]] == [2] * len(DIAG_PANELS)
+    n_series = sum(len(r.series(k)[0]) > 0 for r in runs for k, _, _ in DIAG_PANELS)
+    assert len(fast["data"]) == n_series

@@ -6,6 +6,8 @@ Pure builders: they take :class:`crbc.analysis.Curve` / :class:`crbc.runs.Run` o
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -116,12 +118,30 @@ DIAG_PANELS = [
 ]
 
 
-def diagnostics_figure(runs: Sequence[Run], height: int = 560, selected: int | None = None) -> go.Figure:
-    """Six panels, one per diagnostic, one line per run (coloured by its estimator)."""
+@functools.lru_cache(maxsize=4)
+def _diag_layout(height: int) -> str:
+    """The six-panel grid's layout as JSON (make_subplots validates it: 0.2 s, so once)."""
     fig = make_subplots(rows=2, cols=3, subplot_titles=[t for _, t, _ in DIAG_PANELS],
                         horizontal_spacing=0.07, vertical_spacing=0.16)
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=40), plot_bgcolor="white",
+                      legend=dict(orientation="h", y=-0.1))
+    fig.update_xaxes(gridcolor="#eee")
+    fig.update_yaxes(gridcolor="#eee")
+    fig.update_annotations(font_size=12)
+    return fig.layout.to_json()
+
+
+def diagnostics_figure(runs: Sequence[Run], height: int = 560, selected: int | None = None) -> go.Figure:
+    """Six panels, one per diagnostic, one line per run (coloured by its estimator).
+
+    Built from plain trace dicts without plotly's per-property validation (``_validate=False``)
+    on a cached grid layout: with 20 runs the validated build (120 ``add_trace(row=, col=)`` and
+    6 ``add_vline``) took 0.9 s, most of the Training runs page's server time. The dicts use only
+    standard scatter properties; tests/test_viz.py checks the figure against a validated copy.
+    """
     seen: set[str] = set()
     ests = list(dict.fromkeys(r.estimator for r in runs))
+    traces = []
     for run in runs:
         est = run.estimator
         col = color(est, ests.index(est))
@@ -129,22 +149,20 @@ def diagnostics_figure(runs: Sequence[Run], height: int = 560, selected: int | N
             its, vals = run.series(key)
             if len(its) == 0:
                 continue
-            fig.add_trace(go.Scatter(
-                x=its, y=100 * vals if pct else vals, mode="lines", name=est, legendgroup=est,
-                showlegend=est not in seen, line=dict(color=col, width=1.5), customdata=its,
-                hovertemplate=f"{run.name}<br>iteration %{{x}}: %{{y:.3g}}<extra></extra>"),
-                row=j // 3 + 1, col=j % 3 + 1)
+            ax = "" if j == 0 else str(j + 1)
+            traces.append(dict(
+                type="scatter", x=its, y=100 * vals if pct else vals, mode="lines", name=est,
+                legendgroup=est, showlegend=est not in seen, line=dict(color=col, width=1.5),
+                customdata=its, xaxis="x" + ax, yaxis="y" + ax,
+                hovertemplate=f"{run.name}<br>iteration %{{x}}: %{{y:.3g}}<extra></extra>"))
             seen.add(est)
+    layout = json.loads(_diag_layout(height))
     if selected is not None:
-        for j in range(len(DIAG_PANELS)):
-            fig.add_vline(x=selected, line=dict(color="#ff7f0e", dash="dot", width=1),
-                          row=j // 3 + 1, col=j % 3 + 1)
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=40), plot_bgcolor="white",
-                      legend=dict(orientation="h", y=-0.1))
-    fig.update_xaxes(gridcolor="#eee")
-    fig.update_yaxes(gridcolor="#eee")
-    fig.update_annotations(font_size=12)
-    return fig
+        layout["shapes"] = [
+            dict(type="line", xref="x" + ax, yref=f"y{ax} domain", x0=selected, x1=selected, y0=0, y1=1,
+                 line=dict(color="#ff7f0e", dash="dot", width=1))
+            for ax in ("" if j == 0 else str(j + 1) for j in range(len(DIAG_PANELS)))]
+    return go.Figure(data=traces, layout=layout, _validate=False)
 
 
 def summary_table(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:

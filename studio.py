@@ -1,0 +1,43 @@
+"""Start the studio (``make run``): ``streamlit run app.py`` with the heavy imports begun at once.
+
+    .venv/bin/python studio.py --server.address 127.0.0.1 --server.port 8501 [other streamlit flags]
+
+Streamlit runs ``app.py`` only when the first browser session arrives, and that session then
+waited about 7.5 s (of an 8 s first page on a 2-core machine) for ``import torch`` and
+``import transformers`` (the exact truth's policy needs them). Here a background thread starts
+those imports while the server comes up, so a session that arrives later finds them done, and
+one that arrives early waits only for the rest (Python's import lock makes it share the work,
+never repeat it). Everything else is ``streamlit run``: the same flags, the same process.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+APP = Path(__file__).resolve().with_name("app.py")
+
+
+def _warm_imports() -> None:
+    """Import what the pages' first truths and statistics need; errors surface on those pages."""
+    try:
+        import scipy.stats  # noqa: F401
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+
+        import crbc.policy.tiny  # noqa: F401
+    except Exception:  # noqa: BLE001 - a page that needs the module reports the error itself
+        pass
+
+
+def main() -> None:
+    threading.Thread(target=_warm_imports, name="crbc-warm-imports", daemon=True).start()
+    from streamlit.web import cli
+
+    sys.argv = ["streamlit", "run", str(APP), *sys.argv[1:]]
+    cli.main(prog_name="streamlit")
+
+
+if __name__ == "__main__":
+    main()
