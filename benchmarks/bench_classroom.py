@@ -5,12 +5,14 @@ Lesson -> Anchor graph -> Bellman backups -> Step credits through the sidebar na
 student clicking through would; ``--generators`` (10) of them first generate a live group (sidebar
 source "generate", press Generate) and walk the pages on it. Recorded:
 
-- ``page_ready_s``: per page, from the click on the navigation link to the page ready (its title
-  shown, the script finished, nothing stale, every plotly chart and the pyvis graph drawn):
+- ``page_ready_s``: per page, from the click on the navigation link to the page ready (a new run
+  marker, its title shown, the script finished, nothing stale, every plotly chart and the pyvis graph drawn):
   median, p95, max over sessions; and ``all_pages`` pooled;
 - ``generate_s``: from pressing Generate to the live group loaded (the queue included);
 - ``errors``: every exception box, error alert or JavaScript error any session saw (must be 0);
 - ``server_rss_mb``: the server's resident memory (with children) at start, peak, end;
+- ``cpu_s``: CPU seconds of the server and of all Chromium processes during the run (the
+  browsers' share is the harness's cost, not the server's);
 - ``loadavg``: os.getloadavg() before and after (the machine is shared: say so with the numbers).
 
 Usage: .venv/bin/python -m benchmarks.bench_classroom [--sessions 30] [--generators 10]
@@ -35,8 +37,35 @@ WALK = [("lesson", "Lesson"), ("graph", "Anchor graph"), ("backups", "Bellman ba
 TITLES = {"lesson": "Lesson", "graph": "Anchor graph", "backups": "Bellman backups",
           "credits": "Step credits"}
 
+RUN_NO = "() => { const m = document.querySelector('.crbc-run'); return m ? +m.dataset.run : 0; }"
 ERRORS = """() => Array.from(document.querySelectorAll(
   '[data-testid=stException], [data-testid=stAlertContentError]')).map(e => e.innerText.slice(0, 300))"""
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds of these processes (from /proc; 0 for one that is gone)."""
+    total = 0.0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except OSError:
+            pass
+    return total
+
+
+def chromium_pids() -> list[int]:
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    if b"chromium" in f.read().split(b"\0")[0]:
+                        out.append(int(p))
+            except OSError:
+                pass
+    return out
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -67,19 +96,24 @@ async def session(browser, base: str, i: int, generate: bool, timeout_ms: int, o
             t = time.perf_counter()
             await page.locator(".st-key-gen_go button").click()
             await page.wait_for_function(
-                """() => !document.querySelector('.st-key-gen_go') &&
-                         !document.querySelector('[data-testid=stStatusWidgetRunningIcon]') &&
-                         /rollouts, \\d+ steps/.test(document.querySelector('[data-testid=stSidebar]').innerText)""")
+                """(seed) => !document.querySelector('[data-testid=stStatusWidgetRunningIcon]') &&
+                         document.querySelector('[data-testid=stSidebar]').innerText
+                           .includes('Loaded: live') &&
+                         document.querySelector('[data-testid=stSidebar]').innerText
+                           .includes('seed ' + seed)""", arg=100 + i)
             out["generate"].append(time.perf_counter() - t)
             await page.wait_for_function(READY, arg="Lesson")
         else:
             t = time.perf_counter()
             await page.goto(f"{base}/lesson")
+            await page.wait_for_selector(".crbc-run", state="attached")
             await page.wait_for_function(READY, arg="Lesson")
             out["pages"]["lesson"].append(time.perf_counter() - t)
         for slug, title in WALK[1:]:
+            before = await page.evaluate(RUN_NO)
             t = time.perf_counter()
             await page.locator(f"[data-testid=stSidebarNavLink][href$='/{slug}']").first.click()
+            await page.wait_for_function(f"() => ({RUN_NO})() > {before}")
             await page.wait_for_function(READY, arg=title)
             out["pages"][slug].append(time.perf_counter() - t)
             seen = await page.evaluate(ERRORS)
@@ -134,11 +168,24 @@ def main() -> int:
         th = threading.Thread(target=sample, daemon=True)
         th.start()
         t0 = time.perf_counter()
+        cpu0 = cpu_seconds([proc.pid])
+        browser_cpu: dict[int, float] = {}  # chromium processes come and go: sample them
+
+        def sample_browser() -> None:
+            while not stop.is_set():
+                for p in chromium_pids():
+                    browser_cpu[p] = max(browser_cpu.get(p, 0.0), cpu_seconds([p]))
+                stop.wait(1.0)
+
+        th2 = threading.Thread(target=sample_browser, daemon=True)
+        th2.start()
         out = asyncio.run(run(base, a.sessions, min(a.generators, a.sessions), int(a.timeout * 1000),
                               a.stagger, a.shots))
         wall = time.perf_counter() - t0
+        server_cpu = cpu_seconds([proc.pid]) - cpu0
         stop.set()
         th.join()
+        th2.join()
         rss["end"] = rss_mb(proc.pid)
     pooled = [x for xs in out["pages"].values() for x in xs]
     result = {
@@ -149,6 +196,10 @@ def main() -> int:
         "errors": out["errors"], "error_count": len(out["errors"]),
         "requests_outside_127.0.0.1": sorted(out["outside"]),
         "server_rss_mb": {k: round(v, 1) for k, v in rss.items()},
+        "cpu_s": {"server": round(server_cpu, 1), "chromium": round(sum(browser_cpu.values()), 1),
+                  "note": "on one machine the class's browsers and the server share the cores; "
+                          "a real class brings its own browsers, so the server's share is what "
+                          "it would need"},
         "loadavg_before": [round(x, 2) for x in load0], "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),
         "note": "lesson page times are for the 20 sessions that did not generate first",
