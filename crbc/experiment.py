@@ -66,6 +66,25 @@ def _finished(run_dir: Path, iterations: int) -> bool:
     return r.last_iteration + 1 >= iterations and "final_eval" in r.meta
 
 
+def _resumable(run_dir: Path) -> bool:
+    """Whether an unfinished run folder continues (``--resume``) or starts afresh.
+
+    A folder stopped after ``run.json`` was written but before its first checkpoint holds no
+    iteration: it is removed and started again. One with recorded iterations but no checkpoint
+    cannot continue and is an error that names it (nothing is deleted).
+    """
+    if not (run_dir / "run.json").exists():
+        return False
+    if (run_dir / "checkpoint").exists():
+        return True
+    metrics = run_dir / "metrics.jsonl"
+    if metrics.exists() and metrics.read_text(encoding="utf-8").strip():
+        raise RuntimeError(f"{run_dir} has iterations but no checkpoint/ to continue from; "
+                           "move it away to train it again")
+    shutil.rmtree(run_dir)
+    return False
+
+
 def _train_argv(args: argparse.Namespace, est: str, seed: int, run_dir: Path, resume: bool) -> list[str]:
     from .train_cli import _FLAGS
 
@@ -101,7 +120,7 @@ def run_all(args: argparse.Namespace, log=print) -> list[Path]:
             d = out / run_name(est, seed)
             dirs.append(d)
             if not _finished(d, iterations):
-                todo.append((est, seed, d, (d / "run.json").exists()))
+                todo.append((est, seed, d, _resumable(d)))
     running: list[tuple[subprocess.Popen, Path, str, float]] = []
     t_start = time.perf_counter()
     total = len(todo)

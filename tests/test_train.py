@@ -261,3 +261,23 @@ def test_experiment_trains_every_run_compresses_rollouts_and_skips_finished_runs
     before = {p: p.stat().st_mtime_ns for p in out.rglob("metrics.jsonl")}
     assert main(argv) == 0  # everything finished: nothing is trained again
     assert before == {p: p.stat().st_mtime_ns for p in out.rglob("metrics.jsonl")}
+
+
+def test_experiment_restarts_a_run_stopped_before_its_first_checkpoint(tiny_model, tmp_path):
+    out = tmp_path / "exp"
+    argv = ["experiment", "--estimators", "grpo", "--seeds", "1", "--out", str(out),
+            "--model", tiny_model, "--iterations", "1", "--groups", "2", "--group-size", "2",
+            "--max-steps", "3", "--eval-seeds", "2", "--eval-group-size", "1"]
+    assert main(argv) == 0
+    run_dir = out / "grpo-s0"
+    # as if stopped right after run.json: no iteration recorded, no checkpoint
+    (run_dir / "metrics.jsonl").write_text("")
+    assert main(argv) == 0
+    assert R.read_run(run_dir).last_iteration == 0 and "final_eval" in R.read_run(run_dir).meta
+    # iterations recorded but no checkpoint: it cannot continue, and nothing is deleted
+    from crbc.experiment import _resumable
+
+    assert not (run_dir / "checkpoint").exists()  # a finished run's checkpoint is not kept
+    with pytest.raises(RuntimeError, match="no checkpoint"):
+        _resumable(run_dir)
+    assert (run_dir / "metrics.jsonl").read_text().strip()
