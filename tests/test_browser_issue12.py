@@ -184,7 +184,7 @@ def test_lesson_graph_chip_flips_an_outcome_and_shows_before_after(app_url, page
 
 
 def test_rollouts_row_click_chooses_the_rollout(app_url, page, artifacts_dir):
-    page.goto(f"{app_url}/rollouts?sample=worked-example.jsonl")
+    page.goto(f"{app_url}/?sample=worked-example.jsonl")  # Rollouts is the default page
     wait_ready(page, "Rollouts", TIMEOUT_MS)
     page.locator(".st-key-rollouts_row_3 button:visible").first.click()
     page.get_by_text("Rollout 3:").first.wait_for(timeout=TIMEOUT_MS)
