@@ -8,6 +8,12 @@ waited about 7.5 s (of an 8 s first page on a 2-core machine) for ``import torch
 those imports while the server comes up, so a session that arrives later finds them done, and
 one that arrives early waits only for the rest (Python's import lock makes it share the work,
 never repeat it). Everything else is ``streamlit run``: the same flags, the same process.
+
+It also turns off Streamlit's old "pages/ folder" mode. Streamlit decides per process, from the
+mere existence of ``pages/`` beside the main script, to run the *first* script run in that mode
+(until some session's ``app.py`` has called ``st.navigation``): a deep link such as
+``/runs?runs_exp=...`` opened on a freshly started server ran ``pages/runs.py`` alone, without
+the sidebar, and listed every module of ``pages/`` (``common``, ``sidebar``) as a page.
 """
 
 from __future__ import annotations
@@ -33,7 +39,10 @@ def _warm_imports() -> None:
 
 def main() -> None:
     threading.Thread(target=_warm_imports, name="crbc-warm-imports", daemon=True).start()
+    from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
+
+    PagesManager.uses_pages_directory = False  # app.py declares its pages with st.navigation
 
     sys.argv = ["streamlit", "run", str(APP), *sys.argv[1:]]
     cli.main(prog_name="streamlit")

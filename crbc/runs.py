@@ -32,7 +32,7 @@ import os
 import re
 import zipfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -407,6 +407,11 @@ def read_run_zip(data: bytes, source: str = "upload.zip") -> Run:
                     files[int(m.group(1))] = n
     files = dict(sorted(files.items()))
     return Run(source, meta, metrics, tuple(files), tail, files, data)
+
+
+def renamed(run: Run, name: str) -> Run:
+    """The same run shown under another name (e.g. an upload named like a run already shown)."""
+    return replace(run, meta={**run.meta, "name": name})
 
 
 def find_runs(root: str | os.PathLike) -> list[Path]:

@@ -65,10 +65,27 @@ st.caption("Runs of `python -m crbc train` / `experiment` (format `crbc.run/1`):
 # ---------------------------------------------------------------------------------- choose runs
 RUNS_DIR = common.SAMPLES_DIR / "runs"
 shipped = _shipped(str(RUNS_DIR))
-c1, c2 = st.columns([3, 2])
+# An experiment is a folder of runs (what `crbc experiment --out` writes); run names repeat across
+# experiments (grpo-s0 in each), and seeds of different experiments must not be averaged together.
+experiments = sorted({str(Path(rel).parent) for rel in shipped})
+TOP = "."
+c0, c1, c2 = st.columns([2, 3, 2])
+with c0:
+    if experiments:
+        common.check_choice("runs_exp", experiments, "no such experiment folder in sample_rollouts/runs/")
+        common.drop_invalid("runs_exp", experiments)
+        experiment = st.selectbox("Experiment (sample_rollouts/runs/)", experiments, key="runs_exp",
+                                  bind="query-params",
+                                  format_func=lambda e: "(top level)" if e == TOP else e,
+                                  help="A folder of runs, one per estimator and seed.")
+    else:
+        experiment = None
+        st.caption("No shipped runs in `sample_rollouts/runs/`.")
+in_experiment = [rel for rel in shipped if str(Path(rel).parent) == experiment]
 with c1:
-    chosen = st.multiselect("Shipped runs (sample_rollouts/runs/)", shipped, default=shipped,
-                            key="runs_pick", help="Pick several seeds of each estimator to see the spread.")
+    chosen = st.multiselect("Runs", in_experiment, default=in_experiment, key=f"runs_pick_{experiment}",
+                            format_func=lambda rel: Path(rel).name,
+                            help="Pick several seeds of each estimator to see the spread.")
 with c2:
     uploads = st.file_uploader(f"…or upload runs (.zip of a run folder, at most {MAX_ZIP_MB} MB each)",
                                type=["zip"], accept_multiple_files=True, key="runs_upload")
@@ -87,9 +104,17 @@ for up in uploads or []:
         continue
     digest = hashlib.sha1(data).hexdigest()[:16]
     try:
-        loaded[f"upload:{digest}"] = _load_zip(digest, up.name, data)
+        run = _load_zip(digest, up.name, data)
     except R.RunFormatError as e:
         errors.append(str(e))
+        continue
+    taken = {r.name for r in loaded.values()}
+    if run.name in taken:  # an upload named like a shown run: name it after its file
+        run = R.renamed(run, f"{run.name} ({up.name})")
+    if run.name in taken:
+        errors.append(f"{up.name}: the same run is already shown")
+        continue
+    loaded[f"upload:{digest}"] = run
 for e in errors:
     st.error(f"A run was refused: `{e}`")
 for run in loaded.values():

@@ -158,3 +158,20 @@ def test_credit_and_figure_downloads(app_url, browser, tmp_path):
         assert log.outside == [], log.outside
     finally:
         ctx.close()
+
+
+def test_a_deep_link_is_the_first_request_of_a_fresh_server(browser, artifacts_dir):
+    """A bookmarked page opened on a server nobody has visited yet: the page runs inside app.py's
+    navigation (the sidebar lists our page titles and the Data section), not in Streamlit's old
+    pages/-folder mode, which ran pages/runs.py alone and listed `common` and `sidebar` as pages."""
+    from benchmarks.apprunner import wait_ready
+
+    with running_app(log_path=artifacts_dir / "browser-deep-link.log") as base:
+        ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+        pg = ctx.new_page()
+        pg.goto(f"{base}/runs?runs_exp=sokoban-6x6")
+        wait_ready(pg, "Training runs", 120_000)
+        links = [t.split("\n")[-1] for t in pg.locator("[data-testid=stSidebarNavLink]").all_inner_texts()]
+        ctx.close()
+    assert "Training runs" in links and "Lesson" in links, links
+    assert not {"common", "sidebar", "runs", "app"} & set(links), links

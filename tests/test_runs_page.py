@@ -48,7 +48,7 @@ def page(tmp_path, monkeypatch) -> AppTest:
 
 def test_runs_page_shows_curves_table_and_diagnostics(page):
     assert page.title[0].value == "Training runs"
-    assert set(page.multiselect(key="runs_pick").value) == {"grpo-s0", "crbc-s0", "crbc-s1"}
+    assert set(page.multiselect(key="runs_pick_.").value) == {"grpo-s0", "crbc-s0", "crbc-s1"}
     table = page.dataframe[0].value
     assert table["estimator"].tolist() == ["grpo", "crbc"]
     assert table["seeds"].tolist() == [1, 2]
@@ -100,3 +100,41 @@ def test_a_broken_run_is_refused_on_the_page(tmp_path, monkeypatch):
     at.run()
     assert not at.exception
     assert any("metrics.jsonl:2" in e.value for e in at.error)
+
+
+def test_experiments_are_shown_one_at_a_time(tmp_path, monkeypatch):
+    """Two experiment folders whose run names repeat (grpo-s0 in each): the page shows one folder's
+    runs at a time, so seeds of different experiments are never averaged and every run name in
+    the pickers is unique."""
+    import pages.common as common
+
+    _write_runs(tmp_path / "runs" / "exp-a")
+    w = R.RunWriter.create(tmp_path / "runs" / "exp-b" / "grpo-s0",
+                           {"name": "grpo-s0", "config": {"estimator": "grpo", "seed": 0}})
+    w.write_rollouts(0, read_rollouts(WORKED))
+    w.append_metrics({"iteration": 0, "success_rate": 0.9})
+    monkeypatch.setattr(common, "SAMPLES_DIR", tmp_path)
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.run()
+    at.switch_page("pages/runs.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="runs_exp").options == ["exp-a", "exp-b"]
+    assert at.selectbox(key="runs_exp").value == "exp-a"
+    assert sorted(at.multiselect(key="runs_pick_exp-a").value) == ["exp-a/crbc-s0", "exp-a/crbc-s1",
+                                                                    "exp-a/grpo-s0"]
+    assert at.selectbox(key="runs_run").options == ["grpo-s0", "crbc-s0", "crbc-s1"]
+    at.selectbox(key="runs_exp").set_value("exp-b").run()
+    assert not at.exception, at.exception
+    assert at.multiselect(key="runs_pick_exp-b").value == ["exp-b/grpo-s0"]
+    assert at.selectbox(key="runs_run").options == ["grpo-s0"]
+    assert at.dataframe[0].value["seeds"].tolist() == [1]
+
+
+def test_a_renamed_run_keeps_its_data(tmp_path):
+    _write_runs(tmp_path)
+    run = R.read_run(tmp_path / "crbc-s1")
+    other = R.renamed(run, "crbc-s1 (upload.zip)")
+    assert other.name == "crbc-s1 (upload.zip)" and run.name == "crbc-s1"
+    assert other.metrics == run.metrics and other.estimator == "crbc" and other.seed == 1
+    assert [g.group for g in other.rollouts(2)] == [g.group for g in run.rollouts(2)]
