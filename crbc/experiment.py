@@ -79,6 +79,12 @@ def _resumable(run_dir: Path) -> bool:
         return True
     metrics = run_dir / "metrics.jsonl"
     if metrics.exists() and metrics.read_text(encoding="utf-8").strip():
+        run = read_run(run_dir)
+        if "final_eval" in run.meta:
+            raise RuntimeError(
+                f"{run_dir} finished {run.last_iteration + 1} iterations and cannot be extended: "
+                "its checkpoint/ was deleted when it finished (the experiment keeps it only with "
+                "--keep-models); use another --out, or move the run away to train it again")
         raise RuntimeError(f"{run_dir} has iterations but no checkpoint/ to continue from; "
                            "move it away to train it again")
     shutil.rmtree(run_dir)

@@ -278,6 +278,17 @@ def test_experiment_restarts_a_run_stopped_before_its_first_checkpoint(tiny_mode
     from crbc.experiment import _resumable
 
     assert not (run_dir / "checkpoint").exists()  # a finished run's checkpoint is not kept
-    with pytest.raises(RuntimeError, match="no checkpoint"):
+    with pytest.raises(RuntimeError, match="cannot be extended.*--keep-models"):
         _resumable(run_dir)
     assert (run_dir / "metrics.jsonl").read_text().strip()
+    # asking the command for more iterations says why it cannot, and trains nothing
+    before = (run_dir / "metrics.jsonl").read_bytes()
+    more = [a if a != "1" or argv[i - 1] != "--iterations" else "2" for i, a in enumerate(argv)]
+    assert main(more) != 0
+    assert (run_dir / "metrics.jsonl").read_bytes() == before
+    # a run stopped mid-way without a checkpoint (no final evaluation) gets the other message
+    meta = json.loads((run_dir / "run.json").read_text())
+    del meta["final_eval"]
+    (run_dir / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(RuntimeError, match="has iterations but no checkpoint"):
+        _resumable(run_dir)
