@@ -196,6 +196,21 @@ READY = """(title) => {
 }"""
 
 
-def wait_ready(page, title: str, timeout_ms: int = 60000) -> None:
-    """Wait until the page titled ``title`` is completely drawn (see READY)."""
+# the number of the script run whose end marker (app.py's hidden ``.crbc-run``) is on the page;
+# 0 before the first run has finished
+RUN_NO = "() => { const m = document.querySelector('.crbc-run'); return m ? +m.dataset.run : 0; }"
+
+
+def run_no(page) -> int:
+    """The session's number of the last script run that finished on ``page`` (0: none yet)."""
+    return int(page.evaluate(RUN_NO) or 0)
+
+
+def wait_ready(page, title: str, timeout_ms: int = 60000, after_run: int | None = None) -> None:
+    """Wait until the page titled ``title`` is completely drawn (see READY), and, with
+    ``after_run``, until a script run later than that one has finished (take ``run_no(page)``
+    before a click: the new page's title can be drawn while its script is still running, before
+    the rest of the page exists)."""
+    if after_run is not None:
+        page.wait_for_function(f"() => ({RUN_NO})() > {int(after_run)}", timeout=timeout_ms)
     page.wait_for_function(READY, arg=title, timeout=timeout_ms)

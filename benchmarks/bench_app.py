@@ -41,6 +41,7 @@ from pathlib import Path
 from benchmarks.apprunner import (
     GRAPH_COLORS,
     READY,
+    RUN_NO,
     RequestLog,
     drag_slider,
     launch,
@@ -58,7 +59,6 @@ NAV_LABELS = {  # url path -> its link text in the sidebar's navigation (app.PAG
     "credits": "Step credits", "inspector": "Inspector", "disagreements": "Disagreements",
     "runs": "Training runs",
 }
-RUN_NO = "() => { const m = document.querySelector('.crbc-run'); return m ? +m.dataset.run : 0; }"
 SCRIPT_MS = "() => { const m = document.querySelector('.crbc-run'); return m ? +m.dataset.scriptMs : null; }"
 TIMEOUT = 120_000
 

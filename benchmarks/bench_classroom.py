@@ -30,14 +30,21 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.apprunner import CHROMIUM, CHROMIUM_ARGS, LOCAL_PREFIXES, READY, rss_mb, running_server
+from benchmarks.apprunner import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    LOCAL_PREFIXES,
+    READY,
+    RUN_NO,
+    rss_mb,
+    running_server,
+)
 
 WALK = [("lesson", "Lesson"), ("graph", "Anchor graph"), ("backups", "Bellman backups"),
         ("credits", "Step credits")]
 TITLES = {"lesson": "Lesson", "graph": "Anchor graph", "backups": "Bellman backups",
           "credits": "Step credits"}
 
-RUN_NO = "() => { const m = document.querySelector('.crbc-run'); return m ? +m.dataset.run : 0; }"
 ERRORS = """() => Array.from(document.querySelectorAll(
   '[data-testid=stException], [data-testid=stAlertContentError]')).map(e => e.innerText.slice(0, 300))"""
 

@@ -11,6 +11,7 @@ import pytest
 
 from benchmarks.apprunner import (
     LOCAL_PREFIXES,
+    run_no,
     running_app,
     wait_ready,
 )
@@ -51,9 +52,26 @@ def _no_exception(pg) -> None:
     assert exc.count() == 0, exc.first.inner_text()[:600]
 
 
+def _open_options(pg, key: str):
+    """Open the selectbox with widget key ``key`` and return its options' locator. A rerun that
+    lands just after the click (the sidebar writing the view into the URL) closes the list again,
+    so the click is repeated until the options show."""
+    box = pg.locator(f".st-key-{key} [role=combobox]").first
+    options = pg.get_by_role("option")
+    for _ in range(5):
+        box.click()
+        try:
+            options.first.wait_for(state="visible", timeout=5_000)
+            return options
+        except Exception:  # closed again by a rerun: click again
+            pg.keyboard.press("Escape")
+    options.first.wait_for(state="visible", timeout=TIMEOUT_MS)
+    return options
+
+
 def _choose(pg, key: str, option: str) -> None:
     """Pick ``option`` (its exact text) in the selectbox with widget key ``key``."""
-    pg.locator(f".st-key-{key} [role=combobox]").first.click()
+    _open_options(pg, key)
     pg.get_by_role("option", name=option, exact=True).first.click()
 
 
@@ -73,18 +91,19 @@ def _shot(pg, artifacts_dir, name: str) -> None:
 def test_open_in_another_page_after_choosing_a_run(app_url, page, artifacts_dir, bound):
     page.goto(f"{app_url}/runs")
     wait_ready(page, "Training runs", TIMEOUT_MS)
+    n = run_no(page)
     if bound == "runs_run":
         before = _value(page, "runs_run")
-        page.locator(".st-key-runs_run [role=combobox]").first.click()
-        page.get_by_role("option").nth(1).click()  # another run than the one shown (with rollouts)
+        _open_options(page, "runs_run").nth(1).click()  # another run than the one shown (with rollouts)
         page.wait_for_function(
             f"() => document.querySelector('.st-key-runs_run [role=combobox]').value !== {before!r}",
             timeout=TIMEOUT_MS)
     else:
         _choose(page, "runs_metric", "mean return")
-    wait_ready(page, "Training runs", TIMEOUT_MS)
+    wait_ready(page, "Training runs", TIMEOUT_MS, after_run=n)
+    n = run_no(page)
     page.locator(".st-key-runs_open_backups button").click()
-    wait_ready(page, "Bellman backups", TIMEOUT_MS)
+    wait_ready(page, "Bellman backups", TIMEOUT_MS, after_run=n)
     _no_exception(page)
     assert "/backups" in page.url
     page.wait_for_function(
@@ -100,9 +119,9 @@ def test_lesson_picker_label_follows_a_flip(app_url, page, artifacts_dir):
     page.goto(f"{app_url}/lesson?lesson_start=worked+example")
     wait_ready(page, "Lesson", TIMEOUT_MS)
     assert "success" in _value(page, "lesson_flip_r")
+    n = run_no(page)
     page.locator(".st-key-lesson_flip button").click()
-    page.wait_for_timeout(300)
-    wait_ready(page, "Lesson", TIMEOUT_MS)
+    wait_ready(page, "Lesson", TIMEOUT_MS, after_run=n)
     page.wait_for_function(
         "() => document.querySelector('.st-key-lesson_flip_r [role=combobox]').value.includes('failure')",
         timeout=10_000)
@@ -140,8 +159,9 @@ def test_heatmap_cell_click_opens_the_step_in_the_inspector(app_url, page, artif
       const L = gd._fullLayout, xa = L.xaxis, ya = L.yaxis, r = gd.getBoundingClientRect();
       return [r.left + xa._offset + xa.d2p(1), r.top + ya._offset + ya.d2p('r1')];
     }""")
+    n = run_no(page)
     page.mouse.click(xy[0], xy[1])
-    wait_ready(page, "Anchor inspector", TIMEOUT_MS)
+    wait_ready(page, "Anchor inspector", TIMEOUT_MS, after_run=n)
     _no_exception(page)
     assert "/inspector" in page.url
     main = page.inner_text("[data-testid=stMain]")

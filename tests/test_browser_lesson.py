@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.apprunner import run_no, wait_ready
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts"
@@ -184,9 +186,13 @@ def test_two_clicks_from_a_disagreement_to_its_arithmetic(app_url, context):
     _wait_idle(page)
     assert "crbc against shortest_path on group worked-example." in _main_text(page)
     _shot(page, "disagreements-worked-example")
+    wait_ready(page, "Disagreements", TIMEOUT_MS)  # its script finished: the links are final
+    n = run_no(page)
     page.locator("[data-testid=stPageLink]").filter(has_text="Inspect").first.click()  # click 2: Inspect
-    _wait_text(page, "Anchor s0 · K = ∞ (closure)")
-    _wait_idle(page)
+    wait_ready(page, "Anchor inspector", 2 * TIMEOUT_MS, after_run=n)
+    if "Anchor s0 · K = ∞ (closure)" not in _main_text(page):
+        _shot(page, "inspector-from-disagreements-failed")
+        pytest.fail(f"the Inspector did not open on s0: {page.url}\n{_main_text(page)[:1500]}")
     url = _url_with(page, "/inspector", "inspect_sort=disagreement")
     assert "/inspector" in url and "inspect_sort=disagreement" in url, url
     text = _main_text(page)
