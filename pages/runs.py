@@ -9,6 +9,7 @@ as a .zip of its folder. Everything shown is computed by :mod:`crbc.runs` and dr
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import streamlit as st
@@ -27,8 +28,10 @@ OPEN_IN = [("pages/graph.py", "Anchor graph", ":material/hub:"),
 SHORT = {"step_credit_share": "non-zero A_S", "multi_action_anchors": "anchors, ≥ 2 actions",
          "mean_abs_step_adv": "mean |A_S|", "rank_crbc_gigpo": "ρ crbc ~ gigpo",
          "rank_crbc_visit_local": "ρ crbc ~ visit_local", "rare_route_disagreements": "rare-route disagr."}
-METRICS = ["success_rate", "eval_success_rate", "mean_return", "mean_length", "loss", "kl",
-           "clip_frac", "step_credit_share", "seconds"]
+METRICS = ["eval_success_rate", "success_rate", "mean_return", "mean_length", "loss", "kl",
+           "clip_frac", "step_credit_share", "seconds"]  # the first one the runs have is the default
+EVAL = "eval_success_rate"
+BANDS = {"ci": "95% CI of the mean", "minmax": "min–max", "std": "± 1 sd"}
 
 
 @st.cache_data(show_spinner=False, ttl=30)
@@ -52,6 +55,21 @@ def _iteration_groups(run_key: str, iteration: int, _run: R.Run):
     return _run.rollouts(iteration)
 
 
+@st.cache_data(show_spinner=False, ttl=30)
+def _newest_first(root: str, experiments: tuple[str, ...]) -> list[str]:
+    """Experiment folders, the most recently created first (the newest ``created_at`` of their
+    runs' run.json; a folder without one goes last), so the page opens on the latest comparison."""
+    def created(exp: str) -> str:
+        stamps = []
+        for f in (Path(root) / exp).glob(f"*/{R.RUN_FILE}"):
+            try:
+                stamps.append(str(json.loads(f.read_text(encoding="utf-8")).get("created_at") or ""))
+            except (OSError, ValueError):
+                continue
+        return max(stamps, default="")
+    return sorted(experiments, key=lambda e: (created(e), e), reverse=True)
+
+
 def _stamp(rel: str) -> float:
     p = common.SAMPLES_DIR / "runs" / rel / R.METRICS_FILE
     return p.stat().st_mtime if p.exists() else 0.0
@@ -67,7 +85,7 @@ RUNS_DIR = common.SAMPLES_DIR / "runs"
 shipped = _shipped(str(RUNS_DIR))
 # An experiment is a folder of runs (what `crbc experiment --out` writes); run names repeat across
 # experiments (grpo-s0 in each), and seeds of different experiments must not be averaged together.
-experiments = sorted({str(Path(rel).parent) for rel in shipped})
+experiments = _newest_first(str(RUNS_DIR), tuple(sorted({str(Path(rel).parent) for rel in shipped})))
 TOP = "."
 c0, c1, c2 = st.columns([2, 3, 2])
 with c0:
@@ -77,7 +95,7 @@ with c0:
         experiment = st.selectbox("Experiment (sample_rollouts/runs/)", experiments, key="runs_exp",
                                   bind="query-params",
                                   format_func=lambda e: "(top level)" if e == TOP else e,
-                                  help="A folder of runs, one per estimator and seed.")
+                                  help="A folder of runs, one per estimator and seed; the newest first.")
     else:
         experiment = None
         st.caption("No shipped runs in `sample_rollouts/runs/`.")
@@ -140,10 +158,12 @@ metric = k1.selectbox("Metric", metrics, key="runs_metric", bind="query-params",
                       format_func=V.metric_label)
 smooth = k2.slider("Smoothing (iterations)", 1, 5, 1, key="runs_smooth",
                    help="Trailing average over this many iterations, per run, before averaging seeds.")
-band = k3.radio("Spread over seeds", ["minmax", "std"], key="runs_band", horizontal=True,
-                format_func=lambda b: "min–max" if b == "minmax" else "± 1 sd")
-threshold = k4.slider("Success threshold", 0.05, 1.0, 0.5, 0.05, key="runs_threshold")
-curve_set = A.curves(runs, metric, smooth=smooth)
+band = k3.radio("Band over seeds", list(BANDS), key="runs_band", format_func=BANDS.get,
+                help="95% CI: the t interval of the mean over seeds (the experiment's statistics); "
+                     "min–max and ± 1 sd show the spread of the seeds themselves.")
+threshold = k4.slider("Success threshold", 0.05, 1.0, 0.4, 0.05, key="runs_threshold")
+# held-out success: also the evaluation after the last update (drawn one iteration later)
+curve_set = A.curves(runs, metric, smooth=smooth, with_final=metric == EVAL)
 fig = V.curves_figure(curve_set, metric, band=band,
                       threshold=threshold if "success" in metric else None)
 
@@ -163,11 +183,34 @@ st.caption("Click a point to open that run's iteration below (a point of a thick
            "the estimator's first seed). Thin lines: single seeds.")
 
 rows = A.summarize(runs, threshold=threshold, smooth=max(smooth, 1))
-st.markdown(f"**Per estimator** (mean ± sd over seeds; final = mean of the last 3 iterations' batch "
-            f"success; iterations to {threshold:.0%} use the {max(smooth, 1)}-iteration average):")
-st.dataframe(V.summary_table(rows), hide_index=True, width="stretch")
+if any(r.get("eval_final") is not None for r in rows):
+    st.markdown("**The comparison** (held-out success in %, mean over seeds with its 95% t interval; "
+                "gain = each seed's final held-out success minus its start; the same held-out levels "
+                "and sampling seeds for every run):")
+    st.markdown(A.table_markdown(rows))
+    paired = A.paired_table(runs, reference="grpo")
+    if paired and any(r.get("diff") is not None for r in paired):
+        st.markdown("**Paired by seed and held-out level** (final evaluation; the interval is a "
+                    "two-way bootstrap over seeds and levels, p from sign flips):")
+        st.markdown(A.paired_markdown(paired))
+with st.expander("Per estimator on the training batches (mean ± sd over seeds)", expanded=False):
+    st.caption(f"final = mean of the last 3 iterations' batch success; iterations to {threshold:.0%} "
+               f"use the {max(smooth, 1)}-iteration average. Training levels are fresh every "
+               "iteration, so batch success moves with their difficulty.")
+    st.dataframe(V.summary_table(rows), hide_index=True, width="stretch")
 with st.expander("Runs", expanded=False):
     st.dataframe(V.runs_table(runs), hide_index=True, width="stretch")
+
+accuracy: dict = {}
+for est, items in A.by_estimator(runs).items():
+    accuracy.update(A.curves(items, f"diag.truth_spearman.{est}"))
+if accuracy:
+    st.markdown("**Credit accuracy during training**: each estimator's Spearman correlation with the "
+                "exact advantage A_t of the current policy on its own runs' batches (a few mixed "
+                "groups every few iterations, CRBC.md section 9), mean over seeds with its 95% CI. "
+                "Does the better credit come before the faster learning?")
+    st.plotly_chart(V.curves_figure(accuracy, "Spearman with the exact A_t", band="ci", show_runs=False,
+                                    percent=False, height=320), width="stretch", key="runs_truth")
 
 # ---------------------------------------------------------------------------------- drill down
 st.subheader("Drill into an iteration")

@@ -49,6 +49,7 @@ def page(tmp_path, monkeypatch) -> AppTest:
 def test_runs_page_shows_curves_table_and_diagnostics(page):
     assert page.title[0].value == "Training runs"
     assert set(page.multiselect(key="runs_pick_.").value) == {"grpo-s0", "crbc-s0", "crbc-s1"}
+    page.slider(key="runs_threshold").set_value(0.5).run()
     table = page.dataframe[0].value
     assert table["estimator"].tolist() == ["grpo", "crbc"]
     assert table["seeds"].tolist() == [1, 2]
@@ -119,8 +120,9 @@ def test_experiments_are_shown_one_at_a_time(tmp_path, monkeypatch):
     at.switch_page("pages/runs.py")
     at.run()
     assert not at.exception, at.exception
-    assert at.selectbox(key="runs_exp").options == ["exp-a", "exp-b"]
-    assert at.selectbox(key="runs_exp").value == "exp-a"
+    assert at.selectbox(key="runs_exp").options == ["exp-b", "exp-a"]  # the newest first
+    assert at.selectbox(key="runs_exp").value == "exp-b"
+    at.selectbox(key="runs_exp").set_value("exp-a").run()
     assert sorted(at.multiselect(key="runs_pick_exp-a").value) == ["exp-a/crbc-s0", "exp-a/crbc-s1",
                                                                     "exp-a/grpo-s0"]
     assert at.selectbox(key="runs_run").options == ["grpo-s0", "crbc-s0", "crbc-s1"]
@@ -138,3 +140,36 @@ def test_a_renamed_run_keeps_its_data(tmp_path):
     assert other.name == "crbc-s1 (upload.zip)" and run.name == "crbc-s1"
     assert other.metrics == run.metrics and other.estimator == "crbc" and other.seed == 1
     assert [g.group for g in other.rollouts(2)] == [g.group for g in run.rollouts(2)]
+
+
+def test_an_experiment_with_evaluations_opens_on_held_out_success_with_its_statistics(tmp_path, monkeypatch):
+    """Runs that evaluated on held-out levels: the page opens on held-out success with 95% bands,
+    shows the comparison with intervals and the paired test, and the credit-accuracy curves."""
+    import pages.common as common
+
+    groups = read_rollouts(WORKED)
+    for est, seed, (e0, e1, acc) in (("grpo", 0, (0.3, 0.35, 0.3)), ("grpo", 1, (0.3, 0.33, 0.32)),
+                                     ("crbc", 0, (0.3, 0.45, 0.8)), ("crbc", 1, (0.3, 0.41, 0.78))):
+        w = R.RunWriter.create(tmp_path / "runs" / "exp" / f"{est}-s{seed}",
+                               {"name": f"{est}-s{seed}", "config": {"estimator": est, "seed": seed}})
+        for it in range(2):
+            w.write_rollouts(it, groups)
+            rec = {"iteration": it, "success_rate": 0.3, f"diag.truth_spearman.{est}": acc}
+            if it == 0:
+                rec["eval_success_rate"] = e0
+            w.append_metrics(rec)
+        w.update_meta(final_eval={"after_iteration": 1, "eval_success_rate": e1,
+                                  "eval_level_success": [e1, e1, e1 - 0.1, e1 + 0.1]})
+    monkeypatch.setattr(common, "SAMPLES_DIR", tmp_path)
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.run()
+    at.switch_page("pages/runs.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="runs_metric").value == "eval_success_rate"
+    assert at.radio(key="runs_band").value == "ci"
+    text = "\n".join(m.value for m in at.markdown)
+    assert "| crbc | 2 | 2 | 30.0 [30.0, 30.0] | 43.0 [" in text  # start and final held-out success
+    assert "| +13.0 [" in text  # crbc's gain in points
+    assert "| crbc - grpo | +9.0 [" in text  # the paired difference
+    assert "Credit accuracy during training" in text
