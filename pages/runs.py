@@ -70,6 +70,13 @@ def _newest_first(root: str, experiments: tuple[str, ...]) -> list[str]:
     return sorted(experiments, key=lambda e: (created(e), e), reverse=True)
 
 
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _paired(key: tuple, _runs: tuple) -> list:
+    """The paired test against grpo (10,000 bootstrap rounds per comparison: 0.1-0.4 s), once per
+    set of runs (``key``: what the test reads of each run: estimator, seed and final evaluation)."""
+    return A.paired_table(list(_runs), reference="grpo")
+
+
 def _stamp(rel: str) -> float:
     p = common.SAMPLES_DIR / "runs" / rel / R.METRICS_FILE
     return p.stat().st_mtime if p.exists() else 0.0
@@ -188,7 +195,8 @@ if any(r.get("eval_final") is not None for r in rows):
                 "gain = each seed's final held-out success minus its start; the same held-out levels "
                 "and sampling seeds for every run):")
     st.markdown(A.table_markdown(rows))
-    paired = A.paired_table(runs, reference="grpo")
+    paired = _paired(tuple((r.estimator, r.seed, r.name, json.dumps(r.meta.get("final_eval"), sort_keys=True))
+                           for r in runs), tuple(runs))
     if paired and any(r.get("diff") is not None for r in paired):
         st.markdown("**Paired by seed and held-out level** (final evaluation; the interval is a "
                     "two-way bootstrap over seeds and levels, p from sign flips):")
