@@ -132,11 +132,15 @@ def _right_padded(rows: Sequence[Sequence[int]], pad: int):
 def pair_logprobs(policy, enc: Encoded, pairs: Sequence[int] | None = None, temperature: float = 1.0):
     """``log pi(response | prompt)`` of the given pairs (default: all), shape (len(pairs),).
 
-    One prompt forward per distinct board among the pairs, then one continuation forward from
-    the cached prompts for the pairs whose response has two or more tokens (module docstring).
-    Differentiable; wrap in ``torch.no_grad()`` to only score.
+    For a Llama policy (the tiny one) one packed forward of :mod:`crbc.policy.lean`: each
+    distinct board's prompt once, followed by its pairs' distinct response prefixes as branches.
+    Other models: one prompt forward per distinct board among the pairs, then one continuation
+    forward from the cached prompts for the pairs whose response has two or more tokens (module
+    docstring). Differentiable; wrap in ``torch.no_grad()`` to only score.
     """
     import torch
+
+    from .policy import lean
 
     pairs = np.arange(len(enc.resp_ids)) if pairs is None else np.asarray(pairs, dtype=np.int64)
     if len(pairs) == 0:
@@ -145,6 +149,9 @@ def pair_logprobs(policy, enc: Encoded, pairs: Sequence[int] | None = None, temp
     pad = policy.tokenizer.pad_token_id
     if pad is None:
         pad = policy.tokenizer.eos_token_id
+    if lean.supports(policy.model):
+        return lean.score_responses(policy.model, [enc.prompt_ids[b] for b in boards], row_of_pair.tolist(),
+                                    [enc.resp_ids[p] for p in pairs], pad, temperature)
     dev = policy.device
     ids, mask = _right_padded([enc.prompt_ids[b] for b in boards], pad)
     lengths = mask.sum(-1)
