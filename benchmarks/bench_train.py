@@ -97,6 +97,7 @@ def main() -> int:
         row["cpu_total"] = row["cpu_rollout"] + row["cpu_advantage"] + row["cpu_update"]
         rows.append(row)
     mean = {k: round(float(np.mean([r[k] for r in rows])), 4) for k in rows[0]}
+    per_it = {k: [round(float(r[k]), 3) for r in rows] for k in ("total", "cpu_total", "cpu_rollout", "cpu_update")}
     out = {
         "benchmark": "train_iteration", "estimator": args.estimator, "env": args.env,
         "model": os.path.relpath(args.model, ROOT) if args.model.startswith(str(ROOT)) else args.model,
@@ -104,6 +105,7 @@ def main() -> int:
         "threads": args.threads, "ppo_epochs": cfg.ppo_epochs, "minibatches": cfg.minibatches,
         "kl_coef": cfg.kl_coef,
         "mean_per_iteration": mean,
+        "per_iteration": per_it,
         "load_average_1min": [round(load0, 2), round(os.getloadavg()[0], 2)],
     }
     print(json.dumps(out, indent=2))

@@ -126,7 +126,7 @@ def test_update_paths_agree(policy, monkeypatch, kl_coef):
         p = copy.deepcopy(policy)
         ref = copy.deepcopy(policy)
         opt = torch.optim.AdamW(p.model.parameters(), lr=cfg.lr)
-        stats = ppo.ppo_update(p, ref, opt, batch, cfg, torch.Generator().manual_seed(0))
+        stats = ppo.ppo_update(p, ref, opt, batch, cfg, torch.Generator().manual_seed(0), overlap=overlap)
         return stats, {n: t.detach().clone() for n, t in p.model.named_parameters()}
 
     s_thread, w_thread = run(True)
