@@ -62,6 +62,7 @@ def main() -> int:
     from crbc.estimators import compute
     from crbc.generate import generate_groups
     from crbc.policy import load_policy
+    from crbc.policy.base import NextTokenMemo
     from crbc.ppo import flatten, ppo_update
     from crbc.train import TrainConfig, _derived, train_seeds
     from tests.ppo_reference import slow_ppo_update
@@ -75,9 +76,10 @@ def main() -> int:
     rows = []
     for it in range(args.iterations):
         row: dict = {}
+        memo = NextTokenMemo()  # as crbc.train: kept for the update's old log-probabilities
         with _Clock(row, "rollout"):
             groups = generate_groups(cfg.env, train_seeds(0, it, cfg.groups), cfg.group_size, policy,
-                                     cfg.temperature, cfg.max_steps, rng=_derived(0, 2, it))
+                                     cfg.temperature, cfg.max_steps, rng=_derived(0, 2, it), memo=memo)
         with _Clock(row, "advantage"):
             credits = compute(cfg.estimator, groups)
         batch = flatten(groups, credits.advantage_N)
@@ -92,7 +94,7 @@ def main() -> int:
                 with _Clock(row, name):
                     fn(p2, ref, o2, batch, old, torch.Generator().manual_seed(it))
         with _Clock(row, "update"):
-            ppo_update(policy, ref, opt, batch, cfg, torch.Generator().manual_seed(it))
+            ppo_update(policy, ref, opt, batch, cfg, torch.Generator().manual_seed(it), rollout_memo=memo)
         row["total"] = row["rollout"] + row["advantage"] + row["update"]
         row["cpu_total"] = row["cpu_rollout"] + row["cpu_advantage"] + row["cpu_update"]
         rows.append(row)

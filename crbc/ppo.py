@@ -263,7 +263,7 @@ class _OldLogprobs:
 
 
 def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator,
-               overlap: bool = True) -> dict[str, float]:
+               overlap: bool = True, rollout_memo=None) -> dict[str, float]:
     """One iteration's PPO-clip + KL update; returns the means over optimiser steps.
 
     ``cfg`` supplies temperature, ppo_epochs, minibatches (optimiser steps per epoch, see
@@ -271,9 +271,12 @@ def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator,
     (a ``TrainConfig``).
 
     ``log pi_old`` is the policy before the first step: the first minibatch's own forward
-    (detached) for its pairs, and one no-grad pass over the other pairs before that step, run on
-    a second thread alongside the first minibatch's forward and backward (``overlap``; the same
-    numbers as running it first, ``overlap=False``).
+    (detached) for its pairs (so the first step's ratio is exactly 1). The other pairs' come from
+    ``rollout_memo`` when given (the :class:`~crbc.policy.base.NextTokenMemo` the batch was sampled
+    with, same weights: the logits the rollout drew from, equal to a fresh forward up to float32
+    rounding, about 1e-6), and otherwise (or for pairs it lacks) from one no-grad pass before
+    that step, run on a second thread alongside the first minibatch's forward and backward
+    (``overlap``; the same numbers as running it first, ``overlap=False``).
     ``log pi_ref`` is one no-grad pass of the frozen policy, skipped when ``kl_coef`` is 0 (then
     the KL term is 0 and ``kl`` is not reported).
     """
@@ -287,6 +290,12 @@ def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator,
         with torch.no_grad():
             ref_P = pair_logprobs(ref_policy, enc, None, cfg.temperature)
     old_P = torch.zeros(n_pairs)
+    need_old = np.ones(n_pairs, dtype=bool)  # pairs whose old log-prob is still to be computed
+    if rollout_memo is not None:
+        from_memo, known = rollout_memo.logprobs([enc.prompt_ids[b] for b in enc.board_P], enc.resp_ids,
+                                                 cfg.temperature)
+        old_P[known] = from_memo[known]
+        need_old &= ~known.numpy()
     adv = torch.as_tensor(batch.advantages, dtype=torch.float32)
     pair_N = torch.as_tensor(batch.pair_N)
     group_N = batch.group_N if batch.group_N is not None else np.zeros(batch.n_steps, dtype=np.int64)
@@ -296,7 +305,9 @@ def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator,
         for mb in minibatches(group_N, cfg.minibatches, generator):
             idx = torch.as_tensor(mb)
             uniq, inv = torch.unique(pair_N[idx], return_inverse=True)
-            rest = np.setdiff1d(np.arange(n_pairs), uniq.numpy()) if count == 0 else np.zeros(0, np.int64)
+            rest = np.zeros(0, np.int64)
+            if count == 0:
+                rest = np.setdiff1d(np.flatnonzero(need_old), uniq.numpy())
             # the other pairs' old log-probabilities: on a second thread (torch releases the GIL)
             # while this minibatch's forward and backward run; the weights change only after both
             pending = _OldLogprobs(policy, enc, rest, cfg.temperature, overlap) if len(rest) else None

@@ -70,13 +70,13 @@ def test_scores_and_gradients_equal_the_transformers_forward(policy, temperature
 
     policy.model.zero_grad()
     slow = policy.response_logprobs(obs, resp, temperature)  # one full sequence per pair
-    (weights * slow).sum().backward()
+    (weights * slow).mean().backward()
     g_slow = {n: p.grad.clone() for n, p in policy.model.named_parameters()}
 
     policy.model.zero_grad()
     fast = lean.score_responses(policy.model, _ids(policy, boards), [b for b, _ in pairs],
                                 _ids(policy, resp, prompt=False), policy.tokenizer.pad_token_id, temperature)
-    (weights * fast).sum().backward()
+    (weights * fast).mean().backward()
     torch.testing.assert_close(fast, slow, atol=1e-5, rtol=1e-5)
     assert float(fast.detach()[[i for i, r in enumerate(resp) if r == ""]].abs().sum()) == 0.0
     for n, p in policy.model.named_parameters():

@@ -239,6 +239,36 @@ class NextTokenMemo:
     def __len__(self) -> int:
         return len(self.table)
 
+    def logprobs(self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]],
+                 temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+        """``log pi(response | prompt)`` from the stored logits, shape (n,) float32, and which
+        ones are known (n,) bool: every prefix the model would read must be in the table (after a
+        rollout that sampled the response, it is). Unknown entries are 0."""
+        n = len(prompts)
+        known = torch.ones(n, dtype=torch.bool)
+        keys, tok, owner = [], [], []
+        for i, (p, y) in enumerate(zip(prompts, responses, strict=True)):
+            q = tuple(p)
+            mine = []
+            for t in y:
+                if q not in self.table:
+                    known[i] = False
+                    break
+                mine.append((q, int(t)))
+                q = q + (int(t),)
+            if known[i]:
+                for key, t in mine:
+                    keys.append(key)
+                    tok.append(t)
+                    owner.append(i)
+        out = torch.zeros(n, dtype=torch.float32)
+        if keys:
+            logits = torch.stack([self.table[k] for k in keys]).float()
+            logp = torch.log_softmax(logits / max(temperature, 1e-6), dim=-1)
+            picked = logp.gather(-1, torch.tensor(tok, dtype=torch.long)[:, None]).squeeze(-1)
+            out = out.index_add(0, torch.tensor(owner, dtype=torch.long), picked)
+        return out, known
+
 
 def _memo_fill(model, seqs: list[tuple[int, ...]], memo: NextTokenMemo, pad_id: int,
                continue_after: bool, stop: set[int]) -> None:

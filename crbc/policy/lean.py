@@ -143,46 +143,38 @@ def prompt_rows(prompts: Sequence[Sequence[int]], pad: int, branches: Sequence[S
     Read columns: 0 = the prompt's last position, 1 + i = branch i. Returns the rows and the
     (B,) prompt lengths.
     """
+    import numpy as np
+
     n = len(prompts)
     branches = branches if branches is not None else [()] * n
-    lp = torch.tensor([len(p) for p in prompts], dtype=torch.long)
-    nb = [len(x) for x in branches]
+    lp = np.array([len(p) for p in prompts], dtype=np.int64)
+    nb = max((len(x) for x in branches), default=0)
     width_p = int(lp.max()) if n else 1
-    width = max(width_p + max(nb, default=0), 1)
-    ids = torch.full((n, width), pad, dtype=torch.long)
-    pos = torch.zeros((n, width), dtype=torch.long)
-    col = torch.arange(width)
+    width = max(width_p + nb, 1)
+    ids = np.full((n, width), pad, dtype=np.int64)
+    col = np.arange(width)
+    pos = np.broadcast_to(col, (n, width)).copy()  # padding: any position, it attends to itself
     valid = col[None] < lp[:, None]  # real prompt keys
-    allowed = (col[None, :, None] >= col[None, None, :]) & valid[:, None, :]  # causal over the prompt
-    allowed |= torch.eye(width, dtype=torch.bool)[None]
-    read = torch.zeros((n, 1 + max(nb, default=0)), dtype=torch.long)
+    allowed = np.tril(np.ones((width, width), dtype=bool))[None] & valid[:, None, :]  # causal prompt
+    allowed |= np.eye(width, dtype=bool)[None]
+    read = np.repeat(lp[:, None] - 1, 1 + nb, axis=1)
     for r, p in enumerate(prompts):
         L = len(p)
-        ids[r, :L] = torch.tensor(list(p), dtype=torch.long)
-        pos[r, :L] = torch.arange(L)
-        read[r, :] = L - 1
+        ids[r, :L] = p
         depth: list[int] = []
         for i, (tok, parent) in enumerate(branches[r]):
             c = width_p + i
             ids[r, c] = tok
-            d = 0 if parent < 0 else depth[parent] + 1
-            depth.append(d)
-            pos[r, c] = L + d
-            allowed[r, c, :] = False
-            allowed[r, c, :L] = True
-            allowed[r, c, c] = True
+            depth.append(0 if parent < 0 else depth[parent] + 1)
+            pos[r, c] = L + depth[-1]
+            allowed[r, c, :L] = True  # the whole prompt, its ancestors and itself
             q = parent
             while q >= 0:
                 allowed[r, c, width_p + q] = True
-                q = _parent_of(branches[r], q)
+                q = branches[r][q][1]
             read[r, 1 + i] = c
-        pos[r, L:width_p] = torch.arange(L, width_p)  # padding: any position, attends to itself
-    dev = device
-    return Rows(ids.to(dev), pos.to(dev), allowed.to(dev), read.to(dev)), lp
-
-
-def _parent_of(branches, i):
-    return branches[i][1]
+    t = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
+    return Rows(t(ids), t(pos), t(allowed), t(read)), torch.from_numpy(lp)
 
 
 def score_responses(model, prompts: Sequence[Sequence[int]], row_of: Sequence[int],
