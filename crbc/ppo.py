@@ -228,42 +228,8 @@ def minibatches(group_N: np.ndarray, n_minibatches: int, generator) -> list[np.n
     return [np.flatnonzero(np.isin(group_N, c)) for c in chunks]
 
 
-class _OldLogprobs:
-    """``pair_logprobs`` of some pairs without gradient, computed on a thread of its own (or, with
-    ``overlap=False``, right away); :meth:`result` waits for it. The caller must not change the
-    weights before :meth:`result` returns."""
-
-    def __init__(self, policy, enc: Encoded, pairs: np.ndarray, temperature: float, overlap: bool):
-        import threading
-
-        self._out, self._err = None, None
-        args = (policy, enc, pairs, temperature)
-        if overlap:
-            self._thread = threading.Thread(target=self._run, args=args, daemon=True)
-            self._thread.start()
-        else:
-            self._thread = None
-            self._run(*args)
-
-    def _run(self, policy, enc, pairs, temperature):
-        import torch
-
-        try:
-            with torch.no_grad():  # grad mode is per thread
-                self._out = pair_logprobs(policy, enc, pairs, temperature)
-        except BaseException as e:  # re-raised in result()
-            self._err = e
-
-    def result(self):
-        if self._thread is not None:
-            self._thread.join()
-        if self._err is not None:
-            raise self._err
-        return self._out
-
-
 def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator,
-               overlap: bool = True, rollout_memo=None) -> dict[str, float]:
+               rollout_memo=None) -> dict[str, float]:
     """One iteration's PPO-clip + KL update; returns the means over optimiser steps.
 
     ``cfg`` supplies temperature, ppo_epochs, minibatches (optimiser steps per epoch, see
@@ -275,8 +241,7 @@ def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator,
     ``rollout_memo`` when given (the :class:`~crbc.policy.base.NextTokenMemo` the batch was sampled
     with, same weights: the logits the rollout drew from, equal to a fresh forward up to float32
     rounding, about 1e-6), and otherwise (or for pairs it lacks) from one no-grad pass before
-    that step, run on a second thread alongside the first minibatch's forward and backward
-    (``overlap``; the same numbers as running it first, ``overlap=False``).
+    that step.
     ``log pi_ref`` is one no-grad pass of the frozen policy, skipped when ``kl_coef`` is 0 (then
     the KL term is 0 and ``kl`` is not reported).
     """
@@ -305,15 +270,13 @@ def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator,
         for mb in minibatches(group_N, cfg.minibatches, generator):
             idx = torch.as_tensor(mb)
             uniq, inv = torch.unique(pair_N[idx], return_inverse=True)
-            rest = np.zeros(0, np.int64)
-            if count == 0:
-                rest = np.setdiff1d(np.flatnonzero(need_old), uniq.numpy())
-            # the other pairs' old log-probabilities: on a second thread (torch releases the GIL)
-            # while this minibatch's forward and backward run; the weights change only after both
-            pending = _OldLogprobs(policy, enc, rest, cfg.temperature, overlap) if len(rest) else None
             logp_u = pair_logprobs(policy, enc, uniq.numpy(), cfg.temperature)
             if count == 0:  # still the old weights
                 old_P[uniq] = logp_u.detach()
+                rest = np.setdiff1d(np.flatnonzero(need_old), uniq.numpy())
+                if len(rest):
+                    with torch.no_grad():
+                        old_P[torch.as_tensor(rest)] = pair_logprobs(policy, enc, rest, cfg.temperature)
             logp = logp_u[inv]
             pn = pair_N[idx]
             ref = ref_P[pn] if ref_P is not None else logp.detach()
@@ -323,8 +286,6 @@ def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator,
                              torch.as_tensor(w, dtype=torch.float32))
             optimizer.zero_grad(set_to_none=True)
             parts.loss.backward()
-            if pending is not None:
-                old_P[torch.as_tensor(rest)] = pending.result()
             gn = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
             optimizer.step()
             sums["loss"] += float(parts.loss.detach())
