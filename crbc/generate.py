@@ -107,7 +107,8 @@ def _finish(episodes: Sequence[_Episode], env_id: str, policy_name: str,
 
 def generate_groups(env_id: str, seeds: Sequence[int], group_size: int, policy,
                     temperature: float = 1.0, max_steps: int | None = None, rng: Any = None,
-                    progress: Progress | None = None, memoize: bool = True) -> list[RolloutGroup]:
+                    progress: Progress | None = None, memoize: bool = True,
+                    memo: Any = None) -> list[RolloutGroup]:
     """Roll out ``group_size`` episodes of every seed; one batched policy call per step.
 
     Deterministic given (seeds, rng). ``max_steps=None`` keeps the environment's default.
@@ -116,7 +117,9 @@ def generate_groups(env_id: str, seeds: Sequence[int], group_size: int, policy,
     cuts the rollout's model compute several times over; the sampled episodes are the same up to
     floating-point ties (the same random numbers, logits from a differently shaped batch).
     Rollouts carry anchor/action/obs/response/reward steps, success, truncated, score = sum of
-    rewards and meta = {env, seed, policy, temperature, max_steps}.
+    rewards and meta = {env, seed, policy, temperature, max_steps}. ``memo``: a
+    :class:`crbc.policy.base.NextTokenMemo` to fill instead of a fresh one (the trainer keeps it
+    for the update's old log-probabilities; it is only valid while the weights do not change).
     """
     if group_size < 1:
         raise ValueError(f"group_size must be >= 1, got {group_size}")
@@ -129,7 +132,7 @@ def generate_groups(env_id: str, seeds: Sequence[int], group_size: int, policy,
             env = first if i == 0 else copy.deepcopy(first)
             episodes.append(_Episode(env, int(seed), i, episode_generator(base, int(seed), i)))
     total = len(episodes)
-    memo = _memo_for(policy, memoize)
+    memo = memo if memo is not None else _memo_for(policy, memoize)
     while live := [e for e in episodes if not e.done]:
         obs = [policy.observation(e.env) for e in live]
         gens = [e.generator for e in live]

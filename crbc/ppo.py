@@ -132,11 +132,15 @@ def _right_padded(rows: Sequence[Sequence[int]], pad: int):
 def pair_logprobs(policy, enc: Encoded, pairs: Sequence[int] | None = None, temperature: float = 1.0):
     """``log pi(response | prompt)`` of the given pairs (default: all), shape (len(pairs),).
 
-    One prompt forward per distinct board among the pairs, then one continuation forward from
-    the cached prompts for the pairs whose response has two or more tokens (module docstring).
-    Differentiable; wrap in ``torch.no_grad()`` to only score.
+    For a Llama policy (the tiny one) one packed forward of :mod:`crbc.policy.lean`: each
+    distinct board's prompt once, followed by its pairs' distinct response prefixes as branches.
+    Other models: one prompt forward per distinct board among the pairs, then one continuation
+    forward from the cached prompts for the pairs whose response has two or more tokens (module
+    docstring). Differentiable; wrap in ``torch.no_grad()`` to only score.
     """
     import torch
+
+    from .policy import lean
 
     pairs = np.arange(len(enc.resp_ids)) if pairs is None else np.asarray(pairs, dtype=np.int64)
     if len(pairs) == 0:
@@ -145,6 +149,9 @@ def pair_logprobs(policy, enc: Encoded, pairs: Sequence[int] | None = None, temp
     pad = policy.tokenizer.pad_token_id
     if pad is None:
         pad = policy.tokenizer.eos_token_id
+    if lean.supports(policy.model):
+        return lean.score_responses(policy.model, [enc.prompt_ids[b] for b in boards], row_of_pair.tolist(),
+                                    [enc.resp_ids[p] for p in pairs], pad, temperature)
     dev = policy.device
     ids, mask = _right_padded([enc.prompt_ids[b] for b in boards], pad)
     lengths = mask.sum(-1)
@@ -221,7 +228,8 @@ def minibatches(group_N: np.ndarray, n_minibatches: int, generator) -> list[np.n
     return [np.flatnonzero(np.isin(group_N, c)) for c in chunks]
 
 
-def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator) -> dict[str, float]:
+def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator,
+               rollout_memo=None) -> dict[str, float]:
     """One iteration's PPO-clip + KL update; returns the means over optimiser steps.
 
     ``cfg`` supplies temperature, ppo_epochs, minibatches (optimiser steps per epoch, see
@@ -229,7 +237,11 @@ def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator) -> d
     (a ``TrainConfig``).
 
     ``log pi_old`` is the policy before the first step: the first minibatch's own forward
-    (detached) for its pairs, and one no-grad pass over the other pairs before that step.
+    (detached) for its pairs (so the first step's ratio is exactly 1). The other pairs' come from
+    ``rollout_memo`` when given (the :class:`~crbc.policy.base.NextTokenMemo` the batch was sampled
+    with, same weights: the logits the rollout drew from, equal to a fresh forward up to float32
+    rounding, about 1e-6), and otherwise (or for pairs it lacks) from one no-grad pass before
+    that step.
     ``log pi_ref`` is one no-grad pass of the frozen policy, skipped when ``kl_coef`` is 0 (then
     the KL term is 0 and ``kl`` is not reported).
     """
@@ -243,6 +255,12 @@ def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator) -> d
         with torch.no_grad():
             ref_P = pair_logprobs(ref_policy, enc, None, cfg.temperature)
     old_P = torch.zeros(n_pairs)
+    need_old = np.ones(n_pairs, dtype=bool)  # pairs whose old log-prob is still to be computed
+    if rollout_memo is not None:
+        from_memo, known = rollout_memo.logprobs([enc.prompt_ids[b] for b in enc.board_P], enc.resp_ids,
+                                                 cfg.temperature)
+        old_P[known] = from_memo[known]
+        need_old &= ~known.numpy()
     adv = torch.as_tensor(batch.advantages, dtype=torch.float32)
     pair_N = torch.as_tensor(batch.pair_N)
     group_N = batch.group_N if batch.group_N is not None else np.zeros(batch.n_steps, dtype=np.int64)
@@ -255,7 +273,7 @@ def ppo_update(policy, ref_policy, optimizer, batch: Batch, cfg, generator) -> d
             logp_u = pair_logprobs(policy, enc, uniq.numpy(), cfg.temperature)
             if count == 0:  # still the old weights
                 old_P[uniq] = logp_u.detach()
-                rest = np.setdiff1d(np.arange(n_pairs), uniq.numpy())
+                rest = np.setdiff1d(np.flatnonzero(need_old), uniq.numpy())
                 if len(rest):
                     with torch.no_grad():
                         old_P[torch.as_tensor(rest)] = pair_logprobs(policy, enc, rest, cfg.temperature)

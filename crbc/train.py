@@ -250,6 +250,7 @@ def _iterate(s: _Session, it: int, diagnostics: Diagnostics | None) -> dict[str,
 
     from .estimators import compute
     from .generate import generate_groups
+    from .policy.base import NextTokenMemo
 
     cfg = s.cfg
     t0 = time.perf_counter()
@@ -258,8 +259,9 @@ def _iterate(s: _Session, it: int, diagnostics: Diagnostics | None) -> dict[str,
         record.update(_evaluate(s))
     t1 = time.perf_counter()
     seeds = train_seeds(cfg.seed, it, cfg.groups)
+    memo = NextTokenMemo()  # the logits the rollout drew from: the update's old log-probabilities
     groups = generate_groups(cfg.env, seeds, cfg.group_size, s.policy, cfg.temperature,
-                             cfg.max_steps, rng=_derived(cfg.seed, 2, it))
+                             cfg.max_steps, rng=_derived(cfg.seed, 2, it), memo=memo)
     for g in groups:
         for r in g.rollouts:
             r.meta["iteration"] = it
@@ -279,7 +281,7 @@ def _iterate(s: _Session, it: int, diagnostics: Diagnostics | None) -> dict[str,
         record["truth_solved_groups"] = solved
     t4 = time.perf_counter()
     upd = ppo_update(s.policy, s.ref_policy, s.optimizer, flatten(groups, advantage_N), cfg,
-                     torch.Generator().manual_seed(_derived(cfg.seed, 3, it)))
+                     torch.Generator().manual_seed(_derived(cfg.seed, 3, it)), rollout_memo=memo)
     t5 = time.perf_counter()
     record.update(_batch_stats(groups))
     record.update({

@@ -116,3 +116,50 @@ def test_minibatches_keep_groups_whole_and_cover_every_step():
             if a is not b:
                 assert not set(group_N[a]) & set(group_N[b])
     assert len(minibatches(group_N, 50, torch.Generator().manual_seed(0))) == 5  # at most one per group
+
+
+def test_old_logprobs_from_the_rollout_memo(policy):
+    """The trainer's old log-probabilities come from the logits its rollout sampled from
+    (NextTokenMemo, same weights): they equal a fresh forward to float32 rounding, pairs the memo
+    lacks are scored as before, and the update is the same as with its own no-grad pass."""
+    import copy
+    import dataclasses
+
+    from crbc.estimators import compute
+    from crbc.generate import generate_groups
+    from crbc.policy.base import NextTokenMemo
+    from crbc.ppo import flatten, ppo_update
+    from crbc.train import TrainConfig
+
+    memo = NextTokenMemo()
+    groups = generate_groups("sokoban-6x6-v0", [3, 4, 5, 6, 7], 4, policy, 1.0, 6, rng=2, memo=memo)
+    batch = flatten(groups, compute("grpo", groups).advantage_N)
+    batch.advantages = np.random.default_rng(1).normal(size=batch.n_steps)  # a random policy never wins
+    enc = Encoded.of(policy, batch)
+    got, known = memo.logprobs([enc.prompt_ids[b] for b in enc.board_P], enc.resp_ids)
+    assert bool(known.all())  # every sampled response's prefixes were read by the rollout
+    with torch.no_grad():
+        fresh = pair_logprobs(policy, enc)
+    torch.testing.assert_close(got, fresh, atol=1e-5, rtol=1e-6)
+    _, k2 = memo.logprobs([enc.prompt_ids[0], enc.prompt_ids[0]], [enc.resp_ids[0] + [5, 6], []])
+    assert k2.tolist() == [False, True]
+
+    cfg = dataclasses.replace(TrainConfig(), minibatches=3, lr=1e-3)
+
+    def run(**kw):
+        p, ref = copy.deepcopy(policy), copy.deepcopy(policy)
+        opt = torch.optim.AdamW(p.model.parameters(), lr=cfg.lr)
+        stats = ppo_update(p, ref, opt, batch, cfg, torch.Generator().manual_seed(0), **kw)
+        return stats, dict(p.model.named_parameters())
+
+    s_memo, w_memo = run(rollout_memo=memo)
+    s_pass, w_pass = run()
+    for k in ("loss", "policy_loss", "clip_frac", "ratio_dev", "grad_norm"):
+        assert s_memo[k] == pytest.approx(s_pass[k], abs=1e-6), k
+    for n in w_pass:
+        torch.testing.assert_close(w_memo[n], w_pass[n], atol=1e-6, rtol=1e-5, msg=n)
+    one = dataclasses.replace(cfg, minibatches=1)  # one step: every pair's old log-prob is its own
+    p = copy.deepcopy(policy)
+    stats = ppo_update(p, p, torch.optim.AdamW(p.model.parameters()), batch, one,
+                       torch.Generator().manual_seed(0), rollout_memo=memo)
+    assert stats["ratio_dev"] == 0.0 and stats["clip_frac"] == 0.0

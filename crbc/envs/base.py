@@ -74,8 +74,20 @@ class TextEnv(ABC):
         return self.level
 
     def render(self) -> str:
-        """The board text, rows joined by ``"\\n"``."""
-        return self._require_level().render()
+        """The board text, rows joined by ``"\\n"``.
+
+        Kept for the current level when levels are frozen dataclasses (a step replaces the level,
+        so the text of one level never changes): a rollout step asks for it three times
+        (observation, anchor, the step's obs)."""
+        level = self._require_level()
+        kept = getattr(self, "_rendered", None)
+        if kept is not None and kept[0] is level:
+            return kept[1]
+        text = level.render()
+        params = getattr(level, "__dataclass_params__", None)
+        if params is not None and params.frozen:
+            self._rendered = (level, text)
+        return text
 
     @abstractmethod
     def legend(self) -> str:

@@ -92,7 +92,11 @@ class Policy:
             return []
         if memo is not None:
             tok = self.tokenizer
-            prompts = tok([self.prompt(o) for o in observations], add_special_tokens=False)["input_ids"]
+            new = [o for o in dict.fromkeys(observations) if o not in memo.prompts]
+            if new:
+                ids = tok([self.prompt(o) for o in new], add_special_tokens=False)["input_ids"]
+                memo.prompts.update((o, tuple(q)) for o, q in zip(new, ids, strict=True))
+            prompts = [memo.prompts[o] for o in observations]
             rows = sample_tokens_memo(self.model, prompts, self.max_new_tokens, self.stop_ids,
                                       temperature, generator, tok.pad_token_id, memo)
             return [self.parse(r) for r in rows]
@@ -229,16 +233,52 @@ class NextTokenMemo:
     def __init__(self, speculate: int = 4):
         self.speculate = speculate
         self.table: dict[tuple[int, ...], torch.Tensor] = {}
+        self.prompts: dict[str, tuple[int, ...]] = {}  #: prompt token ids of each observation seen
         self.forwards = 0  #: sequences the model actually read (prompts + continuations)
 
     def __len__(self) -> int:
         return len(self.table)
+
+    def logprobs(self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]],
+                 temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+        """``log pi(response | prompt)`` from the stored logits, shape (n,) float32, and which
+        ones are known (n,) bool: every prefix the model would read must be in the table (after a
+        rollout that sampled the response, it is). Unknown entries are 0."""
+        n = len(prompts)
+        known = torch.ones(n, dtype=torch.bool)
+        keys, tok, owner = [], [], []
+        for i, (p, y) in enumerate(zip(prompts, responses, strict=True)):
+            q = tuple(p)
+            mine = []
+            for t in y:
+                if q not in self.table:
+                    known[i] = False
+                    break
+                mine.append((q, int(t)))
+                q = q + (int(t),)
+            if known[i]:
+                for key, t in mine:
+                    keys.append(key)
+                    tok.append(t)
+                    owner.append(i)
+        out = torch.zeros(n, dtype=torch.float32)
+        if keys:
+            logits = torch.stack([self.table[k] for k in keys]).float()
+            logp = torch.log_softmax(logits / max(temperature, 1e-6), dim=-1)
+            picked = logp.gather(-1, torch.tensor(tok, dtype=torch.long)[:, None]).squeeze(-1)
+            out = out.index_add(0, torch.tensor(owner, dtype=torch.long), picked)
+        return out, known
 
 
 def _memo_fill(model, seqs: list[tuple[int, ...]], memo: NextTokenMemo, pad_id: int,
                continue_after: bool, stop: set[int]) -> None:
     """Score ``seqs`` (left-padded, one forward), store their next-token logits; with
     ``continue_after`` also those after each of their top ``memo.speculate`` non-stop tokens."""
+    from . import lean
+
+    if lean.supports(model):
+        _memo_fill_lean(model, seqs, memo, pad_id, continue_after, stop)
+        return
     width = max(len(q) for q in seqs)
     ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
     mask = torch.zeros_like(ids)
@@ -257,13 +297,7 @@ def _memo_fill(model, seqs: list[tuple[int, ...]], memo: NextTokenMemo, pad_id: 
         memo.table[q] = logits[i]
     if not spec:
         return
-    k = min(memo.speculate, logits.shape[-1])
-    rows, toks = [], []
-    for i, q in enumerate(seqs):
-        for t in torch.topk(logits[i], k).indices.tolist():
-            if t not in stop and q + (t,) not in memo.table:
-                rows.append(i)
-                toks.append(t)
+    rows, toks = _speculated(logits, seqs, memo, stop)
     if not rows:
         return
     sel = torch.tensor(rows, dtype=torch.long, device=dev)
@@ -272,6 +306,44 @@ def _memo_fill(model, seqs: list[tuple[int, ...]], memo: NextTokenMemo, pad_id: 
                 attention_mask=torch.cat([mask[sel], torch.ones_like(mask[sel][:, :1])], dim=1),
                 position_ids=position_ids[sel][:, -1:] + 1, cache=out.cache, use_cache=True)
     after = nxt.logits[:, -1, :].float().cpu()
+    memo.forwards += len(rows)
+    for j, (i, t) in enumerate(zip(rows, toks, strict=True)):
+        memo.table[seqs[i] + (t,)] = after[j]
+
+
+def _speculated(logits: torch.Tensor, seqs: list[tuple[int, ...]], memo: NextTokenMemo,
+                stop: set[int]) -> tuple[list[int], list[int]]:
+    """(row, token) of the continuations to read after ``seqs``: each row's top
+    ``memo.speculate`` tokens that do not stop and are not known yet."""
+    k = min(memo.speculate, logits.shape[-1])
+    rows, toks = [], []
+    top = torch.topk(logits, k, dim=-1).indices.tolist()
+    for i, q in enumerate(seqs):
+        for t in top[i]:
+            if t not in stop and q + (t,) not in memo.table:
+                rows.append(i)
+                toks.append(t)
+    return rows, toks
+
+
+def _memo_fill_lean(model, seqs: list[tuple[int, ...]], memo: NextTokenMemo, pad_id: int,
+                    continue_after: bool, stop: set[int]) -> None:
+    """:func:`_memo_fill` through the lean forward (:mod:`crbc.policy.lean`): the sequences
+    right-padded in one forward, then all speculated continuations in one decode step."""
+    from . import lean
+
+    spec = continue_after and memo.speculate > 0
+    logits, prefix = lean.prefill(model, seqs, pad_id, keep=spec)
+    logits = logits.cpu()
+    memo.forwards += len(seqs)
+    for i, q in enumerate(seqs):
+        memo.table[q] = logits[i]
+    if not spec:
+        return
+    rows, toks = _speculated(logits, seqs, memo, stop)
+    if not rows:
+        return
+    after = lean.branch_logits(model, prefix, rows, toks).cpu()
     memo.forwards += len(rows)
     for j, (i, t) in enumerate(zip(rows, toks, strict=True)):
         memo.table[seqs[i] + (t,)] = after[j]
@@ -288,7 +360,7 @@ def sample_tokens_memo(model, prompts: Sequence[Sequence[int]], max_new_tokens: 
     if generator is not None and not isinstance(generator, torch.Generator) and len(generator) != n:
         raise ValueError(f"got {len(generator)} generators for a batch of {n}")
     stop = set(stop_ids)
-    seqs = [tuple(int(t) for t in p) for p in prompts]
+    seqs = [p if isinstance(p, tuple) else tuple(int(t) for t in p) for p in prompts]
     rows: list[list[int]] = [[] for _ in range(n)]
     live = torch.ones(n, dtype=torch.bool)
     for step in range(max_new_tokens):
@@ -296,13 +368,12 @@ def sample_tokens_memo(model, prompts: Sequence[Sequence[int]], max_new_tokens: 
         missing = list(dict.fromkeys(seqs[r] for r in live_rows if seqs[r] not in memo.table))
         if missing:
             _memo_fill(model, missing, memo, pad_id, step < max_new_tokens - 1, stop)
-        first = memo.table[seqs[live_rows[0]]]
-        logits = torch.zeros(n, first.shape[-1], dtype=first.dtype)
+        known = torch.stack([memo.table[seqs[r]] for r in live_rows])
+        logits = torch.zeros(n, known.shape[-1], dtype=known.dtype)
+        logits[live_rows] = known
+        tok = choose_tokens(logits, temperature, live, generator).tolist()
         for r in live_rows:
-            logits[r] = memo.table[seqs[r]]
-        tok = choose_tokens(logits, temperature, live, generator)
-        for r in live_rows:
-            t = int(tok[r])
+            t = tok[r]
             rows[r].append(t)
             seqs[r] = seqs[r] + (t,)
             if t in stop:
