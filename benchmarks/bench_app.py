@@ -149,6 +149,7 @@ def interactions(browser, base: str, repeats: int) -> dict:
         def chip():
             xy = pg.evaluate("""() => {
               const gd = document.querySelector('[class*=st-key-lesson_graph_] .js-plotly-plot');
+              gd.scrollIntoView({block: 'center'});  // a click outside the viewport hits nothing
               const i = gd.data.findIndex(d => d.name === 'outcomes');
               const L = gd._fullLayout, r = gd.getBoundingClientRect();
               return [r.left + L.xaxis._offset + L.xaxis.d2p(gd.data[i].x[0]),
@@ -169,7 +170,8 @@ def interactions(browser, base: str, repeats: int) -> dict:
     pg.wait_for_function(READY, arg="Step credits", timeout=TIMEOUT)
     for label in ["A_final", "Q − V", "A_S"][:max(repeats, 1)]:
         rec("credits_field_change", lambda label=label: after(
-            pg, "Step credits", lambda: pg.get_by_text(label, exact=False).first.click()))
+            pg, "Step credits",
+            lambda: pg.locator(".st-key-field label", has_text=label).first.click()))
     # Rollouts: a row click in the table
     pg.goto(f"{base}/")  # the default page: /rollouts would be "Page not found"
     pg.wait_for_function(READY, arg="Rollouts", timeout=TIMEOUT)
