@@ -292,9 +292,7 @@ def _memo_fill(model, seqs: list[tuple[int, ...]], memo: NextTokenMemo, pad_id: 
     out = model(input_ids=ids, attention_mask=mask, position_ids=position_ids, use_cache=spec,
                 logits_to_keep=1)
     logits = out.logits[:, -1, :].float().cpu()
-    memo.forwards += len(seqs)
-    for i, q in enumerate(seqs):
-        memo.table[q] = logits[i]
+    _record(memo, seqs, logits)
     if not spec:
         return
     rows, toks = _speculated(logits, seqs, memo, stop)
@@ -305,10 +303,15 @@ def _memo_fill(model, seqs: list[tuple[int, ...]], memo: NextTokenMemo, pad_id: 
     nxt = model(input_ids=torch.tensor(toks, dtype=torch.long, device=dev)[:, None],
                 attention_mask=torch.cat([mask[sel], torch.ones_like(mask[sel][:, :1])], dim=1),
                 position_ids=position_ids[sel][:, -1:] + 1, cache=out.cache, use_cache=True)
-    after = nxt.logits[:, -1, :].float().cpu()
-    memo.forwards += len(rows)
-    for j, (i, t) in enumerate(zip(rows, toks, strict=True)):
-        memo.table[seqs[i] + (t,)] = after[j]
+    _record(memo, [seqs[i] + (t,) for i, t in zip(rows, toks, strict=True)], nxt.logits[:, -1, :].float().cpu())
+
+
+def _record(memo: NextTokenMemo, keys: list[tuple[int, ...]], logits: torch.Tensor) -> None:
+    """Keep the next-token logits of each token sequence in ``keys`` (row i of ``logits``) and
+    count the rows the model read."""
+    memo.forwards += len(keys)
+    for i, q in enumerate(keys):
+        memo.table[q] = logits[i]
 
 
 def _speculated(logits: torch.Tensor, seqs: list[tuple[int, ...]], memo: NextTokenMemo,
@@ -335,18 +338,14 @@ def _memo_fill_lean(model, seqs: list[tuple[int, ...]], memo: NextTokenMemo, pad
     spec = continue_after and memo.speculate > 0
     logits, prefix = lean.prefill(model, seqs, pad_id, keep=spec)
     logits = logits.cpu()
-    memo.forwards += len(seqs)
-    for i, q in enumerate(seqs):
-        memo.table[q] = logits[i]
+    _record(memo, seqs, logits)
     if not spec:
         return
     rows, toks = _speculated(logits, seqs, memo, stop)
     if not rows:
         return
-    after = lean.branch_logits(model, prefix, rows, toks).cpu()
-    memo.forwards += len(rows)
-    for j, (i, t) in enumerate(zip(rows, toks, strict=True)):
-        memo.table[seqs[i] + (t,)] = after[j]
+    _record(memo, [seqs[i] + (t,) for i, t in zip(rows, toks, strict=True)],
+            lean.branch_logits(model, prefix, rows, toks).cpu())
 
 
 @torch.inference_mode()
