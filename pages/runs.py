@@ -30,7 +30,6 @@ SHORT = {"step_credit_share": "non-zero A_S", "multi_action_anchors": "anchors, 
          "rank_crbc_visit_local": "ρ crbc ~ visit_local", "rare_route_disagreements": "rare-route disagr."}
 METRICS = ["eval_success_rate", "success_rate", "mean_return", "mean_length", "loss", "kl",
            "clip_frac", "step_credit_share", "seconds"]  # the first one the runs have is the default
-EVAL = "eval_success_rate"
 BANDS = {"ci": "95% CI of the mean", "minmax": "min–max", "std": "± 1 sd"}
 
 
@@ -56,18 +55,19 @@ def _iteration_groups(run_key: str, iteration: int, _run: R.Run):
 
 
 @st.cache_data(show_spinner=False, ttl=30)
-def _newest_first(root: str, experiments: tuple[str, ...]) -> list[str]:
-    """Experiment folders, the most recently created first (the newest ``created_at`` of their
-    runs' run.json; a folder without one goes last), so the page opens on the latest comparison."""
-    def created(exp: str) -> str:
-        stamps = []
-        for f in (Path(root) / exp).glob(f"*/{R.RUN_FILE}"):
-            try:
-                stamps.append(str(json.loads(f.read_text(encoding="utf-8")).get("created_at") or ""))
-            except (OSError, ValueError):
-                continue
-        return max(stamps, default="")
-    return sorted(experiments, key=lambda e: (created(e), e), reverse=True)
+def _newest_first(root: str, shipped: tuple[str, ...]) -> list[str]:
+    """The experiment folders of the shipped runs, the most recently created first (the newest
+    ``created_at`` of their runs' run.json; an unreadable one counts as oldest), so the page
+    opens on the latest comparison."""
+    newest: dict[str, str] = {}
+    for rel in shipped:
+        try:
+            stamp = str(R.read_meta(Path(root) / rel).get("created_at") or "")
+        except R.RunFormatError:
+            stamp = ""
+        exp = str(Path(rel).parent)
+        newest[exp] = max(newest.get(exp, ""), stamp)
+    return sorted(newest, key=lambda e: (newest[e], e), reverse=True)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -92,7 +92,7 @@ RUNS_DIR = common.SAMPLES_DIR / "runs"
 shipped = _shipped(str(RUNS_DIR))
 # An experiment is a folder of runs (what `crbc experiment --out` writes); run names repeat across
 # experiments (grpo-s0 in each), and seeds of different experiments must not be averaged together.
-experiments = _newest_first(str(RUNS_DIR), tuple(sorted({str(Path(rel).parent) for rel in shipped})))
+experiments = _newest_first(str(RUNS_DIR), tuple(shipped))
 TOP = "."
 c0, c1, c2 = st.columns([2, 3, 2])
 with c0:
@@ -170,7 +170,7 @@ band = k3.radio("Band over seeds", list(BANDS), key="runs_band", format_func=BAN
                      "min–max and ± 1 sd show the spread of the seeds themselves.")
 threshold = k4.slider("Success threshold", 0.05, 1.0, 0.4, 0.05, key="runs_threshold")
 # held-out success: also the evaluation after the last update (drawn one iteration later)
-curve_set = A.curves(runs, metric, smooth=smooth, with_final=metric == EVAL)
+curve_set = A.curves(runs, metric, smooth=smooth, with_final=metric == A.EVAL)
 fig = V.curves_figure(curve_set, metric, band=band,
                       threshold=threshold if "success" in metric else None)
 
