@@ -47,6 +47,7 @@ def main() -> None:
     nav = st.navigation(pages)
     with routing.app_running():
         url.notice_box(st.container())  # notices about ignored URL parameters go on top
+        url.not_found_notice(next(t for p, t, *_ in PAGES if p == DEFAULT_PAGE))
         sidebar.sidebar(nav.url_path)
         nav.run()
         _mark_run(t0)

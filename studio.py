@@ -13,7 +13,9 @@ It also turns off Streamlit's old "pages/ folder" mode. Streamlit decides per pr
 mere existence of ``pages/`` beside the main script, to run the *first* script run in that mode
 (until some session's ``app.py`` has called ``st.navigation``): a deep link such as
 ``/runs?runs_exp=...`` opened on a freshly started server ran ``pages/runs.py`` alone, without
-the sidebar, and listed every module of ``pages/`` (``common``, ``sidebar``) as a page.
+the sidebar, and listed every module of ``pages/`` (``common``, ``sidebar``) as a page. And it
+lets a nested address (``/lesson/foo``) load the app and its "page not found" notice
+(:mod:`ui.nested_urls`) instead of a blank page.
 """
 
 from __future__ import annotations
@@ -42,7 +44,10 @@ def main() -> None:
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 
+    from ui import nested_urls
+
     PagesManager.uses_pages_directory = False  # app.py declares its pages with st.navigation
+    nested_urls.install()  # /lesson/foo shows "page not found", not a blank page
 
     sys.argv = ["streamlit", "run", str(APP), *sys.argv[1:]]
     cli.main(prog_name="streamlit")

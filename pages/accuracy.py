@@ -13,7 +13,7 @@ import streamlit as st
 
 from crbc.viz import accuracy as VA
 from crbc.viz.style import png_config
-from ui import state
+from ui import routing, state, url
 
 METRICS = {"spearman": "Spearman (rank agreement)", "sign": "sign agreement", "rmse": "RMSE of Q − V"}
 TARGETS = {"step": "per-step truth A_t", "anchor": "anchor-level truth A(s, a)"}
@@ -70,6 +70,7 @@ def _show(result: dict, metric: str, target: str, key: str) -> None:
         st.dataframe(VA.accuracy_table(result, metric, target), width="stretch")
 
 
+routing.ensure_navigation()  # a deep link's first run goes through app.py
 st.title("Estimator accuracy")
 st.caption(
     "On our own environments the truth is computable: the dynamics are known and the tiny "
@@ -78,6 +79,8 @@ st.caption(
     "estimator's raw step signal (Q − V for the CRBC family, the step advantage for gigpo and "
     "shortest_path, the advantage for grpo) is then scored against the true A of the same step.")
 
+url.check_choice("acc_metric", list(METRICS), "the score is one of " + ", ".join(METRICS))
+url.check_choice("acc_target", list(TARGETS), "the target is one of " + ", ".join(TARGETS))
 m1, m2 = st.columns(2)
 metric = m1.radio("Score", list(METRICS), format_func=METRICS.get, horizontal=True, key="acc_metric",
                   bind="query-params")

@@ -33,6 +33,7 @@ if opened is not None:
     url.switch_page("pages/inspector.py")
 all_c = {n: ctx.credits(n) for n in names}
 
+url.check_choice("field", list(charts.FIELDS), "the field shown is one of " + ", ".join(charts.FIELDS))
 f1, f2 = st.columns([3, 2])
 field = f1.radio("Show", list(charts.FIELDS), format_func=charts.FIELDS.get, horizontal=True,
                  key="field", bind="query-params")

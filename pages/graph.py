@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from crbc.viz.graph import LABEL_ALL_MAX, anchor_graph_html
-from ui import exact_truth, state
+from ui import exact_truth, state, url
 
 st.title("Anchor graph")
 st.caption(
@@ -31,7 +31,11 @@ d.metric("Steps merged", p.n_steps)
 COLOUR_BY = {"estimate": "estimate V(s) (crbc)", "truth": "truth V(s)",
              "error": "error: estimate − truth"}
 colour_by, truth, no_truth = "estimate", None, None
-if exact_truth.truth_possible(ctx):
+has_truth = exact_truth.truth_possible(ctx)
+url.check_choice("graph_colour", list(COLOUR_BY) if has_truth else ["estimate"],
+                 "nodes are coloured by estimate, truth or error" if has_truth
+                 else "this group has no exact truth (its meta names no toy env, level and policy)")
+if has_truth:
     colour_by = st.radio("Colour nodes by", list(COLOUR_BY), format_func=COLOUR_BY.get,
                          horizontal=True, key="graph_colour", bind="query-params")
     if colour_by != "estimate":

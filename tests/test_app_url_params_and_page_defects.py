@@ -203,6 +203,11 @@ def test_a_rejected_upload_reports_up_to_ten_bad_lines_and_is_not_kept():
     ("pages/rollouts.py", {"seed": "-1", "source": "generate"}),
     ("pages/inspector.py", {"inspect": "nope", "inspect_K": "inf2"}),
     ("pages/lesson.py", {"lesson_start": "everything"}),
+    ("pages/accuracy.py", {"acc_metric": "vibes"}),
+    ("pages/accuracy.py", {"acc_target": "the moon"}),
+    ("pages/backups.py", {"backups_colour": "purple"}),
+    ("pages/credits.py", {"field": "A_everything"}),
+    ("pages/graph.py", {"graph_colour": "plaid"}),
 ])
 def test_hostile_url_parameters_fall_back_with_a_notice(page, query):
     at = AppTest.from_file(APP, default_timeout=120)
@@ -216,3 +221,16 @@ def test_hostile_url_parameters_fall_back_with_a_notice(page, query):
     for k in query:
         if k != "source" or query[k] != "generate":
             assert f"`{k}" in text, f"the notice names {k}"
+
+
+def test_a_url_value_with_backticks_stays_inside_its_notice_code_span():
+    from markdown_it import MarkdownIt
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["field"] = "x` ![i](http://127.0.0.1:9/i.png) `y"
+    at.run()
+    at.switch_page("pages/credits.py").run()
+    notice = next(str(w.value) for w in at.warning if "field=" in str(w.value))
+    tokens = MarkdownIt("commonmark").parseInline(notice)[0].children
+    assert "image" not in [t.type for t in tokens], notice
+    assert any(t.type == "code_inline" and "![i]" in t.content for t in tokens), notice

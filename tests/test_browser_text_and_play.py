@@ -208,3 +208,12 @@ def test_the_lesson_writes_beta_to_the_url_and_keeps_it_when_left(app_url, page)
     assert "beta = 0.895" in page.inner_text("[data-testid=stMain]")
     _nav(page, "Step credits", "Step credits")  # leaving the lesson keeps it
     assert "beta=0.895" in _url_with(page, "beta=0.895"), page.url
+
+
+def test_a_nested_address_opens_the_studio_with_a_not_found_notice(app_url, page):
+    page.goto(f"{app_url}/lesson/foo?sample=gridworld.jsonl")  # was a blank white page
+    wait_ready(page, "Rollouts", TIMEOUT_MS)
+    main = page.inner_text("[data-testid=stMain]")
+    assert "There is no page at /lesson/foo" in main, main[:500]
+    assert page.locator("[data-testid=stSidebarNav]").count() == 1
+    assert "sample=gridworld.jsonl" in _url_with(page, "sample=gridworld") and "not_found" not in page.url, page.url

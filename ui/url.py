@@ -11,6 +11,9 @@ from typing import Any
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
+from ui.nested_urls import NOT_FOUND_PARAM
+from ui.widgets import code
+
 
 def drop_invalid(key: str, options: list) -> None:
     """Forget a remembered widget value that is not among the current options."""
@@ -32,11 +35,29 @@ def url_notice(key: str, value: Any, why: str) -> None:
     """Say at the top of the page that URL parameter ``key=value`` was ignored, and why."""
     shown = str(value)
     shown = shown if len(shown) <= 40 else shown[:40] + "…"
-    msg = f"Ignored URL parameter `{key}={shown}`: {why}; using the default instead."
+    msg = f"Ignored URL parameter {code(f'{key}={shown}')}: {why}; using the default instead."
     notes = st.session_state.setdefault("_crbc_notes", [])
     if msg in notes or msg in st.session_state.get("_crbc_notes_shown", []):
         return
     notes.append(msg)
+    box = st.session_state.get("_crbc_notice_box")
+    (box if box is not None else st).warning(msg, icon=":material/link_off:")
+
+
+def not_found_notice(default_title: str) -> None:
+    """If the server redirected a nested address here (:mod:`ui.nested_urls` adds
+    ``not_found=/lesson/foo``): a notice naming it, and the parameter leaves the URL."""
+    where = st.query_params.get(NOT_FOUND_PARAM)
+    if where is None:
+        return
+    with contextlib.suppress(KeyError, StreamlitAPIException):
+        del st.query_params[NOT_FOUND_PARAM]
+    shown = where if len(where) <= 80 else where[:80] + "…"
+    msg = (f"There is no page at {code(shown)}: the studio's pages have one-part addresses such "
+           f"as /lesson or /graph. Showing {default_title} instead.")
+    notes = st.session_state.setdefault("_crbc_notes", [])
+    if msg not in notes:
+        notes.append(msg)
     box = st.session_state.get("_crbc_notice_box")
     (box if box is not None else st).warning(msg, icon=":material/link_off:")
 

@@ -36,6 +36,16 @@ def text(s: object) -> str:
     return out
 
 
+def code(s: object) -> str:
+    """A user string as an inline Markdown code span that shows exactly its characters: the
+    delimiter is one backtick longer than the longest run of backticks inside, so none of them
+    can close it (CommonMark), and nothing inside is parsed (no link, image, HTML or LaTeX)."""
+    out = str(s).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", out)), default=0) + 1)
+    pad = " " if out.startswith("`") or out.endswith("`") or not out.strip() else ""
+    return f"{fence}{pad}{out}{pad}{fence}"
+
+
 def short(s: object, limit: int = LONG_TEXT) -> str:
     """:func:`text` of at most ``limit`` characters of ``s`` (with "…" and the full length when
     cut): for long anchors in headings, captions and cells."""

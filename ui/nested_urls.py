@@ -1,0 +1,72 @@
+"""A nested address (``/lesson/foo``) opens the studio with a "no such page" notice, never blank.
+
+Why this exists. Streamlit answers an unknown address with its single-page ``index.html``. Its
+scripts are linked relatively (``./static/js/index.….js``), so at ``/lesson/foo`` the browser asks
+for ``/lesson/static/…``, gets ``index.html`` again instead of JavaScript, and shows a blank white
+page; and even with the scripts found, the page looks for the server only at ``/lesson/foo`` and
+``/lesson`` and reports "Connection failed with status 404". One-part addresses (``/nosuch``)
+work: Streamlit says "Page not found" and runs the default page.
+
+:func:`install` makes the static file server answer a GET for an address of two or more parts
+that names no file with a redirect to the app's root, keeping the query string and adding
+``not_found=<the address>``; ``app.py`` then shows a notice naming that address
+(:func:`ui.url.not_found_notice`) above the default page, with the shared view of the rest of
+the link. Addresses under ``_stcore`` (the server's own routes and probes) are left alone.
+
+It touches one Streamlit internal (checked against 1.67):
+``streamlit.web.server.starlette.starlette_static_routes.create_streamlit_static_handler``;
+:func:`install` fails loudly if it moved, and ``tests/test_browser_text_and_play.py`` opens a
+nested address in a browser.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+__all__ = ["NOT_FOUND_PARAM", "install", "redirect_target"]
+
+NOT_FOUND_PARAM = "not_found"
+
+
+def redirect_target(directory: str, path: str, root_path: str, query_string: bytes) -> str | None:
+    """Where a GET for ``path`` (relative to the static folder ``directory``) is redirected, or
+    None to serve it as Streamlit would: ``{root_path}/?{query}&not_found=/{path}`` when ``path``
+    has two or more parts, names no file and is not under ``_stcore``."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    if len(parts) < 2 or "_stcore" in parts or os.path.isfile(os.path.join(directory, *parts)):
+        return None
+    query = [(k, v) for k, v in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)
+             if k != NOT_FOUND_PARAM]
+    query.append((NOT_FOUND_PARAM, "/" + "/".join(parts)))
+    return f"{root_path.rstrip('/')}/?{urlencode(query)}"
+
+
+def install() -> None:
+    """Wrap Streamlit's static file handler with :func:`redirect_target`. Idempotent; call before
+    the server builds its routes (``studio.py`` does, before ``streamlit run``)."""
+    from starlette.responses import RedirectResponse
+    from streamlit.web.server.starlette import starlette_static_routes as routes
+
+    original = routes.create_streamlit_static_handler
+    if getattr(original, "_crbc_nested_urls", False):
+        return
+
+    def handler(directory: str, base_url: str | None) -> Any:
+        files = original(directory=directory, base_url=base_url)
+        serve = files.get_response
+
+        async def get_response(path: str, scope: Any) -> Any:
+            if scope.get("method") in {"GET", "HEAD"}:
+                target = redirect_target(directory, path, scope.get("root_path", ""),
+                                         scope.get("query_string", b""))
+                if target is not None:
+                    return RedirectResponse(target, status_code=302, headers={"Cache-Control": "no-cache"})
+            return await serve(path, scope)
+
+        files.get_response = get_response  # StaticFiles.__call__ looks it up on the instance
+        return files
+
+    handler._crbc_nested_urls = True  # type: ignore[attr-defined]
+    routes.create_streamlit_static_handler = handler
