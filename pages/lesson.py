@@ -22,6 +22,7 @@ from crbc.viz.lesson import (
     backup_figure,
     depth_figure,
     lesson_graph_figure,
+    solution_latex,
     system_latex,
 )
 from ui import lesson_sections as S
@@ -63,6 +64,10 @@ table, fold = view.table, view.fold
 labels = node_labels(p)
 n_anchors = p.n_states
 root = 0  # the first anchor of the group: where every rollout starts in these examples
+busy = st.empty()  # on a big group the sections take seconds: say so until the last one is drawn
+if n_anchors > BIG:
+    busy.info(f"This group has {n_anchors} anchors: the nine sections below appear one by one as "
+              "they are computed (a few seconds on a laptop).", icon=":material/hourglass_top:")
 
 # ---- 1. the group ---------------------------------------------------------------------------
 st.header("1 · The group")
@@ -167,6 +172,7 @@ if n_anchors <= TABLE_MAX_ANCHORS:
     ds = E.dense_system(p, beta=beta, max_states=TABLE_MAX_ANCHORS)
     if n_anchors <= LATEX_MAX_ANCHORS:
         st.latex(system_latex(ds))
+        st.latex(solution_latex(ds))
     with fold(f"The {n_anchors} × {n_anchors} system, row by row"):
         widgets.rows_view(ds.rows())
         st.caption(f"Rows: I - beta M, then b and the solution V (residual {ds.residual:.1e}).")
@@ -298,3 +304,4 @@ tgroup, tt = S.truth_section(beta)
 from ui import lesson_sure  # noqa: E402 (a section appended here, drawn by ui/lesson_sure.py)
 
 lesson_sure.render(tgroup if tgroup is not None else group, tt, beta, sigma_min, table)
+busy.empty()

@@ -279,3 +279,4 @@ def test_lesson_on_a_big_group_prints_the_paths_once_and_folded():
     with_paths = [t for t in at.main.table if "path" in t.value.columns]
     assert len(with_paths) == 1
     assert any(any(t is x for x in ex.table) for ex in at.main.expander for t in with_paths)
+    assert not [i for i in at.info if "appear one by one" in str(i.value)]  # gone once drawn

@@ -217,3 +217,15 @@ def test_a_nested_address_opens_the_studio_with_a_not_found_notice(app_url, page
     assert "There is no page at /lesson/foo" in main, main[:500]
     assert page.locator("[data-testid=stSidebarNav]").count() == 1
     assert "sample=gridworld.jsonl" in _url_with(page, "sample=gridworld") and "not_found" not in page.url, page.url
+
+
+def test_the_lesson_linear_system_fits_a_projector_screen(app_url, page):
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"{app_url}/lesson?lesson_start=worked+example")
+    wait_ready(page, "Lesson", TIMEOUT_MS)
+    page.locator(".katex-display").first.wait_for()
+    page.wait_for_timeout(1000)  # KaTeX's fonts
+    cut = page.evaluate("""() => [...document.querySelectorAll('[data-testid=stMain] .katex-display')]
+        .map(d => [d.scrollWidth, d.clientWidth, d.innerText.slice(0, 40)])
+        .filter(([wide, shown]) => wide > shown + 4)""")
+    assert not cut, cut  # no display scrolls (KaTeX rounds by a pixel or two; it was cut by 110 px after "=> V")

@@ -80,16 +80,23 @@ _TEX_TEXT = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&":
 
 
 def system_latex(ds: DenseSystem, digits: int = 4) -> str:
-    """``(I - beta M) V = b`` with the numbers, and the solution, as one LaTeX display."""
+    """``(I - beta M) V = b`` with the numbers, as one LaTeX display (the solution is
+    :func:`solution_latex`, a display of its own so neither is wider than a projector's column)."""
     n = len(ds.labels)
     a_rows = [" & ".join(fmt(ds.a[i, j], digits) for j in range(n)) for i in range(n)]
     v_syms = r" \\ ".join(f"V({_tex_label(lab)})" for lab in ds.labels)
     b_vals = r" \\ ".join(fmt(x, digits) for x in ds.b)
-    sol = r" \\ ".join(fmt(x, digits) for x in ds.v)
     return (r"\underbrace{\begin{pmatrix}" + r" \\ ".join(a_rows) + r"\end{pmatrix}}_{I-\beta M}"
             + r"\begin{pmatrix}" + v_syms + r"\end{pmatrix} = "
-            + r"\underbrace{\begin{pmatrix}" + b_vals + r"\end{pmatrix}}_{b}"
-            + r"\quad\Longrightarrow\quad V = \begin{pmatrix}" + sol + r"\end{pmatrix}")
+            + r"\underbrace{\begin{pmatrix}" + b_vals + r"\end{pmatrix}}_{b}")
+
+
+def solution_latex(ds: DenseSystem, digits: int = 4) -> str:
+    """``=> V = (V(s0), ..., V(sn))^T``: the solved system of :func:`system_latex` as one display."""
+    sol = r" \\ ".join(fmt(x, digits) for x in ds.v)
+    v_syms = r" \\ ".join(f"V({_tex_label(lab)})" for lab in ds.labels)
+    return (r"\Longrightarrow\quad \begin{pmatrix}" + v_syms + r"\end{pmatrix} = \begin{pmatrix}"
+            + sol + r"\end{pmatrix}")
 
 
 def arithmetic_markdown(ar: AnchorArithmetic) -> list[str]:
