@@ -280,3 +280,21 @@ def test_lesson_on_a_big_group_prints_the_paths_once_and_folded():
     assert len(with_paths) == 1
     assert any(any(t is x for x in ex.table) for ex in at.main.expander for t in with_paths)
     assert not [i for i in at.info if "appear one by one" in str(i.value)]  # gone once drawn
+
+
+def test_a_line_with_several_problems_names_them_all():
+    from crbc.io.rollouts import RolloutFormatError, parse_rollouts
+
+    bad = ('{"group": 7, "steps": [{"anchor": "x", "action": 3, "reward": "lots"}], '
+           '"success": "yes"}')
+    with pytest.raises(RolloutFormatError) as e:
+        parse_rollouts(bad, source="mine.jsonl")
+    msg = str(e.value)
+    assert msg.startswith("mine.jsonl:1: group: must be a string"), msg
+    for part in ("also success: must be true or false", "also steps[0].action: must be a string",
+                 "also steps[0].reward: must be a number"):
+        assert part in msg, msg
+    many = '{"group": "g", "success": true, "steps": [' + ", ".join(['{"anchor": 1}'] * 9) + "]}"
+    with pytest.raises(RolloutFormatError) as e:
+        parse_rollouts(many)
+    assert str(e.value).count("also ") == 4 and "and 13 more" in str(e.value), str(e.value)

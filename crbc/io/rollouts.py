@@ -91,91 +91,111 @@ def _fail(msg: str, source: str, line: int | None, field_: str | None = None):
     raise RolloutFormatError(msg, source, line, field_)
 
 
-def _check_finite(value: Any, source: str, line: int | None, path: str) -> None:
-    """Reject NaN and infinities anywhere in a record (including meta)."""
+MAX_PROBLEMS = 5  #: how many problems of one record its error names
+
+
+def _non_finite(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """(field, message) for every NaN or infinity anywhere in a record (including meta)."""
     if isinstance(value, float) and not math.isfinite(value):
-        _fail(f"non-finite number {value!r}", source, line, path)
+        yield path, f"non-finite number {value!r}"
     elif isinstance(value, dict):
         for k, v in value.items():
-            _check_finite(v, source, line, f"{path}.{k}" if path else k)
+            yield from _non_finite(v, f"{path}.{k}" if path else k)
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            _check_finite(v, source, line, f"{path}[{i}]")
+            yield from _non_finite(v, f"{path}[{i}]")
 
 
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-def rollout_from_dict(obj: Any, source: str = "<input>", line: int | None = None,
-                      default_index: int | None = None) -> Rollout:
-    """Validate one decoded JSON record and build a :class:`Rollout` (docs/FORMATS.md rules)."""
-    if not isinstance(obj, dict):
-        _fail(f"expected a JSON object, got {type(obj).__name__}", source, line, "(record)")
-    _check_finite(obj, source, line, "")  # field names as in every other message: steps[0].reward
+def _refuse(problems: list[tuple[str, str]], source: str, line: int | None) -> None:
+    """Raise one :class:`RolloutFormatError` naming every problem of a record: its field is the
+    first problem's, its message the first problem followed by "; also FIELD: MESSAGE" for up to
+    ``MAX_PROBLEMS`` - 1 more (and how many were left out)."""
+    (field_, msg), rest = problems[0], problems[1:]
+    more = [f"also {f}: {m}" for f, m in rest[:MAX_PROBLEMS - 1]]
+    if len(rest) > MAX_PROBLEMS - 1:
+        more.append(f"and {len(rest) - MAX_PROBLEMS + 1} more")
+    raise RolloutFormatError("; ".join([msg, *more]), source, line, field_)
+
+
+def _step_problems(t: int, s: Any) -> list[tuple[str, str]]:
+    """(field, message) for every way step ``t`` breaks the contract."""
+    p = f"steps[{t}]"
+    if not isinstance(s, dict):
+        return [(p, f"must be an object, got {type(s).__name__}")]
+    out = []
+    for req in ("anchor", "action"):
+        if req not in s:
+            out.append((f"{p}.{req}", "required field is missing"))
+        elif not isinstance(s[req], str):
+            out.append((f"{p}.{req}", f"must be a string, got {type(s[req]).__name__}"))
+        elif len(s[req]) > MAX_TEXT_CHARS:
+            out.append((f"{p}.{req}", f"{len(s[req]):,} characters, more than the limit of "
+                                      f"{MAX_TEXT_CHARS:,} characters for an {req}"))
+    for opt in ("obs", "response"):
+        if s.get(opt) is not None and not isinstance(s[opt], str):
+            out.append((f"{p}.{opt}", f"must be a string, got {type(s[opt]).__name__}"))
+    for num in ("reward", "trainer_advantage"):
+        if s.get(num) is not None and not _is_number(s[num]):
+            out.append((f"{p}.{num}", f"must be a number, got {s[num]!r}"))
+    return out
+
+
+def _record_problems(obj: dict) -> list[tuple[str, str]]:
+    """(field, message) for every way a decoded record breaks the contract, in field order."""
+    out = list(_non_finite(obj))  # field names as in every other message: steps[0].reward
     if "schema" in obj and obj["schema"] != SCHEMA:
-        _fail(f"unsupported schema {obj['schema']!r} (expected {SCHEMA!r})", source, line, "schema")
-    for req in ("group", "steps", "success"):
-        if req not in obj:
-            _fail("required field is missing", source, line, req)
-    group = obj["group"]
-    if not isinstance(group, str):
-        _fail(f"must be a string, got {type(group).__name__}", source, line, "group")
-    if "rollout" in obj and obj["rollout"] is not None:
-        idx = obj["rollout"]
-        if not isinstance(idx, int) or isinstance(idx, bool) or idx < 0:
-            _fail(f"must be a non-negative integer, got {idx!r}", source, line, "rollout")
-    else:
-        idx = default_index
-    success = obj["success"]
-    if not isinstance(success, bool):
-        _fail(f"must be true or false, got {success!r}", source, line, "success")
-    truncated = obj.get("truncated", False)
+        out.append(("schema", f"unsupported schema {obj['schema']!r} (expected {SCHEMA!r})"))
+    out += [(req, "required field is missing") for req in ("group", "steps", "success") if req not in obj]
+    if "group" in obj and not isinstance(obj["group"], str):
+        out.append(("group", f"must be a string, got {type(obj['group']).__name__}"))
+    idx = obj.get("rollout")
+    if idx is not None and (not isinstance(idx, int) or isinstance(idx, bool) or idx < 0):
+        out.append(("rollout", f"must be a non-negative integer, got {idx!r}"))
+    success, truncated = obj.get("success"), obj.get("truncated", False)
+    if "success" in obj and not isinstance(success, bool):
+        out.append(("success", f"must be true or false, got {success!r}"))
     if not isinstance(truncated, bool):
-        _fail(f"must be true or false, got {truncated!r}", source, line, "truncated")
-    if success and truncated:
-        _fail("a truncated rollout cannot be a success (success and truncated both true)",
-              source, line, "truncated")
+        out.append(("truncated", f"must be true or false, got {truncated!r}"))
+    elif success is True and truncated:
+        out.append(("truncated", "a truncated rollout cannot be a success (success and truncated both true)"))
     score = obj.get("score")
     if score is not None and not _is_number(score):
-        _fail(f"must be a number, got {score!r}", source, line, "score")
-    meta = obj.get("meta", {})
-    if meta is None:
-        meta = {}
-    if not isinstance(meta, dict):
-        _fail(f"must be an object, got {type(meta).__name__}", source, line, "meta")
-    steps_raw = obj["steps"]
-    if not isinstance(steps_raw, list):
-        _fail(f"must be a list, got {type(steps_raw).__name__}", source, line, "steps")
-    if not steps_raw:
-        _fail("must hold at least one step", source, line, "steps")
-    steps = []
-    for t, s in enumerate(steps_raw):
-        p = f"steps[{t}]"
-        if not isinstance(s, dict):
-            _fail(f"must be an object, got {type(s).__name__}", source, line, p)
-        for req in ("anchor", "action"):
-            if req not in s:
-                _fail("required field is missing", source, line, f"{p}.{req}")
-            if not isinstance(s[req], str):
-                _fail(f"must be a string, got {type(s[req]).__name__}", source, line, f"{p}.{req}")
-            if len(s[req]) > MAX_TEXT_CHARS:
-                _fail(f"{len(s[req]):,} characters, more than the limit of {MAX_TEXT_CHARS:,} "
-                      f"characters for an {req}", source, line, f"{p}.{req}")
-        for opt in ("obs", "response"):
-            if s.get(opt) is not None and not isinstance(s[opt], str):
-                _fail(f"must be a string, got {type(s[opt]).__name__}", source, line, f"{p}.{opt}")
-        reward = s.get("reward")
-        if reward is not None and not _is_number(reward):
-            _fail(f"must be a number, got {reward!r}", source, line, f"{p}.reward")
-        adv = s.get("trainer_advantage")
-        if adv is not None and not _is_number(adv):
-            _fail(f"must be a number, got {adv!r}", source, line, f"{p}.trainer_advantage")
-        steps.append(Step(s["anchor"], s["action"], s.get("obs"), s.get("response"),
-                          None if reward is None else float(reward),
-                          None if adv is None else float(adv)))
-    return Rollout(group, idx, tuple(steps), success, truncated,
-                   None if score is None else float(score), meta)
+        out.append(("score", f"must be a number, got {score!r}"))
+    meta = obj.get("meta")
+    if meta is not None and not isinstance(meta, dict):
+        out.append(("meta", f"must be an object, got {type(meta).__name__}"))
+    steps = obj.get("steps")
+    if "steps" in obj and not isinstance(steps, list):
+        out.append(("steps", f"must be a list, got {type(steps).__name__}"))
+    elif isinstance(steps, list) and not steps:
+        out.append(("steps", "must hold at least one step"))
+    elif isinstance(steps, list):
+        for t, st in enumerate(steps):
+            out += _step_problems(t, st)
+    return out
+
+
+def rollout_from_dict(obj: Any, source: str = "<input>", line: int | None = None,
+                      default_index: int | None = None) -> Rollout:
+    """Validate one decoded JSON record and build a :class:`Rollout` (docs/FORMATS.md rules).
+    A bad record raises one :class:`RolloutFormatError` that names every problem it has."""
+    if not isinstance(obj, dict):
+        _fail(f"expected a JSON object, got {type(obj).__name__}", source, line, "(record)")
+    problems = _record_problems(obj)
+    if problems:
+        _refuse(problems, source, line)
+    steps = tuple(Step(s["anchor"], s["action"], s.get("obs"), s.get("response"),
+                       None if s.get("reward") is None else float(s["reward"]),
+                       None if s.get("trainer_advantage") is None else float(s["trainer_advantage"]))
+                  for s in obj["steps"])
+    idx = obj["rollout"] if obj.get("rollout") is not None else default_index
+    score = obj.get("score")
+    return Rollout(obj["group"], idx, steps, obj["success"], obj.get("truncated", False),
+                   None if score is None else float(score), obj.get("meta") or {})
 
 
 def rollout_to_dict(r: Rollout) -> dict[str, Any]:
