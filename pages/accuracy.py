@@ -13,7 +13,7 @@ import streamlit as st
 
 from crbc.viz import accuracy as VA
 from crbc.viz.style import png_config
-from ui import routing, state, url
+from ui import state, url
 
 METRICS = {"spearman": "Spearman (rank agreement)", "sign": "sign agreement", "rmse": "RMSE of Q − V"}
 TARGETS = {"step": "per-step truth A_t", "anchor": "anchor-level truth A(s, a)"}
@@ -70,7 +70,6 @@ def _show(result: dict, metric: str, target: str, key: str) -> None:
         st.dataframe(VA.accuracy_table(result, metric, target), width="stretch")
 
 
-routing.ensure_navigation()  # a deep link's first run goes through app.py
 st.title("Estimator accuracy")
 st.caption(
     "On our own environments the truth is computable: the dynamics are known and the tiny "

@@ -19,7 +19,7 @@ import crbc.train.analysis as A
 from crbc.io.rollouts import RolloutFormatError
 from crbc.train.diagnostics import DIAGNOSTICS
 from crbc.viz import runs as V
-from ui import routing, run_review, state, url, widgets
+from ui import run_review, state, url, widgets
 
 MAX_ZIP_MB = 50
 OPEN_IN = [("pages/graph.py", "Anchor graph", ":material/hub:"),
@@ -83,7 +83,6 @@ def _stamp(rel: str) -> float:
     return p.stat().st_mtime if p.exists() else 0.0
 
 
-routing.ensure_navigation()  # a deep link's first run goes through app.py
 st.title("Training runs")
 st.caption("Runs of `python -m crbc train` / `experiment` (format `crbc.run/1`): success against "
            "iterations per estimator, the estimator's diagnostics on each iteration's batch, and any "

@@ -57,10 +57,10 @@ def test_backups_opens_at_the_url_depth_and_reaches_convergence():
 
 def test_lesson_picker_reads_the_new_outcome_after_a_flip():
     at = _app("pages/lesson.py", sample="worked-example.jsonl")
-    assert at.selectbox(key="lesson_flip_r").value == "#1 (success)"
+    assert at.selectbox(key="lesson_flip_r").value == "rollout 0 (success)"
     at.button(key="lesson_flip").click().run()
-    assert at.selectbox(key="lesson_flip_r").value == "#1 (failure)"
-    assert "#1 (failure)" in at.selectbox(key="lesson_flip_r").options
+    assert at.selectbox(key="lesson_flip_r").value == "rollout 0 (failure)"
+    assert "rollout 0 (failure)" in at.selectbox(key="lesson_flip_r").options
 
 
 # ---------------------------------------------------------------- defect 7: a big group on the lesson
@@ -134,10 +134,14 @@ def _step_rows(at: AppTest) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------- defect 12: small ones
 
 
-def test_lesson_numbers_rollouts_from_one():
+def test_lesson_names_rollouts_by_their_ids_in_the_file_as_every_page_does():
     at = _app("pages/lesson.py", sample="worked-example.jsonl")
     first = at.table[0].value
-    assert first["rollout"].astype(str).tolist() == ["1", "2", "3", "4", "5"]
+    assert first["rollout"].astype(str).tolist() == ["0", "1", "2", "3", "4"]
+    assert at.selectbox(key="lesson_flip_r").options[0].startswith("rollout 0 ")
+    from crbc.io.rollouts import read_rollouts
+    ids = [r.rollout for r in read_rollouts(ROOT / "sample_rollouts" / "worked-example.jsonl")[0]]
+    assert ids == [0, 1, 2, 3, 4]  # the ids the sidebar and every other page show
 
 
 def test_lesson_hides_the_sidebar_pickers_it_does_not_use():

@@ -83,7 +83,7 @@ def test_lesson_shows_the_worked_example_numbers_of_crbc_md(lesson):
 
 def test_flipping_an_outcome_changes_every_table(lesson):
     before = _tables(lesson)
-    lesson.selectbox(key="lesson_flip_r").set_value("#2 (failure)")  # docs/MATH.md's rollout 2
+    lesson.selectbox(key="lesson_flip_r").set_value("rollout 1 (failure)")  # the second rollout of the worked example
     lesson.button(key="lesson_flip").click().run()
     assert not lesson.exception
     assert "rollout 2: outcome flipped to success" in "\n".join(c.value for c in lesson.caption)
@@ -97,7 +97,7 @@ def test_flipping_an_outcome_changes_every_table(lesson):
 
 
 def test_editing_a_step(lesson):
-    lesson.selectbox(key="lesson_edit_r").set_value("#1 (success)")
+    lesson.selectbox(key="lesson_edit_r").set_value("rollout 0 (success)")
     lesson.number_input(key="lesson_edit_t").set_value(1)
     lesson.text_input(key="lesson_edit_action").input("b")
     lesson.button(key="lesson_edit").click().run()

@@ -7,7 +7,7 @@ positions) travels in a :class:`LessonView`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
@@ -28,15 +28,14 @@ TRUTH_RIVALS = ("visit_local", "crbc", "shortest_path")
 
 @dataclass(frozen=True)
 class LessonView:
-    """The lesson group as its tables need it: the merged process, its anchors' count and each
-    rollout's position 1..n in the group (rollouts are numbered so on this page, as in docs/MATH.md)."""
+    """The lesson group as its tables need it: the merged process and its anchors' count
+    (rollouts keep their ids of the file, as on every other page)."""
 
     process: Process
-    pos: dict[int, int] = field(default_factory=dict)
 
     @classmethod
     def of(cls, p: Process) -> LessonView:
-        return cls(p, {int(ix): k + 1 for k, ix in enumerate(p.rollout_index)})
+        return cls(p)
 
     @property
     def n_anchors(self) -> int:
@@ -53,10 +52,8 @@ class LessonView:
 
     def table(self, rows, fields: tuple[str, ...] | None = None, **kw) -> None:
         """A static table of typed rows (:mod:`crbc.explain.table_rows`) or dicts, ``fields``
-        (attribute names) picking columns; rollouts numbered by their position."""
+        (attribute names) picking columns."""
         rows = [cells(r, fields) for r in rows]
-        if rows and "rollout" in rows[0]:
-            rows = [{**r, "rollout": self.pos.get(r["rollout"], r["rollout"])} for r in rows]
         widgets.rows_view(format_rows(rows, **kw))  # a long table (a big group): a scrolling grid
 
 
@@ -99,7 +96,7 @@ def change_panel(view: LessonView, group: RolloutGroup, labels: tuple[str, ...],
                 i, t = picked
                 stp = group.rollouts[i].steps[t - 1]
                 where = labels[int(p.step_state[int(p.rollout_offsets[i]) + t - 1])]
-                st.info(f"Editing rollout {i + 1}, step {t} ({short(where, 80)} --{short(stp.action, 80)}-->): type a new "
+                st.info(f"Editing rollout {group.rollouts[i].rollout}, step {t} ({short(where, 80)} --{short(stp.action, 80)}-->): type a new "
                         "anchor or action and apply.", icon=":material/edit:")
             e1, e2, e3, e4 = st.columns([1.2, 0.8, 1, 1])
             e1.selectbox("Rollout ", rollout_opts, key="lesson_edit_r")

@@ -50,9 +50,9 @@ def bump() -> None:
 
 
 def rollout_label(g: RolloutGroup, i: int) -> str:
-    """How a rollout is named on this page: its position 1..n (as docs/MATH.md numbers them)."""
+    """How the ``i``-th rollout is named on this page: its id in the file, as on every page."""
     r = g.rollouts[i]
-    return f"#{i + 1} ({'success' if r.success and not r.truncated else 'failure'})"
+    return f"rollout {r.rollout} ({'success' if r.success and not r.truncated else 'failure'})"
 
 
 def flip_at(i: int) -> None:
@@ -61,7 +61,7 @@ def flip_at(i: int) -> None:
     new = st.session_state["lesson_group"] = flip_outcome(g, i)
     r = new.rollouts[i]
     st.session_state["lesson_edits"].append(
-        f"rollout {i + 1}: outcome flipped to {'success' if r.success else 'failure'}")
+        f"rollout {r.rollout}: outcome flipped to {'success' if r.success else 'failure'}")
     # the pickers show the rollout under its new outcome
     st.session_state["lesson_flip_r"] = rollout_label(new, i)
     if st.session_state.get("lesson_edit_r") == rollout_label(g, i):
@@ -93,7 +93,7 @@ def edit() -> None:
     if what:
         st.session_state["lesson_before"] = g
         st.session_state["lesson_group"] = new
-        st.session_state["lesson_edits"].append(f"rollout {i + 1}, step {t}: {what}")
+        st.session_state["lesson_edits"].append(f"rollout {g.rollouts[i].rollout}, step {t}: {what}")
         bump()
 
 

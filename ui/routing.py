@@ -25,7 +25,7 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-__all__ = ["app_running", "ensure_navigation", "running_main_script"]
+__all__ = ["app_is_running", "app_running", "ensure_navigation", "running_main_script"]
 
 # set while app.py's main() runs, per script thread (each session runs its script in its own
 # thread): under st.navigation the run context names the requested page, not app.py, so the
@@ -41,6 +41,11 @@ def app_running() -> Iterator[None]:
         yield
     finally:
         _APP.on = False
+
+
+def app_is_running() -> bool:
+    """True while ``app.py``'s run is on this thread (so containers it made in this run exist)."""
+    return bool(getattr(_APP, "on", False))
 
 
 def running_main_script() -> bool | None:

@@ -11,6 +11,7 @@ from typing import Any
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
+from ui import routing
 from ui.nested_urls import NOT_FOUND_PARAM
 from ui.widgets import code
 
@@ -31,6 +32,13 @@ def notice_box(box: Any) -> None:
         box.warning(msg, icon=":material/link_off:")
 
 
+def _notice_target() -> Any:
+    """app.py's notice container of this run; the page itself when a page file runs without
+    app.py (the container of an earlier run is gone)."""
+    box = st.session_state.get("_crbc_notice_box")
+    return box if box is not None and routing.app_is_running() else st
+
+
 def url_notice(key: str, value: Any, why: str) -> None:
     """Say at the top of the page that URL parameter ``key=value`` was ignored, and why."""
     shown = str(value)
@@ -40,8 +48,7 @@ def url_notice(key: str, value: Any, why: str) -> None:
     if msg in notes or msg in st.session_state.get("_crbc_notes_shown", []):
         return
     notes.append(msg)
-    box = st.session_state.get("_crbc_notice_box")
-    (box if box is not None else st).warning(msg, icon=":material/link_off:")
+    _notice_target().warning(msg, icon=":material/link_off:")
 
 
 def not_found_notice(default_title: str) -> None:
@@ -58,8 +65,7 @@ def not_found_notice(default_title: str) -> None:
     notes = st.session_state.setdefault("_crbc_notes", [])
     if msg not in notes:
         notes.append(msg)
-    box = st.session_state.get("_crbc_notice_box")
-    (box if box is not None else st).warning(msg, icon=":material/link_off:")
+    _notice_target().warning(msg, icon=":material/link_off:")
 
 
 def _from_link(key: str) -> str | None:
