@@ -58,8 +58,9 @@ def _iteration_groups(run_key: str, iteration: int, _run: R.Run):
 @st.cache_data(show_spinner=False, ttl=30)
 def _newest_first(root: str, shipped: tuple[str, ...]) -> list[str]:
     """The experiment folders of the shipped runs, the most recently created first (the newest
-    ``created_at`` of their runs' run.json; an unreadable one counts as oldest), so the page
-    opens on the latest comparison."""
+    ``created_at`` of their runs' run.json; an unreadable one counts as oldest), a folder with a
+    pre-registered report (``prereg.json``, devtools/prereg_report.py) before all others, so the
+    page opens on the pre-registered comparison."""
     newest: dict[str, str] = {}
     for rel in shipped:
         try:
@@ -68,7 +69,8 @@ def _newest_first(root: str, shipped: tuple[str, ...]) -> list[str]:
             stamp = ""
         exp = str(Path(rel).parent)
         newest[exp] = max(newest.get(exp, ""), stamp)
-    return sorted(newest, key=lambda e: (newest[e], e), reverse=True)
+    prereg = {e: (Path(root) / e / "prereg.json").is_file() for e in newest}
+    return sorted(newest, key=lambda e: (prereg[e], newest[e], e), reverse=True)
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import crbc.io.run_writer as RW  # noqa: E402
@@ -123,6 +124,12 @@ def test_experiments_are_shown_one_at_a_time(tmp_path, monkeypatch):
     at.selectbox(key="runs_exp").set_value("exp-a").run()
     assert sorted(at.multiselect(key="runs_pick_exp-a").value) == ["exp-a/crbc-s0", "exp-a/crbc-s1",
                                                                     "exp-a/grpo-s0"]
+    (tmp_path / "runs" / "exp-a" / "prereg.json").write_text("{}")  # a pre-registered report
+    st.cache_data.clear()  # the folder list is cached for 30 s
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.run()
+    at.switch_page("pages/runs.py").run()
+    assert at.selectbox(key="runs_exp").options == ["exp-a", "exp-b"]  # opens on it, newer or not
     assert at.selectbox(key="runs_run").options == ["grpo-s0", "crbc-s0", "crbc-s1"]
     at.selectbox(key="runs_exp").set_value("exp-b").run()
     assert not at.exception, at.exception
