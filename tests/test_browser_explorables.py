@@ -171,7 +171,7 @@ def test_lesson_graph_chip_flips_an_outcome_and_shows_before_after(app_url, page
       const gd = document.querySelector('[class*=st-key-lesson_graph_] .js-plotly-plot');
       return gd && gd.data && gd.data.some(d => d.name === 'outcomes') && gd._fullLayout;
     }""", timeout=TIMEOUT_MS)
-    # the chip of rollout 2 (a failure through s1 in docs/MATH.md section 8)
+    # the chip of rollout 1 (the second; a failure through s1 in docs/MATH.md section 8)
     xy = page.evaluate("""() => {
       const gd = document.querySelector('[class*=st-key-lesson_graph_] .js-plotly-plot');
       const tr = gd.data.find(d => d.name === 'outcomes');
@@ -180,7 +180,7 @@ def test_lesson_graph_chip_flips_an_outcome_and_shows_before_after(app_url, page
       return [r.left + L.xaxis._offset + L.xaxis.d2p(tr.x[k]), r.top + L.yaxis._offset + L.yaxis.d2p(tr.y[k])];
     }""")
     page.mouse.click(xy[0], xy[1])
-    page.get_by_text("rollout 2: outcome flipped to success").first.wait_for(timeout=TIMEOUT_MS)
+    page.get_by_text("rollout 1: outcome flipped to success").first.wait_for(timeout=TIMEOUT_MS)
     wait_ready(page, "Lesson", TIMEOUT_MS)
     _no_exception(page)
     main = page.inner_text("[data-testid=stMain]")
@@ -191,7 +191,7 @@ def test_lesson_graph_chip_flips_an_outcome_and_shows_before_after(app_url, page
       const out = gd && gd.data && gd.data.find(d => d.name === 'outcomes');
       return out && [out.text, !!gd.data.find(d => d.name === 'changed')];
     }""", timeout=TIMEOUT_MS).json_value()
-    assert "2 ✓" in chips[0] and chips[1]
+    assert "1 ✓" in chips[0] and chips[1]
     _shot(page, artifacts_dir, "lesson-chip-flip")
 
 

@@ -86,7 +86,7 @@ def test_flipping_an_outcome_changes_every_table(lesson):
     lesson.selectbox(key="lesson_flip_r").set_value("rollout 1 (failure)")  # the second rollout of the worked example
     lesson.button(key="lesson_flip").click().run()
     assert not lesson.exception
-    assert "rollout 2: outcome flipped to success" in "\n".join(c.value for c in lesson.caption)
+    assert "rollout 1: outcome flipped to success" in "\n".join(c.value for c in lesson.caption)
     sys_table = next(t.value for t in lesson.table if "b" in t.value.columns and "V" in t.value.columns)
     # s1 now always succeeds: V(s1) = beta
     assert sys_table["V"].tolist()[1] == "0.9800"
@@ -102,11 +102,21 @@ def test_editing_a_step(lesson):
     lesson.text_input(key="lesson_edit_action").input("b")
     lesson.button(key="lesson_edit").click().run()
     assert not lesson.exception
-    assert "rollout 1, step 1: action b" in "\n".join(c.value for c in lesson.caption)
+    assert "rollout 0, step 1: action b" in "\n".join(c.value for c in lesson.caption)
     # only b is observed at s0 now: the gate closes there
     assert "only 1 action observed: gate closed" in _codes(lesson)
     # every step table follows: rollout 0 now starts with s0 -b-> s1
     assert "s0 -b-> s1 -c-> z+" in _tables(lesson)
+
+
+def test_a_long_new_anchor_is_refused_rather_than_renaming_every_anchor(lesson):
+    lesson.selectbox(key="lesson_edit_r").set_value("rollout 0 (success)")
+    lesson.number_input(key="lesson_edit_t").set_value(2)
+    lesson.text_input(key="lesson_edit_anchor").input("a room with a very long description")
+    lesson.button(key="lesson_edit").click().run()
+    assert not lesson.exception
+    assert any("would rename every anchor" in e.value for e in lesson.error)
+    assert "s0 -a-> s1 -c-> z+" in _tables(lesson)  # the group and its names unchanged
 
 
 def test_lesson_on_the_rare_route_sample(lesson):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from crbc.explain.anchor_names import SHORT_LABEL, is_short
 from crbc.explain.what_if import edit_step, flip_outcome
 from crbc.io.rollouts import RolloutGroup, read_rollouts
 from ui import state, widgets
@@ -84,6 +85,15 @@ def edit() -> None:
     t = int(st.session_state.get("lesson_edit_t", 1))
     anchor = (st.session_state.get("lesson_edit_anchor") or "").strip() or None
     action = (st.session_state.get("lesson_edit_action") or "").strip() or None
+    named_by_text = all(is_short(s.anchor) for r in g.rollouts for s in r.steps)
+    if anchor is not None and named_by_text and not is_short(anchor):
+        # one long anchor would switch the whole group to s0, s1, ... by first appearance, and
+        # "s2" would start meaning another anchor: refuse it rather than rename the others
+        st.session_state["lesson_error"] = (
+            f"this group's anchors are named by their own text, so a new anchor must be one line "
+            f"of at most {SHORT_LABEL} characters (this one has {len(anchor):,}); a longer one "
+            "would rename every anchor of the group")
+        return
     try:
         new = edit_step(g, i, t, anchor=anchor, action=action)
     except (IndexError, ValueError) as e:

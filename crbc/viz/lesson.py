@@ -262,7 +262,7 @@ def lesson_graph_figure(p: Process, value_S: np.ndarray, *, value_name: str = "V
 
     - ``["edge", i, t]`` a diamond on each observed (anchor, action, successor): its first step
       (rollout position i, step t), to edit;
-    - ``["outcome", i, 0]`` one chip per rollout beside its boundary (✓ / ✗, numbered 1..n),
+    - ``["outcome", i, 0]`` one chip per rollout beside its boundary (✓ / ✗, with the rollout's id of the file),
       to flip that rollout's outcome;
     - ``["node", s, 0]`` the anchors.
 
@@ -307,7 +307,7 @@ def lesson_graph_figure(p: Process, value_S: np.ndarray, *, value_name: str = "V
         my.append(py)
         mtext.append(plain(name, 24))
         mdata.append(["edge", i, t])
-        mhover.append(f"{plain(labels[s])} --{plain(name)}--> {plain(xname)}<br>click: edit rollout {i + 1}, step {t}")
+        mhover.append(f"{plain(labels[s])} --{plain(name)}--> {plain(xname)}<br>click: edit rollout {int(p.rollout_index[i])}, step {t}")
     fig.add_trace(go.Scatter(x=mx, y=my, mode="markers+text", text=mtext, textposition="top center",
                              textfont=dict(size=11, color="#444"),
                              marker=dict(symbol="diamond", size=11, color="white",
@@ -340,10 +340,10 @@ def lesson_graph_figure(p: Process, value_S: np.ndarray, *, value_name: str = "V
         count[b] += 1
         cx.append(float(lay.x_B[b]) + 0.55 * gap * (1 + k // 4))
         cy.append(-float(lay.y_B[b]) + (1 if b == 0 else -1) * 22 * (k % 4) - (0 if b == 0 else 0))
-        ctext.append(f"{i + 1} {'✓' if ok else '✗'}")
+        ctext.append(f"{int(p.rollout_index[i])} {'✓' if ok else '✗'}")
         ccol.append(Z_PLUS_COLOR if ok else Z_MINUS_COLOR)
         cdata.append(["outcome", i, 0])
-        chover.append(f"rollout {i + 1} {'succeeded' if ok else 'failed'}: click to flip its outcome")
+        chover.append(f"rollout {int(p.rollout_index[i])} {'succeeded' if ok else 'failed'}: click to flip its outcome")
     fig.add_trace(go.Scatter(x=cx, y=cy, mode="markers+text", text=ctext, textposition="middle right",
                              textfont=dict(size=12, color=ccol),
                              marker=dict(symbol="circle", size=14, color="white", line=dict(color=ccol, width=2)),
