@@ -85,7 +85,10 @@ def markdown(rep: dict[str, Any]) -> str:
               prereg.markdown(rep["temperature_0.4"]), ""]
     if "token_mean" in rep:
         tm = rep["token_mean"]
-        lines += ["## Loss aggregation: token-mean over step rows (descriptive, 5 seeds)", "",
+        done = ", ".join(f"{e} {len(v)}" for e, v in tm["finished_seeds"].items())
+        lines += ["## Loss aggregation: token-mean over step rows (descriptive; planned: 5 seeds per arm)", "",
+                  f"Finished seeds per arm: {done}." + ("" if all(len(v) >= 5 for v in tm["finished_seeds"].values())
+                                                        else " **Incomplete: no conclusion is drawn from it.**"), "",
                   "| arm | mean final success, token-mean | same seeds, episode weighting |", "|---|---|---|"]
         for e, m in tm["mean_final"].items():
             ep = tm["episode_mean_final_same_seeds"].get(e)

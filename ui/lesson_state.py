@@ -85,6 +85,11 @@ def edit() -> None:
     t = int(st.session_state.get("lesson_edit_t", 1))
     anchor = (st.session_state.get("lesson_edit_anchor") or "").strip() or None
     action = (st.session_state.get("lesson_edit_action") or "").strip() or None
+    try:
+        new = edit_step(g, i, t, anchor=anchor, action=action)
+    except (IndexError, ValueError) as e:
+        st.session_state["lesson_error"] = str(e)
+        return
     named_by_text = all(is_short(s.anchor) for r in g.rollouts for s in r.steps)
     if anchor is not None and named_by_text and not is_short(anchor):
         # one long anchor would switch the whole group to s0, s1, ... by first appearance, and
@@ -93,11 +98,6 @@ def edit() -> None:
             f"this group's anchors are named by their own text, so a new anchor must be one line "
             f"of at most {SHORT_LABEL} characters (this one has {len(anchor):,}); a longer one "
             "would rename every anchor of the group")
-        return
-    try:
-        new = edit_step(g, i, t, anchor=anchor, action=action)
-    except (IndexError, ValueError) as e:
-        st.session_state["lesson_error"] = str(e)
         return
     what = ", ".join(x for x in (anchor and f"anchor {anchor}", action and f"action {action}") if x)
     if what:
