@@ -164,9 +164,9 @@ def test_lesson_numbers_match_crbc_md_section_8(app_url, context):
     assert page.locator(".katex").count() > 0  # the linear system is typeset
     _shot(page, "lesson-worked-example")
 
-    # flip rollout 1 (s0 -a-> s1 -c-> z+; numbered 1..n as in docs/MATH.md) to a failure: s1 never succeeds any more
+    # flip rollout 0 (s0 -a-> s1 -c-> z+; the file's ids, as docs/MATH.md numbers them) to a failure: s1 never succeeds any more
     page.get_by_role("button", name="Flip its outcome").click()
-    _wait_text(page, "rollout 1: outcome flipped to failure")
+    _wait_text(page, "rollout 0: outcome flipped to failure")
     _wait_idle(page)
     text = _main_text(page)
     assert "Q(s0,a) = 0.98 × (1 × V(s1)) = 0.98 × (1 × 0.0000) = 0.0000" in text

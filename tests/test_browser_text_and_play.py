@@ -189,7 +189,7 @@ def _nav(pg, name: str, title: str) -> None:
     wait_ready(pg, title, TIMEOUT_MS, after_run=n)
 
 
-def _url_with(pg, part: str, timeout: float = 20.0) -> str:
+def _url_with(pg, part: str, timeout: float = 45.0) -> str:
     """The page's URL once it holds ``part`` (or after ``timeout`` s). Waits with the page's own
     timer, which lets Playwright take in the URL change (time.sleep would not)."""
     deadline = time.time() + timeout
