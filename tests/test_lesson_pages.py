@@ -96,12 +96,17 @@ def test_flipping_an_outcome_changes_every_table(lesson):
     assert sys_table["V"].tolist() == ["0.3842", "0.4900", "0.3267"]
 
 
-def test_editing_a_step(lesson):
-    lesson.selectbox(key="lesson_edit_r").set_value("rollout 0 (success)")
-    lesson.number_input(key="lesson_edit_t").set_value(1)
-    lesson.text_input(key="lesson_edit_action").input("b")
+def _edit(lesson, rollout: str, t: int, field: str, value: str) -> None:
+    """Fill the Lesson's edit form (``field``: "anchor" or "action") and apply it."""
+    lesson.selectbox(key="lesson_edit_r").set_value(rollout)
+    lesson.number_input(key="lesson_edit_t").set_value(t)
+    lesson.text_input(key=f"lesson_edit_{field}").input(value)
     lesson.button(key="lesson_edit").click().run()
     assert not lesson.exception
+
+
+def test_editing_a_step(lesson):
+    _edit(lesson, "rollout 0 (success)", 1, "action", "b")
     assert "rollout 0, step 1: action b" in "\n".join(c.value for c in lesson.caption)
     # only b is observed at s0 now: the gate closes there
     assert "only 1 action observed: gate closed" in _codes(lesson)
@@ -110,11 +115,7 @@ def test_editing_a_step(lesson):
 
 
 def test_a_long_new_anchor_is_refused_rather_than_renaming_every_anchor(lesson):
-    lesson.selectbox(key="lesson_edit_r").set_value("rollout 0 (success)")
-    lesson.number_input(key="lesson_edit_t").set_value(2)
-    lesson.text_input(key="lesson_edit_anchor").input("a room with a very long description")
-    lesson.button(key="lesson_edit").click().run()
-    assert not lesson.exception
+    _edit(lesson, "rollout 0 (success)", 2, "anchor", "a room with a very long description")
     assert any("would rename every anchor" in e.value for e in lesson.error)
     assert "s0 -a-> s1 -c-> z+" in _tables(lesson)  # the group and its names unchanged
 

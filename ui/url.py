@@ -43,7 +43,11 @@ def url_notice(key: str, value: Any, why: str) -> None:
     """Say at the top of the page that URL parameter ``key=value`` was ignored, and why."""
     shown = str(value)
     shown = shown if len(shown) <= 40 else shown[:40] + "…"
-    msg = f"Ignored URL parameter {code(f'{key}={shown}')}: {why}; using the default instead."
+    _post(f"Ignored URL parameter {code(f'{key}={shown}')}: {why}; using the default instead.")
+
+
+def _post(msg: str) -> None:
+    """Show ``msg`` at the top of the page once (a notice already shown or queued is skipped)."""
     notes = st.session_state.setdefault("_crbc_notes", [])
     if msg in notes or msg in st.session_state.get("_crbc_notes_shown", []):
         return
@@ -60,12 +64,8 @@ def not_found_notice(default_title: str) -> None:
     with contextlib.suppress(KeyError, StreamlitAPIException):
         del st.query_params[NOT_FOUND_PARAM]
     shown = where if len(where) <= 80 else where[:80] + "…"
-    msg = (f"There is no page at {code(shown)}: the studio's pages have one-part addresses such "
-           f"as /lesson or /graph. Showing {default_title} instead.")
-    notes = st.session_state.setdefault("_crbc_notes", [])
-    if msg not in notes:
-        notes.append(msg)
-    _notice_target().warning(msg, icon=":material/link_off:")
+    _post(f"There is no page at {code(shown)}: the studio's pages have one-part addresses such "
+          f"as /lesson or /graph. Showing {default_title} instead.")
 
 
 def _from_link(key: str) -> str | None:
