@@ -18,7 +18,7 @@ from crbc.estimators import registry as estimators
 from crbc.estimators.params import Param
 from crbc.io.rollouts import RolloutGroup
 from ui import state, upload, url, widgets
-from ui.state import Source, current_source, load_upload, model_dirs
+from ui.state import Source, current_source, model_dirs
 from ui.url import drop_invalid
 
 MAX_GENERATED = 32  # live groups kept in memory (shared by every session; oldest dropped)
@@ -62,13 +62,12 @@ def _sample_source() -> None:
     drop_invalid("sample", names)
     name = st.sidebar.selectbox("Sample", names, key="sample", bind="query-params",
                                 help="Rollout groups shipped with the project (sample_rollouts/).")
-    data = (state.SAMPLES_DIR / name).read_bytes()
-    groups, err = load_upload(name, data)
+    content, groups, err = state.load_sample(state.SAMPLES_DIR / name)
     if err:
         st.sidebar.error(err)
         _clear_source()
         return
-    _set_source(Source(f"sample:{name}:{state.digest(data)}", f"sample {name}", groups))
+    _set_source(Source(f"sample:{name}:{content}", f"sample {name}", groups))
 
 
 def _upload_source() -> None:

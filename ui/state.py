@@ -80,7 +80,7 @@ def load_upload(name: str, data: bytes) -> tuple[list[RolloutGroup] | None, str 
         return None, (f"{name}: the file is {len(data) / 2**20:.1f} MB; the limit is "
                       f"{MAX_UPLOAD_MB} MB. Split it into smaller files.")
     try:
-        return _parse(data, name), None
+        return list(_parse(digest(data), name, data)), None
     except RolloutFormatError as first:
         errs, more = bad_lines(data, name)
         if not errs or (len(errs) == 1 and not more):
@@ -96,9 +96,26 @@ def digest(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()[:16]
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def _parse(data: bytes, name: str) -> list[RolloutGroup]:
-    return parse_rollouts(data, source=name)
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _parse(content: str, name: str, _data: bytes) -> tuple[RolloutGroup, ...]:
+    """The groups of a file, parsed once per (content hash, name) and shared by every run and
+    session (the groups are frozen dataclasses; nobody edits them in place). A hit costs
+    nothing: no hashing of the bytes, no copy of the groups."""
+    return tuple(parse_rollouts(_data, source=name))
+
+
+def load_sample(path: Path) -> tuple[str, list[RolloutGroup] | None, str | None]:
+    """A samples-folder file as ``(content hash, groups, None)`` or ``("", None, message)``;
+    read and hashed again only when its size or modification time changed."""
+    st_ = path.stat()
+    return _sample(str(path), st_.st_size, st_.st_mtime_ns)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _sample(path: str, size: int, mtime_ns: int) -> tuple[str, list[RolloutGroup] | None, str | None]:
+    data = Path(path).read_bytes()
+    groups, err = load_upload(Path(path).name, data)
+    return ("", None, err) if err else (digest(data), groups, None)
 
 
 @dataclass(frozen=True, eq=False)
