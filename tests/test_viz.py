@@ -220,3 +220,80 @@ def test_diagnostics_figure_fast_build_equals_a_validated_build():
     assert [s["x0"] for s in fast["layout"]["shapes"]] == [2] * len(DIAG_PANELS)
     n_series = sum(len(r.series(k)[0]) > 0 for r in runs for k, _, _ in DIAG_PANELS)
     assert len(fast["data"]) == n_series
+
+
+@pytest.mark.parametrize("n_panels,cols", [(1, 2), (2, 2), (5, 2), (4, 3)])
+def test_credit_heatmaps_grid_equals_plotly_make_subplots(walk, n_panels, cols):
+    """credit_heatmaps assembles its grid as JSON without plotly's checks (a fast path): the
+    figure must survive validation unchanged, and every panel's axis domains, anchors and title
+    must be where plotly's own make_subplots puts them (the slow, obvious twin)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    _, p = walk
+    c = estimators.compute("crbc", p)
+    names = [f"e{i}" for i in range(n_panels)]
+    fig = heatmaps.credit_heatmaps({n: heatmaps.credit_heatmap(c, "step_advantage", zmax=1.0) for n in names},
+                                   height_per_panel=300, cols=cols)
+    fast = json.loads(fig.to_json())
+    assert fast == json.loads(go.Figure(fig.to_dict()).to_json())  # raises on any invalid property
+    rows = -(-n_panels // cols)
+    ref = make_subplots(rows=rows, cols=min(cols, n_panels), subplot_titles=names,
+                        horizontal_spacing=0.12 if min(cols, n_panels) > 1 else 0.02,
+                        vertical_spacing=min(0.3, 90 / (300 * rows))).to_dict()["layout"]
+    for i, n in enumerate(names):
+        xa, ya = fast["layout"]["meta"]["panels"][n]
+        xk, yk = xa.replace("x", "xaxis"), ya.replace("y", "yaxis")
+        assert np.allclose(fast["layout"][xk]["domain"], ref[xk]["domain"])
+        assert np.allclose(fast["layout"][yk]["domain"], ref[yk]["domain"])
+        assert fast["layout"][xk]["anchor"] == ref[xk]["anchor"] and fast["layout"][yk]["anchor"] == ref[yk]["anchor"]
+        mine = next(a for a in fast["layout"]["annotations"] if a["text"] == n)
+        theirs = next(a for a in ref["annotations"] if a["text"] == n)
+        assert (mine["x"], mine["y"]) == pytest.approx((theirs["x"], theirs["y"]))
+        panel = [t for t in fast["data"] if t.get("legendgroup") == n]
+        assert [t["name"] for t in panel] == ["credit", "cells"]
+        assert all((t["xaxis"], t["yaxis"]) == (xa, ya) for t in panel)
+        assert panel[0]["coloraxis"] == "coloraxis" and "zmin" not in panel[0]
+
+
+def test_evidence_marks_are_the_clickable_cells_one_symbol_per_step(walk):
+    """Every cell's mark is its step's evidence (sure: filled, unsure: open, none: a dot), drawn on
+    the clickable points (no second trace of text labels); the figure stays valid."""
+    import plotly.graph_objects as go
+
+    from crbc.estimators.bootstrap import credit_intervals
+    from crbc.viz.intervals import MARK_STYLE, evidence_marks
+
+    _, p = walk
+    c = estimators.compute("crbc", p)
+    ev = credit_intervals(p, "crbc", n_resamples=20, seed=0).evidence_N
+    fig = evidence_marks(heatmaps.credit_heatmap(c, "credit"), p, ev)
+    assert [t.name for t in fig.data] == ["credit", "cells"]
+    cells = fig.data[1]
+    for (pos, t, *_rest), sym, size in zip(cells.customdata, cells.marker.symbol, cells.marker.size, strict=True):
+        kind = ev[int(p.rollout_offsets[int(pos)]) + int(t) - 1]
+        assert (sym, size) == MARK_STYLE[kind]
+    json.loads(go.Figure(fig.to_dict()).to_json())
+
+
+def test_sure_only_on_binned_columns_keeps_a_bin_with_a_sure_step():
+    """Beyond MAX_COLUMNS steps a cell is a bin of steps; "sure only" keeps a bin when any of its
+    steps is sure (checked against a per-step loop) and blanks the others."""
+    from crbc.viz.binning import MAX_COLUMNS, bin_width
+    from crbc.viz.intervals import evidence_marks
+
+    g = random_walk_group(4, 2 * MAX_COLUMNS + 50, size=9, seed=1)
+    p = merge([g])
+    c = estimators.compute("crbc", p)
+    rng = np.random.default_rng(0)
+    ev = rng.choice(np.array(["sure", "unsure", "none"]), size=p.n_steps, p=[0.02, 0.49, 0.49])
+    fig = evidence_marks(heatmaps.credit_heatmap(c, "credit"), p, ev, sure_only=True)
+    z = np.asarray(fig.data[0].z, float)
+    w = bin_width(int(p.rollout_len.max()))
+    assert w > 1 and z.shape[1] < int(p.rollout_len.max())
+    want = np.zeros(z.shape, dtype=bool)
+    for n in range(p.n_steps):
+        if ev[n] == "sure":
+            want[p.step_rollout[n], (p.step_t[n] - 1) // w] = True
+    assert np.array_equal(np.isfinite(z), want & np.isfinite(np.asarray(
+        heatmaps.credit_heatmap(c, "credit").data[0].z, float)))

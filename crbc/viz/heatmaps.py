@@ -70,11 +70,19 @@ def credit_heatmap(c: Credits, field: str = "step_advantage", zmax: float | None
         steps = p.rollout_offsets[k_] + pick[k_, b_]
         px, shown = xs[b_], zm[k_, b_]
     step_r = p.step_rollout[steps]
+    # per-point data as numpy arrays (an object array for the mixed customdata): plotly checks
+    # and copies an array in one go, where it walks a list of lists element by element
+    cells = np.empty((len(steps), 6), dtype=object)
+    cells[:, 0] = step_r.astype(int).tolist()
+    cells[:, 1] = p.step_t[steps].astype(int).tolist()
+    cells[:, 2] = [plain(acts[n]) for n in steps]
+    cells[:, 3] = [plain(labels[s]) for s in p.step_state[steps]]
+    cells[:, 4] = np.asarray(shown, dtype=float).tolist()
+    cells[:, 5] = p.step_state[steps].astype(int).tolist()
     fig.add_trace(go.Scatter(
-        x=px, y=[rows[k] for k in step_r], mode="markers", name="cells",
+        x=px, y=np.asarray(rows)[step_r], mode="markers", name="cells",
         marker=dict(size=14 if w == 1 else 6, symbol="square", color="rgba(0,0,0,0)", opacity=0.01),
-        customdata=[[int(r), int(p.step_t[n]), plain(acts[n]), plain(labels[p.step_state[n]]), float(v),
-                     int(p.step_state[n])] for r, n, v in zip(step_r, steps, shown, strict=True)],
+        customdata=cells,
         hovertemplate=("rollout %{y}, step %{customdata[1]}: %{customdata[2]} at %{customdata[3]}<br>"
                        + ("value" if w == 1 else f"mean of {w} steps") + " %{customdata[4]:.3f}"
                        "<extra>click: open in the Inspector</extra>"),
@@ -96,43 +104,52 @@ def credit_heatmaps(panels: Mapping[str, go.Figure], height_per_panel: int = 300
     first panel's range: pass the same ``zmax`` to every panel). Every trace of panel ``name``
     keeps its name and carries ``legendgroup=name`` (the clickable ``cells`` trace keeps its
     ``customdata``), and ``layout.meta["panels"]`` maps each name to its axes (``["x2", "y2"]``),
-    so a test or a click handler can find a panel."""
-    from plotly.subplots import make_subplots
+    so a test or a click handler can find a panel.
 
+    The grid is laid out here as plotly's ``make_subplots`` would (panel i of ``rows x cols``,
+    row-major, horizontal gap 0.12, vertical gap about 90 px) and assembled as plain JSON, then
+    wrapped without plotly's per-property checks: the panels were checked when they were built,
+    and ``tests/test_viz.py`` checks the assembled figure against plotly's validator."""
     names = list(panels)
     if not names:
         return go.Figure()
     cols = max(1, min(cols, len(names)))
     rows = -(-len(names) // cols)
     titles = titles or {}
-    gap = 90 / (height_per_panel * rows)  # about 90 px between rows, for the next panel's title
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[titles.get(n, n) for n in names],
-                        horizontal_spacing=0.12 if cols > 1 else 0.02, vertical_spacing=min(0.3, gap))
+    h_gap = 0.12 if cols > 1 else 0.02
+    v_gap = min(0.3, 90 / (height_per_panel * rows))  # about 90 px, for the next panel's title
+    width = (1 - h_gap * (cols - 1)) / cols
+    tall = (1 - v_gap * (rows - 1)) / rows
     first = panels[names[0]]
     hm = first.data[0]
-    fig.update_layout(coloraxis=dict(colorscale=hm.colorscale, cmid=0, cmin=hm.zmin, cmax=hm.zmax,
-                                     colorbar=dict(thickness=12, len=min(1.0, 1.5 / rows), y=1,
-                                                   yanchor="top")))
-    meta = {}
+    layout: dict = {
+        "coloraxis": {"colorscale": hm.colorscale, "cmid": 0, "cmin": hm.zmin, "cmax": hm.zmax,
+                      "colorbar": {"thickness": 12, "len": min(1.0, 1.5 / rows), "y": 1,
+                                   "yanchor": "top"}},
+        "annotations": [], "height": height_per_panel * rows + 40,
+        "margin": {"l": 10, "r": 10, "t": 36, "b": 30}, "plot_bgcolor": first.layout.plot_bgcolor,
+        "clickmode": "event+select", "dragmode": False, "showlegend": False,
+        "template": first.layout.template.to_plotly_json()}
+    data, meta = [], {}
     for i, n in enumerate(names):
-        row, col = i // cols + 1, i % cols + 1
+        row, col = divmod(i, cols)
+        x0, y1 = col * (width + h_gap), 1 - row * (tall + v_gap)
+        xd, yd = [x0, x0 + width], [max(0.0, y1 - tall), y1]
+        xa, ya = ("x", "y") if i == 0 else (f"x{i + 1}", f"y{i + 1}")
+        meta[n] = [xa, ya]
         src = panels[n]
         for tr in src.data:
-            tr = go.Figure(tr).data[0]  # a copy: the panel's own figure stays as it was
-            tr.legendgroup = n
-            if tr.type == "heatmap":
-                tr.update(coloraxis="coloraxis", showscale=False, zmin=None, zmax=None, zmid=None,
-                          colorscale=None)
-            fig.add_trace(tr, row=row, col=col)
-        sub = fig.get_subplot(row, col)
-        xa, ya = sub.xaxis.plotly_name, sub.yaxis.plotly_name
-        meta[n] = [xa.replace("axis", ""), ya.replace("axis", "")]
-        xd, yd = tuple(sub.xaxis.domain), tuple(sub.yaxis.domain)
-        fig.layout[xa].update(src.layout.xaxis.to_plotly_json())
-        fig.layout[ya].update(src.layout.yaxis.to_plotly_json())
-        fig.layout[xa].update(domain=xd, anchor=meta[n][1])
-        fig.layout[ya].update(domain=yd, anchor=meta[n][0])
-    fig.update_layout(height=height_per_panel * rows + 40, margin=dict(l=10, r=10, t=36, b=30),
-                      plot_bgcolor=first.layout.plot_bgcolor, clickmode="event+select",
-                      dragmode=False, meta={"panels": meta}, showlegend=False)
-    return fig
+            d = tr.to_plotly_json()
+            d.update(legendgroup=n, xaxis=xa, yaxis=ya)
+            if d["type"] == "heatmap":
+                for k in ("zmin", "zmax", "zmid", "colorscale", "colorbar"):
+                    d.pop(k, None)
+                d.update(coloraxis="coloraxis", showscale=False)
+            data.append(d)
+        layout[xa.replace("x", "xaxis")] = {**src.layout.xaxis.to_plotly_json(), "domain": xd, "anchor": ya}
+        layout[ya.replace("y", "yaxis")] = {**src.layout.yaxis.to_plotly_json(), "domain": yd, "anchor": xa}
+        layout["annotations"].append({"text": titles.get(n, n), "x": (xd[0] + xd[1]) / 2, "y": yd[1],
+                                      "xref": "paper", "yref": "paper", "xanchor": "center",
+                                      "yanchor": "bottom", "showarrow": False, "font": {"size": 16}})
+    layout["meta"] = {"panels": meta}
+    return go.Figure({"data": data, "layout": layout}, _validate=False)

@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-MARKS = {"sure": "●", "unsure": "○", "none": "·"}
+from crbc.viz.binning import bin_width
 
 
 def _short(text: str, n: int = 28) -> str:
@@ -49,20 +49,39 @@ def interval_figure(rows: Sequence[dict[str, Any]], level: float, height: int | 
     return fig
 
 
+#: how a cell's evidence is marked on the clickable ``cells`` points: (marker symbol, size px)
+MARK_STYLE = {"sure": ("circle", 7), "unsure": ("circle-open", 7), "none": ("circle", 2)}
+
+
 def evidence_marks(fig: go.Figure, process, evidence_N: np.ndarray, sure_only: bool = False) -> go.Figure:
-    """Add a mark per cell of a :func:`crbc.viz.heatmaps.credit_heatmap` figure (● sure, ○ unsure,
-    · none); with ``sure_only``, blank the cells that are not sure. Returns the figure."""
+    """Mark each cell of a :func:`crbc.viz.heatmaps.credit_heatmap` figure by its evidence
+    (● sure, ○ unsure, · none); with ``sure_only``, blank the cells that are not sure. Returns
+    the figure.
+
+    The marks are the clickable ``cells`` points themselves made visible (a marker symbol and
+    size per point, from the evidence of the step each point opens: ``customdata`` [rollout
+    position, step t, ...]), so a cell costs the browser one SVG point, not a point and a text
+    label (a text must be measured before it is placed)."""
     p = process
-    rows = [f"r{int(i)}" for i in p.rollout_index]
     ev = np.asarray(evidence_N)
     if sure_only:
         z = np.array(fig.data[0].z, dtype=float)
         keep = np.zeros_like(z, dtype=bool)
         sure = ev == "sure"
         keep[p.step_rollout[sure], p.step_t[sure] - 1] = True
+        if z.shape[1] != keep.shape[1]:  # binned columns: a bin stays if any of its steps is sure
+            w = bin_width(keep.shape[1])
+            pad = np.zeros((keep.shape[0], w * z.shape[1]), dtype=bool)
+            pad[:, :keep.shape[1]] = keep
+            keep = pad.reshape(keep.shape[0], z.shape[1], w).any(axis=2)
         fig.data[0].z = np.where(keep, z, np.nan)
-    fig.add_trace(go.Scatter(x=p.step_t, y=[rows[k] for k in p.step_rollout], mode="text",
-                             text=[MARKS.get(e, "") for e in ev], hoverinfo="skip", showlegend=False,
-                             textfont=dict(size=8, color="rgba(20,20,20,0.7)"), name="evidence"))
-    fig.data = (fig.data[0], fig.data[-1], *fig.data[1:-1])  # under the clickable cells
+    cells = next(t for t in fig.data if t.name == "cells")
+    cd = np.asarray(cells.customdata, dtype=object)
+    step = p.rollout_offsets[cd[:, 0].astype(int)] + cd[:, 1].astype(int) - 1
+    kinds = ev[step]
+    symbol = np.array([MARK_STYLE.get(k, ("circle", 0))[0] for k in kinds])
+    size = np.array([MARK_STYLE.get(k, ("circle", 0))[1] for k in kinds])
+    cells.update(marker=dict(symbol=symbol, size=size, color="rgba(20,20,20,0.7)", opacity=1,
+                             line=dict(width=1, color="rgba(20,20,20,0.7)")),
+                 selected=dict(marker=dict(opacity=1)), unselected=dict(marker=dict(opacity=1)))
     return fig
