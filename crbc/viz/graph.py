@@ -313,6 +313,14 @@ def external_urls(page: str) -> list[str]:
 # plotly version (fast to re-render; used for the Bellman backups animation)
 
 
+def _segments(xs: np.ndarray, ys: np.ndarray, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """One line trace's x and y for the segments ``a -> b`` of ``pairs``: (3 E,) arrays of
+    ``x_a, x_b, NaN`` (plotly breaks a line at a NaN, written as null)."""
+    ab = np.asarray(pairs, dtype=int).reshape(-1, 2)
+    gap = np.full((len(ab), 1), np.nan)
+    return (np.hstack([xs[ab], gap]).ravel(), np.hstack([ys[ab], gap]).ravel())
+
+
 def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
                  highlight_rollout: int | None = None, height: int = 520,
                  value_name: str = "V", delta_S: np.ndarray | None = None,
@@ -330,21 +338,14 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
     labels = anchor_labels(p)
     # SVG scatter redraws faster than WebGL for the sizes we show (and needs no GPU)
     Sc = go.Scatter if n + p.n_steps < 20000 else go.Scattergl
-    ex, ey = [], []
     xs = np.concatenate([lay.x_S, lay.x_B])
     ys = -np.concatenate([lay.y_S, lay.y_B])  # plotly's y grows upwards
-    for a, _act, x, _c in _edges(p):
-        if a == x:
-            continue
-        ex += [xs[a], xs[x], None]
-        ey += [ys[a], ys[x], None]
+    ex, ey = _segments(xs, ys, [(a, x) for a, _act, x, _c in _edges(p) if a != x])
     fig = go.Figure()
     fig.add_trace(Sc(x=ex, y=ey, mode="lines", line=dict(color="#c7cdd4", width=1), hoverinfo="skip",
                      showlegend=False, name="transitions"))
     if highlight_rollout is not None:
-        edges = rollout_edges(p, highlight_rollout)
-        hx = [v for a, _act, x in edges for v in (xs[a], xs[x], None)]
-        hy = [v for a, _act, x in edges for v in (ys[a], ys[x], None)]
+        hx, hy = _segments(xs, ys, [(a, x) for a, _act, x in rollout_edges(p, highlight_rollout)])
         fig.add_trace(Sc(x=hx, y=hy, mode="lines", line=dict(color=HIGHLIGHT, width=3),
                                    hoverinfo="skip", name=f"rollout {highlight_rollout}"))
     n_max = max(int(p.n_s.max()), 1)
@@ -358,8 +359,9 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
     shown = [html.escape(lab[:40], quote=False).replace("%", "&#37;")  # a texttemplate: no %{..}
              if (n <= LABEL_ALL_MAX or s in on_path) else "" for s, lab in enumerate(labels)]
     fig.add_trace(Sc(
-        x=lay.x_S, y=-lay.y_S, mode="markers+text", name="anchors", customdata=[["anchor", s] for s in range(n)],
-        showlegend=False, textposition="bottom center", texttemplate=shown,
+        x=lay.x_S, y=-lay.y_S, mode="markers+text", name="anchors",
+        customdata=np.array([["anchor", s] for s in range(n)], dtype=object),
+        showlegend=False, textposition="bottom center", texttemplate=np.array(shown, dtype=str),
         textfont=dict(size=12, color="#333"),
         marker=dict(size=8 + 18 * np.sqrt(p.n_s / n_max), color=np.asarray(value_S, dtype=float),
                     colorscale=CREDIT_SCALE if signed else V_SCALE,
@@ -367,7 +369,7 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
                     line=dict(color="#333", width=0.5),
                     colorbar=dict(title=dict(text=value_name, side="right"), thickness=14,
                                   len=0.8, y=0.45)),
-        text=hover, hovertemplate="%{text}<extra></extra>"))
+        text=np.array(hover), hovertemplate="%{text}<extra></extra>"))
     if delta_S is not None:
         d = np.asarray(delta_S, dtype=float)
         moved = np.flatnonzero(np.isfinite(d) & (np.abs(d) > 1e-9))

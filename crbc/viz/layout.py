@@ -8,6 +8,7 @@ the plotly figure in :mod:`crbc.viz.graph`, so both draw the same picture.
 
 from __future__ import annotations
 
+import weakref
 from collections import deque
 from dataclasses import dataclass
 
@@ -35,10 +36,23 @@ def _check_single(p: Process) -> None:
         raise ValueError("graph drawings take the process of a single group")
 
 
+#: layouts already computed, per process object (a Process is immutable; an entry goes with it)
+_DONE: weakref.WeakKeyDictionary[Process, Layout] = weakref.WeakKeyDictionary()
+
+
 def layout(p: Process) -> Layout:
     """Layered left-to-right layout: layer (column) = fewest hops from a start anchor; inside a
     layer, anchors are ordered by barycentre sweeps (:func:`_order_layers`) and centred; the two
-    boundaries take a last column on the right."""
+    boundaries take a last column on the right. Computed once per process (its arrays are
+    read-only); :func:`compute_layout` always computes it."""
+    got = _DONE.get(p)
+    if got is None:
+        got = _DONE[p] = compute_layout(p)
+    return got
+
+
+def compute_layout(p: Process) -> Layout:
+    """:func:`layout` without the per-process memo."""
     _check_single(p)
     n = p.n_states
     starts = np.unique(p.step_state[p.rollout_offsets[:-1]])
@@ -67,9 +81,12 @@ def layout(p: Process) -> Layout:
     # narrower columns for deep graphs, so the drawing keeps a landscape shape near 16:9
     widest = int(np.bincount(layer).max())
     gap_x = float(np.clip(Y_GAP * max(widest, 2) * 1.8 / (last + 1), 110.0, X_GAP))
-    return Layout(x_S=x * gap_x, y_S=y * Y_GAP, layer_S=layer,
-                  x_B=np.array([last, last]) * gap_x,
-                  y_B=np.array([-0.5 * spread - 0.5, 0.5 * spread + 0.5]) * Y_GAP)
+    out = Layout(x_S=x * gap_x, y_S=y * Y_GAP, layer_S=layer,
+                 x_B=np.array([last, last]) * gap_x,
+                 y_B=np.array([-0.5 * spread - 0.5, 0.5 * spread + 0.5]) * Y_GAP)
+    for a in (out.x_S, out.y_S, out.layer_S, out.x_B, out.y_B):
+        a.flags.writeable = False  # shared by every caller of layout()
+    return out
 
 
 def _positions(layer: np.ndarray, key: np.ndarray, n_s: np.ndarray) -> np.ndarray:
