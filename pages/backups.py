@@ -12,7 +12,7 @@ from crbc.viz import accuracy as VA
 from crbc.viz import charts
 from crbc.viz.graph import graph_figure
 from crbc.viz.style import png_config
-from ui import exact_truth, state, url, widgets
+from ui import exact_truth, figure_cache, state, url, widgets
 
 TOL = 1e-6
 K_CAP = 400  # deepest K the page computes (the slider's range opens at the convergence depth)
@@ -122,11 +122,13 @@ def view() -> None:
             label, values = "true V", truth.anchor_value_S
         elif mode == "error":
             label, values = f"V^({k}) − true V", sw.v_KS[k] - truth.anchor_value_S
-        st.plotly_chart(graph_figure(p, values, title=f"Anchors coloured by {label}",
-                                     highlight_rollout=ctx.rollout, height=520,
-                                     value_name=label, signed=mode == "error",
-                                     delta_S=delta if mode == "estimate" else None),
-                        width="stretch", key="backup_graph", config={"displayModeBar": False})
+        fig = figure_cache.figure(
+            "backup_graph", (ctx.key, beta, k, mode, ctx.rollout),
+            lambda: graph_figure(p, values, title=f"Anchors coloured by {label}",
+                                 highlight_rollout=ctx.rollout, height=520,
+                                 value_name=label, signed=mode == "error",
+                                 delta_S=delta if mode == "estimate" else None))
+        st.plotly_chart(fig, width="stretch", key="backup_graph", config={"displayModeBar": False})
         moved = 0 if delta is None or mode != "estimate" else int((abs(delta) > 1e-9).sum())
         st.caption(("" if mode != "estimate" else "Rings: the anchors whose value changed in this round, blue up and red down "
                     f"(width: how much; the biggest moves are written). {moved} of {p.n_states} "
@@ -134,14 +136,16 @@ def view() -> None:
                     "visits; press Play to watch the values flow.")
                    + " Hover a node for its board.")
     with e:
-        st.plotly_chart(charts.convergence_figure(sw, k, TOL, height=300), width="stretch", key="conv",
-                        config=png_config("convergence"))
+        st.plotly_chart(figure_cache.figure("backup_conv", (ctx.key, beta, k_max, k),
+                                            lambda: charts.convergence_figure(sw, k, TOL, height=300)),
+                        width="stretch", key="conv", config=png_config("convergence"))
         st.caption(
             "Blue: largest gap between V^(K) and the closure's V over all anchors; red: the same "
             "for the advantages A = Q − V; dashed: the guarantee of Cor. 3, "
             "2β^K/(1−β)·‖TV0 − V0‖. Errors of exactly 0 are drawn at 1e-16.")
-        st.plotly_chart(charts.coverage_figure(cov, k, height=250), width="stretch", key="cov",
-                        config=png_config("coverage"))
+        st.plotly_chart(figure_cache.figure("backup_cov", (ctx.key, k_max, k),
+                                            lambda: charts.coverage_figure(cov, k, height=250)),
+                        width="stretch", key="cov", config=png_config("coverage"))
         heard = cov.count_KS[k]
         st.caption(
             f"**Evidence coverage** (the paper's Fig. 5): at depth K an anchor's value has heard "

@@ -10,7 +10,7 @@ from crbc.truth import accuracy
 from crbc.viz import accuracy as VA
 from crbc.viz import charts, heatmaps
 from crbc.viz.style import png_config
-from ui import exact_truth, state, url, widgets
+from ui import exact_truth, figure_cache, state, url, widgets
 
 st.title("Step credits")
 st.caption(
@@ -91,6 +91,16 @@ def _marked(name: str, fig):
     return evidence_marks(fig, ctx.process, ev, sure_only)
 
 
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _heat(key: str, field: str, params: tuple, marks: bool, sure: bool, height: int, _shown: tuple):
+    """The one figure of every panel, built once per (group, field, parameters, marks): a
+    revisit or a rerun for another widget sends it again without building it (st.plotly_chart
+    copies a figure; nothing changes the cached one)."""
+    return heatmaps.credit_heatmaps(
+        {n: _marked(n, heatmaps.credit_heatmap(all_c[n], field, zmax=zmax, height=height)) for n in _shown},
+        height_per_panel=height, titles={n: f"<b>{n}</b>" for n in _shown})
+
+
 height = int(min(120 + 22 * len(grp), 520))
 truth_box = st.container() if has_truth else None
 for n in names:
@@ -100,9 +110,8 @@ for n in names:
         st.caption(f"All zero: {n} gives no step-level {charts.FIELDS[field]} on this group.")
 # one figure: a panel per estimator, one shared colour bar; a click on a cell of any panel opens
 # that step's anchor in the Inspector
-heat = heatmaps.credit_heatmaps(
-    {n: _marked(n, heatmaps.credit_heatmap(all_c[n], field, zmax=zmax, height=height)) for n in shown},
-    height_per_panel=height, titles={n: f"<b>{n}</b>" for n in shown})
+heat = _heat(ctx.key, field, tuple((n, tuple(sorted(ctx.estimator_params(n).items()))) for n in shown),
+             marks_on, sure_only, height, tuple(shown))
 st.plotly_chart(heat, width="stretch", key="heat_credits", on_select=lambda: _open_cell("heat_credits"),
                 selection_mode="points", config=png_config(f"{grp.group.replace('/', '_')}.heatmaps"))
 st.caption(" · ".join(f"**{n}**: {estimators.get(n).summary.replace('*', '×')}" for n in shown))
@@ -110,7 +119,9 @@ st.caption(" · ".join(f"**{n}**: {estimators.get(n).summary.replace('*', '×')}
 # the timeline is drawn before the truth is computed (a cold start loads the model), and redrawn
 # with the truth line once it is known
 st.subheader(f"Rollout {grp.rollouts[r].rollout}, step by step")
-timeline = charts.timeline_figure(all_c, r, field)
+all_params = tuple((n, tuple(sorted(ctx.estimator_params(n).items()))) for n in names)
+timeline = figure_cache.figure("credits_timeline", (ctx.key, all_params, r, field),
+                               lambda: charts.timeline_figure(all_c, r, field))
 timeline_slot = st.empty()
 if has_truth:
     timeline_slot.plotly_chart(timeline, width="stretch", key="timeline_pre",
@@ -128,7 +139,10 @@ elif truth_box is not None:
     truth_box.caption(no_truth)
 
 if truth is not None:
-    timeline = VA.with_truth_line(timeline, truth.advantage_N[all_c[names[0]].rollout_slice(r)])
+    timeline = figure_cache.figure(
+        "credits_timeline_truth", (ctx.key, all_params, r, field),
+        lambda: VA.with_truth_line(charts.timeline_figure(all_c, r, field),
+                                   truth.advantage_N[all_c[names[0]].rollout_slice(r)]))
 timeline_slot.plotly_chart(timeline, width="stretch", key="timeline",
                            config=png_config(f"{grp.group.replace('/', '_')}.timeline"))
 st.caption("Where the lines disagree, the estimators tell the learner different stories about the "
@@ -156,7 +170,8 @@ x_name = s1.selectbox("x axis", names, index=names.index("gigpo") if "gigpo" in 
                       key="scatter_x")
 y_name = s2.selectbox("y axis", names, index=names.index("crbc") if "crbc" in names else 0,
                       key="scatter_y")
-scatter = charts.scatter_figure(all_c[x_name], all_c[y_name], field)
+scatter = figure_cache.figure("credits_scatter", (ctx.key, all_params, x_name, y_name, field),
+                              lambda: charts.scatter_figure(all_c[x_name], all_c[y_name], field))
 st.plotly_chart(scatter, width="stretch", key="scatter",
                 config=png_config(f"{grp.group.replace('/', '_')}.scatter"))
 st.caption("Each dot is one step. On the dotted diagonal both estimators agree; dots in the "

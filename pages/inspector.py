@@ -23,7 +23,7 @@ from crbc.viz.graph import graph_figure
 from crbc.viz.intervals import interval_figure
 from crbc.viz.lesson import arithmetic_markdown, backup_figure, format_rows
 from crbc.viz.style import board_html, is_board
-from ui import state, url, widgets
+from ui import figure_cache, state, url, widgets
 from ui.widgets import short
 
 # URL-bound widgets show their options as they are (no format_func): Streamlit matches a shared
@@ -106,11 +106,15 @@ with c_pick:
 state_i = labels.index(chosen)
 with c_graph:
     if p.n_states <= GRAPH_MAX_ANCHORS:
-        v_closure = ctx.credits("crbc", {"beta": beta, "depth": None, "sigma_min": sigma_min}).value_S
-        fig = graph_figure(p, v_closure, height=330)
-        curve = next((i for i, t in enumerate(fig.data) if t.name == "anchors"), 1)
-        fig.data[curve].update(selectedpoints=[state_i], selected=dict(marker=dict(opacity=1.0)),
-                               unselected=dict(marker=dict(opacity=0.55)))
+        def _graph():
+            v_closure = ctx.credits("crbc", {"beta": beta, "depth": None, "sigma_min": sigma_min}).value_S
+            fig = graph_figure(p, v_closure, height=330)
+            curve = next((i for i, t in enumerate(fig.data) if t.name == "anchors"), 1)
+            fig.data[curve].update(selectedpoints=[state_i], selected=dict(marker=dict(opacity=1.0)),
+                                   unselected=dict(marker=dict(opacity=0.55)))
+            return fig
+
+        fig = figure_cache.figure("inspect_graph", (ctx.key, beta, sigma_min, state_i), _graph)
         st.plotly_chart(fig, key="inspect_graph", on_select=lambda: _pick_from_graph(labels),
                         selection_mode="points", config={"displayModeBar": False})
         st.caption("Click an anchor in the graph to inspect it (colour: V at the closure).")
@@ -132,18 +136,23 @@ def _anchor_view() -> None:
     st.subheader(f"Anchor {short(ar.label, 80)} · {k_name}")
     c_board, c_tree = st.columns([1, 2])
     with c_board:
-        st.plotly_chart(board_figure(ar.anchor, size=240), key="inspect_board", config={"displayModeBar": False})
+        st.plotly_chart(figure_cache.figure("inspect_board", (ar.anchor,), lambda: board_figure(ar.anchor, size=240)),
+                        key="inspect_board", config={"displayModeBar": False})
         v_name = "V(s)" if depth is None else f"V^({depth})(s)"
         st.markdown(f"visits N(s) = **{ar.n}** · {v_name} = **{fmt(ar.v)}** · sigma(s) = **{fmt(ar.sigma)}**")
         st.caption(ar.gate_expression)
     with c_tree:
-        st.plotly_chart(backup_figure(ar), key="inspect_tree", config={"displayModeBar": False})
+        st.plotly_chart(figure_cache.figure("inspect_tree", (ctx.key, state, beta, depth, sigma_min),
+                                            lambda: backup_figure(ar)),
+                        key="inspect_tree", config={"displayModeBar": False})
 
     # ---- how sure: error bars on Q and Q - V per action (crbc.credit_intervals)
     ci = _intervals(ctx.key, tuple(sorted({"beta": beta, "depth": depth, "sigma_min": sigma_min}.items())), p)
     pairs = pair_table(ci, state)
     st.markdown(f"**How sure is each action's credit here** ({LEVEL:.0%} intervals, {B} resamples)")
-    st.plotly_chart(interval_figure(pairs, LEVEL), key="inspect_intervals", config={"displayModeBar": False})
+    st.plotly_chart(figure_cache.figure("inspect_intervals", (ctx.key, state, beta, depth, sigma_min),
+                                        lambda: interval_figure(pairs, LEVEL)),
+                    key="inspect_intervals", config={"displayModeBar": False})
     st.dataframe(pd.DataFrame(pairs).rename(columns={"credit": "Q − V", "lo": "Q − V lo", "hi": "Q − V hi"}),
                  hide_index=True, width="stretch", height=38 + 35 * max(len(pairs), 1))
     st.caption("The interval comes from resampling this group's own rollouts with replacement and "

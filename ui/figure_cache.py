@@ -1,0 +1,31 @@
+"""Figures built once per input and shared by every run, page and session of the server.
+
+A page rerun for one widget, or a revisit of a page, draws the same figures again; building a
+plotly figure costs tens of milliseconds (plotly checks every property), a 16 x 50 heatmap grid
+several hundred. :func:`figure` keeps what a builder returned under a key that names everything
+the figure depends on::
+
+    fig = figure_cache.figure("inspect_board", (ctx.key, anchor), lambda: board_figure(text))
+
+The key is the caller's promise: two calls with the same ``(kind, key)`` must build the same
+figure (use ``ctx.key``, the content hash of the group, and every parameter the builder reads).
+A cached figure is shared, so nobody may change it after it is returned (``st.plotly_chart``
+only reads it); build a variant under its own key instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import streamlit as st
+
+
+@st.cache_resource(show_spinner=False, max_entries=512)
+def _memo(kind: str, key: Hashable, _build: Callable[[], Any]) -> Any:
+    return _build()
+
+
+def figure(kind: str, key: Hashable, build: Callable[[], Any]) -> Any:
+    """``build()`` the first time ``(kind, key)`` is asked for, the same object after that."""
+    return _memo(kind, key, build)
