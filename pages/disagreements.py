@@ -107,8 +107,10 @@ spec = ([2] if multi else []) + [1, 1, 1, 1, 1.4, 1.4, 1.2]
 _row_links(dis.anchors[:TOP], spec, anchor_cells)
 st.caption("⚠: the two estimators prefer a different action at this anchor (or one sees a tie).")
 if len(dis.anchors) > TOP:
-    with st.expander(f"All {len(dis.anchors)} anchors"):
-        widgets.rows_view(format_rows(dis.anchors))
+    box, is_open = widgets.folded(f"All {len(dis.anchors)} anchors", key="dis_all_anchors")
+    if is_open:
+        with box:
+            widgets.rows_view(format_rows(dis.anchors))
 
 st.subheader("Steps, most disagreement first")
 st.caption("Steps that share an anchor and an action are one row: `steps` counts them, `where` "
@@ -126,5 +128,8 @@ step_cells = ([("group", lambda r: short(r["group"], 80))] if multi else []) + [
 spec = ([2] if multi else []) + [1, 1, 0.6, 2, 1.2, 1.2, 1, 1.1]
 _row_links(grouped[:TOP], spec, step_cells)
 
-with st.expander("Per (anchor, action): mean A_S under each estimator"):
-    widgets.rows_view(format_rows(dis.pairs))
+box, is_open = widgets.folded(f"Per (anchor, action): mean A_S under each estimator ({len(dis.pairs)} pairs)",
+                              key="dis_all_pairs")
+if is_open:
+    with box:
+        widgets.rows_view(format_rows(dis.pairs))

@@ -86,8 +86,9 @@ if before is not None:  # the values before the last edit, anchor by anchor (new
     v_b = dict(zip(p_b.state_anchor, estimate(p_b, beta, None)[0], strict=True))
     delta = np.array([v_now[s] - v_b.get(a, np.nan) for s, a in enumerate(p.state_anchor)])
 g1, g2 = st.columns([2, 3]) if n_anchors <= BIG else (st.container(), None)
-with g1, fold(f"The {len(group)} rollouts as paths of anchors"):  # folded on a big group
-    table(traj, fields=("rollout", "path", "r"))
+with g1, fold(f"The {len(group)} rollouts as paths of anchors", key="paths") as shown:  # folded on a big group
+    if shown:
+        table(traj, fields=("rollout", "path", "r"))
 if g2 is not None:
     with g2:
         gkey = f"lesson_graph_{st.session_state.get('lesson_version', 0)}"
@@ -120,8 +121,9 @@ if mixed:
 else:
     st.markdown("In this group no (anchor, action) pair sits in both a success and a failure, but "
                 "GRPO still gives every step of a rollout the same number.")
-with fold(f"GRPO's credit of each of the {len(spread)} (anchor, action) pairs"):
-    table(spread, fields=("anchor", "action", "occurrences", "a_g_values"))
+with fold(f"GRPO's credit of each of the {len(spread)} (anchor, action) pairs", key="grpo") as shown:
+    if shown:
+        table(spread, fields=("anchor", "action", "occurrences", "a_g_values"))
 
 # ---- 3. anchors and the merged process ----------------------------------------------------------
 st.header("3 · Anchors: merging the rollouts into one process")
@@ -130,19 +132,22 @@ st.markdown(
     "Merging all steps by anchor turns the group into one graph, the **empirical process**: each "
     "observed transition (anchor, action) → successor is an edge, counted as often as it was seen.")
 tables = T.process_tables(p)
-with fold(f"The {n_anchors} anchors and {len(tables.transitions)} observed transitions"):
-    c1, c2 = st.columns([1, 2])
-    with c1:
-        st.markdown("**Anchors**")
-        table(tables.states)
-    with c2:
-        st.markdown("**Observed transitions**")
-        table(tables.transitions, fields=("anchor", "action", "successor", "n_sax"))
+with fold(f"The {n_anchors} anchors and {len(tables.transitions)} observed transitions", key="process") as shown:
+    if shown:
+        c1, c2 = st.columns([1, 2])
+        with c1:
+            st.markdown("**Anchors**")
+            table(tables.states)
+        with c2:
+            st.markdown("**Observed transitions**")
+            table(tables.transitions, fields=("anchor", "action", "successor", "n_sax"))
 if any(len(a) > SHORT_LABEL or "\n" in a for a in p.state_anchor):
-    with st.expander("What the labels s0, s1, ... stand for (the anchor keys)"):
-        for s in range(n_anchors):
-            st.markdown(f"**{short(labels[s], 80)}**")
-            widgets.long_text(p.state_anchor[s], "The whole anchor")
+    box, shown = widgets.folded("What the labels s0, s1, ... stand for (the anchor keys)", key="lesson_keys")
+    if shown:
+        with box:
+            for s in range(n_anchors):
+                st.markdown(f"**{short(labels[s], 80)}**")
+                widgets.long_text(p.state_anchor[s], "The whole anchor")
 
 # ---- 4. counts, mu and P ----------------------------------------------------------------------------
 st.header("4 · Counts, the behaviour policy mu and the transitions P")
@@ -150,14 +155,16 @@ st.markdown(
     "Dividing the counts gives two tables of probabilities, with no smoothing (what was never "
     r"seen has probability 0): how often each action was taken at an anchor, "
     r"$\mu(a\mid s) = N(s,a)/N(s)$, and where it led, $P(x\mid s,a) = N(s,a,x)/N(s,a)$.")
-with fold(f"mu(a|s) for {len(tables.pairs)} pairs and P(x|s,a) for {len(tables.transitions)} transitions"):
-    c1, c2 = st.columns([2, 3])
-    with c1:
-        st.markdown("**mu(a|s)**")
-        table(tables.pairs)
-    with c2:
-        st.markdown("**P(x|s,a)**")
-        table(tables.transitions)
+with fold(f"mu(a|s) for {len(tables.pairs)} pairs and P(x|s,a) for {len(tables.transitions)} transitions",
+          key="mu_p") as shown:
+    if shown:
+        c1, c2 = st.columns([2, 3])
+        with c1:
+            st.markdown("**mu(a|s)**")
+            table(tables.pairs)
+        with c2:
+            st.markdown("**P(x|s,a)**")
+            table(tables.transitions)
 
 # ---- 5. the linear system ----------------------------------------------------------------------------
 st.header("5 · One linear system for all values")
@@ -173,9 +180,10 @@ if n_anchors <= TABLE_MAX_ANCHORS:
     if n_anchors <= LATEX_MAX_ANCHORS:
         st.latex(system_latex(ds))
         st.latex(solution_latex(ds))
-    with fold(f"The {n_anchors} × {n_anchors} system, row by row"):
-        widgets.rows_view(ds.rows())
-        st.caption(f"Rows: I - beta M, then b and the solution V (residual {ds.residual:.1e}).")
+    with fold(f"The {n_anchors} × {n_anchors} system, row by row", key="system") as shown:
+        if shown:
+            widgets.rows_view(ds.rows())
+            st.caption(f"Rows: I - beta M, then b and the solution V (residual {ds.residual:.1e}).")
 else:
     st.info(f"This group has {n_anchors} anchors; the matrix is shown for up to {TABLE_MAX_ANCHORS}.")
 if n_anchors > BIG:  # the solution stays on the page, whatever is folded
@@ -194,16 +202,18 @@ st.markdown(
 ar = E.anchor_arithmetic(p, root, beta=beta, depth=None, sigma_min=sigma_min)
 st.markdown(f"At **{short(ar.label, 80)}**, written out:")
 widgets.pre("\n".join(arithmetic_markdown(ar)))
-with fold("The same for every (anchor, action) of the group", always_label=True):
-    table(T.pair_table(p, beta=beta, depth=None, sigma_min=sigma_min))
+with fold("The same for every (anchor, action) of the group", always_label=True, key="pairs") as shown:
+    if shown:
+        table(T.pair_table(p, beta=beta, depth=None, sigma_min=sigma_min))
 st.markdown(
     r"The final advantage of each step adds the trajectory part back: "
     rf"$A_\text{{final}} = w_G A_G + w_S A_S$ with $w_G$ = {num(w_group)}, $w_S$ = {num(w_step)}. "
     "Now two occurrences of the same action at the same anchor get the same step credit, whatever "
     "happened afterwards in their own rollout.")
-with fold(f"Every step's credit ({p.n_steps} steps)"):
-    table(T.step_table(p, estimator="crbc", beta=beta, depth=None, sigma_min=sigma_min, w_group=w_group,
-                       w_step=w_step))
+with fold(f"Every step's credit ({p.n_steps} steps)", key="steps") as shown:
+    if shown:
+        table(T.step_table(p, estimator="crbc", beta=beta, depth=None, sigma_min=sigma_min, w_group=w_group,
+                           w_step=w_step))
 
 # ---- 7. finite depth -------------------------------------------------------------------------------
 st.header("7 · Finite depth: from visit-local averages to the closure")
@@ -241,8 +251,9 @@ rows_a = T.depth_table(p, beta=beta, k_max=k_max, what="A")
 if revealed:
     st.plotly_chart(depth_figure(rows_a, title="A^(K)(s,a) for every pair; dotted: the closure"),
                     key="lesson_depth_fig")
-    with fold(f"A^(K) of the {len(rows_a.columns)} pairs, K = 0..{k_max}"):
-        table(rows_a.records())
+    with fold(f"A^(K) of the {len(rows_a.columns)} pairs, K = 0..{k_max}", key="depths") as shown:
+        if shown:
+            table(rows_a.records())
 
 # ---- 8. the foil ---------------------------------------------------------------------------------------
 st.header("8 · The shortest-path foil")
@@ -252,8 +263,9 @@ st.markdown(
     "extremum: one lucky route is enough. The closure instead weighs every route by how often it "
     "was observed.")
 foil = T.foil_table(p, beta=beta)
-with fold(f"Hops and values of the {n_anchors} anchors"):
-    table(foil)
+with fold(f"Hops and values of the {n_anchors} anchors", key="foil") as shown:
+    if shown:
+        table(foil)
 dis = compare.disagreements(p, "crbc vs shortest_path", beta=beta, sigma_min=sigma_min, depth=None)
 ties = {}
 for r in foil:
@@ -293,8 +305,10 @@ if st.session_state.get("lesson_start", L.WORKED) != L.RARE:
               icon=":material/alt_route:")
 st.markdown("Explore any anchor's arithmetic on the **Inspector** page, and where estimators "
             "disagree most on **Disagreements**.")
-with st.expander("The backup at the first anchor as a picture"):
-    st.plotly_chart(backup_figure(ar), key="lesson_backup_fig")
+box, shown = widgets.folded("The backup at the first anchor as a picture", key="lesson_backup_open")
+if shown:
+    with box:
+        st.plotly_chart(backup_figure(ar), key="lesson_backup_fig")
 
 # ---- 9. which estimate is right? ---------------------------------------------------------------
 st.header("9 · Which estimate is right?")

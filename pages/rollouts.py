@@ -118,8 +118,10 @@ def _step_view() -> None:
     st.caption("Blue bars: the step did better than the average action at its anchor; red: worse. "
                "A missing bar (zero) means only one action was ever tried at that anchor (nothing to compare "
                "against). The outlined bar is the current step.")
-    with st.expander("All steps of this rollout as a table"):
-        table_slot = st.empty()
+    box, table_shown = widgets.folded("All steps of this rollout as a table", key="rollouts_steps_open")
+    table_slot = box.empty()
+    steps_df = None
+    if table_shown:
         steps_df = charts.steps_table(grp, r, c)
         widgets.table(steps_df, table_slot, hide_index=False)
     if step.obs or step.response:
@@ -136,11 +138,12 @@ def _step_view() -> None:
         truth_slot.metric("true A_t (exact)", f"{truth.advantage_N[i]:+.4f}",
                           help="The policy's exact advantage of this step: Q_t(s, a) − V_t(s) at this "
                                "time t, on the scale of Q − V above (docs/MATH.md section 9).")
-        sl = c.rollout_slice(r)
-        steps_df["true V_t"] = truth.value_N[sl].round(4)
-        steps_df["true Q_t"] = truth.q_N[sl].round(4)
-        steps_df["true A_t"] = truth.advantage_N[sl].round(4)
-        widgets.table(steps_df, table_slot, hide_index=False)
+        if steps_df is not None:
+            sl = c.rollout_slice(r)
+            steps_df["true V_t"] = truth.value_N[sl].round(4)
+            steps_df["true Q_t"] = truth.q_N[sl].round(4)
+            steps_df["true A_t"] = truth.advantage_N[sl].round(4)
+            widgets.table(steps_df, table_slot, hide_index=False)
     elif no_truth:
         truth_slot.caption(no_truth)
     widgets.fragment_done()

@@ -7,6 +7,8 @@ positions) travels in a :class:`LessonView`.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,14 +43,26 @@ class LessonView:
     def n_anchors(self) -> int:
         return self.process.n_states
 
-    def fold(self, title: str, always_label: bool = False):
+    @contextlib.contextmanager
+    def fold(self, title: str, always_label: bool = False, key: str | None = None) -> Iterator[bool]:
         """A long per-anchor table: in an expander on a big group (more than BIG anchors), else
-        in the page (with ``always_label``, its title is written above it)."""
+        in the page (with ``always_label``, its title is written above it). Yields whether the
+        content is shown: a folded expander's content is built only while it is open (opening
+        it reruns the page), so a big group's page sends none of its folded tables::
+
+            with view.fold("Every step's credit", key="steps") as shown:
+                if shown:
+                    table(rows)
+        """
         if self.n_anchors > BIG:
-            return st.expander(title)
+            box, is_open = widgets.folded(title, key=f"lesson_fold_{key or title}")
+            with box:
+                yield is_open
+            return
         if always_label:
             st.markdown(title + ":")
-        return st.container()
+        with st.container():
+            yield True
 
     def table(self, rows, fields: tuple[str, ...] | None = None, **kw) -> None:
         """A static table of typed rows (:mod:`crbc.explain.table_rows`) or dicts, ``fields``
