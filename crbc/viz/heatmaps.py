@@ -97,6 +97,12 @@ def credit_heatmap(c: Credits, field: str = "step_advantage", zmax: float | None
     return fig
 
 
+def _set(obj) -> dict:
+    """A plotly object's properties as JSON, without the empty ones (``title={}``) that plotly's
+    own validation would drop."""
+    return {k: v for k, v in obj.to_plotly_json().items() if v != {}}
+
+
 def credit_heatmaps(panels: Mapping[str, go.Figure], height_per_panel: int = 300,
                     titles: Mapping[str, str] | None = None, cols: int = 2) -> go.Figure:
     """One figure of several :func:`credit_heatmap` figures (each maybe with its evidence marks),
@@ -146,8 +152,8 @@ def credit_heatmaps(panels: Mapping[str, go.Figure], height_per_panel: int = 300
                     d.pop(k, None)
                 d.update(coloraxis="coloraxis", showscale=False)
             data.append(d)
-        layout[xa.replace("x", "xaxis")] = {**src.layout.xaxis.to_plotly_json(), "domain": xd, "anchor": ya}
-        layout[ya.replace("y", "yaxis")] = {**src.layout.yaxis.to_plotly_json(), "domain": yd, "anchor": xa}
+        layout[xa.replace("x", "xaxis")] = {**_set(src.layout.xaxis), "domain": xd, "anchor": ya}
+        layout[ya.replace("y", "yaxis")] = {**_set(src.layout.yaxis), "domain": yd, "anchor": xa}
         layout["annotations"].append({"text": titles.get(n, n), "x": (xd[0] + xd[1]) / 2, "y": yd[1],
                                       "xref": "paper", "yref": "paper", "xanchor": "center",
                                       "yanchor": "bottom", "showarrow": False, "font": {"size": 16}})

@@ -66,7 +66,7 @@ def evidence_marks(fig: go.Figure, process, evidence_N: np.ndarray, sure_only: b
     ev = np.asarray(evidence_N)
     if sure_only:
         z = np.array(fig.data[0].z, dtype=float)
-        keep = np.zeros_like(z, dtype=bool)
+        keep = np.zeros((len(p.rollout_len), int(p.rollout_len.max())), dtype=bool)
         sure = ev == "sure"
         keep[p.step_rollout[sure], p.step_t[sure] - 1] = True
         if z.shape[1] != keep.shape[1]:  # binned columns: a bin stays if any of its steps is sure
