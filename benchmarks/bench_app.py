@@ -343,7 +343,7 @@ def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
     return res
 
 
-def user_data(repeats: int) -> dict:
+def user_data(repeats: int, only: list[str] | None = None, interact: bool = True) -> dict:
     """Pages on users' kind of data: the four files of devtools/user_like.py served as samples
     (``CRBC_SAMPLES_DIR``); per file, in-session navigation (median and maximum over
     ``repeats``) and deep links in a fresh session."""
@@ -361,6 +361,8 @@ def user_data(repeats: int) -> dict:
         with running_app(extra_env={"CRBC_SAMPLES_DIR": tmp}) as base, sync_playwright() as pw:
             b = launch(pw)
             for name, path in paths.items():
+                if only and name not in only:
+                    continue
                 q = f"?sample={path.name}"
                 try:
                     nav = warm_navigation(b, base, repeats, q)
@@ -374,7 +376,8 @@ def user_data(repeats: int) -> dict:
                                            "script_ms": _median_ms(runs),
                                            "deep_link_s": round(deep[slug or "rollouts"], 3)}
                     for slug, runs in nav.items()}
-                out["files"][name]["interactions"] = user_interactions(b, base, q, repeats)
+                if interact:
+                    out["files"][name]["interactions"] = user_interactions(b, base, q, repeats)
                 heavy = HEAVY.get(name)
                 if heavy:  # the slow views of issue 23: first visit (computes) and second (cached)
                     slug, title, extra = heavy
@@ -401,9 +404,11 @@ def main() -> int:
                     help="instead: every page on the user-like groups of devtools/user_like.py "
                          "(ALFWorld-like, WebShop-like, 16 x 50 with 150+ anchors, 64 groups), "
                          "in-session navigation and deep links")
+    ap.add_argument("--files", nargs="*", choices=["alfworld", "webshop", "big", "many"],
+                    help="with --user-data: only these files (default: all four)")
     a = ap.parse_args()
     if a.user_data:
-        print(json.dumps(user_data(a.repeats), indent=2))
+        print(json.dumps(user_data(a.repeats, a.files, not a.skip_interactions), indent=2))
         return 0
     if not Path("/usr/bin/chromium").exists():
         print(json.dumps({"error": "/usr/bin/chromium not found (apt-get install -y chromium)"}))

@@ -21,6 +21,8 @@ st.caption(
     "returns per anchor; **shortest_path** rewards being few hops from any success. "
     "Edit β, K, σ_min, w_G and w_S under *Parameters* in the sidebar.")
 
+CLICKABLE_MAX = 2000  # clickable cells over all panels (each is an SVG point in the browser)
+
 ctx = state.page_context()
 grp, r = ctx.group, ctx.rollout
 names = estimators.names()
@@ -63,12 +65,13 @@ def _open_cell(key: str) -> None:
             return
 
 
-# ---- evidence marks (crbc.credit_intervals): ● sure, ○ unsure, · none, and the "sure only" view
+# ---- evidence (crbc.credit_intervals): not-sure cells washed out, and the "sure only" view
 m1, m2 = st.columns([2, 3])
-marks_on = m1.toggle("Evidence marks: ● sure, ○ unsure, · none", value=True, key="credits_marks",
+marks_on = m1.toggle("Evidence: wash out the cells that are not sure", value=True, key="credits_marks",
                      help="Sure: the 90% interval of the step's credit, from resampling this group's "
-                          "own rollouts, excludes 0; none: the credit is 0 by construction. It says "
-                          "nothing about actions no one tried.")
+                          "own rollouts, excludes 0. A cell keeps its colour when its credit is sure; "
+                          "an unsure cell, or one whose credit is 0 by construction, is washed out "
+                          "(hover a cell for its evidence). It says nothing about actions no one tried.")
 sure_only = m2.toggle("Sure only", key="credits_sure_only", disabled=not marks_on,
                       help="Blank every cell whose credit is not sure.")
 
@@ -92,13 +95,17 @@ def _marked(name: str, fig):
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _heat(key: str, field: str, params: tuple, marks: bool, sure: bool, height: int, _shown: tuple):
+def _heat(key: str, field: str, params: tuple, marks: bool, sure: bool, height: int, _shown: tuple,
+          clickable: tuple):
     """The one figure of every panel, built once per (group, field, parameters, marks): a
     revisit or a rerun for another widget sends it again without building it (st.plotly_chart
     copies a figure; nothing changes the cached one)."""
     return heatmaps.credit_heatmaps(
-        {n: _marked(n, heatmaps.credit_heatmap(all_c[n], field, zmax=zmax, height=height)) for n in _shown},
-        height_per_panel=height, titles={n: f"<b>{n}</b>" for n in _shown})
+        {n: _marked(n, heatmaps.credit_heatmap(all_c[n], field, zmax=zmax, height=height,
+                                               clickable=n in clickable)) for n in _shown},
+        height_per_panel=height,
+        titles={n: f"<b>{n}</b>" + (" (click a cell)" if n in clickable and len(clickable) < len(_shown) else "")
+                for n in _shown})
 
 
 height = int(min(120 + 22 * len(grp), 520))
@@ -110,8 +117,16 @@ for n in names:
         st.caption(f"All zero: {n} gives no step-level {charts.FIELDS[field]} on this group.")
 # one figure: a panel per estimator, one shared colour bar; a click on a cell of any panel opens
 # that step's anchor in the Inspector
+# a clickable cell is an SVG point in the browser: beyond CLICKABLE_MAX of them, only the sidebar
+# estimator's panel takes clicks (the others show the same hover from the heatmap itself)
+clickable = tuple(shown) if len(shown) * ctx.process.n_steps <= CLICKABLE_MAX else \
+    (ctx.estimator if ctx.estimator in shown else shown[0],)
 heat = _heat(ctx.key, field, tuple((n, tuple(sorted(ctx.estimator_params(n).items()))) for n in shown),
-             marks_on, sure_only, height, tuple(shown))
+             marks_on, sure_only, height, tuple(shown), clickable)
+if len(clickable) < len(shown):
+    st.caption(f"This group has {ctx.process.n_steps} steps: only the **{clickable[0]}** panel (the "
+               "sidebar's estimator) takes clicks, so the page draws quickly; choose another "
+               "estimator in the sidebar to click on its panel. Every panel shows its values on hover.")
 st.plotly_chart(heat, width="stretch", key="heat_credits", on_select=lambda: _open_cell("heat_credits"),
                 selection_mode="points", config=png_config(f"{grp.group.replace('/', '_')}.heatmaps"))
 st.caption(" · ".join(f"**{n}**: {estimators.get(n).summary.replace('*', '×')}" for n in shown))

@@ -211,13 +211,17 @@ if any(r.get("eval_final") is not None for r in rows):
         st.markdown("**Paired by seed and held-out level** (final evaluation; the interval is a "
                     "two-way bootstrap over seeds and levels, p from sign flips):")
         st.markdown(A.paired_markdown(paired))
-with st.expander("Per estimator on the training batches (mean ± sd over seeds)", expanded=False):
-    st.caption(f"final = mean of the last 3 iterations' batch success; iterations to {threshold:.0%} "
-               f"use the {max(smooth, 1)}-iteration average. Training levels are fresh every "
-               "iteration, so batch success moves with their difficulty.")
-    st.dataframe(V.summary_table(rows), hide_index=True, width="stretch")
-with st.expander("Runs", expanded=False):
-    st.dataframe(V.runs_table(runs), hide_index=True, width="stretch")
+box, shown = widgets.folded("Per estimator on the training batches (mean ± sd over seeds)", key="runs_summary_open")
+if shown:
+    with box:
+        st.caption(f"final = mean of the last 3 iterations' batch success; iterations to {threshold:.0%} "
+                   f"use the {max(smooth, 1)}-iteration average. Training levels are fresh every "
+                   "iteration, so batch success moves with their difficulty.")
+        st.dataframe(V.summary_table(rows), hide_index=True, width="stretch")
+box, shown = widgets.folded(f"Runs ({len(runs)})", key="runs_table_open")
+if shown:
+    with box:
+        st.dataframe(V.runs_table(runs), hide_index=True, width="stretch")
 
 accuracy: dict = {}
 for est, items in A.by_estimator(runs).items():

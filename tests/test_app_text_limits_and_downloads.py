@@ -276,6 +276,12 @@ def test_lesson_on_a_big_group_prints_the_paths_once_and_folded():
     at.run()
     at.radio(key="lesson_start").set_value("sidebar group").run()
     assert not at.exception
+    # folded and not even built: a big group's page sends none of its folded tables
+    assert not [t for t in at.main.table if "path" in t.value.columns]
+    assert any(ex.label.startswith("The 8 rollouts as paths") for ex in at.main.expander)
+    at.session_state["lesson_fold_paths"] = True  # the reader opens the fold
+    at.run()
+    assert not at.exception
     with_paths = [t for t in at.main.table if "path" in t.value.columns]
     assert len(with_paths) == 1
     assert any(any(t is x for x in ex.table) for ex in at.main.expander for t in with_paths)

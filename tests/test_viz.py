@@ -241,7 +241,7 @@ def test_credit_heatmaps_grid_equals_plotly_make_subplots(walk, n_panels, cols):
     ref = make_subplots(rows=rows, cols=min(cols, n_panels), subplot_titles=names,
                         horizontal_spacing=0.12 if min(cols, n_panels) > 1 else 0.02,
                         vertical_spacing=min(0.3, 90 / (300 * rows))).to_dict()["layout"]
-    for i, n in enumerate(names):
+    for n in names:
         xa, ya = fast["layout"]["meta"]["panels"][n]
         xk, yk = xa.replace("x", "xaxis"), ya.replace("y", "yaxis")
         assert np.allclose(fast["layout"][xk]["domain"], ref[xk]["domain"])
@@ -256,24 +256,33 @@ def test_credit_heatmaps_grid_equals_plotly_make_subplots(walk, n_panels, cols):
         assert panel[0]["coloraxis"] == "coloraxis" and "zmin" not in panel[0]
 
 
-def test_evidence_marks_are_the_clickable_cells_one_symbol_per_step(walk):
-    """Every cell's mark is its step's evidence (sure: filled, unsure: open, none: a dot), drawn on
-    the clickable points (no second trace of text labels); the figure stays valid."""
+def test_evidence_veils_every_cell_that_is_not_sure(walk):
+    """A sure step's cell keeps its colour; every other cell carries the white veil (one heatmap
+    trace under the clickable cells, no element per cell); each point's hover names its step's
+    evidence; the grid keeps the veil's own colours and stays valid."""
     import plotly.graph_objects as go
 
     from crbc.estimators.bootstrap import credit_intervals
-    from crbc.viz.intervals import MARK_STYLE, evidence_marks
+    from crbc.viz.intervals import VEIL, evidence_marks
 
     _, p = walk
     c = estimators.compute("crbc", p)
     ev = credit_intervals(p, "crbc", n_resamples=20, seed=0).evidence_N
+    assert {"sure", "unsure"} <= set(ev.tolist())
     fig = evidence_marks(heatmaps.credit_heatmap(c, "credit"), p, ev)
-    assert [t.name for t in fig.data] == ["credit", "cells"]
-    cells = fig.data[1]
-    for (pos, t, *_rest), sym, size in zip(cells.customdata, cells.marker.symbol, cells.marker.size, strict=True):
-        kind = ev[int(p.rollout_offsets[int(pos)]) + int(t) - 1]
-        assert (sym, size) == MARK_STYLE[kind]
-    json.loads(go.Figure(fig.to_dict()).to_json())
+    assert [t.name for t in fig.data] == ["credit", "evidence", "cells"]
+    veil = np.asarray(fig.data[1].z, float)
+    for n in range(p.n_steps):
+        r, t = p.step_rollout[n], p.step_t[n] - 1
+        assert np.isfinite(veil[r, t]) == (ev[n] != "sure")
+    assert np.isnan(veil[np.isnan(np.asarray(fig.data[0].z, float))]).all()  # no veil beyond a rollout's end
+    cells = fig.data[2]
+    assert [ev[int(p.rollout_offsets[int(cd[0])]) + int(cd[1]) - 1] for cd in cells.customdata] == list(cells.text)
+    assert "evidence: %{text}" in cells.hovertemplate
+    grid = heatmaps.credit_heatmaps({"crbc": fig, "again": evidence_marks(heatmaps.credit_heatmap(c, "credit"), p, ev)})
+    veils = [t for t in grid.data if t.name == "evidence"]
+    assert len(veils) == 2 and all(v.colorscale[0][1] == VEIL and v.coloraxis is None for v in veils)
+    json.loads(go.Figure(grid.to_dict()).to_json())  # valid
 
 
 def test_sure_only_on_binned_columns_keeps_a_bin_with_a_sure_step():
@@ -297,3 +306,22 @@ def test_sure_only_on_binned_columns_keeps_a_bin_with_a_sure_step():
             want[p.step_rollout[n], (p.step_t[n] - 1) // w] = True
     assert np.array_equal(np.isfinite(z), want & np.isfinite(np.asarray(
         heatmaps.credit_heatmap(c, "credit").data[0].z, float)))
+
+
+def test_a_heatmap_without_clickable_cells_hovers_the_same_step_from_its_own_matrix(walk):
+    """clickable=False drops the per-cell points (their DOM cost) and puts each cell's action and
+    anchor in the heatmap's customdata matrix: the same step the point of that cell names."""
+    import plotly.graph_objects as go
+
+    _, p = walk
+    c = estimators.compute("crbc", p)
+    with_points = heatmaps.credit_heatmap(c, "step_advantage")
+    bare = heatmaps.credit_heatmap(c, "step_advantage", clickable=False)
+    assert [t.name for t in bare.data] == ["credit"]
+    hm = bare.data[0]
+    assert "customdata[0]" in hm.hovertemplate and hm.hoverinfo is None
+    cells = next(t for t in with_points.data if t.name == "cells")
+    matrix = np.asarray(hm.customdata, dtype=object)
+    for pos, t, action, label, *_ in cells.customdata:
+        assert list(matrix[int(pos), int(t) - 1]) == [action, label]
+    json.loads(go.Figure(bare.to_dict()).to_json())

@@ -32,7 +32,7 @@ def shared_range(all_credits: Iterable[Credits], field: str) -> float:
 
 
 def credit_heatmap(c: Credits, field: str = "step_advantage", zmax: float | None = None,
-                   height: int = 300, title: str | None = None) -> go.Figure:
+                   height: int = 300, title: str | None = None, clickable: bool = True) -> go.Figure:
     """Heatmap rollouts x steps of one estimator's credit on the range [-zmax, zmax] (pass the
     same :func:`shared_range` to every panel), each row labelled with its outcome (✓ success,
     ✗ failure or time-out) and length.
@@ -40,7 +40,12 @@ def credit_heatmap(c: Credits, field: str = "step_advantage", zmax: float | None
     A transparent scatter trace named ``cells`` sits on the cells, one point per step, with
     ``customdata`` = [rollout position, step t, action, anchor label, value, anchor id], so a
     click on a cell can be read as a point selection. Beyond ``binning.MAX_COLUMNS`` steps a cell
-    is the mean of a bin of steps, and its point is the bin's step of largest |value|."""
+    is the mean of a bin of steps, and its point is the bin's step of largest |value|.
+
+    With ``clickable=False`` there is no ``cells`` trace (a browser draws an SVG element per
+    point: about 0.25 ms each on a laptop core, so five 800-step panels take a second); the
+    heatmap itself then shows the same hover from a ``customdata`` matrix (rollouts x columns x
+    [action, anchor label])."""
     m = credit_matrix(c, field)
     p = c.process
     z = zmax if zmax is not None else symmetric_range(m)
@@ -70,24 +75,33 @@ def credit_heatmap(c: Credits, field: str = "step_advantage", zmax: float | None
         steps = p.rollout_offsets[k_] + pick[k_, b_]
         px, shown = xs[b_], zm[k_, b_]
     step_r = p.step_rollout[steps]
-    # per-point data as numpy arrays (an object array for the mixed customdata): plotly checks
-    # and copies an array in one go, where it walks a list of lists element by element
-    cells = np.empty((len(steps), 6), dtype=object)
-    cells[:, 0] = step_r.astype(int).tolist()
-    cells[:, 1] = p.step_t[steps].astype(int).tolist()
-    cells[:, 2] = [plain(acts[n]) for n in steps]
-    cells[:, 3] = [plain(labels[s]) for s in p.step_state[steps]]
-    cells[:, 4] = np.asarray(shown, dtype=float).tolist()
-    cells[:, 5] = p.step_state[steps].astype(int).tolist()
-    fig.add_trace(go.Scatter(
-        x=px, y=np.asarray(rows)[step_r], mode="markers", name="cells",
-        marker=dict(size=14 if w == 1 else 6, symbol="square", color="rgba(0,0,0,0)", opacity=0.01),
-        customdata=cells,
-        hovertemplate=("rollout %{y}, step %{customdata[1]}: %{customdata[2]} at %{customdata[3]}<br>"
-                       + ("value" if w == 1 else f"mean of {w} steps") + " %{customdata[4]:.3f}"
-                       "<extra>click: open in the Inspector</extra>"),
-        showlegend=False, selected=dict(marker=dict(opacity=0.01)),
-        unselected=dict(marker=dict(opacity=0.01))))
+    if not clickable:
+        hover = np.full(zm.shape + (2,), "", dtype=object)
+        col = (p.step_t[steps] - 1) if w == 1 else b_
+        hover[step_r, col, 0] = [plain(acts[n]) for n in steps]
+        hover[step_r, col, 1] = [plain(labels[s]) for s in p.step_state[steps]]
+        fig.data[0].update(customdata=hover, hoverinfo=None, hovertemplate=(
+            "rollout %{y}, step %{x}: %{customdata[0]} at %{customdata[1]}<br>"
+            + ("value" if w == 1 else f"mean of {w} steps") + " %{z:.3f}<extra></extra>"))
+    if clickable:
+        # per-point data as numpy arrays (an object array for the mixed customdata): plotly checks
+        # and copies an array in one go, where it walks a list of lists element by element
+        cells = np.empty((len(steps), 6), dtype=object)
+        cells[:, 0] = step_r.astype(int).tolist()
+        cells[:, 1] = p.step_t[steps].astype(int).tolist()
+        cells[:, 2] = [plain(acts[n]) for n in steps]
+        cells[:, 3] = [plain(labels[s]) for s in p.step_state[steps]]
+        cells[:, 4] = np.asarray(shown, dtype=float).tolist()
+        cells[:, 5] = p.step_state[steps].astype(int).tolist()
+        fig.add_trace(go.Scatter(
+            x=px, y=np.asarray(rows)[step_r], mode="markers", name="cells",
+            marker=dict(size=14 if w == 1 else 6, symbol="square", color="rgba(0,0,0,0)", opacity=0.01),
+            customdata=cells,
+            hovertemplate=("rollout %{y}, step %{customdata[1]}: %{customdata[2]} at %{customdata[3]}<br>"
+                           + ("value" if w == 1 else f"mean of {w} steps") + " %{customdata[4]:.3f}"
+                           "<extra>click: open in the Inspector</extra>"),
+            showlegend=False, selected=dict(marker=dict(opacity=0.01)),
+            unselected=dict(marker=dict(opacity=0.01))))
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=36 if title else 8, b=30),
                       title=title, plot_bgcolor="#f7f7f7", clickmode="event+select", dragmode=False)
     fig.update_yaxes(autorange="reversed", title=None, tickmode="array", tickvals=rows, ticktext=marks,
@@ -147,7 +161,7 @@ def credit_heatmaps(panels: Mapping[str, go.Figure], height_per_panel: int = 300
         for tr in src.data:
             d = tr.to_plotly_json()
             d.update(legendgroup=n, xaxis=xa, yaxis=ya)
-            if d["type"] == "heatmap":
+            if d["type"] == "heatmap" and d.get("name") == "credit":  # the veil keeps its own scale
                 for k in ("zmin", "zmax", "zmid", "colorscale", "colorbar"):
                     d.pop(k, None)
                 d.update(coloraxis="coloraxis", showscale=False)

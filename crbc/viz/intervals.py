@@ -49,39 +49,50 @@ def interval_figure(rows: Sequence[dict[str, Any]], level: float, height: int | 
     return fig
 
 
-#: how a cell's evidence is marked on the clickable ``cells`` points: (marker symbol, size px)
-MARK_STYLE = {"sure": ("circle", 7), "unsure": ("circle-open", 7), "none": ("circle", 2)}
+#: the veil over a cell that is not sure: white at this opacity, so its colour is washed out
+VEIL = "rgba(255,255,255,0.72)"
+
+
+def _by_cell(process, flags_N: np.ndarray, n_columns: int) -> np.ndarray:
+    """A per-step flag as rollouts x columns of a heatmap: True where some step of the cell has
+    it (a cell is one step, or a bin of :func:`crbc.viz.binning.bin_width` steps)."""
+    p = process
+    t_max = int(p.rollout_len.max())
+    out = np.zeros((len(p.rollout_len), t_max), dtype=bool)
+    out[p.step_rollout[flags_N], p.step_t[flags_N] - 1] = True
+    if n_columns != t_max:
+        w = bin_width(t_max)
+        pad = np.zeros((out.shape[0], w * n_columns), dtype=bool)
+        pad[:, :t_max] = out
+        out = pad.reshape(out.shape[0], n_columns, w).any(axis=2)
+    return out
 
 
 def evidence_marks(fig: go.Figure, process, evidence_N: np.ndarray, sure_only: bool = False) -> go.Figure:
-    """Mark each cell of a :func:`crbc.viz.heatmaps.credit_heatmap` figure by its evidence
-    (● sure, ○ unsure, · none); with ``sure_only``, blank the cells that are not sure. Returns
-    the figure.
+    """Show each cell's evidence on a :func:`crbc.viz.heatmaps.credit_heatmap` figure: a cell
+    whose step credit is **sure** keeps its colour; every other cell (unsure, or zero by
+    construction) is veiled in white, so its colour is washed out. With ``sure_only`` those cells
+    are blanked instead. A binned cell counts as sure when one of its steps is. Each clickable
+    point's hover names its step's evidence. Returns the figure.
 
-    The marks are the clickable ``cells`` points themselves made visible (a marker symbol and
-    size per point, from the evidence of the step each point opens: ``customdata`` [rollout
-    position, step t, ...]), so a cell costs the browser one SVG point, not a point and a text
-    label (a text must be measured before it is placed)."""
+    The veil is one more heatmap trace (``evidence``, under the clickable ``cells``): a single
+    image for the browser, where a mark per cell would be an SVG element per cell."""
     p = process
     ev = np.asarray(evidence_N)
+    z = np.array(fig.data[0].z, dtype=float)
+    sure = _by_cell(p, ev == "sure", z.shape[1])
     if sure_only:
-        z = np.array(fig.data[0].z, dtype=float)
-        keep = np.zeros((len(p.rollout_len), int(p.rollout_len.max())), dtype=bool)
-        sure = ev == "sure"
-        keep[p.step_rollout[sure], p.step_t[sure] - 1] = True
-        if z.shape[1] != keep.shape[1]:  # binned columns: a bin stays if any of its steps is sure
-            w = bin_width(keep.shape[1])
-            pad = np.zeros((keep.shape[0], w * z.shape[1]), dtype=bool)
-            pad[:, :keep.shape[1]] = keep
-            keep = pad.reshape(keep.shape[0], z.shape[1], w).any(axis=2)
-        fig.data[0].z = np.where(keep, z, np.nan)
-    cells = next(t for t in fig.data if t.name == "cells")
-    cd = np.asarray(cells.customdata, dtype=object)
-    step = p.rollout_offsets[cd[:, 0].astype(int)] + cd[:, 1].astype(int) - 1
-    kinds = ev[step]
-    symbol = np.array([MARK_STYLE.get(k, ("circle", 0))[0] for k in kinds])
-    size = np.array([MARK_STYLE.get(k, ("circle", 0))[1] for k in kinds])
-    cells.update(marker=dict(symbol=symbol, size=size, color="rgba(20,20,20,0.7)", opacity=1,
-                             line=dict(width=1, color="rgba(20,20,20,0.7)")),
-                 selected=dict(marker=dict(opacity=1)), unselected=dict(marker=dict(opacity=1)))
+        fig.data[0].z = np.where(sure, z, np.nan)
+    veil = np.where(np.isfinite(z) & ~sure, 1.0, np.nan)
+    base = fig.data[0]
+    fig.add_trace(go.Heatmap(z=veil, x=base.x, y=base.y, colorscale=[[0, VEIL], [1, VEIL]], zmin=0, zmax=1,
+                             showscale=False, hoverinfo="skip", name="evidence", xgap=base.xgap,
+                             ygap=base.ygap))
+    cells = next((t for t in fig.data if t.name == "cells"), None)
+    if cells is not None:
+        cd = np.asarray(cells.customdata, dtype=object)
+        step = p.rollout_offsets[cd[:, 0].astype(int)] + cd[:, 1].astype(int) - 1
+        cells.update(text=ev[step], hovertemplate=cells.hovertemplate.replace(
+            "<extra>", "<br>evidence: %{text}<extra>"))
+    fig.data = (fig.data[0], fig.data[-1], *fig.data[1:-1])  # the veil under the clickable cells
     return fig
