@@ -9,7 +9,7 @@ from crbc.explain.anchor_names import anchor_labels
 from crbc.truth import accuracy
 from crbc.viz import accuracy as VA
 from crbc.viz import charts, heatmaps
-from crbc.viz.style import png_config
+from crbc.viz.style import png_config, snapshot
 from ui import exact_truth, figure_cache, state, url, widgets
 
 st.title("Step credits")
@@ -100,12 +100,12 @@ def _heat(key: str, field: str, params: tuple, marks: bool, sure: bool, height: 
     """The one figure of every panel, built once per (group, field, parameters, marks): a
     revisit or a rerun for another widget sends it again without building it (st.plotly_chart
     copies a figure; nothing changes the cached one)."""
-    return heatmaps.credit_heatmaps(
+    return snapshot(heatmaps.credit_heatmaps(
         {n: _marked(n, heatmaps.credit_heatmap(all_c[n], field, zmax=zmax, height=height,
                                                clickable=n in clickable)) for n in _shown},
         height_per_panel=height,
         titles={n: f"<b>{n}</b>" + (" (click a cell)" if n in clickable and len(clickable) < len(_shown) else "")
-                for n in _shown})
+                for n in _shown}))
 
 
 height = int(min(120 + 22 * len(grp), 520))

@@ -19,7 +19,7 @@ import crbc.train.analysis as A
 from crbc.io.rollouts import RolloutFormatError
 from crbc.train.diagnostics import DIAGNOSTICS
 from crbc.viz import runs as V
-from ui import run_review, state, url, widgets
+from ui import figure_cache, run_review, state, url, widgets
 
 MAX_ZIP_MB = 50
 OPEN_IN = [("pages/graph.py", "Anchor graph", ":material/hub:"),
@@ -158,6 +158,9 @@ for run in loaded.values():
                    "interrupted while writing it); it is ignored.")
 
 runs = A.order_runs(list(loaded.values()))
+# what the figures and tables below read of the runs: which runs (a shipped one with the time its
+# metrics were last written, an upload by its content hash), so they are built once per choice
+runs_key = tuple((k, _stamp(k.split(":", 1)[1]) if k.startswith("shipped:") else 0.0) for k in loaded)
 if not runs:
     st.info("No run selected. Shipped runs are in `sample_rollouts/runs/`; make your own with "
             "`python -m crbc train --out runs/NAME` or `python -m crbc experiment`, or upload a "
@@ -166,7 +169,8 @@ if not runs:
 
 # ---------------------------------------------------------------------------------- curves
 st.subheader("Learning curves")
-names = list(dict.fromkeys(m for r in runs for m in r.metric_names()))
+names = figure_cache.figure("runs_metric_names", (runs_key,),
+                            lambda: list(dict.fromkeys(m for r in runs for m in r.metric_names())))
 metrics = [m for m in METRICS if m in names] + [m for m in names if m not in METRICS
                                                  and not m.startswith(("diag.", "seconds_"))]
 k1, k2, k3, k4 = st.columns([2, 1, 1, 1])
@@ -180,9 +184,10 @@ band = k3.radio("Band over seeds", list(BANDS), key="runs_band", format_func=BAN
                      "min–max and ± 1 sd show the spread of the seeds themselves.")
 threshold = k4.slider("Success threshold", 0.05, 1.0, 0.4, 0.05, key="runs_threshold")
 # held-out success: also the evaluation after the last update (drawn one iteration later)
-curve_set = A.curves(runs, metric, smooth=smooth, with_final=metric == A.EVAL)
-fig = V.curves_figure(curve_set, metric, band=band,
-                      threshold=threshold if "success" in metric else None)
+fig = figure_cache.figure(
+    "runs_curves", (runs_key, metric, smooth, band, threshold),
+    lambda: V.curves_figure(A.curves(runs, metric, smooth=smooth, with_final=metric == A.EVAL), metric,
+                            band=band, threshold=threshold if "success" in metric else None))
 
 
 def _on_curve_click() -> None:
@@ -199,7 +204,8 @@ st.plotly_chart(fig, on_select=_on_curve_click, selection_mode="points", key="ru
 st.caption("Click a point to open that run's iteration below (a point of a thick mean curve opens "
            "the estimator's first seed). Thin lines: single seeds.")
 
-rows = A.summarize(runs, threshold=threshold, smooth=max(smooth, 1))
+rows = figure_cache.figure("runs_summary", (runs_key, threshold, smooth),
+                           lambda: A.summarize(runs, threshold=threshold, smooth=max(smooth, 1)))
 if any(r.get("eval_final") is not None for r in rows):
     st.markdown("**The comparison** (held-out success in %, mean over seeds with its 95% t interval; "
                 "gain = each seed's final held-out success minus its start; the same held-out levels "
@@ -223,16 +229,23 @@ if shown:
     with box:
         st.dataframe(V.runs_table(runs), hide_index=True, width="stretch")
 
-accuracy: dict = {}
-for est, items in A.by_estimator(runs).items():
-    accuracy.update(A.curves(items, f"diag.truth_spearman.{est}"))
+def _accuracy() -> dict:
+    out: dict = {}
+    for est, items in A.by_estimator(runs).items():
+        out.update(A.curves(items, f"diag.truth_spearman.{est}"))
+    return out
+
+
+accuracy = figure_cache.figure("runs_accuracy_curves", (runs_key,), _accuracy)
 if accuracy:
     st.markdown("**Credit accuracy during training**: each estimator's Spearman correlation with the "
                 "exact advantage A_t of the current policy on its own runs' batches (a few mixed "
                 "groups every few iterations, docs/MATH.md section 9), mean over seeds with its 95% CI. "
                 "Does the better credit come before the faster learning?")
-    st.plotly_chart(V.curves_figure(accuracy, "Spearman with the exact A_t", band="ci", show_runs=False,
-                                    percent=False, height=320), width="stretch", key="runs_truth")
+    st.plotly_chart(figure_cache.figure(
+        "runs_accuracy", (runs_key,),
+        lambda: V.curves_figure(accuracy, "Spearman with the exact A_t", band="ci", show_runs=False,
+                                percent=False, height=320)), width="stretch", key="runs_truth")
 
 # ---------------------------------------------------------------------------------- drill down
 st.subheader("Drill into an iteration")
@@ -258,7 +271,9 @@ iteration = d2.selectbox("Iteration", its, key="runs_iter",
 
 st.markdown("**Estimator diagnostics per iteration** (computed on each iteration's batch; the "
             "dotted line is the chosen iteration)")
-st.plotly_chart(V.diagnostics_figure(runs, selected=iteration), width="stretch", key="runs_diag")
+st.plotly_chart(figure_cache.figure("runs_diagnostics", (runs_key, iteration),
+                                    lambda: V.diagnostics_figure(runs, selected=iteration)),
+                width="stretch", key="runs_diag")
 rec = next((m for m in run.metrics if m["iteration"] == iteration), {})
 if rec:
     cols = st.columns(len(DIAGNOSTICS))

@@ -325,3 +325,21 @@ def test_a_heatmap_without_clickable_cells_hovers_the_same_step_from_its_own_mat
     for pos, t, action, label, *_ in cells.customdata:
         assert list(matrix[int(pos), int(t) - 1]) == [action, label]
     json.loads(go.Figure(bare.to_dict()).to_json())
+
+
+def test_a_snapshot_sends_the_same_json_as_its_figure(walk):
+    """style.snapshot (the figure cache's JSON-ready copy) must draw exactly what the figure it
+    copies draws: same JSON, for figures of numpy arrays, lists, object arrays and subplots."""
+    from crbc.io.runs import find_runs, read_run
+    from crbc.viz.runs import diagnostics_figure
+    from crbc.viz.style import snapshot
+
+    _, p = walk
+    c = estimators.compute("crbc", p)
+    figs = [heatmaps.credit_heatmap(c, "step_advantage"), graph_figure(p, c.value_S, highlight_rollout=0),
+            charts.convergence_figure(depth_sweep(p, 0.98, 20), 3),
+            diagnostics_figure([read_run(r) for r in find_runs("sample_rollouts/runs/sokoban-6x6-prereg")][:4], selected=2)]
+    for fig in figs:
+        snap = snapshot(fig)
+        assert json.loads(snap.to_json()) == json.loads(fig.to_json())
+        assert json.loads(snapshot(snap).to_json()) == json.loads(fig.to_json())

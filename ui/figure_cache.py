@@ -20,12 +20,17 @@ from typing import Any
 
 import streamlit as st
 
+from crbc.viz.style import snapshot
+
 
 @st.cache_resource(show_spinner=False, max_entries=512)
 def _memo(kind: str, key: Hashable, _build: Callable[[], Any]) -> Any:
-    return _build()
+    built = _build()
+    return snapshot(built) if hasattr(built, "to_plotly_json") else built  # a figure: JSON-ready
 
 
 def figure(kind: str, key: Hashable, build: Callable[[], Any]) -> Any:
-    """``build()`` the first time ``(kind, key)`` is asked for, the same object after that."""
+    """``build()`` the first time ``(kind, key)`` is asked for, the same object after that (a
+    plotly figure kept as :func:`crbc.viz.style.snapshot`, so sending it again converts nothing;
+    anything else, such as the rows of a table beside a figure, as it is)."""
     return _memo(kind, key, build)

@@ -123,3 +123,13 @@ def png_config(filename: str) -> dict:
     (plotly.js renders the image client-side: no server, no network)."""
     return {"displaylogo": False, "modeBarButtons": [["toImage"]],
             "toImageButtonOptions": {"format": "png", "filename": filename, "scale": 2}}
+
+
+def snapshot(fig):
+    """A figure in the form plotly sends it (numeric arrays already base64 typed arrays), as a
+    figure again: drawing it converts nothing more, where a figure of many numpy arrays pays
+    about 0.3 ms per array each time it is turned into JSON. For figures that are kept and sent
+    many times (the studio's figure cache); its JSON equals the original's."""
+    import plotly.graph_objects as go
+
+    return go.Figure(fig.to_dict(), _validate=False)
