@@ -276,14 +276,15 @@ HEAVY = {  # file -> (page, title, query): the views issue 23 allows 2 s (a fres
 }
 
 
-CELL_XY = """(step) => {
+CELL_XY = """(step) => {  // the crbc panel's cell of the first rollout at ``step``, scrolled into view
   const gd = document.querySelector('.st-key-heat_credits .js-plotly-plot');
-  gd.scrollIntoView({block: 'center'});
   const [x, y] = gd.layout.meta.panels.crbc;
-  const L = gd._fullLayout, r = gd.getBoundingClientRect();
+  const L = gd._fullLayout;
   const xa = L[x.replace('x', 'xaxis')], ya = L[y.replace('y', 'yaxis')];
-  const row = ya._categories ? ya._categories[0] : 'r0';
-  return [r.left + xa._offset + xa.d2p(step), r.top + ya._offset + ya.d2p(row)];
+  const at = () => { const r = gd.getBoundingClientRect();
+    return [r.left + xa._offset + xa.d2p(step), r.top + ya._offset + ya.d2p(ya._categories[0])]; };
+  window.scrollBy(0, at()[1] - window.innerHeight / 2);
+  return at();
 }"""
 
 
