@@ -84,7 +84,7 @@ def _evidence(key: str, name: str, params: tuple, _process):
 
 
 def _marked(name: str, fig):
-    """The heatmap with its evidence marks (estimators with a step credit only)."""
+    """The heatmap with its evidence veil (estimators with a step credit only)."""
     from crbc.estimators.bootstrap import signal_of
     from crbc.viz.intervals import evidence_marks
 

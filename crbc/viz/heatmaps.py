@@ -119,7 +119,7 @@ def _set(obj) -> dict:
 
 def credit_heatmaps(panels: Mapping[str, go.Figure], height_per_panel: int = 300,
                     titles: Mapping[str, str] | None = None, cols: int = 2) -> go.Figure:
-    """One figure of several :func:`credit_heatmap` figures (each maybe with its evidence marks),
+    """One figure of several :func:`credit_heatmap` figures (each maybe with its evidence veil),
     one subplot per estimator in a grid of ``cols`` columns and **one shared colour bar** (the
     first panel's range: pass the same ``zmax`` to every panel). Every trace of panel ``name``
     keeps its name and carries ``legendgroup=name`` (the clickable ``cells`` trace keeps its

@@ -1,5 +1,5 @@
-"""Figures of credit intervals: error bars of Q and Q - V per action (Inspector) and evidence
-marks on the Step credits heatmaps (sure / unsure / none per cell, and the "sure only" view)."""
+"""Figures of credit intervals: error bars of Q and Q - V per action (Inspector) and the evidence
+on the Step credits heatmaps (cells that are not sure washed out, and the "sure only" view)."""
 
 from __future__ import annotations
 
