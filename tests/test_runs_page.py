@@ -51,6 +51,7 @@ def page(tmp_path, monkeypatch) -> AppTest:
 def test_runs_page_shows_curves_table_and_diagnostics(page):
     assert page.title[0].value == "Training runs"
     assert set(page.multiselect(key="runs_pick_.").value) == {"grpo-s0", "crbc-s0", "crbc-s1"}
+    page.session_state["runs_summary_open"] = True  # the folded table is built once opened
     page.slider(key="runs_threshold").set_value(0.5).run()
     table = page.dataframe[0].value
     assert table["estimator"].tolist() == ["grpo", "crbc"]
@@ -131,6 +132,7 @@ def test_experiments_are_shown_one_at_a_time(tmp_path, monkeypatch):
     at.switch_page("pages/runs.py").run()
     assert at.selectbox(key="runs_exp").options == ["exp-a", "exp-b"]  # opens on it, newer or not
     assert at.selectbox(key="runs_run").options == ["grpo-s0", "crbc-s0", "crbc-s1"]
+    at.session_state["runs_summary_open"] = True  # the folded table is built once opened
     at.selectbox(key="runs_exp").set_value("exp-b").run()
     assert not at.exception, at.exception
     assert at.multiselect(key="runs_pick_exp-b").value == ["exp-b/grpo-s0"]

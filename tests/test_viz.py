@@ -218,8 +218,14 @@ def test_diagnostics_figure_fast_build_equals_a_validated_build():
     assert axes <= {("x" + s, "y" + s) for s in ["", *map(str, range(2, len(DIAG_PANELS) + 1))]}
     assert len(axes) > 1
     assert [s["x0"] for s in fast["layout"]["shapes"]] == [2] * len(DIAG_PANELS)
-    n_series = sum(len(r.series(k)[0]) > 0 for r in runs for k, _, _ in DIAG_PANELS)
+    # one trace per (estimator, panel) with data, holding every run's line, broken between runs
+    ests = {r.estimator for r in runs}
+    n_series = sum(any(len(r.series(k)[0]) for r in runs if r.estimator == e) for e in ests for k, _, _ in DIAG_PANELS)
     assert len(fast["data"]) == n_series
+    for t in fig.data:
+        named = {run for _, run in t.customdata if run}
+        assert named == {r.name for r in runs if r.estimator == t.name and len(r.series(DIAG_PANELS[0][0])[0])} \
+            or t.xaxis != "x"
 
 
 @pytest.mark.parametrize("n_panels,cols", [(1, 2), (2, 2), (5, 2), (4, 3)])

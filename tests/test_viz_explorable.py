@@ -226,7 +226,12 @@ def test_every_curve_point_names_its_run_and_iteration(tmp_path):
     assert clickable
     for t in clickable:
         for (it, run), x in zip(t.customdata, t.x, strict=True):
+            if x is None or np.isnan(x):  # the break between two runs' lines
+                assert it is None and run is None
+                continue
             assert run in names and int(it) == int(x)
+    seeds = [t for t in fig.data if t.name == "crbc seeds"]  # one trace for both crbc seeds
+    assert len(seeds) == 1 and {run for _, run in seeds[0].customdata if run} == {"crbc-s0", "crbc-s1"}
     mean_crbc = next(t for t in fig.data if t.name.startswith("crbc ("))
     assert {run for _, run in mean_crbc.customdata} <= {"crbc-s0", "crbc-s1"}
     assert metric_label("diag.rank_crbc_gigpo").startswith("diagnostic:")

@@ -57,6 +57,25 @@ def _rgba(hex_color: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
+def _joined(lines: Sequence[tuple[str, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Several runs' lines ``(name, x, y)`` as one line trace: x and y joined with a NaN between
+    runs (plotly breaks the line there), and per point ``customdata`` = [iteration, run name]
+    (``[None, None]`` at a break). One trace per estimator instead of one per run: a browser pays
+    for every trace (32 runs x 6 panels were 192 traces on the Training runs page)."""
+    xs, ys, cd = [], [], []
+    for name, x, y in lines:
+        if xs:
+            xs.append(np.array([np.nan]))
+            ys.append(np.array([np.nan]))
+            cd.append([[None, None]])
+        xs.append(np.asarray(x, dtype=float))
+        ys.append(np.asarray(y, dtype=float))
+        cd.append([[int(i), name] for i in x])
+    out = np.empty((sum(len(c) for c in cd), 2), dtype=object)
+    out[:] = [row for c in cd for row in c] or np.empty((0, 2), dtype=object)
+    return np.concatenate(xs) if xs else np.array([]), np.concatenate(ys) if ys else np.array([]), out
+
+
 def curves_figure(curves: Mapping[str, Curve], metric: str = "success_rate", band: str = "minmax",
                   threshold: float | None = None, show_runs: bool = True, height: int = 420,
                   title: str | None = None, percent: bool | None = None) -> go.Figure:
@@ -82,13 +101,13 @@ def curves_figure(curves: Mapping[str, Curve], metric: str = "success_rate", ban
         fig.add_trace(go.Scatter(x=np.r_[x, x[::-1]], y=k * np.r_[hi, lo[::-1]], fill="toself", mode="lines",
                                  fillcolor=_rgba(col, 0.15), line=dict(width=0), hoverinfo="skip",
                                  showlegend=False, legendgroup=est, name=f"{est} spread"))
-        if show_runs:
-            for name, (its, vals) in zip(c.runs, c.per_run, strict=True):
-                fig.add_trace(go.Scatter(x=its, y=k * vals, mode="lines", legendgroup=est,
-                                         line=dict(color=_rgba(col, 0.45), width=1), showlegend=False,
-                                         name=name, customdata=[[int(i), name] for i in its],
-                                         hovertemplate=f"{name}<br>iteration %{{x}}: %{{y:.1f}}<extra></extra>"
-                                         if percent else None))
+        if show_runs and c.runs:
+            xs, ys, cd = _joined([(name, its, k * vals) for name, (its, vals) in zip(c.runs, c.per_run, strict=True)])
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", legendgroup=est,
+                                     line=dict(color=_rgba(col, 0.45), width=1), showlegend=False,
+                                     name=f"{est} seeds", customdata=cd,
+                                     hovertemplate="%{customdata[1]}<br>iteration %{x}: %{y:.1f}<extra></extra>"
+                                     if percent else "%{customdata[1]}<br>iteration %{x}: %{y:.3g}<extra></extra>"))
         fig.add_trace(go.Scatter(
             x=x, y=k * c.mean, mode="lines+markers", name=f"{est} (n={int(c.n.max())})", legendgroup=est,
             line=dict(color=col, width=3), marker=dict(size=6),
@@ -132,7 +151,8 @@ def _diag_layout(height: int) -> str:
 
 
 def diagnostics_figure(runs: Sequence[Run], height: int = 560, selected: int | None = None) -> go.Figure:
-    """Six panels, one per diagnostic, one line per run (coloured by its estimator).
+    """Six panels, one per diagnostic, one line per run (coloured by its estimator; the runs of
+    one estimator are one trace per panel, broken between runs).
 
     Built from plain trace dicts without plotly's per-property validation (``_validate=False``)
     on a cached grid layout: with 20 runs the validated build (120 ``add_trace(row=, col=)`` and
@@ -142,19 +162,20 @@ def diagnostics_figure(runs: Sequence[Run], height: int = 560, selected: int | N
     seen: set[str] = set()
     ests = list(dict.fromkeys(r.estimator for r in runs))
     traces = []
-    for run in runs:
-        est = run.estimator
+    for est in ests:
         col = color(est, ests.index(est))
         for j, (key, _, pct) in enumerate(DIAG_PANELS):
-            its, vals = run.series(key)
-            if len(its) == 0:
+            lines = [(run.name, its, 100 * vals if pct else vals)
+                     for run in runs if run.estimator == est for its, vals in [run.series(key)] if len(its)]
+            if not lines:
                 continue
             ax = "" if j == 0 else str(j + 1)
+            xs, ys, cd = _joined(lines)  # one trace per estimator and panel, a break between runs
             traces.append(dict(
-                type="scatter", x=its, y=100 * vals if pct else vals, mode="lines", name=est,
+                type="scatter", x=xs, y=ys, mode="lines", name=est,
                 legendgroup=est, showlegend=est not in seen, line=dict(color=col, width=1.5),
-                customdata=its, xaxis="x" + ax, yaxis="y" + ax,
-                hovertemplate=f"{run.name}<br>iteration %{{x}}: %{{y:.3g}}<extra></extra>"))
+                customdata=cd, xaxis="x" + ax, yaxis="y" + ax,
+                hovertemplate="%{customdata[1]}<br>iteration %{x}: %{y:.3g}<extra></extra>"))
             seen.add(est)
     layout = json.loads(_diag_layout(height))
     if selected is not None:
