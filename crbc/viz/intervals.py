@@ -50,7 +50,7 @@ def interval_figure(rows: Sequence[dict[str, Any]], level: float, height: int | 
 
 
 #: the veil over a cell that is not sure: white at this opacity, so its colour is washed out
-VEIL = "rgba(255,255,255,0.72)"
+VEIL = "rgba(255,255,255,0.6)"
 
 
 def _by_cell(process, flags_N: np.ndarray, n_columns: int) -> np.ndarray:
