@@ -24,7 +24,13 @@ In headless Debian Chromium against ``streamlit run app.py`` on 127.0.0.1:
 
 Targets (issue 12): page ready < 1 s warm and < 3 s cold, interaction < 500 ms, slider < 300 ms,
 and no worse than twice that with a second session busy.
+
+``--user-data`` instead serves the user-like files of devtools/user_like.py (ALFWorld-like,
+WebShop-like, a 16 x 50 group, 64 groups): per file, in-session navigation to every page (median,
+maximum, script time), deep links, and the interactions of issue 23 (step scrub, row click,
+Inspector depth, heatmap cell to the Inspector); ``--files`` picks some of the four.
 Usage: .venv/bin/python -m benchmarks.bench_app [--repeats 3] [--skip-busy]
+       .venv/bin/python -m benchmarks.bench_app --user-data [--files big many] [--skip-interactions]
 """
 
 from __future__ import annotations
