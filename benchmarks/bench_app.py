@@ -270,138 +270,6 @@ class Busy:
         self.thread.join(timeout=120)
 
 
-def _median_ms(runs: list[tuple[float, float | None]]) -> float | None:
-    """The median of the script's server times (ms) of ``runs``; None when no page reported one."""
-    ms = [r[1] for r in runs if r[1] is not None]
-    return round(statistics.median(ms)) if ms else None
-
-
-HEAVY = {  # file -> (page, title, query): the views issue 23 allows 2 s (a fresh tab, each twice)
-    "big": ("lesson", "Lesson", "lesson_start=sidebar+group"),
-    "many": ("disagreements", "Disagreements", "dis_scope=all+groups+of+the+file"),
-}
-
-
-CELL_XY = """(step) => {  // the crbc panel's cell of the first rollout at ``step``, scrolled into view
-  const gd = document.querySelector('.st-key-heat_credits .js-plotly-plot');
-  const [x, y] = gd.layout.meta.panels.crbc;
-  const L = gd._fullLayout;
-  const xa = L[x.replace('x', 'xaxis')], ya = L[y.replace('y', 'yaxis')];
-  const at = () => { const r = gd.getBoundingClientRect();
-    return [r.left + xa._offset + xa.d2p(step), r.top + ya._offset + ya.d2p(ya._categories[0])]; };
-  window.scrollBy(0, at()[1] - window.innerHeight / 2);
-  return at();
-}"""
-
-
-def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
-    """Milliseconds from a click (or a slider drag) to the page ready again after the run it
-    started, on one user-like file: scrub the Rollouts step slider, click a rollout's row, change
-    the Inspector's depth, click a Step credits heatmap cell (opens the Inspector). Median and
-    maximum over ``repeats``; a failure is reported, not fatal."""
-    ctx = _ctx(browser)
-    pg = ctx.new_page()
-    pg.set_default_timeout(TIMEOUT)
-    out: dict[str, list[float]] = {}
-    failures: dict[str, str] = {}
-
-    def rec(name: str, measure) -> None:
-        if name in failures:
-            return
-        try:
-            out.setdefault(name, []).append(round(measure(), 1))
-        except Exception as e:  # noqa: BLE001 - a benchmark reports, it does not stop
-            failures[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
-
-    def goto(slug: str, title: str) -> None:
-        pg.goto(f"{base}/{slug}{query}")
-        pg.wait_for_selector(".crbc-run", state="attached", timeout=TIMEOUT)
-        pg.wait_for_function(READY, arg=title, timeout=TIMEOUT)
-
-    goto("", "Rollouts")
-    for f in [0.6, 0.2, 0.9, 0.4, 0.7][:max(repeats, 2)]:
-        rec("rollouts_step_scrub", lambda f=f: after(pg, "Rollouts", lambda: drag_slider(pg, ".st-key-step", f)))
-    for row in [2, 4, 1, 3, 0][:max(repeats, 2)]:
-        def click_row(row=row) -> None:
-            btn = pg.locator(f".st-key-rollouts_row_{row} button")
-            if btn.count():
-                btn.first.click()
-            else:  # more than 24 rollouts: the data grid (first column of the row)
-                pg.locator("[data-testid=stDataFrame] canvas").first.click(position={"x": 30, "y": 36 + 35 * row})
-        rec("rollouts_row_click", lambda click_row=click_row: after(pg, "Rollouts", click_row))
-    goto("inspector", "Anchor inspector")
-    for k in ["0", "3", "inf", "1", "5"][:max(repeats, 2)]:
-        def pick(k=k) -> None:
-            pg.locator(".st-key-inspect_K [role=combobox]").first.click()
-            pg.get_by_role("option", name=k, exact=True).first.click()
-        rec("inspector_depth_change", lambda pick=pick: after(pg, "Anchor inspector", pick))
-    for step in [1, 3, 2, 4, 5][:max(repeats, 2)]:
-        def cell(step=step) -> float:
-            goto("credits", "Step credits")
-            pg.wait_for_function(f"() => ({READY})('Step credits') && document.querySelector('.st-key-heat_credits .js-plotly-plot')")
-            xy = pg.evaluate(CELL_XY, step)
-            return after(pg, "Anchor inspector", lambda: pg.mouse.click(xy[0], xy[1]))
-        rec("credits_cell_to_inspector", cell)
-    ctx.close()
-    res: dict = {k: {"median_ms": round(statistics.median(v), 1), "max_ms": max(v), "all_ms": v}
-                 for k, v in out.items() if v}
-    if failures:
-        res["failed"] = failures
-    return res
-
-
-def user_data(repeats: int, only: list[str] | None = None, interact: bool = True) -> dict:
-    """Pages on users' kind of data: the four files of devtools/user_like.py served as samples
-    (``CRBC_SAMPLES_DIR``); per file, in-session navigation (median and maximum over
-    ``repeats``) and deep links in a fresh session."""
-    import tempfile
-
-    from playwright.sync_api import sync_playwright
-
-    from devtools.user_like import write_all
-
-    load0 = os.getloadavg()
-    out: dict = {"files": {}}
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = write_all(Path(tmp))
-        (Path(tmp) / "runs").symlink_to(Path(__file__).resolve().parents[1] / "sample_rollouts" / "runs")
-        with running_app(extra_env={"CRBC_SAMPLES_DIR": tmp}) as base, sync_playwright() as pw:
-            b = launch(pw)
-            for name, path in paths.items():
-                if only and name not in only:
-                    continue
-                q = f"?sample={path.name}"
-                try:
-                    nav = warm_navigation(b, base, repeats, q)
-                except Exception as e:  # noqa: BLE001 - report the page that never became ready
-                    out["files"][name] = {"failed": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"}
-                    continue
-                deep = {slug or "rollouts": visit(b, base, f"{slug}{q}", title)[0] for slug, title in PAGES}
-                out["files"][name] = {
-                    (slug or "rollouts"): {"in_session_median_s": round(statistics.median(r[0] for r in runs), 3),
-                                           "in_session_max_s": round(max(r[0] for r in runs), 3),
-                                           "script_ms": _median_ms(runs),
-                                           "deep_link_s": round(deep[slug or "rollouts"], 3)}
-                    for slug, runs in nav.items()}
-                if interact:
-                    out["files"][name]["interactions"] = user_interactions(b, base, q, repeats)
-                heavy = HEAVY.get(name)
-                if heavy:  # the slow views of issue 23: first visit (computes) and second (cached)
-                    slug, title, extra = heavy
-                    try:
-                        out["files"][name][f"{slug}?{extra}"] = {
-                            f"visit_{i + 1}_s": round(visit(b, base, f"{slug}{q}&{extra}", title)[0], 3)
-                            for i in range(2)}
-                    except Exception as e:  # noqa: BLE001
-                        out["files"][name][f"{slug}?{extra}"] = {"failed": str(e).splitlines()[0][:300]}
-            b.close()
-    out["targets"] = {"in_session_s": 1.0, "interaction_ms": 300, "lesson_big_s": 2.0,
-                      "disagreements_all_groups_s": 2.0, "deep_link": "within 1.5x of the lightest page"}
-    out["loadavg_before"] = [round(x, 2) for x in load0]
-    out["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
-    return out
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3)
@@ -415,6 +283,8 @@ def main() -> int:
                     help="with --user-data: only these files (default: all four)")
     a = ap.parse_args()
     if a.user_data:
+        from benchmarks.bench_app_users import user_data
+
         print(json.dumps(user_data(a.repeats, a.files, not a.skip_interactions), indent=2))
         return 0
     if not Path("/usr/bin/chromium").exists():
