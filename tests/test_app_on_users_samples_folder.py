@@ -43,5 +43,10 @@ def test_disagreements_across_many_groups_long_tables_are_grids(tmp_path, monkey
     at = _app(tmp_path, monkeypatch, "pages/disagreements.py")
     at.segmented_control(key="dis_scope").set_value("all groups of the file").run()
     assert not at.exception, [e.message for e in at.exception]
+    assert not at.dataframe  # the long tables are folded, and a fold is built only when opened
+    at.session_state["dis_all_anchors"] = True
+    at.session_state["dis_all_pairs"] = True
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
     assert all(len(t.value) <= widgets.GRID_ROWS for t in at.table)
-    assert at.dataframe
+    assert len(at.dataframe) == 2
