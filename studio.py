@@ -21,26 +21,15 @@ lets a nested address (``/lesson/foo``) load the app and its "page not found" no
 from __future__ import annotations
 
 import sys
-import threading
 from pathlib import Path
 
 APP = Path(__file__).resolve().with_name("app.py")
 
 
-def _warm_imports() -> None:
-    """Import what the pages' first truths and statistics need; errors surface on those pages."""
-    try:
-        import scipy.stats  # noqa: F401
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-
-        import crbc.policy.tiny  # noqa: F401
-    except Exception:  # noqa: BLE001 - a page that needs the module reports the error itself
-        pass
-
-
 def main() -> None:
-    threading.Thread(target=_warm_imports, name="crbc-warm-imports", daemon=True).start()
+    from ui import warm_imports
+
+    warm_imports.start()  # torch and transformers load while the server comes up (ui/warm_imports.py)
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 

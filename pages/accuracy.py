@@ -13,7 +13,7 @@ import streamlit as st
 
 from crbc.viz import accuracy as VA
 from crbc.viz.style import png_config
-from ui import state, url
+from ui import state, url, warm_imports
 
 METRICS = {"spearman": "Spearman (rank agreement)", "sign": "sign agreement", "rmse": "RMSE of Q − V"}
 TARGETS = {"step": "per-step truth A_t", "anchor": "anchor-level truth A(s, a)"}
@@ -28,6 +28,7 @@ def _shipped(path: str, stamp: float) -> dict:
 
 @st.cache_resource(show_spinner=False, max_entries=2)
 def _policy(folder: str):
+    warm_imports.wait()  # the model stack may still be importing in the background
     from crbc.truth.policies import load_tiny_checked
 
     return load_tiny_checked(folder)
@@ -35,6 +36,7 @@ def _policy(folder: str):
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def _live(env: str, model: str, seeds: tuple[int, ...], sizes: tuple[int, ...]) -> dict:
+    warm_imports.wait()
     from crbc.truth.accuracy import AccuracyConfig, run_accuracy
 
     bar = st.progress(0.0, text="Reading the policy's probabilities…")

@@ -6,11 +6,13 @@ from __future__ import annotations
 import streamlit as st
 
 from crbc.io.rollouts import RolloutGroup
+from ui import warm_imports
 from ui.state import ROOT, PageContext, cached_process
 
 
 @st.cache_resource(show_spinner=False, max_entries=1)
 def _truth_cache():
+    warm_imports.wait()  # the model stack may still be importing in the background
     from crbc.truth import TruthCache
 
     return TruthCache(policy_root=str(ROOT))  # loaded checkpoints and solved levels, shared
@@ -18,6 +20,7 @@ def _truth_cache():
 
 @st.cache_resource(show_spinner="Solving the level exactly…", max_entries=64)
 def _truth(key: str, beta: float, _group: RolloutGroup, _anchors: tuple[str, ...]):
+    warm_imports.wait()
     from crbc.truth import group_truth_arrays
 
     try:

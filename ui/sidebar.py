@@ -17,7 +17,7 @@ import streamlit as st
 from crbc.estimators import registry as estimators
 from crbc.estimators.params import Param
 from crbc.io.rollouts import RolloutGroup
-from ui import state, upload, url, widgets
+from ui import state, upload, url, warm_imports, widgets
 from ui.state import Source, current_source, model_dirs
 from ui.url import drop_invalid
 
@@ -29,6 +29,7 @@ SOURCES = {"sample": "Shipped sample", "upload": "Upload files (crbc.rollout/1, 
 
 @st.cache_resource(show_spinner="Loading the model...")
 def _policy(path: str):
+    warm_imports.wait()
     from crbc.policy import load_policy
 
     return load_policy(path)
@@ -127,6 +128,7 @@ def _queue() -> _Queue:
 
 
 def _generate_source() -> None:
+    warm_imports.wait()
     try:
         import crbc.policy.generate  # noqa: F401
         from crbc.envs import env_ids
