@@ -134,13 +134,8 @@ st.markdown(
 tables = T.process_tables(p)
 with fold(f"The {n_anchors} anchors and {len(tables.transitions)} observed transitions", key="process") as shown:
     if shown:
-        c1, c2 = st.columns([1, 2])
-        with c1:
-            st.markdown("**Anchors**")
-            table(tables.states)
-        with c2:
-            st.markdown("**Observed transitions**")
-            table(tables.transitions, fields=("anchor", "action", "successor", "n_sax"))
+        view.side_by_side([1, 2], ("Anchors", tables.states, None),
+                          ("Observed transitions", tables.transitions, ("anchor", "action", "successor", "n_sax")))
 if any(len(a) > SHORT_LABEL or "\n" in a for a in p.state_anchor):
     box, shown = widgets.folded("What the labels s0, s1, ... stand for (the anchor keys)", key="lesson_keys")
     if shown:
@@ -158,13 +153,7 @@ st.markdown(
 with fold(f"mu(a|s) for {len(tables.pairs)} pairs and P(x|s,a) for {len(tables.transitions)} transitions",
           key="mu_p") as shown:
     if shown:
-        c1, c2 = st.columns([2, 3])
-        with c1:
-            st.markdown("**mu(a|s)**")
-            table(tables.pairs)
-        with c2:
-            st.markdown("**P(x|s,a)**")
-            table(tables.transitions)
+        view.side_by_side([2, 3], ("mu(a|s)", tables.pairs, None), ("P(x|s,a)", tables.transitions, None))
 
 # ---- 5. the linear system ----------------------------------------------------------------------------
 st.header("5 · One linear system for all values")

@@ -349,3 +349,17 @@ def test_a_snapshot_sends_the_same_json_as_its_figure(walk):
         snap = snapshot(fig)
         assert json.loads(snap.to_json()) == json.loads(fig.to_json())
         assert json.loads(snapshot(snap).to_json()) == json.loads(fig.to_json())
+
+
+def test_layout_is_computed_once_per_process_and_equals_a_fresh_computation(walk):
+    """layout() memoises per process (a fast path): the same read-only object twice, equal to
+    compute_layout's fresh result."""
+    from crbc.viz.layout import compute_layout
+
+    _, p = walk
+    first = layout(p)
+    assert layout(p) is first
+    fresh = compute_layout(p)
+    for name in ("x_S", "y_S", "layer_S", "x_B", "y_B"):
+        assert np.array_equal(getattr(first, name), getattr(fresh, name))
+        assert not getattr(first, name).flags.writeable

@@ -64,6 +64,13 @@ class LessonView:
         with st.container():
             yield True
 
+    def side_by_side(self, widths: list[float], *panels: tuple[str, list, tuple[str, ...] | None]) -> None:
+        """Tables in columns of ``widths``: each panel is (bold title, rows, fields or None)."""
+        for col, (title, rows, fields) in zip(st.columns(widths), panels, strict=True):
+            with col:
+                st.markdown(f"**{title}**")
+                self.table(rows, fields=fields)
+
     def table(self, rows, fields: tuple[str, ...] | None = None, **kw) -> None:
         """A static table of typed rows (:mod:`crbc.explain.table_rows`) or dicts, ``fields``
         (attribute names) picking columns."""

@@ -314,10 +314,8 @@ def external_urls(page: str) -> list[str]:
 
 
 def _segments(xs: np.ndarray, ys: np.ndarray, pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
-    """One line trace's x and y for the segments ``a -> b`` of ``pairs``: (3 E,) arrays of
-    ``x_a, x_b, NaN`` (plotly breaks a line at a NaN, written as null)."""
-    ab = np.asarray(pairs, dtype=int).reshape(-1, 2)
-    gap = np.full((len(ab), 1), np.nan)
+    """x, y (3 E,) of segments a -> b: ``x_a, x_b, NaN`` each (plotly breaks a line at NaN)."""
+    ab, gap = np.asarray(pairs, dtype=int).reshape(-1, 2), np.full((len(pairs), 1), np.nan)
     return (np.hstack([xs[ab], gap]).ravel(), np.hstack([ys[ab], gap]).ravel())
 
 
