@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from crbc.viz.graph import LABEL_ALL_MAX, anchor_graph_html
-from ui import exact_truth, state, url
+from ui import exact_truth, state, static_assets, url
 
 st.title("Anchor graph")
 st.caption(
@@ -51,7 +51,8 @@ node_values = {"estimate": c.value_S, "truth": truth.anchor_value_S if truth els
 def _graph(group_key: str, params: tuple, r: int, colour_by: str, _credits, _values) -> str:
     name = {"estimate": "V", "truth": "true V", "error": "V − true V"}[colour_by]
     return anchor_graph_html(_credits.process, _values, highlight_rollout=r, height_px=620,
-                             value_name=name, signed=colour_by == "error")
+                             value_name=name, signed=colour_by == "error",
+                             assets_url=static_assets.vis_url())
 
 
 st.iframe(_graph(ctx.key, tuple(sorted(params.items())), r, colour_by, c, node_values), height=630)

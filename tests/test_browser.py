@@ -92,6 +92,8 @@ def test_every_page_draws(app_url, page, artifacts_dir):
         elif kind == "pyvis":
             frame = wait_pyvis(page, TIMEOUT_MS)
             assert frame.evaluate("() => document.querySelectorAll('#mynetwork canvas').length") == 1
+            # vis-network comes from the studio's own /app/static (ui/static_assets.py), not inlined
+            assert frame.evaluate("() => [...document.scripts].some(s => s.src.endsWith('/app/static/vis-network.min.js'))")
         _no_exception(page)
         page.screenshot(path=str(artifacts_dir / f"browser-{i:02d}-{title.lower().replace(' ', '-')}.png"),
                         full_page=True)

@@ -100,6 +100,23 @@ def test_pyvis_html_is_offline_fixed_and_escaped():
     assert "textContent" in page  # tooltips are built as text, never innerHTML
 
 
+def test_pyvis_page_with_linked_assets_is_the_inline_page_with_two_references(walk):
+    """The studio's page (vis-network loaded from its own server) is the self-contained page with
+    exactly the two inlined blocks replaced by references (slow twin: the inline page)."""
+    from crbc.viz.graph_html import _defang, vis_assets
+
+    g, p = walk
+    v = estimators.compute("crbc", p).value_S
+    inline = anchor_graph_html(p, v, highlight_rollout=1)
+    linked = anchor_graph_html(p, v, highlight_rollout=1, assets_url="/app/static/")
+    files = vis_assets()
+    js, css = (files[n].read_text(encoding="utf-8").removesuffix("\n") for n in ("vis-network.min.js", "vis-network.css"))
+    expected = (inline.replace(f"<script>{_defang(js)}</script>", '<script src="/app/static/vis-network.min.js"></script>')
+                .replace(f"<style>{_defang(css)}</style>", '<link rel="stylesheet" href="/app/static/vis-network.css">'))
+    assert expected != inline and linked == expected
+    assert len(linked) < len(inline) - 600_000 and external_urls(linked) == []
+
+
 def test_pyvis_big_graph_labels_only_on_path(walk):
     g, p = walk
     c = estimators.compute("crbc", p)

@@ -1,23 +1,21 @@
-"""The merged empirical process of one group drawn as a graph (pyvis HTML and a plotly figure).
+"""The merged empirical process of one group drawn as a graph: a plotly figure here, the pyvis
+page in :mod:`crbc.viz.graph_html` (re-exported).
 
 Both drawings share :func:`layout`: anchors in layers by their hop distance from the start
 anchor(s), the two absorbing boundaries (z+ success, z- failure) in a last column on the right.
-Positions are fixed and physics is off, so the graph never moves between reruns. The pyvis page
-is fully offline (vis-network inlined, every CDN reference removed); user text is never HTML.
+Positions are fixed and physics is off, so the graph never moves between reruns.
 """
 
 from __future__ import annotations
 
 import html
-import json
-import math
-import re
 
 import numpy as np
 import plotly.graph_objects as go
 
 from crbc.explain.anchor_names import anchor_labels
 from crbc.process import Process
+from crbc.viz.graph_html import anchor_graph_html, external_urls, vis_assets  # noqa: F401 (re-exported)
 from crbc.viz.layout import (  # noqa: F401  (re-exported: the graph drawings' public names)
     LABEL_ALL_MAX,
     X_GAP,
@@ -32,282 +30,14 @@ from crbc.viz.layout import (  # noqa: F401  (re-exported: the graph drawings' p
 )
 from crbc.viz.style import (
     BOARD_COLORS,
-    BOARD_UNKNOWN,
     CREDIT_SCALE,
-    EDGE_COLOR,
     HIGHLIGHT,
     V_SCALE,
     Z_MINUS_COLOR,
     Z_PLUS_COLOR,
     cut,
-    is_board,
-    signed_color,
-    v_color,
+    symmetric_range,
 )
-
-
-def _zmax(x: np.ndarray) -> float:
-    """Symmetric colour range of a signed quantity (largest finite |x|, at least 1e-3)."""
-    a = np.abs(np.asarray(x, dtype=float))
-    return max(float(a[np.isfinite(a)].max()) if np.isfinite(a).any() else 0.0, 1e-3)
-
-
-# --------------------------------------------------------------------------------------------
-# pyvis
-
-
-_CDN = re.compile(r"<(link|script)\b[^>]*(?:href|src)\s*=\s*[\"']https?://[^>]*>(\s*</script>)?",
-                  re.IGNORECASE | re.DOTALL)
-
-_TOOLTIP_JS = """
-<script>
-(function () {
-  var COLORS = %(colors)s, UNKNOWN = %(unknown)s;
-  function tooltip(n) {
-    var box = document.createElement('div');
-    box.style.cssText = 'font: 12px sans-serif; max-width: 360px; white-space: normal';
-    (n.info || '').split('\\n').forEach(function (line) {
-      var d = document.createElement('div'); d.textContent = line; box.appendChild(d);
-    });
-    if (n.board) {
-      var rows = n.board.split('\\n');
-      var t = document.createElement('table');
-      t.style.cssText = 'border-collapse: collapse; margin-top: 4px';
-      rows.forEach(function (row) {
-        var tr = document.createElement('tr');
-        Array.from(row).forEach(function (ch) {
-          var td = document.createElement('td');
-          td.style.cssText = 'width:14px;height:14px;padding:0;border:1px solid #fff;background:' +
-            (COLORS[ch] || UNKNOWN);
-          tr.appendChild(td);
-        });
-        t.appendChild(tr);
-      });
-      box.appendChild(t);
-    } else if (n.text) {
-      var pre = document.createElement('pre'); pre.textContent = n.text;
-      pre.style.cssText = 'margin: 4px 0 0 0'; box.appendChild(pre);
-    }
-    return box;
-  }
-  var upd = [];
-  nodes.forEach(function (n) { upd.push({id: n.id, title: tooltip(n)}); });
-  nodes.update(upd);
-  var eupd = [];
-  edges.forEach(function (e) {
-    if (e.info) { var d = document.createElement('div'); d.textContent = e.info;
-      d.style.cssText = 'font: 12px sans-serif'; eupd.push({id: e.id, title: d}); }
-  });
-  edges.update(eupd);
-  // labels stay readable at the zoom that fits the whole graph: below MIN_LABEL_PX on screen,
-  // the fonts are enlarged by 1 / scale (zooming in then makes them larger still)
-  var MIN_LABEL_PX = %(min_px)d;
-  function readable() {
-    var s = network.getScale();
-    if (!(s > 0) || s * 13 >= MIN_LABEL_PX) return false;
-    var f = MIN_LABEL_PX / s, nu = [], eu = [];
-    nodes.forEach(function (n) { nu.push({id: n.id, font: {size: f, color: (n.font || {}).color}}); });
-    edges.forEach(function (e) { eu.push({id: e.id, font: {size: 0.92 * f, align: 'middle',
-      color: '#222', background: 'white', strokeWidth: 0}}); });
-    nodes.update(nu); edges.update(eu);
-    return true;
-  }
-  var byName = {};
-  nodes.forEach(function (n) { if (n.name) byName[n.name.toLowerCase()] = n.id; });
-  var box = document.getElementById('crbc-search'), msg = document.getElementById('crbc-search-msg');
-  function find() {
-    var q = (box.value || '').trim().toLowerCase();
-    if (!q) { msg.textContent = ''; network.unselectAll(); return; }
-    var id = byName[q];
-    if (id === undefined) {  // else the first anchor whose key contains the text
-      nodes.forEach(function (n) {
-        if (id === undefined && n.name && ((n.board || n.text || '') + ' ' + n.name).toLowerCase().indexOf(q) >= 0) id = n.id;
-      });
-    }
-    if (id === undefined) { msg.textContent = 'no anchor matches'; return; }
-    var n = nodes.get(id);
-    nodes.update({id: id, label: n.name});
-    network.selectNodes([id]);
-    network.focus(id, {scale: Math.max(network.getScale(), 1.0), animation: {duration: 250}});
-    msg.textContent = n.name + ' (' + (n.info || '').split('\\n')[0].split(': ')[1] + ')';
-    document.body.setAttribute('data-search-hit', String(id));
-  }
-  if (box) { box.addEventListener('change', find);
-    box.addEventListener('keydown', function (ev) { if (ev.key === 'Enter') find(); }); }
-  window.crbcGraphReady = false;
-  network.once('afterDrawing', function () {
-    var changed = readable();
-    function ready() { window.crbcGraphReady = true; document.body.setAttribute('data-graph-ready', '1'); }
-    if (changed) { network.once('afterDrawing', ready); network.redraw(); } else { ready(); }
-  });
-})();
-</script>
-"""
-
-
-def _loop_angle(p_xy: tuple[float, float], others: list[tuple[float, float]]) -> float:
-    """Direction (radians, counter-clockwise from +x, screen y down: vis-network's self-loop
-    angle) of the widest gap between the node's edges, its label below it counting as taken."""
-    taken = [math.atan2(-(oy - p_xy[1]), ox - p_xy[0]) for ox, oy in others] + [-math.pi / 2]
-    best, best_gap = math.pi / 2, -1.0
-    for k in range(24):  # candidates every 15 degrees, starting straight up
-        a = math.pi / 2 + k * math.pi / 12
-        gap = min(abs((a - t + math.pi) % (2 * math.pi) - math.pi) for t in taken)
-        if gap > best_gap + 1e-9:
-            best, best_gap = a, gap
-    return (best + math.pi) % (2 * math.pi) - math.pi
-
-
-def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int | None = None,
-                      height_px: int = 640, max_edge_labels: int = 60,
-                      value_name: str = "V", min_label_px: int = 12, signed: bool = False) -> str:
-    """The merged process as a self-contained, offline pyvis page.
-
-    Nodes: anchors sized by visits N(s), coloured by ``value_S`` on the V scale, plus the two
-    absorbing boundaries. Edges: one per pair of nodes, labelled by every action seen between
-    them with its frequency (``right 2/3``: 2 of the 3 times ``right`` was taken there), on every
-    edge of a small graph and only on the highlighted path of a big one. Beyond
-    :data:`LABEL_ALL_MAX` anchors, node labels too are shown on the path only (hover names every
-    node). Self-loops point into the widest free gap around their node; two edges between the
-    same nodes in opposite directions bend apart. A search box (top right) finds an anchor by
-    label or by a piece of its key. Fonts are enlarged when the fitted zoom would draw them
-    below ``min_label_px`` pixels. ``signed``: colour a signed quantity (e.g. estimate - truth)
-    on the diverging credit scale instead of the V scale.
-    """
-    from pyvis.network import Network
-
-    _check_single(p)
-    lay = layout(p)
-    n = p.n_states
-    labels = anchor_labels(p)
-    colors = signed_color(value_S) if signed else v_color(value_S)
-    n_max = max(int(p.n_s.max()), 1)
-    path: set[tuple[int, int, int]] = set()
-    if highlight_rollout is not None:
-        path = set(rollout_edges(p, highlight_rollout))
-    on_path_nodes = {a for a, _, _ in path} | {x for _, _, x in path}
-    label_all = n <= LABEL_ALL_MAX
-    net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line",
-                  bgcolor="#ffffff")
-    xs = np.concatenate([lay.x_S, lay.x_B])
-    ys = np.concatenate([lay.y_S, lay.y_B])
-    for s in range(n):
-        text = p.state_anchor[s]
-        board = text if is_board(text) else ""
-        info = (f"{labels[s]}: {value_name} = {_fmt(value_S[s])}\nvisits N(s) = {int(p.n_s[s])}, "
-                f"actions seen = {int(p.n_actions[s])}, layer {int(lay.layer_S[s])}")
-        net.add_node(int(s), label=labels[s] if (label_all or s in on_path_nodes) else " ",  # pyvis: "" -> the id
-                     name=labels[s], x=float(xs[s]), y=float(ys[s]),
-                     size=float(8 + 22 * np.sqrt(p.n_s[s] / n_max)), color=colors[s],
-                     physics=False, fixed=True, shape="dot", info=info, board=board,
-                     text="" if board else cut(text), font={"size": 13}, borderWidth=1)
-    for b, (name, col) in enumerate([("z+ success", Z_PLUS_COLOR), ("z- failure", Z_MINUS_COLOR)]):
-        net.add_node(n + b, label=name, x=float(lay.x_B[b]), y=float(lay.y_B[b]), shape="box",
-                     color=col, physics=False, fixed=True, font={"color": "white", "size": 15},
-                     info=f"{name}: absorbing boundary, V = {1 - b}", board="", text="")
-    n_sa = {(int(p.sa_state[i]), int(p.sa_action[i])): int(p.n_sa[i]) for i in range(len(p.n_sa))}
-    merged: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for a, act, x, c in _edges(p):
-        merged.setdefault((a, x), []).append((act, c))
-    neighbours: dict[int, list[tuple[float, float]]] = {}
-    for a, x in merged:
-        if a != x:
-            neighbours.setdefault(a, []).append((xs[x], ys[x]))
-            neighbours.setdefault(x, []).append((xs[a], ys[a]))
-    show_all = len(merged) <= max_edge_labels
-    for i, ((a, x), acts) in enumerate(merged.items()):
-        xname = "z+" if x == n else "z-" if x == n + 1 else labels[x]
-        parts, infos, on_path, total = [], [], False, 0
-        for act, c in acts:
-            name, m = p.action_names[act], n_sa[(a, act)]
-            parts.append(f"{name} {c}" if c == m else f"{name} {c}/{m}")
-            infos.append(f"{labels[a]} --{name}--> {xname}: seen {c} times; P(x|s,a) = {c / m:.2f}, "
-                         f"mu(a|s) = {m / p.n_s[a]:.2f}")
-            on_path = on_path or (a, act, x) in path
-            total += c
-        opts = dict(id=f"e{i}", label="\n".join(parts) if (show_all or on_path) else "",
-                    info="\n".join(infos),
-                    width=(4.0 if on_path else 1.0 + 3.0 * np.sqrt(min(total / n_max, 1.0))),
-                    color=HIGHLIGHT if on_path else EDGE_COLOR, arrows="to",
-                    font={"size": 13, "align": "middle", "color": "#222", "background": "white",
-                          "strokeWidth": 0})
-        if a == x:
-            opts["selfReference"] = {"size": 16, "angle": _loop_angle((xs[a], ys[a]), neighbours.get(a, [])),
-                                     "renderBehindTheNode": True}
-        elif (x, a) in merged:  # two-way: curvedCW bends each direction to its own side
-            opts["smooth"] = {"enabled": True, "type": "curvedCW", "roundness": 0.2}
-        else:
-            opts["smooth"] = {"enabled": False}
-        net.add_edge(int(a), int(x), **opts)
-    net.toggle_physics(False)
-    net.set_options(json.dumps({
-        "physics": {"enabled": False},
-        "interaction": {"hover": True, "tooltipDelay": 80, "navigationButtons": False},
-        "edges": {"arrows": {"to": {"enabled": True, "scaleFactor": 0.6}}},
-    }))
-    page = net.generate_html(notebook=False)
-    names = [labels[s] for s in range(n)]
-    return _offline(page, height_px, names, min_label_px, legend=_legend(value_S, value_name, signed))
-
-
-def _legend(value_S: np.ndarray, value_name: str, signed: bool) -> tuple[str, list[str], str, str]:
-    """(title, gradient colours, left label, right label) of the node-colour legend."""
-    if signed:
-        z = _zmax(value_S)
-        return (f"node colour: {value_name}", signed_color(np.linspace(-z, z, 9), z),
-                f"{-z:+.2g}", f"{z:+.2g}")
-    return (f"node colour: {value_name}(s)" if value_name == "V" else f"node colour: {value_name}",
-            v_color(np.linspace(0, 1, 9)), "0", "1")
-
-
-_NAMESPACE = re.compile(r"^http://www\.w3\.org/\d{4}/")  # XML namespace names, never fetched
-_URL = re.compile(r"https?://[^\s\"'<>)\\]+")
-
-
-def _defang(page: str) -> str:
-    """Drop the scheme of URLs left in inlined library text (licence notices, error messages), so
-    the page holds no address it could fetch; XML namespace identifiers are kept."""
-    return _URL.sub(lambda m: m.group(0) if _NAMESPACE.match(m.group(0))
-                    else m.group(0).split("://", 1)[1], page)
-
-
-def _offline(page: str, height_px: int, names: list[str] | None = None, min_label_px: int = 12,
-             legend: tuple[str, list[str], str, str] | None = None) -> str:
-    """Remove every external reference (CDN css/js) and pyvis's empty headings; add tooltips,
-    the node-colour legend (default: V(s) on the V scale) and the anchor search box."""
-    title, grad, lo, hi = legend or ("node colour: V(s)", v_color(np.linspace(0, 1, 9)), "0", "1")
-    page = _defang(_CDN.sub("", page))
-    page = re.sub(r"<center>\s*<h1>\s*</h1>\s*</center>", "", page)
-    js = _TOOLTIP_JS % {"colors": json.dumps(BOARD_COLORS), "unknown": json.dumps(BOARD_UNKNOWN),
-                        "min_px": int(min_label_px)}
-    marker = "network = new vis.Network(container, data, options);"
-    if marker not in page:
-        raise RuntimeError("unexpected pyvis template: cannot find the network constructor")
-    page = page.replace(marker, marker + "\n" + js.replace("<script>", "").replace("</script>", ""), 1)
-    style = (f"<style>body{{margin:0;font-family:sans-serif}} #mynetwork{{height:{height_px}px;"
-             "border:none} .card{border:none} #vlegend{position:absolute;z-index:10;left:12px;top:10px;"
-             "font:12px sans-serif;color:#333;background:rgba(255,255,255,.85);padding:4px 6px}"
-             "#vlegend .bar{width:160px;height:10px;background:linear-gradient(to right,"
-             + ",".join(grad) + ")}"
-             "#crbc-find{position:absolute;z-index:10;right:12px;top:10px;font:12px sans-serif;"
-             "background:rgba(255,255,255,.9);padding:4px 6px;color:#333}"
-             "#crbc-find input{width:150px;font:12px sans-serif;padding:2px 4px}</style>")
-    box = (f"<div id='vlegend'>{html.escape(title)}<div class='bar'></div>"
-           f"<span>{html.escape(lo)}</span><span style='float:right'>{html.escape(hi)}</span></div>")
-    options = "".join(f'<option value="{html.escape(nm, quote=True)}">' for nm in (names or []))
-    search = ('<div id="crbc-find"><label>Find anchor <input id="crbc-search" list="crbc-anchors" '
-              'placeholder="s12, or part of its key" autocomplete="off"></label>'
-              f'<datalist id="crbc-anchors">{options}</datalist>'
-              '<div id="crbc-search-msg" style="color:#666"></div></div>')
-    page = page.replace("</head>", style + "</head>", 1)
-    return page.replace("<body>", "<body>" + box + search, 1)
-
-
-def external_urls(page: str) -> list[str]:
-    """URLs in ``page`` that point at a host other than the local machine (for tests)."""
-    return [u for u in _URL.findall(page)
-            if not _NAMESPACE.match(u) and not re.match(r"https?://(127\.0\.0\.1|localhost)([:/]|$)", u)]
-
 
 # --------------------------------------------------------------------------------------------
 # plotly version (fast to re-render; used for the Bellman backups animation)
@@ -363,7 +93,8 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
         textfont=dict(size=12, color="#333"),
         marker=dict(size=8 + 18 * np.sqrt(p.n_s / n_max), color=np.asarray(value_S, dtype=float),
                     colorscale=CREDIT_SCALE if signed else V_SCALE,
-                    cmin=-_zmax(value_S) if signed else 0.0, cmax=_zmax(value_S) if signed else 1.0,
+                    cmin=-symmetric_range(value_S) if signed else 0.0,
+                    cmax=symmetric_range(value_S) if signed else 1.0,
                     line=dict(color="#333", width=0.5),
                     colorbar=dict(title=dict(text=value_name, side="right"), thickness=14,
                                   len=0.8, y=0.45)),
@@ -396,4 +127,4 @@ def graph_figure(p: Process, value_S: np.ndarray, *, title: str | None = None,
 
 
 __all__ = ["Layout", "layout", "rollout_edges", "anchor_graph_html", "graph_figure", "external_urls",
-           "BOARD_COLORS"]
+           "vis_assets", "BOARD_COLORS"]

@@ -67,6 +67,13 @@ def v_color(v: float | np.ndarray) -> list[str]:
     return sample_colorscale(V_SCALE, vals.tolist(), colortype="rgb")
 
 
+def symmetric_range(x: np.ndarray) -> float:
+    """Half-width of a colour range centred on 0 for a signed quantity: the largest finite |x|,
+    at least 1e-3 (so an all-zero or all-NaN input still has a range)."""
+    a = np.abs(np.asarray(x, dtype=float))
+    return max(float(a[np.isfinite(a)].max()) if np.isfinite(a).any() else 0.0, 1e-3)
+
+
 def signed_color(x: float | np.ndarray, zmax: float | None = None) -> list[str]:
     """Colours of signed values (e.g. estimate - truth) on the diverging credit scale centred on 0
     (range +-``zmax``, default the largest |x|); NaN is drawn as 0."""
