@@ -18,11 +18,10 @@ from crbc.explain import disagreements as compare
 from crbc.explain import observation as O
 from crbc.explain.anchor_names import anchor_labels
 from crbc.explain.table_rows import depth_name, fmt
-from crbc.viz.board import board_figure
 from crbc.viz.graph import graph_figure
 from crbc.viz.intervals import interval_figure
 from crbc.viz.lesson import arithmetic_markdown, backup_figure, format_rows
-from crbc.viz.style import board_html, is_board
+from crbc.viz.style import board_html, board_rows, is_board
 from ui import figure_cache, state, url, widgets
 from ui.widgets import short
 
@@ -136,8 +135,12 @@ def _anchor_view() -> None:
     st.subheader(f"Anchor {short(ar.label, 80)} · {k_name}")
     c_board, c_tree = st.columns([1, 2])
     with c_board:
-        st.plotly_chart(figure_cache.figure("inspect_board", (ar.anchor,), lambda: board_figure(ar.anchor, size=240)),
-                        key="inspect_board", config={"displayModeBar": False})
+        # plain HTML (escaped), as on the Rollouts page: drawn at once, no plotly figure to redraw
+        if is_board(ar.anchor):
+            rows = board_rows(ar.anchor)
+            st.html(board_html(ar.anchor, cell=max(12, min(34, 240 // max(len(rows), len(rows[0]))))))
+        else:
+            widgets.long_text(ar.anchor, "The whole anchor", OBS_SHOWN)
         v_name = "V(s)" if depth is None else f"V^({depth})(s)"
         st.markdown(f"visits N(s) = **{ar.n}** · {v_name} = **{fmt(ar.v)}** · sigma(s) = **{fmt(ar.sigma)}**")
         st.caption(ar.gate_expression)
@@ -153,8 +156,8 @@ def _anchor_view() -> None:
     st.plotly_chart(figure_cache.figure("inspect_intervals", (ctx.key, state, beta, depth, sigma_min),
                                         lambda: interval_figure(pairs, LEVEL)),
                     key="inspect_intervals", config={"displayModeBar": False})
-    st.dataframe(pd.DataFrame(pairs).rename(columns={"credit": "Q − V", "lo": "Q − V lo", "hi": "Q − V hi"}),
-                 hide_index=True, width="stretch", height=38 + 35 * max(len(pairs), 1))
+    widgets.table(pd.DataFrame(pairs).rename(columns={"credit": "Q − V", "lo": "Q − V lo", "hi": "Q − V hi"})
+                  .round(4))
     st.caption("The interval comes from resampling this group's own rollouts with replacement and "
                "recomputing: it says how much the credit moves with which rollouts happened to be "
                "drawn, not how good an action is that no one tried here (the group is silent about "

@@ -112,7 +112,8 @@ def test_inspector_intervals_and_the_observation(tmp_path, monkeypatch):
     write_rollouts(tmp_path / "alf.jsonl", [alfworld_like_group(seed=1)])
     at = _app(tmp_path, monkeypatch, "pages/inspector.py")
     assert any("How sure is each action's credit here" in m.value for m in at.markdown)
-    table = at.dataframe[0].value
+    table = at.table[0].value  # st.table: column names Markdown-escaped (q\_lo is shown as q_lo)
+    table.columns = [c.replace("\\_", "_") for c in table.columns]
     assert {"q", "q_lo", "q_hi", "Q − V", "Q − V lo", "Q − V hi", "evidence"} <= set(table.columns)
     assert set(table["evidence"]) <= {"sure", "unsure", "none"}
     ok = table.dropna(subset=["Q − V lo"])
