@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from crbc.io.rollouts import write_rollouts  # noqa: E402
 from devtools.user_like import big_group, many_groups  # noqa: E402
+from tests.html_tables import tables
 from ui import state, widgets  # noqa: E402
 
 APP = str(state.ROOT / "app.py")
@@ -34,7 +35,7 @@ def test_the_lesson_opens_on_a_samples_folder_without_its_worked_example(tmp_pat
     at.radio(key="lesson_start").set_value("sidebar group").run()
     assert not at.exception, [e.message for e in at.exception]
     # a 150+ anchor group: its long tables are scrolling grids, not thousands of HTML rows
-    assert all(len(t.value) <= widgets.GRID_ROWS for t in at.table)
+    assert all(len(t.value) <= widgets.GRID_ROWS for t in tables(at))
     assert at.dataframe
 
 
@@ -48,5 +49,5 @@ def test_disagreements_across_many_groups_long_tables_are_grids(tmp_path, monkey
     at.session_state["dis_all_pairs"] = True
     at.run()
     assert not at.exception, [e.message for e in at.exception]
-    assert all(len(t.value) <= widgets.GRID_ROWS for t in at.table)
+    assert all(len(t.value) <= widgets.GRID_ROWS for t in tables(at))
     assert len(at.dataframe) == 2

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from crbc.io.rollouts import Rollout, RolloutGroup, Step, write_rollouts  # noqa: E402
 from devtools.textworld import alfworld_like_group, alfworld_like_run  # noqa: E402
+from tests.html_tables import numeric, tables
 from ui import state, upload  # noqa: E402
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -112,11 +113,10 @@ def test_inspector_intervals_and_the_observation(tmp_path, monkeypatch):
     write_rollouts(tmp_path / "alf.jsonl", [alfworld_like_group(seed=1)])
     at = _app(tmp_path, monkeypatch, "pages/inspector.py")
     assert any("How sure is each action's credit here" in m.value for m in at.markdown)
-    table = at.table[0].value  # st.table: column names Markdown-escaped (q\_lo is shown as q_lo)
-    table.columns = [c.replace("\\_", "_") for c in table.columns]
+    table = tables(at)[0].value
     assert {"q", "q_lo", "q_hi", "Q − V", "Q − V lo", "Q − V hi", "evidence"} <= set(table.columns)
     assert set(table["evidence"]) <= {"sure", "unsure", "none"}
-    ok = table.dropna(subset=["Q − V lo"])
+    ok = numeric(table, ["Q − V", "Q − V lo", "Q − V hi"]).dropna(subset=["Q − V lo"])
     assert (ok["Q − V lo"] <= ok["Q − V"] + 1e-9).all() and (ok["Q − V"] <= ok["Q − V hi"] + 1e-9).all()
     assert any("silent about" in c.value for c in at.caption)
     assert any(m.value.startswith("**The observation**") for m in at.markdown)
@@ -138,6 +138,6 @@ def test_lesson_section_on_intervals_as_the_group_grows():
     at.switch_page("pages/lesson.py").run()
     assert not at.exception, at.exception
     assert any(h.value.startswith("How sure is a credit") for h in at.subheader)
-    rows = next(t.value for t in at.table if "covers the truth" in t.value.columns)
+    rows = next(t.value for t in tables(at) if "covers the truth" in t.value.columns)
     assert rows["G"].tolist()[0] == "2" or rows["G"].tolist()[0] == 2
     assert any("silent about" in c.value for c in at.caption)

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.html_tables import tables
+
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 
@@ -277,14 +279,14 @@ def test_lesson_on_a_big_group_prints_the_paths_once_and_folded():
     at.radio(key="lesson_start").set_value("sidebar group").run()
     assert not at.exception
     # folded and not even built: a big group's page sends none of its folded tables
-    assert not [t for t in at.main.table if "path" in t.value.columns]
+    assert not [t for t in tables(at.main) if "path" in t.value.columns]
     assert any(ex.label.startswith("The 8 rollouts as paths") for ex in at.main.expander)
     at.session_state["lesson_fold_paths"] = True  # the reader opens the fold
     at.run()
     assert not at.exception
-    with_paths = [t for t in at.main.table if "path" in t.value.columns]
+    with_paths = [t for t in tables(at.main) if "path" in t.value.columns]
     assert len(with_paths) == 1
-    assert any(any(t is x for x in ex.table) for ex in at.main.expander for t in with_paths)
+    assert any(any(t.element is x.element for x in tables(ex)) for ex in at.main.expander for t in with_paths)
     assert not [i for i in at.info if "appear one by one" in str(i.value)]  # gone once drawn
 
 

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.html_tables import tables
+
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 
@@ -72,16 +74,16 @@ def test_lesson_on_a_39_anchor_group_collapses_and_keeps_v_visible():
     assert not at.exception
     assert not at.latex, "no LaTeX system for 39 anchors"
     # the long per-anchor tables sit in expanders; the values V stay on the page
-    outside = [t for t in at.main.table if not _in_expander(at, t)]
+    outside = [t for t in tables(at.main) if not _in_expander(at, t)]
     # left in the page: trajectories and GRPO (8 rows each), V (39), a few rows at the root anchor,
     # plus section 9 (a fixed truth group, not this one): at most 14 steps and 3 estimators
     assert sum(len(t.value) for t in outside) <= 80 + 14 + 3, "long tables are collapsed"
-    assert any("V" in str(t.value.columns.tolist()) and len(t.value) >= 39 for t in at.table)
+    assert any("V" in str(t.value.columns.tolist()) and len(t.value) >= 39 for t in tables(at))
 
 
 def _in_expander(at: AppTest, el) -> bool:
     for ex in at.main.expander:
-        if any(el is x for x in ex.table):
+        if any(el.element is x.element for x in tables(ex)):
             return True
     return False
 
@@ -92,12 +94,12 @@ def _in_expander(at: AppTest, el) -> bool:
 @pytest.mark.parametrize("name", ["z+", "z-", " z+ "])
 def test_lesson_refuses_a_boundary_name_as_anchor(name):
     at = _app("pages/lesson.py", sample="worked-example.jsonl")
-    before = [t.value.to_string() for t in at.table]
+    before = [t.value.to_string() for t in tables(at)]
     at.text_input(key="lesson_edit_anchor").input(name).run()
     at.button(key="lesson_edit").click().run()
     assert not at.exception
     assert at.error and any("boundary" in e.value for e in at.error)
-    assert [t.value.to_string() for t in at.table] == before
+    assert [t.value.to_string() for t in tables(at)] == before
 
 
 # ---------------------------------------------------------------- defect 11: disagreements steps
@@ -136,7 +138,7 @@ def _step_rows(at: AppTest) -> list[tuple[str, str]]:
 
 def test_lesson_names_rollouts_by_their_ids_in_the_file_as_every_page_does():
     at = _app("pages/lesson.py", sample="worked-example.jsonl")
-    first = at.table[0].value
+    first = tables(at)[0].value
     assert first["rollout"].astype(str).tolist() == ["0", "1", "2", "3", "4"]
     assert at.selectbox(key="lesson_flip_r").options[0].startswith("rollout 0 ")
     from crbc.io.rollouts import read_rollouts

@@ -88,7 +88,7 @@ def test_every_page_draws(app_url, page, artifacts_dir):
             page.wait_for_selector(".crbc-step-bars .crbc-bar")
             # the steps table is folded and built when opened
             page.get_by_text("All steps of this rollout as a table").first.click()
-            page.wait_for_selector("[data-testid=stTable]", timeout=TIMEOUT_MS)
+            page.wait_for_selector(".crbc-table td", timeout=TIMEOUT_MS)
         elif kind == "pyvis":
             frame = wait_pyvis(page, TIMEOUT_MS)
             assert frame.evaluate("() => document.querySelectorAll('#mynetwork canvas').length") == 1

@@ -14,6 +14,8 @@ from urllib.parse import parse_qsl
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.html_tables import tables
+
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 
@@ -30,7 +32,7 @@ def _app(sample: str = "worked-example.jsonl", page: str | None = None) -> AppTe
 
 
 def _tables(at: AppTest) -> str:
-    return "\n".join(t.value.to_string() for t in at.table)
+    return "\n".join(t.value.to_string() for t in tables(at))
 
 
 def _codes(at: AppTest) -> str:
@@ -63,7 +65,7 @@ def test_lesson_walks_through_every_section(lesson):
 
 
 def test_lesson_shows_the_worked_example_numbers_of_crbc_md(lesson):
-    code, tables = _codes(lesson), _tables(lesson)
+    code, shown = _codes(lesson), _tables(lesson)
     # closure (docs/MATH.md section 8, K = infinity)
     assert "Q(s0,a) = 0.98 × (1 × V(s1)) = 0.98 × (1 × 0.4900) = 0.4802" in code
     assert "Q(s0,b) = 0.98 × (0.25 × V(s1) + 0.75 × V(s2)) = 0.98 × (0.25 × 0.4900 + 0.75 × 0.3267) = 0.3601" in code
@@ -73,9 +75,9 @@ def test_lesson_shows_the_worked_example_numbers_of_crbc_md(lesson):
     assert "Q^(0)(s0,a) = realised return 0.9604" in code
     assert "= 0.2401" in code
     for number in ("0.4900", "0.3267", "0.3842", "+0.5762", "+0.0960"):
-        assert number in tables, number
+        assert number in shown, number
     # the dense system's solution column
-    sys_table = next(t.value for t in lesson.table if "b" in t.value.columns and "V" in t.value.columns)
+    sys_table = next(t.value for t in tables(lesson) if "b" in t.value.columns and "V" in t.value.columns)
     assert sys_table["V"].tolist() == ["0.3842", "0.4900", "0.3267"]
     # GRPO: (s0, b) credited both ways
     assert "-0.730, -0.730, -0.730, +1.095" in _md(lesson)
@@ -87,12 +89,12 @@ def test_flipping_an_outcome_changes_every_table(lesson):
     lesson.button(key="lesson_flip").click().run()
     assert not lesson.exception
     assert "rollout 1: outcome flipped to success" in "\n".join(c.value for c in lesson.caption)
-    sys_table = next(t.value for t in lesson.table if "b" in t.value.columns and "V" in t.value.columns)
+    sys_table = next(t.value for t in tables(lesson) if "b" in t.value.columns and "V" in t.value.columns)
     # s1 now always succeeds: V(s1) = beta
     assert sys_table["V"].tolist()[1] == "0.9800"
     assert _tables(lesson) != before
     lesson.button(key="lesson_reset").click().run()
-    sys_table = next(t.value for t in lesson.table if "b" in t.value.columns and "V" in t.value.columns)
+    sys_table = next(t.value for t in tables(lesson) if "b" in t.value.columns and "V" in t.value.columns)
     assert sys_table["V"].tolist() == ["0.3842", "0.4900", "0.3267"]
 
 
@@ -149,21 +151,21 @@ def test_inspector_arithmetic_at_the_closure_and_at_depth():
     assert at.subheader[0].value == "Anchor s0 · K = ∞ (closure)"
     code = _codes(at)
     assert "A_S(s0,a) = +0.9604" in code and "gate open" in code
-    actions = at.table[0].value
+    actions = tables(at)[1].value  # [0]: how sure each action's credit is (the intervals)
     assert actions["Q(s,a)"].tolist() == ["0.4802", "0.3601"]
-    succ = at.table[1].value
+    succ = tables(at)[2].value
     assert succ[["action", "successor", "P(x|s,a)", "V(x)"]].values.tolist() == [
         ["a", "s1", "1.0000", "0.4900"], ["b", "s1", "0.2500", "0.4900"], ["b", "s2", "0.7500", "0.3267"]]
     at.selectbox(key="inspect_K").set_value("0").run()
     assert at.subheader[0].value == "Anchor s0 · K = 0"
-    assert at.table[0].value["Q(s,a)"].tolist() == ["0.9604", "0.2401"]
-    assert at.table[0].value["A(s,a)"].tolist() == ["+0.5762", "-0.1441"]
+    assert tables(at)[1].value["Q(s,a)"].tolist() == ["0.9604", "0.2401"]
+    assert tables(at)[1].value["A(s,a)"].tolist() == ["+0.5762", "-0.1441"]
     at.selectbox(key="inspect_K").set_value("1").run()
     assert "V^(0)(s1)" in _codes(at)
     at.selectbox(key="inspect").set_value("s2").run()
     assert at.subheader[0].value == "Anchor s2 · K = 1"
     # depth table: one row per K and the closure
-    depth_rows = at.table[-1].value
+    depth_rows = tables(at)[-1].value
     assert depth_rows["K"].tolist()[-1] == "∞" and list(depth_rows.columns) == ["K", "A(s2,e)", "A(s2,g)"]
 
 

@@ -15,6 +15,8 @@ pytest.importorskip("streamlit")
 pytest.importorskip("torch")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from tests.html_tables import tables
+
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 
@@ -170,7 +172,7 @@ def test_lesson_which_estimate_is_right():
     p, gt = _truth_of(grp)
     creds = {n: estimators.compute(n, [grp]) for n in ("visit_local", "crbc", "shortest_path")}
     agree = accuracy.group_agreement(creds, gt.advantage_N)
-    last = next(t.value for t in reversed(at.table) if "estimator" in t.value.columns)  # section 9's agreement
+    last = next(t.value for t in reversed(tables(at)) if "estimator" in t.value.columns)  # section 9's agreement
     # st.table cells are Markdown: the page escapes them (ui.widgets.table), the reader sees plain text
     assert [e.replace("\\", "") for e in last["estimator"]] == ["visit_local", "crbc", "shortest_path"]
     assert float(last["Spearman"].iloc[1]) == pytest.approx(agree["crbc"]["spearman"], abs=1e-3)

@@ -8,6 +8,8 @@ from typing import Any
 
 import streamlit as st
 
+from crbc.viz.html_table import html_table
+
 # characters that mean something anywhere in a line of Markdown as Streamlit renders it (emphasis,
 # code, links and images, HTML and entities, LaTeX, tables, strike-through, autolinks' "http:");
 # CommonMark lets a backslash make any of them literal
@@ -24,7 +26,7 @@ def text(s: object) -> str:
     """A user string (group id, anchor, action, meta value, file name) as Markdown that shows
     exactly its characters: never a link, an image, emphasis, LaTeX (``$..$``), HTML or a
     Streamlit directive. Use it for every user string inside st.markdown, st.caption, st.title,
-    headers, alerts, widget labels and st.table cells. Line breaks become spaces (inline text)."""
+    headers, alerts and widget labels (tables: :func:`table`). Line breaks become spaces (inline text)."""
     out = str(s).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
     out = _MD_AUTOLINK.sub(lambda m: m.group(0) + "\u2060", _MD_SPECIAL.sub(r"\\\1", out))
     m = _MD_LEADING.match(out)
@@ -67,21 +69,11 @@ def long_text(s: str, label: str = "Show all", limit: int = LONG_TEXT, container
         st.text(s)
 
 
-def cells_as_text(rows: Any) -> Any:
-    """Rows for ``st.table`` (a list of dicts or a DataFrame) with every text cell and column name
-    through :func:`short` (shown as it is, a long one cut): ``st.table`` renders its cells as
-    Markdown."""
-    if hasattr(rows, "columns") and hasattr(rows, "map"):
-        df = rows.copy()
-        df.columns = [text(c) for c in df.columns]
-        return df.map(lambda v: short(v) if isinstance(v, str) else v)
-    return [{text(k): (short(v) if isinstance(v, str) else v) for k, v in r.items()} for r in rows]
-
-
-def table(rows: Any, container: Any = None, **kw: Any) -> None:
-    """``st.table`` of user data, every text cell shown as it is (:func:`cells_as_text`)."""
-    kw.setdefault("hide_index", True)
-    (container or st).table(cells_as_text(rows), **kw)
+def table(rows: Any, container: Any = None, hide_index: bool = True) -> None:
+    """A static table of user data (a list of dicts or a DataFrame) as one HTML element
+    (:func:`crbc.viz.html_table.html_table`): every cell shown as its text, never Markdown or
+    HTML; ``hide_index=False`` shows a DataFrame's index."""
+    (container or st).html(html_table(rows, index=not hide_index))
 
 
 def selected_customdata(key: str) -> list[Any]:

@@ -1,0 +1,71 @@
+"""A table of user data as one static HTML element (for ``st.html``), every cell plain text.
+
+``st.table`` renders each cell as Markdown in the browser: a page with a dozen 15-row tables spent
+about a second there (on a 2-core laptop) parsing cells that are only text, and every user
+string had to be escaped against Markdown first. Here the table is built once on the server:
+cells are HTML-escaped (``<b>``, ``$x$``, ``**`` show as they are), long strings are cut to
+``limit`` characters with their full length said, floats show 4 decimals, missing values are
+blank, numbers are right-aligned.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from numbers import Integral, Real
+from typing import Any
+
+CELL_LIMIT = 300  # characters of a text cell shown; the rest is cut with "…" and the length
+
+STYLE = ("<style>.crbc-table-wrap{overflow-x:auto;margin:0 0 1rem}"
+         ".crbc-table{border-collapse:collapse;font-size:0.875rem;line-height:1.4;"
+         "font-family:'Source Sans',sans-serif;color:#31333f}"
+         ".crbc-table th,.crbc-table td{border-bottom:1px solid #e6e9ef;padding:0.25rem 0.75rem;"
+         "text-align:left;vertical-align:top;white-space:pre-wrap;word-break:break-word}"
+         ".crbc-table th{font-weight:600;color:#555867;border-bottom:1px solid #c9ccd3}"
+         ".crbc-table td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
+         ".crbc-table tbody tr:hover{background:#f6f7f9}</style>")
+
+
+def cell_text(v: Any, limit: int = CELL_LIMIT) -> tuple[str, bool]:
+    """``(text, is_number)`` of one cell: None and NaN blank, bools as True/False, integers as
+    they are, other reals with 4 decimals, text cut to ``limit`` characters."""
+    if v is None:
+        return "", False
+    if isinstance(v, bool):
+        return str(v), False
+    if isinstance(v, Integral):
+        return str(int(v)), True
+    if isinstance(v, Real):
+        f = float(v)
+        return ("" if math.isnan(f) else f"{f:.4f}"), True
+    s = str(v)
+    if len(s) > limit:
+        s = s[:limit] + f"… ({len(s):,} characters)"
+    return s, False
+
+
+def html_table(rows: Any, *, index: bool = False, limit: int = CELL_LIMIT) -> str:
+    """``rows`` (a list of dicts, or a DataFrame) as ``<table class="crbc-table">`` HTML with its
+    style; ``index``: a DataFrame's index as the first column. Columns are the union of the rows'
+    keys in first-seen order."""
+    if hasattr(rows, "columns"):
+        cols = [str(c) for c in rows.columns]
+        body = [list(r) for r in rows.itertuples(index=False, name=None)]
+        idx = [str(i) for i in rows.index] if index else None
+    else:
+        rows = list(rows)
+        cols = list(dict.fromkeys(k for r in rows for k in r))
+        body = [[r.get(c) for c in cols] for r in rows]
+        idx = None
+    e = html.escape
+    head = ("<th></th>" if idx is not None else "") + "".join(f"<th>{e(c)}</th>" for c in cols)
+    lines = []
+    for i, r in enumerate(body):
+        tds = [f"<th>{e(idx[i])}</th>"] if idx is not None else []
+        for v in r:
+            t, num = cell_text(v, limit)
+            tds.append(f'<td class="num">{e(t)}</td>' if num else f"<td>{e(t)}</td>")
+        lines.append("<tr>" + "".join(tds) + "</tr>")
+    return (f'{STYLE}<div class="crbc-table-wrap"><table class="crbc-table"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(lines)}</tbody></table></div>")

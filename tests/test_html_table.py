@@ -1,0 +1,37 @@
+"""crbc.viz.html_table: the studio's static tables, every cell shown as its text."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from crbc.viz.html_table import CELL_LIMIT, html_table
+from tests.html_tables import parse
+
+HOSTILE = ["<img src=x onerror=alert(1)>", "$x^2$ costs $23.99", "**bold** _it_ [link](http://e.x)",
+           "</td></tr></table><script>alert(1)</script>", "a\nb & c"]
+
+
+def test_cells_are_text_never_markup():
+    page = html_table([{"anchor": s, "n": i} for i, s in enumerate(HOSTILE)])
+    assert "<img" not in page and "<script>" not in page and "</table><script>" not in page
+    back = parse(page)
+    assert back["anchor"].tolist() == HOSTILE  # exactly the characters, markup and all
+    assert back["n"].tolist() == [str(i) for i in range(len(HOSTILE))]
+
+
+def test_numbers_missing_values_long_text_and_index():
+    df = pd.DataFrame({"x": [1.234567, np.nan], "k": [np.int64(3), np.int64(4)], "ok": [True, False],
+                       "t": ["y" * (CELL_LIMIT + 5), None]}, index=[7, 8])
+    back = parse(html_table(df, index=True))
+    assert back.index.tolist() == ["7", "8"]
+    assert back["x"].tolist() == ["1.2346", ""] and back["k"].tolist() == ["3", "4"]
+    assert back["ok"].tolist() == ["True", "False"]
+    assert back["t"].iloc[0] == "y" * CELL_LIMIT + f"… ({CELL_LIMIT + 5:,} characters)" and back["t"].iloc[1] == ""
+    assert parse(html_table(df)).columns.tolist() == ["x", "k", "ok", "t"]  # no index column
+
+
+def test_rows_with_different_keys_share_columns_in_first_seen_order():
+    back = parse(html_table([{"a": 1, "b": "u"}, {"c": 2.5, "a": 2}]))
+    assert back.columns.tolist() == ["a", "b", "c"]
+    assert back.values.tolist() == [["1", "u", ""], ["2", "", "2.5000"]]
