@@ -10,6 +10,7 @@ import streamlit as st
 
 from crbc.explain import disagreements as compare
 from crbc.explain.table_rows import fmt
+from crbc.viz.html_table import grid_row
 from crbc.viz.lesson import disagreement_figure, format_rows, grouped_steps
 from ui import state, url, widgets
 from ui.widgets import short, text
@@ -77,34 +78,34 @@ st.markdown(f"**{cmp_.x_label}** against **{cmp_.y_label}** on {where}.")
 st.plotly_chart(disagreement_figure(dis, top=15), key="dis_fig", config={"displayModeBar": False})
 
 
-def _row_links(rows, cols_spec, cells) -> None:
-    head = st.columns(cols_spec)
-    for h, (name, _) in zip(head, cells, strict=False):
-        h.markdown(f"**{text(name)}**")
-    head[-1].markdown("")
+def _row_links(rows, cols_spec, cells, bold: tuple[int, ...], limits: list[int] | int = 80) -> None:
+    """Ranked rows, each with an Inspect link in its last column: the text cells of a row are one
+    HTML grid (escaped text, laid out like ``cols_spec`` without its last entry), so a page of 24
+    rows is 48 elements for the browser, not 200 Markdown cells."""
+    split, widths = [sum(cols_spec[:-1]), cols_spec[-1]], cols_spec[:-1]
+    st.columns(split)[0].html(grid_row([name for name, _ in cells], widths, header=True))
     for r in rows:
-        cs = st.columns(cols_spec, vertical_alignment="center")
-        for c, (_, fn) in zip(cs, cells, strict=False):
-            c.markdown(fn(r))
+        left, link = st.columns(split, vertical_alignment="center")
+        left.html(grid_row([fn(r) for _, fn in cells], widths, bold=bold, limit=limits))
         # typed rows (crbc.explain.disagreements) or the grouped steps' display dicts (grouped_steps)
         group, anchor = (r["group"], r["anchor"]) if isinstance(r, dict) else (r.group, r.anchor)
-        cs[-1].page_link("pages/inspector.py", label="Inspect", icon=":material/search:",
-                         query_params=_inspect_link(group, anchor),
-                         help=f"Open {short(anchor, 80)} in the Inspector")
+        link.page_link("pages/inspector.py", label="Inspect", icon=":material/search:",
+                       query_params=_inspect_link(group, anchor),
+                       help=f"Open {short(anchor, 80)} in the Inspector")
 
 
 st.subheader("Anchors, most disagreement first")
 xl, yl = cmp_.x_label, cmp_.y_label
-anchor_cells = ([("group", lambda r: short(r.group, 80))] if multi else []) + [
-    ("anchor", lambda r: f"**{short(r.anchor, 80)}**"),
+anchor_cells = ([("group", lambda r: r.group)] if multi else []) + [
+    ("anchor", lambda r: r.anchor),
     ("visits", lambda r: str(r.visits)),
     ("actions", lambda r: str(r.actions)),
     ("mean |Δ|", lambda r: fmt(r.disagreement, 3)),
-    (f"best by {xl}", lambda r: short(r.best_x, 80)),
-    (f"best by {yl}", lambda r: short(r.best_y, 80) + (" ⚠" if r.ranks_differ else "")),
+    (f"best by {xl}", lambda r: r.best_x),
+    (f"best by {yl}", lambda r: r.best_y + (" ⚠" if r.ranks_differ else "")),
 ]
 spec = ([2] if multi else []) + [1, 1, 1, 1, 1.4, 1.4, 1.2]
-_row_links(dis.anchors[:TOP], spec, anchor_cells)
+_row_links(dis.anchors[:TOP], spec, anchor_cells, bold=(int(multi),))
 st.caption("⚠: the two estimators prefer a different action at this anchor (or one sees a tie).")
 if len(dis.anchors) > TOP:
     box, is_open = widgets.folded(f"All {len(dis.anchors)} anchors", key="dis_all_anchors")
@@ -116,17 +117,18 @@ st.subheader("Steps, most disagreement first")
 st.caption("Steps that share an anchor and an action are one row: `steps` counts them, `where` "
            "lists them (rollout·step); A_S is their mean under each estimator.")
 grouped = grouped_steps(dis.steps, xl, yl)
-step_cells = ([("group", lambda r: short(r["group"], 80))] if multi else []) + [
-    ("anchor", lambda r: f"**{short(r['anchor'], 80)}**"),
-    ("action", lambda r: short(r["action"], 80)),
+step_cells = ([("group", lambda r: r["group"])] if multi else []) + [
+    ("anchor", lambda r: r["anchor"]),
+    ("action", lambda r: r["action"]),
     ("steps", lambda r: str(r["steps"])),
-    ("where", lambda r: text(r["where"])),
+    ("where", lambda r: r["where"]),
     (f"A_S {xl}", lambda r: fmt(r[f"A_S {xl}"], 3, True)),
     (f"A_S {yl}", lambda r: fmt(r[f"A_S {yl}"], 3, True)),
     ("max |Δ|", lambda r: fmt(r["max |Δ|"], 3)),
 ]
 spec = ([2] if multi else []) + [1, 1, 0.6, 2, 1.2, 1.2, 1, 1.1]
-_row_links(grouped[:TOP], spec, step_cells)
+_row_links(grouped[:TOP], spec, step_cells, bold=(int(multi),),
+           limits=[300 if name == "where" else 80 for name, _ in step_cells])  # "where" in full
 
 box, is_open = widgets.folded(f"Per (anchor, action): mean A_S under each estimator ({len(dis.pairs)} pairs)",
                               key="dis_all_pairs")

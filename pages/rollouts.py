@@ -6,6 +6,7 @@ import streamlit as st
 
 from crbc.explain.anchor_names import anchor_labels
 from crbc.viz import charts
+from crbc.viz.html_table import grid_row
 from crbc.viz.style import board_html, board_legend_html, is_board
 from ui import exact_truth, state, url, widgets
 from ui.widgets import short
@@ -50,20 +51,19 @@ with left:
     if len(grp) <= ROW_BUTTONS_MAX:
         # the table's rows are buttons: a click chooses the rollout, with nothing but Streamlit's
         # own widgets (no data-grid or plotly bundle on the landing page, which stays fast)
-        widths = [1.1, 0.8, 1.1, 0.8, 1]
-        head = st.columns(widths, vertical_alignment="center")
-        for col, heading in zip(head, ["rollout", "length", "outcome", "score", "A_G"], strict=True):
-            col.markdown(f"**{heading}**")
+        # each row: its button, then the other cells as one HTML grid (one element, not four
+        # Markdown cells for the browser to parse)
+        split, widths = [1.1, 3.7], [0.7, 1.4, 0.6, 1]
+        head = st.columns(split, vertical_alignment="center", gap="small")
+        head[0].markdown("**rollout**")
+        head[1].html(grid_row(["length", "outcome", "score", "A_G"], widths, header=True))
         for k, row in enumerate(table.itertuples(index=False)):
-            cells = st.columns(widths, vertical_alignment="center", gap="small")
+            cells = st.columns(split, vertical_alignment="center", gap="small")
             mark = "✓" if row.outcome == "success" else "✗"
             cells[0].button(f"{row.rollout} {mark}", key=f"rollouts_row_{k}", on_click=_pick, args=(k,),
                             type="primary" if k == r else "secondary", width="stretch",
                             help=f"Show rollout {row.rollout}")
-            cells[1].markdown(str(row.length))
-            cells[2].markdown(row.outcome)
-            cells[3].markdown(f"{row.score:g}")
-            cells[4].markdown(f"{row.A_G:+.3f}")
+            cells[1].html(grid_row([str(row.length), row.outcome, f"{row.score:g}", f"{row.A_G:+.3f}"], widths))
     else:  # many rollouts: the data grid, where a row click chooses the rollout
         st.dataframe(table, key="rollouts_table", on_select=_pick_row, selection_mode="single-row",
                      hide_index=True, width="stretch", height=460,

@@ -3,6 +3,8 @@ AppTest tree as DataFrames of the cell texts, as a reader sees them."""
 
 from __future__ import annotations
 
+import html
+import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
@@ -71,3 +73,12 @@ def numeric(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     for c in columns:
         df[c] = pd.to_numeric(df[c].replace("", None))
     return df
+
+
+def grid_rows(node) -> list[list[str]]:
+    """The cell texts of every ``grid_row`` (crbc.viz.html_table) under ``node``, in page order."""
+    out = []
+    for h in node.get("html"):
+        if 'class="crbc-grid-row"' in h.value:
+            out.append([html.unescape(c) for c in re.findall(r"<div style=\"[^\"]*\">(.*?)</div>", h.value)])
+    return out

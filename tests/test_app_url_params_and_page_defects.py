@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.html_tables import tables
+from tests.html_tables import grid_rows, tables
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -116,21 +116,13 @@ def test_disagreement_steps_are_grouped_by_anchor_and_action():
 
 
 def _step_rows(at: AppTest) -> list[tuple[str, str]]:
-    """(anchor, action) of the rows under the Steps heading: a bold anchor cell followed by its
-    action cell."""
-    md = [m.value for m in at.main.markdown]
-    start = next(k for k, v in enumerate(md) if "Steps, most disagreement first" in v) if any(
-        "Steps, most disagreement first" in v for v in md) else None
+    """(anchor, action) of the rows under the Steps heading (the grid rows after the one whose
+    header starts anchor, action, steps)."""
     heads = [k for k, v in enumerate(at.main.subheader) if "Steps" in v.value]
     assert heads, "the Steps list is on the page"
-    actions = {"up", "down", "left", "right", "invalid"}
-    cells = md[start:] if start is not None else md
-    out = []
-    for k in range(len(cells) - 1):
-        v = cells[k]
-        if v.startswith("**") and v.endswith("**") and cells[k + 1] in actions:
-            out.append((v.strip("*"), cells[k + 1]))
-    return out
+    rows = grid_rows(at.main)
+    first = next(k for k, r in enumerate(rows) if r[:3] == ["anchor", "action", "steps"])
+    return [(r[0], r[1]) for r in rows[first + 1:]]
 
 
 # ---------------------------------------------------------------- defect 12: small ones

@@ -35,3 +35,20 @@ def test_rows_with_different_keys_share_columns_in_first_seen_order():
     back = parse(html_table([{"a": 1, "b": "u"}, {"c": 2.5, "a": 2}]))
     assert back.columns.tolist() == ["a", "b", "c"]
     assert back.values.tolist() == [["1", "u", ""], ["2", "", "2.5000"]]
+
+
+def test_grid_row_cells_are_escaped_text_cut_per_cell():
+    from crbc.viz.html_table import grid_row
+    from tests.html_tables import grid_rows
+
+    class Node:  # the part of an AppTest node that grid_rows reads
+        def __init__(self, bodies):
+            self.bodies = bodies
+
+        def get(self, kind):
+            return [type("H", (), {"value": b})() for b in self.bodies]
+
+    row = grid_row([HOSTILE[0], "x" * 100, 3], [1, 2, 1], bold=(0,), limit=[80, 10, 80])
+    assert "<img" not in row and "grid-template-columns:1fr 2fr 1fr" in row
+    assert grid_rows(Node([row])) == [[HOSTILE[0], "x" * 10 + "… (100 characters)", "3"]]
+    assert row.count("font-weight:600") == 1 and "text-align:right" in row  # the number

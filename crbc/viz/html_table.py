@@ -69,3 +69,20 @@ def html_table(rows: Any, *, index: bool = False, limit: int = CELL_LIMIT) -> st
         lines.append("<tr>" + "".join(tds) + "</tr>")
     return (f'{STYLE}<div class="crbc-table-wrap"><table class="crbc-table"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(lines)}</tbody></table></div>")
+
+
+def grid_row(cells: list[Any], widths: list[float], *, header: bool = False, bold: tuple[int, ...] = (),
+             limit: int | list[int] = 80) -> str:
+    """One row of text cells laid out like ``st.columns(widths)`` (a CSS grid with the same
+    fractions, a 0.75 rem gap), for row lists whose last column is a widget: each cell is
+    escaped text (:func:`cell_text`, cut to ``limit`` characters, one limit or one per cell);
+    ``header`` draws every cell bold, ``bold`` the cells at those positions."""
+    cols = " ".join(f"{w:g}fr" for w in widths)
+    out = []
+    for i, v in enumerate(cells):
+        t, num = cell_text(v, limit if isinstance(limit, int) else limit[i])
+        weight = "font-weight:600;" if header or i in bold else ""
+        align = "text-align:right;" if num and not header else ""
+        out.append(f'<div style="{weight}{align}overflow-wrap:break-word">{html.escape(t)}</div>')
+    return (f'<div class="crbc-grid-row" style="display:grid;grid-template-columns:{cols};gap:0.75rem;'
+            f'align-items:center;font-size:1rem;line-height:1.5">{"".join(out)}</div>')
