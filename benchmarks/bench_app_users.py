@@ -42,9 +42,23 @@ CELL_XY = """(step) => {  // the crbc panel's cell of the first rollout at ``ste
 }"""
 
 
+def _from_release(pg, fraction: float) -> float:
+    """Milliseconds from releasing the Rollouts step slider's thumb (dragged to ``fraction`` of its
+    track) to the page ready again: the drag itself (eight mouse moves) is the user's time, not
+    the studio's, and is left out here (``rollouts_step_scrub`` includes it)."""
+    thumb = pg.locator(".st-key-step div:has(> div > input[type=range])").first
+    track = pg.locator(".st-key-step [role=group] > [data-orientation=horizontal]").first
+    tb, box = thumb.bounding_box(), track.bounding_box()
+    pg.mouse.move(tb["x"] + tb["width"] / 2, tb["y"] + tb["height"] / 2)
+    pg.mouse.down()
+    pg.mouse.move(box["x"] + box["width"] * fraction, tb["y"] + tb["height"] / 2, steps=8)
+    return after(pg, "Rollouts", pg.mouse.up)
+
+
 def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
     """Milliseconds from a click (or a slider drag) to the page ready again after the run it
-    started, on one user-like file: scrub the Rollouts step slider, click a rollout's row, change
+    started, on one user-like file: scrub the Rollouts step slider (from the drag's start, from
+    the thumb's release, and one step by the arrow key), click a rollout's row, change
     the Inspector's depth, click a Step credits heatmap cell (opens the Inspector). Median and
     maximum over ``repeats``; a failure is reported, not fatal."""
     ctx = _ctx(browser)
@@ -69,6 +83,13 @@ def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
     goto("", "Rollouts")
     for f in [0.6, 0.2, 0.9, 0.4, 0.7][:max(repeats, 2)]:
         rec("rollouts_step_scrub", lambda f=f: after(pg, "Rollouts", lambda: drag_slider(pg, ".st-key-step", f)))
+    for f in [0.3, 0.8, 0.5, 0.1, 0.6][:max(repeats, 2)]:  # the same, timed from the mouse's release
+        rec("rollouts_step_scrub_from_release", lambda f=f: _from_release(pg, f))
+    for _ in range(max(repeats, 2)):  # one step with the keyboard (the slider focused)
+        def key() -> None:
+            pg.locator(".st-key-step input[type=range], .st-key-step [role=slider]").first.focus()
+            pg.keyboard.press("ArrowRight")
+        rec("rollouts_step_arrow_key", lambda key=key: after(pg, "Rollouts", key))
     for row in [2, 4, 1, 3, 0][:max(repeats, 2)]:
         def click_row(row=row) -> None:
             btn = pg.locator(f".st-key-rollouts_row_{row} button")
