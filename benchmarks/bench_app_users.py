@@ -3,7 +3,10 @@
 The four files of devtools/user_like.py (ALFWorld-like, WebShop-like, a 16 x 50 group with 150+
 anchors, 64 groups) are served as the samples folder (``CRBC_SAMPLES_DIR``). Per file: in-session
 navigation to every page (median and maximum over ``--repeats``, and the script's server time),
-a deep link to every page in a fresh browser context, the interactions of issue 23, and the two
+a deep link to every page in a fresh browser context (cold caches: Streamlit's and plotly's
+JavaScript fetched and compiled again) and in a new tab of a browser that has shown the studio
+before (its caches warm, a new Streamlit session: a shared link opened by someone who uses the
+studio), the interactions of issue 23, and the two
 views issue 23 allows 2 s (the Lesson on the big group, Disagreements across all 64 groups).
 Prints nothing itself; :mod:`benchmarks.bench_app` prints the JSON.
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import time
 from pathlib import Path
 
 from benchmarks.bench_app import PAGES, READY, TIMEOUT, _ctx, after, visit, warm_navigation
@@ -119,6 +123,19 @@ def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
     return res
 
 
+def new_tab(ctx, base: str, path: str, title: str) -> float:
+    """Seconds to page ready for ``path`` opened in a new tab of browser context ``ctx`` (its
+    HTTP and code caches as they are; a new Streamlit session)."""
+    pg = ctx.new_page()
+    t = time.perf_counter()
+    pg.goto(f"{base}/{path}")
+    pg.wait_for_selector(".crbc-run", state="attached", timeout=TIMEOUT)
+    pg.wait_for_function(READY, arg=title, timeout=TIMEOUT)
+    dt = time.perf_counter() - t
+    pg.close()
+    return dt
+
+
 def user_data(repeats: int, only: list[str] | None = None, interact: bool = True) -> dict:
     """Pages on users' kind of data: the four files of devtools/user_like.py served as samples
     (``CRBC_SAMPLES_DIR``); per file, in-session navigation (median and maximum over
@@ -146,11 +163,19 @@ def user_data(repeats: int, only: list[str] | None = None, interact: bool = True
                     out["files"][name] = {"failed": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"}
                     continue
                 deep = {slug or "rollouts": visit(b, base, f"{slug}{q}", title)[0] for slug, title in PAGES}
+                warm_ctx = _ctx(b)  # a browser that has shown every page once (not timed)
+                for slug, title in PAGES:
+                    new_tab(warm_ctx, base, f"{slug}{q}", title)
+                tab = {slug or "rollouts": statistics.median(new_tab(warm_ctx, base, f"{slug}{q}", title)
+                                                             for _ in range(max(repeats, 1)))
+                       for slug, title in PAGES}
+                warm_ctx.close()
                 out["files"][name] = {
                     (slug or "rollouts"): {"in_session_median_s": round(statistics.median(r[0] for r in runs), 3),
                                            "in_session_max_s": round(max(r[0] for r in runs), 3),
                                            "script_ms": _median_ms(runs),
-                                           "deep_link_s": round(deep[slug or "rollouts"], 3)}
+                                           "deep_link_s": round(deep[slug or "rollouts"], 3),
+                                           "deep_link_new_tab_s": round(tab[slug or "rollouts"], 3)}
                     for slug, runs in nav.items()}
                 if interact:
                     out["files"][name]["interactions"] = user_interactions(b, base, q, repeats)
