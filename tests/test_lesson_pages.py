@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.html_tables import tables
+from tests.html_tables import grid_rows, tables
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -209,7 +209,9 @@ def test_disagreements_rank_and_inspect_in_one_click():
     md = _md(at)
     assert "**crbc** against **shortest_path** on group rare-route." in md
     # first ranked anchor: the fork s0, where crbc prefers up and shortest path sees a tie
-    assert "**s0**" in md and "(tie) ⚠" in md
+    rows = grid_rows(at.main)
+    assert rows[0][:2] == ["anchor", "visits"]  # the header row, then the ranked anchors
+    assert rows[1][0] == "s0" and rows[1][-1].endswith("(tie) ⚠"), rows[1]
     links = [x for x in at.get("page_link") if x.value == "Inspect"]
     assert len(links) >= 4
     assert dict(parse_qsl(links[0].proto.query_string)) == {
