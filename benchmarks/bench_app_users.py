@@ -59,6 +59,20 @@ def _from_release(pg, fraction: float) -> float:
     return after(pg, "Rollouts", pg.mouse.up)
 
 
+SLIDER = ".st-key-step input[type=range], .st-key-step [role=slider]"
+# the Rollouts list's length column: the first cell of every row grid after the header
+ROW_LENGTHS = """() => Array.from(document.querySelectorAll('[data-testid=stMain] .crbc-grid-row'))
+  .slice(1).map(g => g.firstElementChild.textContent.trim()).filter(t => /^[0-9]+$/.test(t))"""
+
+
+def _to_first_step(pg) -> None:
+    """Put the step slider on step 1 (untimed) so the next scrub, to a fraction of at least 0.2
+    of a track of 6 or more steps or one arrow key, lands on another step and starts a run."""
+    s = pg.locator(SLIDER).first
+    if (s.get_attribute("aria-valuenow") or s.get_attribute("value") or "1") != "1":
+        after(pg, "Rollouts", lambda: (s.focus(), pg.keyboard.press("Home")))
+
+
 def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
     """Milliseconds from a click (or a slider drag) to the page ready again after the run it
     started, on one user-like file: scrub the Rollouts step slider (from the drag's start, from
@@ -85,16 +99,28 @@ def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
         pg.wait_for_function(READY, arg=title, timeout=TIMEOUT)
 
     goto("", "Rollouts")
+    n_rows = 0  # the group's rollouts: one row key per rollout (a key may hold two buttons)
+    while pg.locator(f".st-key-rollouts_row_{n_rows}").count():
+        n_rows += 1
+    lengths = [int(x) for x in pg.evaluate(ROW_LENGTHS)]  # the rows' length column
+    if n_rows and len(lengths) == n_rows:  # scrub the longest rollout (a 1-step one has no slider)
+        k = lengths.index(max(lengths))
+        after(pg, "Rollouts", lambda: pg.locator(f".st-key-rollouts_row_{k} button").first.click())
     for f in [0.6, 0.2, 0.9, 0.4, 0.7][:max(repeats, 2)]:
+        _to_first_step(pg)
         rec("rollouts_step_scrub", lambda f=f: after(pg, "Rollouts", lambda: drag_slider(pg, ".st-key-step", f)))
-    for f in [0.3, 0.8, 0.5, 0.1, 0.6][:max(repeats, 2)]:  # the same, timed from the mouse's release
+    for f in [0.3, 0.8, 0.5, 0.2, 0.6][:max(repeats, 2)]:  # the same, timed from the mouse's release
+        _to_first_step(pg)
         rec("rollouts_step_scrub_from_release", lambda f=f: _from_release(pg, f))
     for _ in range(max(repeats, 2)):  # one step with the keyboard (the slider focused)
+        _to_first_step(pg)
+
         def key() -> None:
-            pg.locator(".st-key-step input[type=range], .st-key-step [role=slider]").first.focus()
+            pg.locator(SLIDER).first.focus()
             pg.keyboard.press("ArrowRight")
         rec("rollouts_step_arrow_key", lambda key=key: after(pg, "Rollouts", key))
-    for row in [2, 4, 1, 3, 0][:max(repeats, 2)]:
+    rows = [r for r in [2, 4, 1, 3, 0] if not n_rows or r < n_rows]  # the group's own rollouts
+    for row in rows[:max(repeats, 2)]:
         def click_row(row=row) -> None:
             btn = pg.locator(f".st-key-rollouts_row_{row} button")
             if btn.count():

@@ -166,11 +166,7 @@ st.caption("Where the lines disagree, the estimators tell the learner different 
 
 if truth is not None:
     st.subheader("Which estimator agrees with the truth on this group?")
-    st.dataframe(VA.agreement_table(accuracy.group_agreement(all_c, truth.advantage_N)),
-                 width="stretch", column_config={
-                     "sign agreement": st.column_config.NumberColumn(format="%.2f"),
-                     "Spearman": st.column_config.NumberColumn(format="%.2f"),
-                     "RMSE of Q - V": st.column_config.NumberColumn(format="%.4f")})
+    widgets.table(VA.agreement_table(accuracy.group_agreement(all_c, truth.advantage_N)), hide_index=False)
     st.caption("Each estimator's raw step signal (Q − V for the CRBC family, A_S for gigpo and "
                "shortest_path, A_final for grpo) against the true A_t of the same step: share of "
                "steps with the right sign (|A_t| > 0.001; a zero credit is a miss), rank "
@@ -179,18 +175,25 @@ if truth is not None:
 elif no_truth:
     st.caption(no_truth)
 
-st.subheader("Two estimators, step by step")
-s1, s2 = st.columns(2)
-x_name = s1.selectbox("x axis", names, index=names.index("gigpo") if "gigpo" in names else 0,
-                      key="scatter_x")
-y_name = s2.selectbox("y axis", names, index=names.index("crbc") if "crbc" in names else 0,
-                      key="scatter_y")
-scatter = figure_cache.figure("credits_scatter", (ctx.key, all_params, x_name, y_name, field),
-                              lambda: charts.scatter_figure(all_c[x_name], all_c[y_name], field))
-st.plotly_chart(scatter, width="stretch", key="scatter",
-                config=png_config(f"{grp.group.replace('/', '_')}.scatter"))
-st.caption("Each dot is one step. On the dotted diagonal both estimators agree; dots in the "
-           "top-left or bottom-right quadrants are steps they judge in opposite directions.")
+# the scatter is folded: drawn (plotly's slowest first draw on this page) only when asked for
+box, scatter_open = widgets.folded("Two estimators, step by step (a scatter of their credits)",
+                                   key="credits_scatter_open")
+if scatter_open:
+    with box:
+        s1, s2 = st.columns(2)
+        x_name = s1.selectbox("x axis", names, index=names.index("gigpo") if "gigpo" in names else 0,
+                              key="scatter_x")
+        y_name = s2.selectbox("y axis", names, index=names.index("crbc") if "crbc" in names else 0,
+                              key="scatter_y")
+        scatter = figure_cache.figure("credits_scatter", (ctx.key, all_params, x_name, y_name, field),
+                                      lambda: charts.scatter_figure(all_c[x_name], all_c[y_name], field))
+        st.plotly_chart(scatter, width="stretch", key="scatter",
+                        config=png_config(f"{grp.group.replace('/', '_')}.scatter"))
+        st.caption("Each dot is one step. On the dotted diagonal both estimators agree; dots in the "
+                   "top-left or bottom-right quadrants are steps they judge in opposite directions.")
+        st.download_button("Scatter figure · HTML", lambda: charts.figure_html(scatter),
+                           file_name=f"{grp.group.replace('/', '_')}.{x_name}-vs-{y_name}.scatter.html",
+                           mime="text/html", on_click="ignore", key="dl_scatter", icon=":material/image:")
 
 st.subheader("Download")
 d1, d2, d3 = st.columns(3)
@@ -204,7 +207,7 @@ d3.download_button("All estimators · CSV (one row per step)",
                    lambda: charts.credits_frame(all_c).to_csv(index=False),
                    file_name=f"{slug}.credits.csv", mime="text/csv", on_click="ignore", key="dl_csv",
                    icon=":material/download:", width="stretch")
-f1, f2, f3 = st.columns(3)
+f1, f2 = st.columns(2)
 f1.download_button(f"{est} heatmap · HTML",
                    lambda: charts.figure_html(heatmaps.credit_heatmap(all_c[est], field, title=est)),
                    file_name=f"{slug}.{est}.heatmap.html", mime="text/html", on_click="ignore",
@@ -212,9 +215,6 @@ f1.download_button(f"{est} heatmap · HTML",
 f2.download_button("Timeline figure · HTML", lambda: charts.figure_html(timeline),
                    file_name=f"{slug}.timeline.html", mime="text/html", on_click="ignore",
                    key="dl_timeline", icon=":material/image:", width="stretch")
-f3.download_button("Scatter figure · HTML", lambda: charts.figure_html(scatter),
-                   file_name=f"{slug}.scatter.html", mime="text/html", on_click="ignore",
-                   key="dl_scatter", icon=":material/image:", width="stretch")
 if len(ctx.groups) > 1:
     st.markdown(f"**The whole file** ({len(ctx.groups)} groups, every step with its anchor):")
     w1, w2 = st.columns(2)

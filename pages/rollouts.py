@@ -83,7 +83,7 @@ def _step_view() -> None:
     """The scrubbed step (board, action, credit, the bars, the step table): a fragment, so moving
     the step slider reruns only this part of the page (the URL's ``step`` still follows). Drawn in
     the right column (a fragment writes inside its own container only)."""
-    st.subheader(f"Rollout {roll.rollout}: {T} steps, {charts.outcome(roll)}")
+    st.subheader(f"Rollout {roll.rollout}: {T} step{'' if T == 1 else 's'}, {charts.outcome(roll)}")
     t = st.slider("Step", 1, T, key="step", bind="query-params", disabled=T == 1,
                   help="Scrub through the rollout: the board before the step, the action taken, "
                        "and the credit the estimator gives it.") if T > 1 else 1

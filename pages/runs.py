@@ -237,15 +237,18 @@ def _accuracy() -> dict:
 
 
 accuracy = figure_cache.figure("runs_accuracy_curves", (runs_key,), _accuracy)
-if accuracy:
-    st.markdown("**Credit accuracy during training**: each estimator's Spearman correlation with the "
-                "exact advantage A_t of the current policy on its own runs' batches (a few mixed "
-                "groups every few iterations, docs/MATH.md section 9), mean over seeds with its 95% CI. "
-                "Does the better credit come before the faster learning?")
-    st.plotly_chart(figure_cache.figure(
-        "runs_accuracy", (runs_key,),
-        lambda: V.curves_figure(accuracy, "Spearman with the exact A_t", band="ci", show_runs=False,
-                                percent=False, height=320)), width="stretch", key="runs_truth")
+if accuracy:  # folded: its chart is drawn (a plotly figure's first draw) only when asked for
+    box, shown = widgets.folded("Credit accuracy during training: does the better credit come before "
+                                "the faster learning?", key="runs_accuracy_open")
+    if shown:
+        with box:
+            st.markdown("Each estimator's Spearman correlation with the exact advantage A_t of the "
+                        "current policy on its own runs' batches (a few mixed groups every few "
+                        "iterations, docs/MATH.md section 9), mean over seeds with its 95% CI.")
+            st.plotly_chart(figure_cache.figure(
+                "runs_accuracy", (runs_key,),
+                lambda: V.curves_figure(accuracy, "Spearman with the exact A_t", band="ci", show_runs=False,
+                                        percent=False, height=320)), width="stretch", key="runs_truth")
 
 # ---------------------------------------------------------------------------------- drill down
 st.subheader("Drill into an iteration")

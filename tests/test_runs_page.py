@@ -178,4 +178,11 @@ def test_an_experiment_with_evaluations_opens_on_held_out_success_with_its_stati
     assert "| crbc | 2 | 2 | 30.0 [30.0, 30.0] | 43.0 [" in text  # start and final held-out success
     assert "| +13.0 [" in text  # crbc's gain in points
     assert "| crbc - grpo | +9.0 [" in text  # the paired difference
-    assert "Credit accuracy during training" in text
+    # the accuracy curves are folded: no chart until the fold is opened
+    charts_before = len(at.get("plotly_chart"))
+    assert any(e.label.startswith("Credit accuracy during training") for e in at.expander)
+    at.session_state["runs_accuracy_open"] = True
+    at.run()
+    assert not at.exception, at.exception
+    assert len(at.get("plotly_chart")) == charts_before + 1
+    assert "Spearman correlation with the exact advantage" in "\n".join(m.value for m in at.markdown)
