@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 from ui import warm_imports
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_wait_returns_at_once_when_the_imports_were_never_started(monkeypatch):
@@ -30,3 +35,30 @@ def test_wait_blocks_until_the_background_imports_have_finished(monkeypatch):
     assert warm_imports._thread is first
     warm_imports.wait()
     assert done.is_set() and not first.is_alive()
+
+
+def test_the_imported_model_stack_is_frozen_out_of_the_garbage_collector():
+    """After the background imports, the objects alive then (torch's, transformers', ...) are
+    exempt from collections (gc.freeze): without it every full collection walked them, 260-340
+    ms per click in the studio. In a fresh interpreter, as in the server."""
+    code = ("import gc\nfrom ui import warm_imports\n"
+            "before = gc.get_freeze_count()\nwarm_imports.start()\nwarm_imports.wait()\n"
+            "import torch, transformers\n"
+            "print(before, gc.get_freeze_count(), sum(gc.get_count()))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300, check=True).stdout.split()
+    before, frozen, tracked_young = (int(x) for x in out)
+    assert before == 0
+    assert frozen > 100_000  # the model stack's objects, frozen once imported
+    assert tracked_young < frozen
+
+
+def test_freeze_heap_collects_garbage_before_freezing():
+    """A reference cycle that is already garbage is freed, not frozen for the process's life."""
+    code = ("import gc, weakref\nfrom ui.warm_imports import freeze_heap\n"
+            "class Node: pass\n"
+            "a, b = Node(), Node()\na.other, b.other = b, a\nref = weakref.ref(a)\ndel a, b\n"
+            "gc.disable()\nfreeze_heap()\nprint(ref() is None, gc.get_freeze_count() > 0)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60, check=True).stdout.split()
+    assert out == ["True", "True"]

@@ -7,10 +7,16 @@ page thread that asks for ``transformers.AutoTokenizer`` while this thread is st
 the same submodule can see it half-initialised ("cannot import name 'AutoTokenizer'"). So every
 page code path that loads a model first calls :func:`wait`: it returns at once when the imports
 are done, or when they were never started (AppTest, ``streamlit run app.py``).
+
+Once imported, those modules' objects (several hundred thousand, most of them torch's and
+transformers') are moved out of the garbage collector's sight with ``gc.freeze()``: they live
+as long as the process, yet every full collection walked all of them, 260-340 ms each on a
+2-core laptop, and a page's rerun allocates enough to trigger one on almost every click.
 """
 
 from __future__ import annotations
 
+import gc
 import threading
 
 _thread: threading.Thread | None = None
@@ -20,6 +26,8 @@ def _imports() -> None:
     """Import what the pages' truths, live generation and statistics need; an error surfaces
     on the page that needs the module."""
     try:
+        import pandas  # noqa: F401
+        import plotly.graph_objects  # noqa: F401
         import scipy.stats  # noqa: F401
         import torch  # noqa: F401
         import transformers  # noqa: F401
@@ -27,6 +35,15 @@ def _imports() -> None:
         import crbc.policy.tiny  # noqa: F401
     except Exception:  # noqa: BLE001 - the page that needs the module reports the error itself
         pass
+    freeze_heap()
+
+
+def freeze_heap() -> None:
+    """Collect once, then exempt every object alive now from later collections (``gc.freeze``:
+    they are not freed or moved, only no longer traversed). Objects made afterwards, the pages'
+    data and caches among them, are collected as usual."""
+    gc.collect()
+    gc.freeze()
 
 
 def start() -> None:
