@@ -114,22 +114,25 @@ for n in names:
     if n not in shown:
         st.info(f"{n}: no value function, so no Q − V.")
     elif not charts.field_N(all_c[n], field).any():
-        st.caption(f"All zero: {n} gives no step-level {charts.FIELDS[field]} on this group.")
+        st.caption(f"All zero: {n} gives no step-level {charts.FIELDS[field]} on this group, "
+                   "so it has no panel below.")
+# an all-zero panel would be a blank rectangle: drawn only when every panel is all zero
+panels = [n for n in shown if charts.field_N(all_c[n], field).any()] or shown
 # one figure: a panel per estimator, one shared colour bar; a click on a cell of any panel opens
 # that step's anchor in the Inspector
 # a clickable cell is an SVG point in the browser: beyond CLICKABLE_MAX of them, only the sidebar
 # estimator's panel takes clicks (the others show the same hover from the heatmap itself)
-clickable = tuple(shown) if len(shown) * ctx.process.n_steps <= CLICKABLE_MAX else \
-    (ctx.estimator if ctx.estimator in shown else shown[0],)
-heat = _heat(ctx.key, field, tuple((n, tuple(sorted(ctx.estimator_params(n).items()))) for n in shown),
-             marks_on, sure_only, height, tuple(shown), clickable)
-if len(clickable) < len(shown):
+clickable = tuple(panels) if len(panels) * ctx.process.n_steps <= CLICKABLE_MAX else \
+    (ctx.estimator if ctx.estimator in panels else panels[0],)
+heat = _heat(ctx.key, field, tuple((n, tuple(sorted(ctx.estimator_params(n).items()))) for n in panels),
+             marks_on, sure_only, height, tuple(panels), clickable)
+if len(clickable) < len(panels):
     st.caption(f"This group has {ctx.process.n_steps} steps: only the **{clickable[0]}** panel (the "
                "sidebar's estimator) takes clicks, so the page draws quickly; choose another "
                "estimator in the sidebar to click on its panel. Every panel shows its values on hover.")
 st.plotly_chart(heat, width="stretch", key="heat_credits", on_select=lambda: _open_cell("heat_credits"),
                 selection_mode="points", config=png_config(f"{grp.group.replace('/', '_')}.heatmaps"))
-st.caption(" · ".join(f"**{n}**: {estimators.get(n).summary.replace('*', '×')}" for n in shown))
+st.caption(" · ".join(f"**{n}**: {estimators.get(n).summary.replace('*', '×')}" for n in panels))
 
 # the timeline is drawn before the truth is computed (a cold start loads the model), and redrawn
 # with the truth line once it is known

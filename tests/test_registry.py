@@ -125,9 +125,17 @@ def test_toy_on_the_step_credits_page(toy):
     assert widget.value == 2.0 and widget.label == "toy scale"
     import json
 
-    heat = next(e for e in at.get("plotly_chart") if e.proto.id.endswith("heat_credits"))
-    spec = json.loads(heat.proto.spec)
-    assert TOY in {t.get("legendgroup") for t in spec["data"] if t.get("type") == "heatmap"}  # its panel
+    def panels() -> set:
+        heat = next(e for e in at.get("plotly_chart") if e.proto.id.endswith("heat_credits"))
+        return {t.get("legendgroup") for t in json.loads(heat.proto.spec)["data"] if t.get("type") == "heatmap"}
+
+    # the toy has no step term (A_S is 0 everywhere): said in a caption, no blank panel ...
+    assert TOY not in panels() and "crbc" in panels()
+    assert any(c.value.startswith(f"All zero: {TOY} gives no step-level") for c in at.caption)
+    # ... and its panel, from the registry, where its values are not all 0 (A_final = toy_scale * A_G)
+    at.radio(key="field").set_value("advantage").run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert TOY in panels()
     captions = "\n".join(c.value for c in at.caption)
     assert f"**{TOY}**: toy: A_G times a factor" in captions  # its registry summary under the figure
     # the shared parameter reaches the toy's credits: on the Rollouts page, with the toy chosen,
