@@ -69,8 +69,13 @@ def _to_first_step(pg) -> None:
     """Put the step slider on step 1 (untimed) so the next scrub, to a fraction of at least 0.2
     of a track of 6 or more steps or one arrow key, lands on another step and starts a run."""
     s = pg.locator(SLIDER).first
-    if (s.get_attribute("aria-valuenow") or s.get_attribute("value") or "1") != "1":
-        after(pg, "Rollouts", lambda: (s.focus(), pg.keyboard.press("Home")))
+    if (s.get_attribute("aria-valuenow") or s.get_attribute("value") or "1") == "1":
+        return
+
+    def home() -> None:
+        s.focus()
+        pg.keyboard.press("Home")
+    after(pg, "Rollouts", home)
 
 
 def user_interactions(browser, base: str, query: str, repeats: int) -> dict:

@@ -110,14 +110,14 @@ def _heat(key: str, field: str, params: tuple, marks: bool, sure: bool, height: 
 
 height = int(min(120 + 22 * len(grp), 520))
 truth_box = st.container() if has_truth else None
+# an all-zero panel would be a blank rectangle: drawn only when every panel is all zero
+panels = [n for n in shown if charts.field_N(all_c[n], field).any()] or shown
 for n in names:
     if n not in shown:
         st.info(f"{n}: no value function, so no Q − V.")
-    elif not charts.field_N(all_c[n], field).any():
+    elif n not in panels:
         st.caption(f"All zero: {n} gives no step-level {charts.FIELDS[field]} on this group, "
                    "so it has no panel below.")
-# an all-zero panel would be a blank rectangle: drawn only when every panel is all zero
-panels = [n for n in shown if charts.field_N(all_c[n], field).any()] or shown
 # one figure: a panel per estimator, one shared colour bar; a click on a cell of any panel opens
 # that step's anchor in the Inspector
 # a clickable cell is an SVG point in the browser: beyond CLICKABLE_MAX of them, only the sidebar

@@ -13,6 +13,12 @@ from ui import warm_imports
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _fresh_python(code: str, timeout: float) -> list[str]:
+    """The words ``code`` prints when run in a new interpreter at the repository root."""
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, check=True).stdout.split()
+
+
 def test_wait_returns_at_once_when_the_imports_were_never_started(monkeypatch):
     monkeypatch.setattr(warm_imports, "_thread", None)
     t = time.perf_counter()
@@ -45,9 +51,7 @@ def test_the_imported_model_stack_is_frozen_out_of_the_garbage_collector():
             "before = gc.get_freeze_count()\nwarm_imports.start()\nwarm_imports.wait()\n"
             "import torch, transformers\n"
             "print(before, gc.get_freeze_count(), sum(gc.get_count()))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         timeout=300, check=True).stdout.split()
-    before, frozen, tracked_young = (int(x) for x in out)
+    before, frozen, tracked_young = (int(x) for x in _fresh_python(code, timeout=300))
     assert before == 0
     assert frozen > 100_000  # the model stack's objects, frozen once imported
     assert tracked_young < frozen
@@ -59,6 +63,4 @@ def test_freeze_heap_collects_garbage_before_freezing():
             "class Node: pass\n"
             "a, b = Node(), Node()\na.other, b.other = b, a\nref = weakref.ref(a)\ndel a, b\n"
             "gc.disable()\nfreeze_heap()\nprint(ref() is None, gc.get_freeze_count() > 0)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         timeout=60, check=True).stdout.split()
-    assert out == ["True", "True"]
+    assert _fresh_python(code, timeout=60) == ["True", "True"]
