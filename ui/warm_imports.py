@@ -26,8 +26,6 @@ def _imports() -> None:
     """Import what the pages' truths, live generation and statistics need; an error surfaces
     on the page that needs the module."""
     try:
-        import pandas  # noqa: F401
-        import plotly.graph_objects  # noqa: F401
         import scipy.stats  # noqa: F401
         import torch  # noqa: F401
         import transformers  # noqa: F401
