@@ -9,7 +9,9 @@ studio writes) is served by this machine's Streamlit, and headless Chromium meas
 - ``button``: a button's rerun of the whole page;
 - ``fragment_slider``: one arrow-key step of a slider inside ``st.fragment`` (the Rollouts step
   scrub), and ``fragment_slider_drag``: the same from a drag's start;
-- ``new_tab``: a page opened in a new tab of a browser that has shown the app before.
+- ``new_tab``: a page opened in a new tab of a browser that has shown the app before, and
+  ``new_tab_plotly``: the same for a page whose only chart is one three-bar plotly figure (what
+  loading plotly.js into a tab costs).
 
 Whatever the studio's page or click takes beyond these is the studio's own; these themselves are
 Streamlit's round trip and the browser's drawing, which no page code can remove.
@@ -55,8 +57,15 @@ def _page(title):
         _marker()
     return run
 
+def _plotly_page():
+    import plotly.graph_objects as go
+    st.title("Gamma")
+    st.plotly_chart(go.Figure(go.Bar(x=["a", "b", "c"], y=[1, 3, 2])), key="bars")
+    _marker()
+
 st.navigation([st.Page(_page("Alpha"), title="Alpha", default=True),
-               st.Page(_page("Beta"), title="Beta", url_path="beta")]).run()
+               st.Page(_page("Beta"), title="Beta", url_path="beta"),
+               st.Page(_plotly_page, title="Gamma", url_path="gamma")]).run()
 '''
 
 
@@ -114,20 +123,23 @@ def measure(repeats: int) -> dict:
                 for f in [0.3, 0.7, 0.5, 0.2, 0.8, 0.4, 0.6][:repeats]:
                     out["fragment_slider_drag"].append(
                         after(pg, title, lambda f=f: drag_slider(pg, ".st-key-step", f)))
-                tabs = []
+                tabs: dict[str, list[float]] = {"new_tab": [], "new_tab_plotly": []}
                 for _ in range(repeats):
-                    tab = ctx.new_page()
-                    t = time.perf_counter()
-                    tab.goto(f"{base}/beta")
-                    tab.wait_for_function(READY, arg="Beta", timeout=60000)
-                    tabs.append((time.perf_counter() - t) * 1000)
-                    tab.close()
+                    for name, path, title in (("new_tab", "beta", "Beta"), ("new_tab_plotly", "gamma", "Gamma")):
+                        tab = ctx.new_page()
+                        t = time.perf_counter()
+                        tab.goto(f"{base}/{path}")
+                        tab.wait_for_function(READY, arg=title, timeout=60000)
+                        tab.wait_for_function("() => document.querySelector('.js-plotly-plot .main-svg')"
+                                              if name == "new_tab_plotly" else "() => true", timeout=60000)
+                        tabs[name].append((time.perf_counter() - t) * 1000)
+                        tab.close()
                 b.close()
         finally:
             proc.terminate()
             proc.wait(timeout=20)
     res = {k: _median(v) for k, v in out.items()}
-    res["new_tab"] = _median(tabs)
+    res.update({k: _median(v) for k, v in tabs.items()})
     res["loadavg_before"] = [round(x, 2) for x in load0]
     res["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
     return res

@@ -10,8 +10,9 @@ import streamlit as st
 
 from crbc.explain import disagreements as compare
 from crbc.explain.table_rows import fmt
+from crbc.viz.html_charts import disagreement_bars_html
 from crbc.viz.html_table import grid_row
-from crbc.viz.lesson import disagreement_figure, format_rows, grouped_steps
+from crbc.viz.lesson import format_rows, grouped_steps
 from ui import state, url, widgets
 from ui.widgets import short, text
 
@@ -75,7 +76,7 @@ cmp_ = dis.comparison
 multi = scope == SCOPES[1] and len(groups) > 1
 st.markdown(f"**{cmp_.x_label}** against **{cmp_.y_label}** on {where}.")
 
-st.plotly_chart(disagreement_figure(dis, top=15), key="dis_fig", config={"displayModeBar": False})
+st.html(disagreement_bars_html(dis, top=15))  # HTML: this page loads no plotly.js
 
 
 def _row_links(rows, cols_spec, cells, bold: tuple[int, ...], limits: list[int] | int = 80) -> None:

@@ -18,11 +18,12 @@ from crbc.explain import disagreements as compare
 from crbc.explain import observation as O
 from crbc.explain.anchor_names import anchor_labels
 from crbc.explain.table_rows import depth_name, fmt
-from crbc.viz.graph import graph_figure
-from crbc.viz.intervals import interval_figure
-from crbc.viz.lesson import arithmetic_markdown, backup_figure, format_rows
+from crbc.viz.graph_svg import graph_svg
+from crbc.viz.html_charts import backup_tree_svg, interval_panels_html
+from crbc.viz.lesson import arithmetic_markdown, format_rows
 from crbc.viz.style import board_html, board_rows, is_board
 from ui import figure_cache, state, url, widgets
+from ui.svg_view import svg_view
 from ui.widgets import short
 
 # URL-bound widgets show their options as they are (no format_func): Streamlit matches a shared
@@ -44,12 +45,10 @@ def _disagreement(group_key: str, comparison: str, params: tuple, _process) -> c
     return compare.disagreements(_process, comparison, **dict(params))
 
 
-def _pick_from_graph(labels: tuple[str, ...]) -> None:
+def _pick_from_graph(labels: tuple[str, ...], picked: str) -> None:
     """Graph click -> the anchor picker (a callback, so it runs before the picker is drawn)."""
-    for cd in widgets.selected_customdata("inspect_graph"):
-        if len(cd) == 2 and cd[0] == "anchor" and 0 <= int(cd[1]) < len(labels):
-            st.session_state["inspect"] = labels[int(cd[1])]
-            return
+    if picked.isdigit() and int(picked) < len(labels):
+        st.session_state["inspect"] = labels[int(picked)]
 
 
 st.title("Anchor inspector")
@@ -105,18 +104,11 @@ with c_pick:
 state_i = labels.index(chosen)
 with c_graph:
     if p.n_states <= GRAPH_MAX_ANCHORS:
-        def _graph():
-            v_closure = ctx.credits("crbc", {"beta": beta, "depth": None, "sigma_min": sigma_min}).value_S
-            fig = graph_figure(p, v_closure, height=330)
-            curve = next((i for i, t in enumerate(fig.data) if t.name == "anchors"), 1)
-            fig.data[curve].update(selectedpoints=[state_i], selected=dict(marker=dict(opacity=1.0)),
-                                   unselected=dict(marker=dict(opacity=0.55)))
-            return fig
-
-        fig = figure_cache.figure("inspect_graph", (ctx.key, beta, sigma_min, state_i), _graph)
-        st.plotly_chart(fig, key="inspect_graph", on_select=lambda: _pick_from_graph(labels),
-                        selection_mode="points", config={"displayModeBar": False})
-        st.caption("Click an anchor in the graph to inspect it (colour: V at the closure).")
+        closure = {"beta": beta, "depth": None, "sigma_min": sigma_min}
+        graph = figure_cache.figure("inspect_graph_svg", (ctx.key, beta, sigma_min, state_i),
+                                    lambda: graph_svg(p, ctx.credits("crbc", closure).value_S, selected=state_i))
+        svg_view(graph, key="inspect_graph", on_pick=lambda picked: _pick_from_graph(tuple(labels), picked))
+        st.caption("Click an anchor in the graph to inspect it (colour: V at the closure; hover for its text).")
     else:
         st.caption(f"{p.n_states} anchors: too many to draw here; use the list.")
 
@@ -144,18 +136,14 @@ def _anchor_view() -> None:
         v_name = "V(s)" if depth is None else f"V^({depth})(s)"
         st.markdown(f"visits N(s) = **{ar.n}** · {v_name} = **{fmt(ar.v)}** · sigma(s) = **{fmt(ar.sigma)}**")
         st.caption(ar.gate_expression)
-    with c_tree:
-        st.plotly_chart(figure_cache.figure("inspect_tree", (ctx.key, state, beta, depth, sigma_min),
-                                            lambda: backup_figure(ar)),
-                        key="inspect_tree", config={"displayModeBar": False})
+    with c_tree:  # SVG and HTML below: a depth change redraws no plotly figure
+        svg_view(backup_tree_svg(ar), key="inspect_tree")
 
     # ---- how sure: error bars on Q and Q - V per action (crbc.credit_intervals)
     ci = _intervals(ctx.key, tuple(sorted({"beta": beta, "depth": depth, "sigma_min": sigma_min}.items())), p)
     pairs = pair_table(ci, state)
     st.markdown(f"**How sure is each action's credit here** ({LEVEL:.0%} intervals, {B} resamples)")
-    st.plotly_chart(figure_cache.figure("inspect_intervals", (ctx.key, state, beta, depth, sigma_min),
-                                        lambda: interval_figure(pairs, LEVEL)),
-                    key="inspect_intervals", config={"displayModeBar": False})
+    st.html(interval_panels_html(pairs, LEVEL))
     widgets.table(pd.DataFrame(pairs).rename(columns={"credit": "Q − V", "lo": "Q − V lo", "hi": "Q − V hi"})
                   .round(4))
     st.caption("The interval comes from resampling this group's own rollouts with replacement and "

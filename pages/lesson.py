@@ -17,9 +17,9 @@ from crbc.explain import disagreements as compare
 from crbc.explain.anchor_names import SHORT_LABEL, node_labels
 from crbc.explain.table_rows import fmt, num
 from crbc.process import merge
+from crbc.viz.html_charts import backup_tree_svg
 from crbc.viz.lesson import (
     arithmetic_markdown,
-    backup_figure,
     depth_figure,
     lesson_graph_figure,
     solution_latex,
@@ -29,6 +29,7 @@ from ui import lesson_sections as S
 from ui import lesson_state as L
 from ui import state, url, widgets
 from ui.lesson_sections import predict
+from ui.svg_view import svg_view
 from ui.widgets import short, text
 
 LATEX_MAX_ANCHORS = 5  # the (I - beta M) V = b display fits its column up to here
@@ -297,7 +298,7 @@ st.markdown("Explore any anchor's arithmetic on the **Inspector** page, and wher
 box, shown = widgets.folded("The backup at the first anchor as a picture", key="lesson_backup_open")
 if shown:
     with box:
-        st.plotly_chart(backup_figure(ar), key="lesson_backup_fig")
+        svg_view(backup_tree_svg(ar), key="lesson_backup_tree")
 
 # ---- 9. which estimate is right? ---------------------------------------------------------------
 st.header("9 · Which estimate is right?")

@@ -204,3 +204,20 @@ def test_rollouts_row_click_chooses_the_rollout(app_url, page, artifacts_dir):
     _no_exception(page)
     assert page.locator(".st-key-rollout [role=combobox]").first.input_value() == "3"
     _shot(page, artifacts_dir, "rollouts-row-click")
+
+
+def test_inspector_graph_click_chooses_the_anchor(app_url, page, artifacts_dir):
+    """The Inspector's graph is server-built SVG (no plotly.js on the page): a click on an anchor
+    chooses it, as the list does, and the URL says so."""
+    page.goto(f"{app_url}/inspector?sample=worked-example.jsonl")
+    wait_ready(page, "Anchor inspector", TIMEOUT_MS)
+    assert page.locator(".js-plotly-plot").count() == 0
+    for anchor in ("s1", "s2"):
+        n = run_no(page)
+        page.locator(".st-key-inspect_graph [data-pick]").filter(has_text=anchor).first.locator("circle").click()
+        wait_ready(page, "Anchor inspector", TIMEOUT_MS, after_run=n)
+        page.wait_for_function(f"() => location.search.includes('inspect={anchor}')", timeout=TIMEOUT_MS)
+        assert _value(page, "inspect") == anchor
+        assert f"Anchor {anchor} ·" in page.inner_text("[data-testid=stMain]")
+    _no_exception(page)
+    _shot(page, artifacts_dir, "inspector-graph-click")

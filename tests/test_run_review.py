@@ -103,7 +103,7 @@ def test_step_observation_and_changes():
 def test_evidence_marks_and_sure_only():
     pytest.importorskip("plotly")
     from crbc.viz import heatmaps
-    from crbc.viz.intervals import evidence_marks, interval_figure
+    from crbc.viz.intervals import evidence_marks
 
     g = alfworld_like_group(seed=2)
     c = crbc.compute("crbc", [g])
@@ -114,10 +114,6 @@ def test_evidence_marks_and_sure_only():
     kept = np.isfinite(z[p.step_rollout, p.step_t - 1])
     assert np.array_equal(kept, ci.evidence_N == "sure")
     assert fig.data[-1].name == "cells"  # the clickable cells stay on top
-    rows = crbc.estimators.bootstrap.pair_table(ci, int(p.step_state[0]))
-    rows[0]["action"] = "<b>bold</b> & 'quoted'"
-    fig = interval_figure(rows, 0.9)
-    assert "&lt;b&gt;" in fig.data[0].y[0]
 
 
 def test_intervals_by_size_follow_one_pair():

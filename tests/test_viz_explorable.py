@@ -20,7 +20,7 @@ from crbc.io.rollouts import read_rollouts
 from crbc.process import merge
 from crbc.viz import charts, heatmaps
 from crbc.viz.graph import LABEL_ALL_MAX, anchor_graph_html, graph_figure, layout, rollout_edges
-from crbc.viz.lesson import backup_figure
+from crbc.viz.html_charts import backup_tree_svg
 from crbc.viz.style import NO_VALUE_COLOR, v_color
 from devtools.synthetic import random_walk_group
 
@@ -67,20 +67,20 @@ def test_tolerance_label_sits_on_its_own_line_not_on_the_bound():
 # ---------------------------------------------------------------- defect 10: inspector at K = 0
 
 
+def _successor_fills(svg: str) -> dict[str, str]:
+    """label -> fill of each successor node of a backup tree SVG."""
+    return dict(re.findall(r'data-node="successor" data-label="([^"]*)" data-fill="([^"]*)"', svg))
+
+
 def test_backup_tree_at_depth_zero_does_not_colour_successors_as_zero():
     p = merge(read_rollouts(WORKED))
     ar = E.anchor_arithmetic(p, 0, beta=0.98, depth=0)
-    fig = backup_figure(ar)
-    succ = fig.data[-1]
-    colours = dict(zip([t.split("</b>")[0].replace("<b>", "") for t in succ.text], succ.marker.color,
-                       strict=True))
+    colours = _successor_fills(backup_tree_svg(ar))
     assert colours["s1"] == colours["s2"] == NO_VALUE_COLOR
     assert colours["s1"] != v_color(0.0)[0]
     # with a backup (K = 1) the successors are coloured by V^(0) again
     ar1 = E.anchor_arithmetic(p, 0, beta=0.98, depth=1)
-    c1 = dict(zip([t.split("</b>")[0].replace("<b>", "") for t in backup_figure(ar1).data[-1].text],
-                  backup_figure(ar1).data[-1].marker.color, strict=True))
-    assert c1["s1"] == v_color(ar1.action("a").successors[0].v)[0]
+    assert _successor_fills(backup_tree_svg(ar1))["s1"] == v_color(ar1.action("a").successors[0].v)[0]
 
 
 # ---------------------------------------------------------------- defect 6: heatmaps

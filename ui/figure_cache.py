@@ -5,7 +5,7 @@ plotly figure costs tens of milliseconds (plotly checks every property), a 16 x 
 several hundred. :func:`figure` keeps what a builder returned under a key that names everything
 the figure depends on::
 
-    fig = figure_cache.figure("inspect_tree", (ctx.key, state, depth), lambda: backup_figure(ar))
+    fig = figure_cache.figure("backup_conv", (ctx.key, beta, k_max, k), lambda: convergence_figure(sw, k))
 
 The key is the caller's promise: two calls with the same ``(kind, key)`` must build the same
 figure (use ``ctx.key``, the content hash of the group, and every parameter the builder reads).

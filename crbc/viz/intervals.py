@@ -1,53 +1,13 @@
-"""Figures of credit intervals: error bars of Q and Q - V per action (Inspector) and the evidence
-on the Step credits heatmaps (cells that are not sure washed out, and the "sure only" view)."""
+"""The evidence of credit intervals on the Step credits heatmaps: cells that are not sure washed
+out, and the "sure only" view. (The Inspector's per-action error bars are HTML:
+:func:`crbc.viz.html_charts.interval_panels_html`.)"""
 
 from __future__ import annotations
 
-import html
-from collections.abc import Sequence
-from typing import Any
-
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from crbc.viz.binning import bin_width
-
-
-def _short(text: str, n: int = 28) -> str:
-    """An action as a plotly label: escaped (plotly reads <b>, <br>, ...) and cut to n characters."""
-    text = " ".join(str(text).split())
-    return html.escape(text if len(text) <= n else text[: n - 1] + "…")
-
-
-def _bars(rows: Sequence[dict[str, Any]], mid: str, lo: str, hi: str) -> dict[str, Any]:
-    x = [np.nan if r[mid] is None else r[mid] for r in rows]
-    plus = [np.nan if r[hi] is None or r[mid] is None else r[hi] - r[mid] for r in rows]
-    minus = [np.nan if r[lo] is None or r[mid] is None else r[mid] - r[lo] for r in rows]
-    return dict(x=x, error_x=dict(type="data", array=plus, arrayminus=minus, visible=True, thickness=2))
-
-
-def interval_figure(rows: Sequence[dict[str, Any]], level: float, height: int | None = None) -> go.Figure:
-    """Two panels, one row per action (``crbc.estimators.bootstrap.pair_table`` rows): Q with its
-    interval, and Q - V with its interval (a dashed line at 0; sure pairs in colour)."""
-    labels = [f"{_short(r['action'])} (n={r['n']})" for r in rows]
-    color = {"sure": "#1f5fa8", "unsure": "#999999", "none": "#cccccc"}
-    colors = [color[r["evidence"]] for r in rows]
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=(f"Q(s,a), {level:.0%} interval", f"Q − V, {level:.0%} interval"))
-    if any(r["q"] is not None for r in rows):
-        fig.add_trace(go.Scatter(y=labels, mode="markers", marker=dict(size=10, color=colors),
-                                 showlegend=False, hovertemplate="Q = %{x:.3f}<extra></extra>",
-                                 **_bars(rows, "q", "q_lo", "q_hi")), row=1, col=1)
-    fig.add_trace(go.Scatter(y=labels, mode="markers", marker=dict(size=10, color=colors),
-                             showlegend=False, hovertemplate="Q − V = %{x:.3f}<extra></extra>",
-                             **_bars(rows, "credit", "lo", "hi")), row=1, col=2)
-    fig.add_vline(x=0, line_dash="dash", line_color="#888", row=1, col=2)
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_layout(height=height or int(90 + 34 * max(len(rows), 1)),
-                      margin=dict(l=10, r=10, t=30, b=20), plot_bgcolor="white")
-    return fig
-
 
 #: the veil over a cell that is not sure: white at this opacity, so its colour is washed out
 VEIL = "rgba(255,255,255,0.6)"

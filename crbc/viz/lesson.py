@@ -7,7 +7,6 @@ strings or plotly figures. They never call ``st.*`` and never estimate anything.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -16,15 +15,13 @@ import plotly.graph_objects as go
 
 from crbc.explain.anchor_names import anchor_labels
 from crbc.explain.arithmetic import AnchorArithmetic, DenseSystem
-from crbc.explain.disagreements import Disagreement, StepDisagreement
+from crbc.explain.disagreements import StepDisagreement
 from crbc.explain.lesson_tables import DepthTable
 from crbc.explain.table_rows import cells, fmt
 from crbc.process import Process
 from crbc.viz.layout import layout
 from crbc.viz.style import (
-    CREDIT_SCALE,
     EDGE_COLOR,
-    HIGHLIGHT,
     NO_VALUE_COLOR,
     Z_MINUS_COLOR,
     Z_PLUS_COLOR,
@@ -136,86 +133,6 @@ def depth_figure(table: DepthTable, title: str | None = None, height: int = 340)
                       plot_bgcolor="white")
     fig.update_xaxes(dtick=1, gridcolor="#eee")
     fig.update_yaxes(gridcolor="#eee", zerolinecolor="#bbb")
-    return fig
-
-
-def backup_figure(ar: AnchorArithmetic, height: int | None = None) -> go.Figure:
-    """The backup tree at one anchor: anchor -> actions (mu, Q, A_S) -> successors (P, V).
-
-    Node colours: successors on the V scale (z+ green, z- red), actions on the credit scale."""
-    succ_nodes: list[tuple[str, float]] = []
-    for a in ar.actions:
-        for x in a.successors:
-            if x.label not in [s for s, _ in succ_nodes]:
-                succ_nodes.append((x.label, x.v))
-    n_a, n_x = len(ar.actions), max(len(succ_nodes), 1)
-    span = max(n_a, n_x)
-    ya = {a.action: (span - 1) / 2 - (i - (n_a - 1) / 2) for i, a in enumerate(ar.actions)}
-    yx = {lab: (span - 1) / 2 - (i - (n_x - 1) / 2) for i, (lab, _) in enumerate(succ_nodes)}
-    y0 = (span - 1) / 2
-    fig = go.Figure()
-    ann = []
-    for a in ar.actions:
-        fig.add_trace(go.Scatter(x=[0, 1], y=[y0, ya[a.action]], mode="lines", showlegend=False,
-                                 line=dict(color=EDGE_COLOR, width=1 + 6 * a.mu), hoverinfo="skip"))
-        ann.append(dict(x=0.5, y=(y0 + ya[a.action]) / 2, text=f"mu={fmt(a.mu, 3)}", showarrow=False,
-                        font=dict(size=11, color="#555"), bgcolor="white"))
-        for x in a.successors:
-            fig.add_trace(go.Scatter(x=[1, 2], y=[ya[a.action], yx[x.label]], mode="lines", showlegend=False,
-                                     line=dict(color=EDGE_COLOR, width=1 + 6 * x.p), hoverinfo="skip"))
-            ann.append(dict(x=1.55, y=ya[a.action] + 0.55 * (yx[x.label] - ya[a.action]),
-                            text=f"P={fmt(x.p, 3)}", showarrow=False, font=dict(size=11, color="#555"),
-                            bgcolor="white"))
-    k = "" if ar.depth is None else f"<sup>({ar.depth})</sup>"
-    fig.add_trace(go.Scatter(x=[0], y=[y0], mode="markers+text", text=[f"<b>{plain(ar.label, 40)}</b><br>V{k}={fmt(ar.v)}"],
-                             textposition="bottom center", marker=dict(size=34, color=v_color(ar.v)[0],
-                                                                       line=dict(color="#333", width=1)),
-                             hoverinfo="skip", showlegend=False))
-    amax = max([abs(a.a_s) for a in ar.actions] + [1e-9])
-    fig.add_trace(go.Scatter(
-        x=[1] * n_a, y=[ya[a.action] for a in ar.actions], mode="markers+text",
-        text=[f"<b>{plain(a.action, 40)}</b><br>Q={fmt(a.q)}<br>A_S={fmt(a.a_s, 2, True)}" for a in ar.actions],
-        textposition="top center",
-        marker=dict(size=22, symbol="square", color=[a.a_s for a in ar.actions], colorscale=CREDIT_SCALE,
-                    cmin=-amax, cmax=amax, line=dict(color="#333", width=1)),
-        hoverinfo="skip", showlegend=False))
-    # at K = 0 nothing is backed up: a successor has no value there, so it is drawn grey (not as
-    # V = 0, which the V scale would paint dark purple)
-    colors = [Z_PLUS_COLOR if lab == "z+" else Z_MINUS_COLOR if lab == "z-"
-              else NO_VALUE_COLOR if v is None or (isinstance(v, float) and math.isnan(v)) else v_color(v)[0]
-              for lab, v in succ_nodes]
-    vname = "V" if ar.depth in (None, 0) else f"V<sup>({ar.depth - 1})</sup>"
-    fig.add_trace(go.Scatter(
-        x=[2] * len(succ_nodes), y=[yx[lab] for lab, _ in succ_nodes], mode="markers+text",
-        text=[f"<b>{plain(lab, 40)}</b><br>{vname}={fmt(v)}" if not (isinstance(v, float) and math.isnan(v))
-              else f"<b>{plain(lab, 40)}</b>" for lab, v in succ_nodes],
-        textposition="middle right", marker=dict(size=26, color=colors, line=dict(color="#333", width=1)),
-        hoverinfo="skip", showlegend=False))
-    fig.update_layout(annotations=ann, height=height or max(220, 110 * span),
-                      margin=dict(l=10, r=10, t=10, b=10), plot_bgcolor="white")
-    fig.update_xaxes(visible=False, range=[-0.4, 2.7], fixedrange=True)
-    fig.update_yaxes(visible=False, range=[-0.8, span - 0.2], fixedrange=True)
-    return fig
-
-
-def disagreement_figure(dis: Disagreement, top: int = 15, height: int = 320,
-                        highlight: str | None = None) -> go.Figure:
-    """Bars of the per-anchor disagreement (largest first); ``highlight`` an anchor label."""
-    rows = dis.anchors[:top]
-    multi = len({r.group for r in dis.anchors}) > 1
-    names = [plain(f"{r.group} / {r.anchor}" if multi else r.anchor, 60) for r in rows]
-    colors = [HIGHLIGHT if r.anchor == highlight else ("#c0392b" if r.ranks_differ else "#7f8c8d")
-              for r in rows]
-    fig = go.Figure(go.Bar(
-        x=names, y=[r.disagreement for r in rows], marker_color=colors,
-        customdata=[[r.visits, r.actions, "yes" if r.ranks_differ else "no"] for r in rows],
-        hovertemplate="%{x}<br>mean |Δ A_S| = %{y:.4f}<br>visits %{customdata[0]}, actions %{customdata[1]}"
-                      "<br>best action differs: %{customdata[2]}<extra></extra>"))
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=10), plot_bgcolor="white",
-                      title=f"{dis.comparison.x_label} vs {dis.comparison.y_label}: mean |Δ A_S| per anchor "
-                            "(red: they pick a different best action)", title_font_size=13)
-    fig.update_yaxes(gridcolor="#eee", title="mean |Δ A_S|")
-    fig.update_xaxes(type="category")
     return fig
 
 

@@ -1,0 +1,60 @@
+"""Server-built SVG on a page, optionally clickable, without plotly.js.
+
+``st.html`` sanitises its input with the HTML profile, which removes ``<svg>`` entirely, so the
+SVG drawings of :mod:`crbc.viz.html_charts` are shown by a tiny ``st.components.v2`` component
+instead: its script puts the SVG into the page and, when the reader clicks an element that
+carries ``data-pick="..."``, sends that value back as the trigger ``picked`` (one rerun, like a
+plotly selection). The component runs trusted code with the page's rights, so only SVG whose
+every user string was escaped on the server (as :mod:`crbc.viz.html_charts` does) may be passed.
+Nothing is fetched: the script and style are inline strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import streamlit as st
+
+JS = """
+export default function (component) {
+  const { data, parentElement, setTriggerValue } = component;
+  let box = parentElement.querySelector(".crbc-svg-view");
+  if (!box) {
+    box = document.createElement("div");
+    box.className = "crbc-svg-view";
+    parentElement.appendChild(box);
+  }
+  if (box.dataset.svgId !== data.id) {  // a rerun with the same drawing keeps the DOM as it is
+    box.innerHTML = data.svg;
+    box.dataset.svgId = data.id;
+  }
+  box.onclick = (event) => {
+    const hit = event.target.closest("[data-pick]");
+    if (hit && box.contains(hit)) setTriggerValue("picked", hit.getAttribute("data-pick"));
+  };
+}
+"""
+
+CSS = """
+.crbc-svg-view svg { display: block; }
+.crbc-svg-view [data-pick] { cursor: pointer; }
+.crbc-svg-view [data-pick]:hover circle, .crbc-svg-view [data-pick]:hover rect { stroke-width: 2.5; }
+"""
+
+_component = st.components.v2.component("crbc_svg_view", js=JS, css=CSS)
+
+
+def svg_view(svg: str, key: str, on_pick: Callable[[str], None] | None = None) -> None:
+    """Show ``svg`` (escaped on the server; see the module docstring). With ``on_pick``, a click
+    on an element with ``data-pick`` calls ``on_pick(value)`` before the rerun it causes."""
+    import hashlib
+
+    sid = hashlib.blake2b(svg.encode(), digest_size=8).hexdigest()
+
+    def _picked() -> None:
+        state = st.session_state.get(key)
+        value = state.get("picked") if hasattr(state, "get") else getattr(state, "picked", None)
+        if on_pick is not None and value is not None:
+            on_pick(str(value))
+
+    _component(data={"svg": svg, "id": sid}, key=key, on_picked_change=_picked)
