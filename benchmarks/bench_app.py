@@ -144,6 +144,16 @@ def warm_navigation(browser, base: str, repeats: int, query: str = "") -> dict[s
     return out
 
 
+#: keys pressed on the Inspector's depth slider (0, 1, ..., 64, inf): K = 0, 1, 2, the closure, 0
+DEPTH_KEYS = ["Home", "ArrowRight", "ArrowRight", "End", "Home"]
+
+
+def depth_key(pg, key: str) -> None:
+    """Press ``key`` on the Inspector's depth slider (focused first)."""
+    pg.locator(".st-key-inspect_K input[type=range], .st-key-inspect_K [role=slider]").first.focus()
+    pg.keyboard.press(key)
+
+
 def after(pg, title: str, action, marker: bool = True) -> float:
     """Milliseconds from ``action()`` to the page ready again after a new run."""
     before = pg.evaluate(RUN_NO)
@@ -194,11 +204,8 @@ def interactions(browser, base: str, repeats: int) -> dict:
     # Inspector: change the depth
     pg.goto(f"{base}/inspector?sample=worked-example.jsonl")
     pg.wait_for_function(READY, arg="Anchor inspector", timeout=TIMEOUT)
-    for k in ["0", "3", "inf", "1", "5"][:max(repeats, 1) + 1]:
-        def pick(k=k):
-            pg.locator(".st-key-inspect_K [role=combobox]").first.click()
-            pg.get_by_role("option", name=k, exact=True).first.click()
-        rec("inspector_depth_change", lambda: after(pg, "Anchor inspector", pick))
+    for key in DEPTH_KEYS[:max(repeats, 1) + 1]:
+        rec("inspector_depth_change", lambda key=key: after(pg, "Anchor inspector", lambda: depth_key(pg, key)))
     # Step credits: the field radio
     pg.goto(f"{base}/credits")
     pg.wait_for_function(READY, arg="Step credits", timeout=TIMEOUT)

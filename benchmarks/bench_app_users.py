@@ -18,7 +18,17 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.bench_app import PAGES, READY, TIMEOUT, _ctx, after, visit, warm_navigation
+from benchmarks.bench_app import (
+    DEPTH_KEYS,
+    PAGES,
+    READY,
+    TIMEOUT,
+    _ctx,
+    after,
+    depth_key,
+    visit,
+    warm_navigation,
+)
 from devtools.apprunner import drag_slider, launch, running_app
 
 
@@ -134,11 +144,8 @@ def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
                 pg.locator("[data-testid=stDataFrame] canvas").first.click(position={"x": 30, "y": 36 + 35 * row})
         rec("rollouts_row_click", lambda click_row=click_row: after(pg, "Rollouts", click_row))
     goto("inspector", "Anchor inspector")
-    for k in ["0", "3", "inf", "1", "5"][:max(repeats, 2)]:
-        def pick(k=k) -> None:
-            pg.locator(".st-key-inspect_K [role=combobox]").first.click()
-            pg.get_by_role("option", name=k, exact=True).first.click()
-        rec("inspector_depth_change", lambda pick=pick: after(pg, "Anchor inspector", pick))
+    for key in DEPTH_KEYS[:max(repeats, 2) + 1]:  # one key on the depth slider: 0, 1, 2, inf, 0
+        rec("inspector_depth_change", lambda key=key: after(pg, "Anchor inspector", lambda: depth_key(pg, key)))
     for step in [1, 3, 2, 4, 5][:max(repeats, 2)]:
         def cell(step=step) -> float:
             goto("credits", "Step credits")

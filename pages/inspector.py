@@ -28,7 +28,8 @@ from ui.widgets import short
 
 # URL-bound widgets show their options as they are (no format_func): Streamlit matches a shared
 # URL's value against the displayed option text, so that text must be stable
-DEPTHS = state.depth_options()  # the same choices as the sidebar's depth
+# the sidebar's depth choices, as a scale: K = 0, 1, ... and the closure ("inf") at the end
+DEPTHS = [k for k in state.depth_options() if k.isdigit()] + [k for k in state.depth_options() if not k.isdigit()]
 SORTS = ("visits", "disagreement")
 GRAPH_MAX_ANCHORS = 400
 B, LEVEL = 200, 0.9  # resamples and level of the intervals (docs/MATH.md section 10)
@@ -119,8 +120,10 @@ def _anchor_view() -> None:
     reruns only this part (the URL's ``inspect_K`` still follows)."""
     state = state_i
     st.divider()
-    k_choice = st.selectbox("Depth K (inf = the exact closure)", DEPTHS, key="inspect_K", bind="query-params",
-                            help="K = 0: visit-local averages; K ≥ 1: K rounds of backups; inf: the closure.")
+    k_choice = st.select_slider("Depth K (inf = the exact closure)", DEPTHS, value="inf", key="inspect_K",
+                                bind="query-params",
+                                help="K = 0: visit-local averages; K ≥ 1: K rounds of backups; inf: the "
+                                     "closure. Drag, or use the arrow keys, to watch the anchor converge.")
     depth = None if k_choice == "inf" else int(k_choice)
     ar = E.anchor_arithmetic(p, state, beta=beta, depth=depth, sigma_min=sigma_min)
     k_name = depth_name(depth)
@@ -184,7 +187,8 @@ def _anchor_view() -> None:
 
     st.markdown("**The same anchor at every depth** (A^(K) of each action; the last row is the closure)")
     k_show = max(6, depth or 0)
-    depths = T.depth_table(p, group=0, beta=beta, k_max=k_show, what="A")
+    depths = figure_cache.figure("inspect_depths", (ctx.key, beta, k_show),
+                                 lambda: T.depth_table(p, group=0, beta=beta, k_max=k_show, what="A"))
     cols = [c for c in depths.columns if c.startswith(f"A({ar.label},")]
     widgets.table(format_rows(depths.records(cols)))
 

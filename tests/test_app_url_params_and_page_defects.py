@@ -149,7 +149,8 @@ def test_lesson_hides_the_sidebar_pickers_it_does_not_use():
 def test_the_same_depth_choices_on_every_page():
     at = _app("pages/inspector.py", sample="worked-example.jsonl")
     side = at.selectbox(key="depth").options
-    assert at.selectbox(key="inspect_K").options == side
+    depths = at.select_slider(key="inspect_K").options  # a scale: 0, 1, ..., then the closure
+    assert sorted(depths) == sorted(side) and depths[-1] == side[0] == "inf"
 
 
 def test_sidebar_names_run_and_iteration():

@@ -156,11 +156,11 @@ def test_inspector_arithmetic_at_the_closure_and_at_depth():
     succ = tables(at)[2].value
     assert succ[["action", "successor", "P(x|s,a)", "V(x)"]].values.tolist() == [
         ["a", "s1", "1.0000", "0.4900"], ["b", "s1", "0.2500", "0.4900"], ["b", "s2", "0.7500", "0.3267"]]
-    at.selectbox(key="inspect_K").set_value("0").run()
+    at.select_slider(key="inspect_K").set_value("0").run()
     assert at.subheader[0].value == "Anchor s0 · K = 0"
     assert tables(at)[1].value["Q(s,a)"].tolist() == ["0.9604", "0.2401"]
     assert tables(at)[1].value["A(s,a)"].tolist() == ["+0.5762", "-0.1441"]
-    at.selectbox(key="inspect_K").set_value("1").run()
+    at.select_slider(key="inspect_K").set_value("1").run()
     assert "V^(0)(s1)" in _codes(at)
     at.selectbox(key="inspect").set_value("s2").run()
     assert at.subheader[0].value == "Anchor s2 · K = 1"
