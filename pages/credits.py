@@ -26,13 +26,6 @@ CLICKABLE_MAX = 2000  # clickable cells over all panels (each is an SVG point in
 ctx = state.page_context()
 grp, r = ctx.group, ctx.rollout
 names = estimators.names()
-# a heatmap click (its callback ran before this run): open that step's anchor in the Inspector
-opened = st.session_state.pop("_credits_open", None)
-if opened is not None:
-    state, pos, t = opened
-    st.session_state["inspect_anchor"] = {"group": grp.group, "anchor": anchor_labels(ctx.process)[state],
-                                          "step": (pos, t)}
-    url.switch_page("pages/inspector.py")
 all_c = {n: ctx.credits(n) for n in names}
 
 url.check_choice("field", list(charts.FIELDS), "the field shown is one of " + ", ".join(charts.FIELDS))
@@ -57,12 +50,13 @@ st.caption(f"**One colour scale for every panel**, symmetric around 0: dark blue
 
 
 def _open_cell(key: str) -> None:
-    """A heatmap click: remember the step's anchor for the Inspector (a callback: the page then
-    switches after the run has drawn the rest)."""
+    """A heatmap click opens that step's anchor in the Inspector, from the callback itself: the
+    Step credits page does not run again first."""
     for cd in widgets.selected_customdata(key):
         if len(cd) >= 6:
-            st.session_state["_credits_open"] = (int(cd[5]), int(cd[0]), int(cd[1]))
-            return
+            st.session_state["inspect_anchor"] = {"group": grp.group, "anchor": anchor_labels(ctx.process)[int(cd[5])],
+                                                  "step": (int(cd[0]), int(cd[1]))}
+            url.switch_page("pages/inspector.py")
 
 
 # ---- evidence (crbc.credit_intervals): not-sure cells washed out, and the "sure only" view
