@@ -17,11 +17,11 @@ from crbc.explain import disagreements as compare
 from crbc.explain.anchor_names import SHORT_LABEL, node_labels
 from crbc.explain.table_rows import fmt, num
 from crbc.process import merge
+from crbc.viz.graph_svg import lesson_graph_svg
 from crbc.viz.html_charts import backup_tree_svg
 from crbc.viz.lesson import (
     arithmetic_markdown,
-    depth_figure,
-    lesson_graph_figure,
+    depth_chart_svg,
     solution_latex,
     system_latex,
 )
@@ -93,9 +93,7 @@ with g1, fold(f"The {len(group)} rollouts as paths of anchors", key="paths") as 
 if g2 is not None:
     with g2:
         gkey = f"lesson_graph_{st.session_state.get('lesson_version', 0)}"
-        st.plotly_chart(lesson_graph_figure(p, v_now, delta_S=delta, height=330),
-                        key=gkey, on_select=lambda: L.graph_click(gkey), selection_mode="points",
-                        config={"displayModeBar": False}, width="stretch")
+        svg_view(lesson_graph_svg(p, v_now, delta_S=delta), key=gkey, on_pick=L.graph_pick)
         st.caption("**The graph is the control.** Click a numbered chip (✓ / ✗) to flip that "
                    "rollout's outcome; click a ◇ on an edge to edit that step below. Node colour "
                    "and number: V at the closure." + (" Rings: how each V moved with the last "
@@ -239,8 +237,8 @@ with c2:
         st.caption("Answer the question above to reveal the closure's numbers.")
 rows_a = T.depth_table(p, beta=beta, k_max=k_max, what="A")
 if revealed:
-    st.plotly_chart(depth_figure(rows_a, title="A^(K)(s,a) for every pair; dotted: the closure"),
-                    key="lesson_depth_fig")
+    st.markdown("**A^(K)(s,a) for every pair** (dotted: the closure)")
+    svg_view(depth_chart_svg(rows_a), key="lesson_depth_fig")
     with fold(f"A^(K) of the {len(rows_a.columns)} pairs, K = 0..{k_max}", key="depths") as shown:
         if shown:
             table(rows_a.records())

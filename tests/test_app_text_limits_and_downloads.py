@@ -237,15 +237,18 @@ def test_lesson_section_9_does_not_count_another_groups_rollouts_as_the_lessons(
 
 
 def test_two_diamonds_on_one_edge_do_not_overlap():
+    import re
+
     from crbc.io.rollouts import read_rollouts
     from crbc.process import merge
-    from crbc.viz.lesson import lesson_graph_figure
+    from crbc.viz.graph_svg import lesson_graph_svg
     from ui import state
 
     p = merge(read_rollouts(state.SAMPLES_DIR / "worked-example.jsonl"))
-    fig = lesson_graph_figure(p, np.zeros(p.n_states))
-    steps = next(t for t in fig.data if t.name == "steps")
-    pts = sorted(zip(steps.x, steps.y, strict=True))
+    svg = lesson_graph_svg(p, np.zeros(p.n_states))
+    # each diamond's top vertex (x, y), in the drawing's units
+    pts = sorted((float(x), float(y)) for x, y in
+                 re.findall(r'data-pick="edge:[^"]*">.*?<polygon points="([-0-9.]+),([-0-9.]+) ', svg))
     close = [(a, b) for a, b in zip(pts, pts[1:], strict=False) if abs(a[0] - b[0]) < 1e-9]
     assert close and all(abs(a[1] - b[1]) >= 20 for a, b in close)
 

@@ -167,31 +167,25 @@ def test_heatmap_cell_click_opens_the_step_in_the_inspector(app_url, page, artif
 def test_lesson_graph_chip_flips_an_outcome_and_shows_before_after(app_url, page, artifacts_dir):
     page.goto(f"{app_url}/lesson?lesson_start=worked+example")
     wait_ready(page, "Lesson", TIMEOUT_MS)
-    page.wait_for_function("""() => {
-      const gd = document.querySelector('[class*=st-key-lesson_graph_] .js-plotly-plot');
-      return gd && gd.data && gd.data.some(d => d.name === 'outcomes') && gd._fullLayout;
-    }""", timeout=TIMEOUT_MS)
+    assert page.locator(".js-plotly-plot").count() == 0  # the lesson's graph is SVG
+    graph = "[class*=st-key-lesson_graph_]"
     # the chip of rollout 1 (the second; a failure through s1 in docs/MATH.md section 8)
-    xy = page.evaluate("""() => {
-      const gd = document.querySelector('[class*=st-key-lesson_graph_] .js-plotly-plot');
-      const tr = gd.data.find(d => d.name === 'outcomes');
-      const k = tr.customdata.findIndex(c => c[1] === 1);
-      const L = gd._fullLayout, r = gd.getBoundingClientRect();
-      return [r.left + L.xaxis._offset + L.xaxis.d2p(tr.x[k]), r.top + L.yaxis._offset + L.yaxis.d2p(tr.y[k])];
-    }""")
-    page.mouse.click(xy[0], xy[1])
+    page.locator(f'{graph} [data-pick="outcome:1:0"] circle').click()
     page.get_by_text("rollout 1: outcome flipped to success").first.wait_for(timeout=TIMEOUT_MS)
     wait_ready(page, "Lesson", TIMEOUT_MS)
     _no_exception(page)
     main = page.inner_text("[data-testid=stMain]")
     assert "Before → after the last change" in main
     # the flipped rollout's chip now says success, and rings mark the values that moved
-    chips = page.wait_for_function("""() => {
-      const gd = document.querySelector('[class*=st-key-lesson_graph_] .js-plotly-plot');
-      const out = gd && gd.data && gd.data.find(d => d.name === 'outcomes');
-      return out && [out.text, !!gd.data.find(d => d.name === 'changed')];
-    }""", timeout=TIMEOUT_MS).json_value()
-    assert "1 ✓" in chips[0] and chips[1]
+    page.wait_for_function(f"""() => {{
+      const chip = document.querySelector('{graph} [data-pick="outcome:1:0"]');
+      return chip && chip.textContent.includes('1 ✓') && document.querySelector('{graph} .crbc-moved');
+    }}""", timeout=TIMEOUT_MS)
+    # a diamond opens its step in the edit form (rollout 1's first step: s0 -b-> s1)
+    n = run_no(page)
+    page.locator(f"{graph} [data-pick^='edge:1:']").first.locator("polygon").click()
+    wait_ready(page, "Lesson", TIMEOUT_MS, after_run=n)
+    assert _value(page, "lesson_edit_r").startswith("rollout 1")
     _shot(page, artifacts_dir, "lesson-chip-flip")
 
 

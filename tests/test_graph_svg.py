@@ -52,3 +52,23 @@ def test_user_strings_are_escaped_and_labels_thin_out_on_a_big_group():
     drawn = re.findall(r'text-anchor="middle"(?: font-weight="600")?>([^<]*)</text></g>', svg)
     assert drawn[0] == labels[5]  # the chosen anchor keeps its name; the others are in tooltips
     assert len([d for d in drawn if d in labels]) == 1
+
+
+def test_lesson_graph_has_a_chip_per_rollout_and_a_diamond_per_transition():
+    from crbc.viz.graph_svg import lesson_graph_svg
+
+    g = RolloutGroup("w", tuple(Rollout("w", i, (Step("s0", a), Step("s1", HOSTILE)), ok) for i, (a, ok) in
+                                enumerate([("a", True), ("b", False), ("b", False), ("a", False)])))
+    p = crbc.merge([g])
+    v = crbc.compute("crbc", p).value_S
+    d = np.zeros(p.n_states)
+    d[0] = 0.25
+    svg = lesson_graph_svg(p, v, delta_S=d)
+    picks = re.findall(r'data-pick="([a-z]+):(\d+):(\d+)"', svg)
+    assert sorted(int(i) for k, i, _ in picks if k == "outcome") == [0, 1, 2, 3]
+    # distinct (anchor, action, successor): s0-a->s1, s0-b->s1, s1-HOSTILE->z+, s1-HOSTILE->z-
+    edges = [(int(i), int(t)) for k, i, t in picks if k == "edge"]
+    assert len(edges) == 4 and (0, 1) in edges and (1, 1) in edges  # each at its first step
+    assert sorted(int(s) for k, s, _ in picks if k == "node") == [0, 1]
+    assert "<img" not in svg and "&lt;img" in svg
+    assert svg.count('class="crbc-moved"') == 1 and "+0.250" in svg  # one ring: the one value that moved

@@ -18,9 +18,11 @@ from crbc.estimators.closure import depth_sweep
 from crbc.explain.table_rows import cells
 from crbc.io.rollouts import RolloutGroup, read_rollouts
 from crbc.process import Process, merge
-from crbc.viz.lesson import format_rows, lesson_graph_figure
+from crbc.viz.graph_svg import lesson_graph_svg
+from crbc.viz.lesson import format_rows
 from ui import exact_truth, state, widgets
 from ui import lesson_state as L
+from ui.svg_view import svg_view
 from ui.widgets import short, text
 
 BIG = 10  # beyond this many anchors, the long per-anchor tables fold into expanders
@@ -177,8 +179,7 @@ def depth_flow(p: Process, beta: float, n_anchors: int, big: int) -> int:
                       help="Scrub, or press Play: each step is one more round of backup.")
         ss["lesson_K_shown"], ss["lesson_K_max"] = k, k_max
         d = sweep.v_KS[k] - sweep.v_KS[k - 1] if k >= 1 else None
-        st.plotly_chart(lesson_graph_figure(p, sweep.v_KS[k], value_name=f"V^({k})", delta_S=d, height=320),
-                        key="lesson_flow_fig", config={"displayModeBar": False}, width="stretch")
+        svg_view(lesson_graph_svg(p, sweep.v_KS[k], value_name=f"V^({k})", delta_S=d), key="lesson_flow_fig")
         st.caption(f"Node colour and number: V^({k}). " + ("K = 0: each anchor knows only the outcomes of "
                    "its own visits." if k == 0 else "Rings: the values this round of backup moved (blue "
                    "up, red down): what other rollouts found flows one step back."))

@@ -12,7 +12,7 @@ import streamlit as st
 from crbc.explain.anchor_names import SHORT_LABEL, is_short
 from crbc.explain.what_if import edit_step, flip_outcome
 from crbc.io.rollouts import RolloutGroup, read_rollouts
-from ui import state, widgets
+from ui import state
 
 # options of the URL-bound "Start from" radio, shown as they are (a shared URL names one of them)
 WORKED, RARE, SIDEBAR = "worked example", "rare route", "sidebar group"
@@ -107,23 +107,22 @@ def edit() -> None:
         bump()
 
 
-def graph_click(key: str) -> None:
-    """The lesson graph is the control: a rollout's outcome chip flips it; a step's diamond
-    opens it in the edit form below (an ``on_select`` callback of the chart with widget ``key``)."""
+def graph_pick(picked: str) -> None:
+    """The lesson graph is the control (:func:`crbc.viz.graph_svg.lesson_graph_svg`): a rollout's
+    outcome chip (``outcome:i:0``) flips it; a step's diamond (``edge:i:t``) opens it in the edit
+    form below. A callback of the graph's view, so it runs before the page is drawn again."""
     g = st.session_state.get("lesson_group")
-    for cd in widgets.selected_customdata(key):
-        if len(cd) != 3 or g is None:
-            continue
-        kind, i, t = cd[0], int(cd[1]), int(cd[2])
-        if kind == "outcome" and 0 <= i < len(g):
-            flip_at(i)
-            return
-        if kind == "edge" and 0 <= i < len(g):
-            st.session_state["lesson_edit_r"] = rollout_label(g, i)
-            st.session_state["lesson_edit_t"] = t
-            st.session_state["lesson_picked"] = (i, t)
-            bump()
-            return
+    parts = picked.split(":")
+    if g is None or len(parts) != 3 or not (parts[1].isdigit() and parts[2].isdigit()):
+        return
+    kind, i, t = parts[0], int(parts[1]), int(parts[2])
+    if kind == "outcome" and i < len(g):
+        flip_at(i)
+    elif kind == "edge" and i < len(g):
+        st.session_state["lesson_edit_r"] = rollout_label(g, i)
+        st.session_state["lesson_edit_t"] = t
+        st.session_state["lesson_picked"] = (i, t)
+        bump()
 
 
 def current_group() -> RolloutGroup | None:

@@ -6,7 +6,9 @@ instead: its script puts the SVG into the page and, when the reader clicks an el
 carries ``data-pick="..."``, sends that value back as the trigger ``picked`` (one rerun, like a
 plotly selection). The component runs trusted code with the page's rights, so only SVG whose
 every user string was escaped on the server (as :mod:`crbc.viz.html_charts` does) may be passed.
-Nothing is fetched: the script and style are inline strings.
+Nothing is fetched: the script and style are inline strings. There is no shadow root
+(``isolate_styles=False``): the drawing is part of the page's DOM, in the page's fonts, and
+tests query it like any element; the style above is scoped by its class.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ CSS = """
 .crbc-svg-view [data-pick]:hover circle, .crbc-svg-view [data-pick]:hover rect { stroke-width: 2.5; }
 """
 
-_component = st.components.v2.component("crbc_svg_view", js=JS, css=CSS)
+_component = st.components.v2.component("crbc_svg_view", js=JS, css=CSS, isolate_styles=False)
 
 
 def svg_view(svg: str, key: str, on_pick: Callable[[str], None] | None = None) -> None:
