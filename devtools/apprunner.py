@@ -154,11 +154,10 @@ def wait_pyvis(page, timeout_ms: int = 60000):
     raise TimeoutError("the pyvis graph did not draw")
 
 
+# the fill colours of the Bellman backups graph's anchors (its SVG, crbc.viz.graph_svg), as one string
 GRAPH_COLORS = """() => {
-  const gd = document.querySelector('.st-key-backup_graph .js-plotly-plot');
-  if (!gd || !gd.data) return null;
-  const t = gd.data.find(d => d.name === 'anchors');
-  return t ? JSON.stringify(t.marker.color) : null;
+  const nodes = document.querySelectorAll('.st-key-backup_graph [data-pick] circle');
+  return nodes.length ? Array.from(nodes, c => c.getAttribute('fill')).join(' ') : null;
 }"""
 
 

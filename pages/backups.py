@@ -10,9 +10,9 @@ from crbc.estimators.closure import DepthSweep
 from crbc.truth import accuracy
 from crbc.viz import accuracy as VA
 from crbc.viz import charts
-from crbc.viz.graph import graph_figure
-from crbc.viz.style import png_config
+from crbc.viz.graph_svg import graph_svg
 from ui import exact_truth, figure_cache, state, url, widgets
+from ui.svg_view import svg_view
 
 TOL = 1e-6
 K_CAP = 400  # deepest K the page computes (the slider's range opens at the convergence depth)
@@ -122,30 +122,29 @@ def view() -> None:
             label, values = "true V", truth.anchor_value_S
         elif mode == "error":
             label, values = f"V^({k}) − true V", sw.v_KS[k] - truth.anchor_value_S
-        fig = figure_cache.figure(
-            "backup_graph", (ctx.key, beta, k, mode, ctx.rollout),
-            lambda: graph_figure(p, values, title=f"Anchors coloured by {label}",
-                                 highlight_rollout=ctx.rollout, height=520,
-                                 value_name=label, signed=mode == "error",
-                                 delta_S=delta if mode == "estimate" else None))
-        st.plotly_chart(fig, width="stretch", key="backup_graph", config={"displayModeBar": False})
+        graph = figure_cache.figure(
+            "backup_graph_svg", (ctx.key, beta, k, mode, ctx.rollout),
+            lambda: graph_svg(p, values, highlight_rollout=ctx.rollout, value_name=label,
+                              signed=mode == "error", delta_S=delta if mode == "estimate" else None,
+                              shown_width_px=680))
+        st.markdown(f"**Anchors coloured by {label}** (orange: rollout {ctx.rollout}'s path)")
+        svg_view(graph, key="backup_graph", download=f"graph_K{k}")
         moved = 0 if delta is None or mode != "estimate" else int((abs(delta) > 1e-9).sum())
         st.caption(("" if mode != "estimate" else "Rings: the anchors whose value changed in this round, blue up and red down "
                     f"(width: how much; the biggest moves are written). {moved} of {p.n_states} "
                     "anchors moved at this K." if k else "K = 0: every anchor averages its own "
                     "visits; press Play to watch the values flow.")
-                   + " Hover a node for its board.")
+                   + " Hover a node for its text.")
     with e:
-        st.plotly_chart(figure_cache.figure("backup_conv", (ctx.key, beta, k_max, k),
-                                            lambda: charts.convergence_figure(sw, k, TOL, height=300)),
-                        width="stretch", key="conv", config=png_config("convergence"))
+        svg_view(figure_cache.figure("backup_conv", (ctx.key, beta, k_max, k),
+                                     lambda: charts.convergence_chart_svg(sw, k, TOL)),
+                 key="conv", download="convergence")
         st.caption(
             "Blue: largest gap between V^(K) and the closure's V over all anchors; red: the same "
             "for the advantages A = Q − V; dashed: the guarantee of Cor. 3, "
             "2β^K/(1−β)·‖TV0 − V0‖. Errors of exactly 0 are drawn at 1e-16.")
-        st.plotly_chart(figure_cache.figure("backup_cov", (ctx.key, k_max, k),
-                                            lambda: charts.coverage_figure(cov, k, height=250)),
-                        width="stretch", key="cov", config=png_config("coverage"))
+        svg_view(figure_cache.figure("backup_cov", (ctx.key, k_max, k), lambda: charts.coverage_chart_svg(cov, k)),
+                 key="cov", download="coverage")
         heard = cov.count_KS[k]
         st.caption(
             f"**Evidence coverage** (the paper's Fig. 5): at depth K an anchor's value has heard "
@@ -156,8 +155,8 @@ def view() -> None:
         truth, no_truth, gaps = _truth() if has_truth else (None, None, None)
         if truth is not None:
             gap_K, gap_inf, to_closure = gaps
-            st.plotly_chart(VA.truth_gap_figure(gap_K, gap_inf, to_closure, k), width="stretch",
-                            key="truth_gap", config=png_config("truth_gap"))
+            st.markdown("**Visit-weighted mean |V − V_true| over anchors**")
+            svg_view(VA.truth_gap_chart_svg(gap_K, gap_inf, to_closure, k), key="truth_gap", download="truth_gap")
             st.caption(
                 f"How far the estimate still is from the **truth** (the policy's exact values): at "
                 f"K = {k} the visit-weighted mean |V^(K) − V_true| is {gap_K[k]:.3f}; the closure "

@@ -104,8 +104,7 @@ def test_depth_slider_changes_the_graph(app_url, page, artifacts_dir, tmp_path):
     wait_idle(page)
     _synthetic_upload(page, tmp_path)
     _nav(page, "Bellman backups")
-    page.wait_for_selector(".st-key-backup_graph .js-plotly-plot")
-    wait_plotly(page)
+    page.wait_for_selector(".st-key-backup_graph [data-pick] circle")
     before = page.evaluate(GRAPH_COLORS)
     assert before
     drag_slider(page, ".st-key-K", 0.5)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -55,6 +56,12 @@ def _truth_of(group):
 def _chart(at: AppTest, key: str) -> dict:
     el = next(e for e in at.get("plotly_chart") if e.proto.id.endswith(key))
     return json.loads(el.proto.spec)
+
+
+def _svg(at: AppTest, key: str) -> str:
+    """The SVG a page showed through ui.svg_view under widget key ``key``."""
+    el = next(e for e in at.get("bidi_component") if e.proto.id.endswith(key))
+    return json.loads(el.proto.json)["svg"]
 
 
 def _arr(x) -> np.ndarray:
@@ -141,14 +148,16 @@ def test_graph_and_backups_colour_by_truth_and_error():
     at.radio(key="backups_colour").set_value("error").run()
     assert not at.exception
     assert "the closure itself stays" in _texts(at)
-    fig = _chart(at, "backup_graph")
+    svg = _svg(at, "backup_graph")
     grp = _chosen_group(at)
     p, gt = _truth_of(grp)
     from crbc.estimators.closure import depth_sweep
+    from crbc.viz.style import signed_color, symmetric_range
 
     sw = depth_sweep(p, 0.98, 1)
-    anchors = next(t for t in fig["data"] if t["name"] == "anchors")
-    assert _arr(anchors["marker"]["color"]) == pytest.approx(sw.v_KS[0] - gt.anchor_value_S)
+    error = sw.v_KS[0] - gt.anchor_value_S  # coloured on the signed scale, centred on 0
+    fills = re.findall(r'<g data-pick="\d+"><title>[^<]*</title><circle [^>]*fill="([^"]+)"', svg)
+    assert fills == signed_color(error, symmetric_range(error))
 
 
 def test_no_truth_for_a_hand_written_group():

@@ -15,7 +15,7 @@ from crbc.io.rollouts import Rollout, RolloutGroup, Step, read_rollouts
 from crbc.process import merge
 from crbc.viz import charts, heatmaps
 from crbc.viz.board import board_figure
-from crbc.viz.graph import anchor_graph_html, external_urls, graph_figure, layout, rollout_edges
+from crbc.viz.graph import anchor_graph_html, external_urls, layout, rollout_edges
 from crbc.viz.style import V_SCALE, board_html, is_board, v_color
 from devtools.synthetic import random_walk_group
 
@@ -127,14 +127,20 @@ def test_pyvis_big_graph_labels_only_on_path(walk):
     assert all(e["width"] == 4.0 for e in labelled)
 
 
-def test_graph_figure_colours_by_value(worked):
+def test_graph_svg_colours_by_value_and_draws_the_path(worked):
+    from crbc.viz.graph_svg import graph_svg
+    from crbc.viz.style import HIGHLIGHT, signed_color, v_color
+
     _, p = worked
     v = np.array([0.1, 0.5, 0.9])
-    fig = graph_figure(p, v, highlight_rollout=1)
-    anchors = next(t for t in fig.data if t.name == "anchors")
-    assert list(anchors.marker.color) == [0.1, 0.5, 0.9]
-    assert anchors.marker.cmin == 0 and anchors.marker.cmax == 1
-    assert any(t.name == "rollout 1" for t in fig.data)
+    svg = graph_svg(p, v, highlight_rollout=1)
+    fills = re.findall(r'<g data-pick="\d+"><title>[^<]*</title><circle [^>]*fill="([^"]+)"', svg)
+    assert fills == v_color(v)  # the V scale, fixed to [0, 1]
+    path = re.search(f'<g stroke="{HIGHLIGHT}"[^>]*>(.*?)</g>', svg).group(1)
+    assert path.count("<line") == len([e for e in rollout_edges(p, 1) if e[0] != e[2]])
+    signed = graph_svg(p, np.array([-0.2, 0.0, 0.4]), signed=True)
+    fills = re.findall(r'<g data-pick="\d+"><title>[^<]*</title><circle [^>]*fill="([^"]+)"', signed)
+    assert fills == signed_color(np.array([-0.2, 0.0, 0.4]), 0.4)  # centred on 0
 
 
 def test_credit_matrix_and_heatmap(walk):
@@ -163,16 +169,15 @@ def test_tables(worked):
     assert row["Q closure"] == pytest.approx(0.4802, abs=1e-4)
 
 
-def test_convergence_figure_marks_convergence(walk):
+def test_convergence_chart_marks_convergence(walk):
     _, p = walk
     sw = depth_sweep(p, 0.9, 200)
-    fig = charts.convergence_figure(sw, k=5, tol=1e-6)
-    assert fig.layout.yaxis.type == "log"
+    svg = charts.convergence_chart_svg(sw, k=5, tol=1e-6)
     conv = sw.converged_at(1e-6)
     assert conv is not None
-    texts = [a.text for a in fig.layout.annotations]
-    assert f"converged at K = {conv}" in texts and "K = 5" in texts
-    assert min(fig.data[0].y) > 0  # zeros floored for the log axis
+    assert f">converged at K = {conv}<" in svg and ">K = 5<" in svg and ">1e-6<" in svg  # log ticks
+    # zeros are floored for the log axis, so every K has its point on both error curves
+    assert svg.count("<circle") >= 2 * (sw.k_max + 1)
 
 
 def test_timeline_scatter_and_exports(walk):
@@ -359,8 +364,7 @@ def test_a_snapshot_sends_the_same_json_as_its_figure(walk):
 
     _, p = walk
     c = estimators.compute("crbc", p)
-    figs = [heatmaps.credit_heatmap(c, "step_advantage"), graph_figure(p, c.value_S, highlight_rollout=0),
-            charts.convergence_figure(depth_sweep(p, 0.98, 20), 3),
+    figs = [heatmaps.credit_heatmap(c, "step_advantage"),
             diagnostics_figure([read_run(r) for r in find_runs("sample_rollouts/runs/sokoban-6x6-prereg")][:4], selected=2)]
     for fig in figs:
         snap = snapshot(fig)

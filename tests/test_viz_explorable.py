@@ -19,7 +19,7 @@ from crbc.estimators.coverage import coverage
 from crbc.io.rollouts import read_rollouts
 from crbc.process import merge
 from crbc.viz import charts, heatmaps
-from crbc.viz.graph import LABEL_ALL_MAX, anchor_graph_html, graph_figure, layout, rollout_edges
+from crbc.viz.graph import LABEL_ALL_MAX, anchor_graph_html, layout, rollout_edges
 from crbc.viz.html_charts import backup_tree_svg
 from crbc.viz.style import NO_VALUE_COLOR, v_color
 from devtools.synthetic import random_walk_group
@@ -51,14 +51,14 @@ def test_tolerance_label_sits_on_its_own_line_not_on_the_bound():
     probe = depth_sweep(p, 0.5, 80)
     k_max = int(np.flatnonzero(probe.bound_K <= tol)[0])  # the bound meets tol at the right edge
     sw = depth_sweep(p, 0.5, k_max)
-    fig = charts.convergence_figure(sw, k=None, tol=tol)
-    ann = [a for a in fig.layout.annotations if "tolerance" in (a.text or "")]
-    assert len(ann) == 1
-    a = ann[0]
-    assert a.xref in (None, "x") and a.yref in (None, "y"), "placed in data coordinates"
-    k = int(round(a.x))
+    svg = charts.convergence_chart_svg(sw, k=None, tol=tol)
+    marks = re.findall(r'y1="([-0-9.]+)" y2="[-0-9.]+" stroke="[^"]+"[^>]*/><text class="crbc-mark" '
+                       r'data-x="([-0-9.e]+)" x="[-0-9.]+" y="([-0-9.]+)"[^>]*>tolerance', svg)
+    assert len(marks) == 1
+    line_y, x, text_y = marks[0]
+    assert float(text_y) == pytest.approx(float(line_y) - 4), "on the tolerance line, just above it"
+    k = int(float(x))  # the K above which the label sits
     assert 0 <= k <= sw.k_max
-    assert a.y == pytest.approx(math.log10(tol)), "on the tolerance line (log axis: y is log10)"
     # at least a decade away from every other curve drawn at that K
     for name, y in (("bound", sw.bound_K[k]), ("V", sw.err_v_K[k]), ("A", sw.err_a_K[k])):
         assert _log_gap(y, tol) >= 1.0, f"the tolerance label collides with the {name} curve at K={k}"
@@ -178,29 +178,38 @@ def test_layout_is_left_to_right_by_layer():
     assert lay.x_B.min() > lay.x_S.max()
 
 
-def test_plotly_graph_labels_only_on_path_when_big_and_draws_change_of_v():
-    g, p = _big()
+def test_svg_graph_labels_only_on_path_when_big_and_draws_change_of_v():
+    from crbc.viz.graph_svg import graph_svg
+
+    p = merge([random_walk_group(16, 40, size=7, seed=3, bias=0.2)])  # > 25 anchors, some successes
+    assert p.n_states > LABEL_ALL_MAX
     sw = depth_sweep(p, 0.98, 3)
-    fig = graph_figure(p, sw.v_KS[2], highlight_rollout=1, delta_S=sw.v_KS[2] - sw.v_KS[1])
-    anchors = next(t for t in fig.data if t.name == "anchors")
-    shown = [t for t in anchors.texttemplate if t]
+    delta = sw.v_KS[1] - sw.v_KS[0]  # the first round of backup moves some values
+    assert (np.abs(delta) > 1e-9).any()
+    svg = graph_svg(p, sw.v_KS[1], highlight_rollout=1, delta_S=delta)
+    nodes = re.findall(r'<g data-pick="\d+"><title>[^<]*</title><circle [^>]*/>(<text)?', svg)
+    assert len(nodes) == p.n_states
+    shown = [t for t in nodes if t]  # the anchors whose name is drawn
     on_path = {a for a, _, _ in rollout_edges(p, 1)}
     assert 0 < len(shown) <= len(on_path) + 1
-    delta = next(t for t in fig.data if t.name == "ΔV")
-    assert len(delta.x) == int((np.abs(sw.v_KS[2] - sw.v_KS[1]) > 1e-9).sum())
+    rings = re.search(r'<g class="crbc-moved"[^>]*>(.*?)</g>', svg).group(1)
+    assert rings.count("<circle") == int((np.abs(delta) > 1e-9).sum())
 
 
 # ---------------------------------------------------------------- coverage chart
 
 
-def test_coverage_figure_marks_depth():
+def test_coverage_chart_marks_depth():
     g = random_walk_group(8, 20, size=4, seed=5)
     p = merge([g])
     cov = coverage(p, 15)
-    fig = charts.coverage_figure(cov, k=4)
-    mean = next(t for t in fig.data if t.name.startswith("mean share"))
-    assert list(mean.y) == pytest.approx(cov.mean_fraction_K.tolist())
-    assert any("K = 4" in (a.text or "") for a in fig.layout.annotations)
+    svg = charts.coverage_chart_svg(cov, k=4)
+    assert ">K = 4<" in svg and ">100%<" in svg and "mean share of outcomes heard" in svg
+    # the mean share's points (the only series with dots) sit at their percentages of the axis
+    ys = [float(y) for y in re.findall(r'<circle cx="[-0-9.]+" cy="([-0-9.]+)"', svg)]
+    assert len(ys) == cov.k_max + 1
+    top, bottom = ys[int(np.argmax(cov.mean_fraction_K))], ys[int(np.argmin(cov.mean_fraction_K))]
+    assert top < bottom or cov.mean_fraction_K.max() == cov.mean_fraction_K.min()
 
 
 # ---------------------------------------------------------------- defect 2: a curve point names its run

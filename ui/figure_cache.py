@@ -2,10 +2,10 @@
 
 A page rerun for one widget, or a revisit of a page, draws the same figures again; building a
 plotly figure costs tens of milliseconds (plotly checks every property), a 16 x 50 heatmap grid
-several hundred. :func:`figure` keeps what a builder returned under a key that names everything
+several hundred; an SVG drawing of a big graph a few. :func:`figure` keeps what a builder returned under a key that names everything
 the figure depends on::
 
-    fig = figure_cache.figure("backup_conv", (ctx.key, beta, k_max, k), lambda: convergence_figure(sw, k))
+    fig = figure_cache.figure("backup_conv", (ctx.key, beta, k_max, k), lambda: convergence_chart_svg(sw, k))
 
 The key is the caller's promise: two calls with the same ``(kind, key)`` must build the same
 figure (use ``ctx.key``, the content hash of the group, and every parameter the builder reads).

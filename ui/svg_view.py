@@ -30,6 +30,20 @@ export default function (component) {
     box.innerHTML = data.svg;
     box.dataset.svgId = data.id;
   }
+  let link = parentElement.querySelector(".crbc-svg-download");
+  if (data.download && !link) {
+    link = document.createElement("a");
+    link.className = "crbc-svg-download";
+    link.textContent = "Download SVG";
+    parentElement.appendChild(link);
+  }
+  if (link) {  // the drawing as a standalone file, made in the browser (nothing is requested)
+    link.download = data.download + ".svg";
+    link.onclick = () => {
+      const file = data.svg.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ');
+      link.href = URL.createObjectURL(new Blob([file], { type: "image/svg+xml" }));
+    };
+  }
   box.onclick = (event) => {
     const hit = event.target.closest("[data-pick]");
     if (hit && box.contains(hit)) setTriggerValue("picked", hit.getAttribute("data-pick"));
@@ -41,14 +55,18 @@ CSS = """
 .crbc-svg-view svg { display: block; }
 .crbc-svg-view [data-pick] { cursor: pointer; }
 .crbc-svg-view [data-pick]:hover circle, .crbc-svg-view [data-pick]:hover rect { stroke-width: 2.5; }
+.crbc-svg-download { font-size: 0.75rem; color: #808495; cursor: pointer; text-decoration: underline; }
 """
 
 _component = st.components.v2.component("crbc_svg_view", js=JS, css=CSS, isolate_styles=False)
 
 
-def svg_view(svg: str, key: str, on_pick: Callable[[str], None] | None = None) -> None:
+def svg_view(svg: str, key: str, on_pick: Callable[[str], None] | None = None,
+             download: str | None = None) -> None:
     """Show ``svg`` (escaped on the server; see the module docstring). With ``on_pick``, a click
-    on an element with ``data-pick`` calls ``on_pick(value)`` before the rerun it causes."""
+    on an element with ``data-pick`` calls ``on_pick(value)`` before the rerun it causes. With
+    ``download`` (a file name without extension), a "Download SVG" link under the drawing saves
+    it as a standalone file, built in the browser."""
     import hashlib
 
     sid = hashlib.blake2b(svg.encode(), digest_size=8).hexdigest()
@@ -59,4 +77,4 @@ def svg_view(svg: str, key: str, on_pick: Callable[[str], None] | None = None) -
         if on_pick is not None and value is not None:
             on_pick(str(value))
 
-    _component(data={"svg": svg, "id": sid}, key=key, on_picked_change=_picked)
+    _component(data={"svg": svg, "id": sid, "download": download}, key=key, on_picked_change=_picked)

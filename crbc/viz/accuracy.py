@@ -14,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from crbc.estimators import registry as estimators
+from crbc.viz.svg_charts import Mark, Series, line_chart_svg
 
 METRIC_LABELS = {
     "spearman": "Spearman rank correlation with the truth",
@@ -176,24 +177,17 @@ def with_truth_line(fig: go.Figure, truth_R: np.ndarray, name: str = "truth (A_t
     return out
 
 
-def truth_gap_figure(gap_K: np.ndarray, gap_closure: float, to_closure_K: np.ndarray,
-                     k: int | None = None, height: int = 300) -> go.Figure:
-    """||V^(K) - V_true|| against K, the closure's own distance from the truth (dashed), and
-    ||V^(K) - V_closure|| (dotted): the backups close the second gap, never the first."""
+def truth_gap_chart_svg(gap_K: np.ndarray, gap_closure: float, to_closure_K: np.ndarray,
+                        k: int | None = None) -> str:
+    """||V^(K) - V_true|| against K, the closure's own distance from the truth (a dashed
+    level), and ||V^(K) - V_closure|| (dotted): the backups close the second gap, never the
+    first. SVG (:mod:`crbc.viz.svg_charts`)."""
     ks = np.arange(len(gap_K))
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=ks, y=gap_K, name="V^(K) vs truth", mode="lines",
-                             line=dict(color=TRUTH_COLOR, width=2.5)))
-    fig.add_trace(go.Scatter(x=ks, y=to_closure_K, name="V^(K) vs closure", mode="lines",
-                             line=dict(color="#2a6fdb", dash="dot", width=2)))
-    fig.add_hline(y=gap_closure, line=dict(color="#c0392b", dash="dash", width=1.5),
-                  annotation_text=f"closure vs truth {gap_closure:.3f}",
-                  annotation_position="top right")
-    if k is not None:
-        fig.add_vline(x=k, line=dict(color="#ff7f0e", width=1.5))
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=30), plot_bgcolor="white",
-                      title="Visit-weighted mean |V − V_true| over anchors",
-                      legend=dict(orientation="h", y=-0.3), hovermode="x unified")
-    fig.update_xaxes(title="depth K", gridcolor="#eee")
-    fig.update_yaxes(gridcolor="#eee", rangemode="tozero")
-    return fig
+    series = [Series("V^(K) vs truth", ks, gap_K, TRUTH_COLOR, markers=False),
+              Series("V^(K) vs closure", ks, to_closure_K, "#2a6fdb", dash="2 3", markers=False)]
+    top = max(float(np.nanmax(gap_K)), float(np.nanmax(to_closure_K)), gap_closure) * 1.08 or 1.0
+    return line_chart_svg(series, x_title="depth K", y_title="mean |V − V_true|", y_range=(0.0, top),
+                          x_marks=[Mark(k, f"K = {k}", "#ff7f0e", dash=None)] if k is not None else [],
+                          y_marks=[Mark(gap_closure, f"closure vs truth {gap_closure:.3f}", "#c0392b", "6 4",
+                                        label_x=float(ks[-1]))], width=420, height=260)
+

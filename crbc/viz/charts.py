@@ -1,4 +1,5 @@
-"""Tables and plotly charts of computed credits and depth sweeps (no estimator math here)."""
+"""Tables and charts of computed credits and depth sweeps (no estimator math here): plotly for
+the per-step credit views, SVG (:mod:`crbc.viz.svg_charts`) for the curves over the depth K."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from crbc.explain.anchor_names import anchor_labels
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process
 from crbc.viz.style import HIGHLIGHT, OUTCOME_COLORS
+from crbc.viz.svg_charts import Mark, Series, line_chart_svg
 
 FIELDS = {
     "step_advantage": "A_S (normalised step credit)",
@@ -176,36 +178,26 @@ def scatter_figure(cx: Credits, cy: Credits, field: str = "step_advantage",
     return fig
 
 
-def convergence_figure(sw: DepthSweep, k: int | None = None, tol: float = 1e-6,
-                       height: int = 360) -> go.Figure:
-    """||V^(K) - V||, ||A^(K) - A_inf|| and the Cor. 3 bound against K, log scale."""
+def convergence_chart_svg(sw: DepthSweep, k: int | None = None, tol: float = 1e-6, width: int = 420) -> str:
+    """||V^(K) - V||, ||A^(K) - A_inf|| and the Cor. 3 bound against K on a log axis (zero errors
+    drawn at :data:`LOG_FLOOR`); the tolerance as a dotted level labelled where it is farthest
+    from every curve; a green line where the advantages converge, an orange one at ``k``."""
     ks = np.arange(sw.k_max + 1)
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=ks, y=np.maximum(sw.err_v_K, LOG_FLOOR), name="‖V^(K) − V‖∞",
-                             mode="lines+markers", line=dict(color="#2a6fdb")))
-    fig.add_trace(go.Scatter(x=ks, y=np.maximum(sw.err_a_K, LOG_FLOOR), name="‖A^(K) − A∞‖∞",
-                             mode="lines+markers", line=dict(color="#d62728")))
+    err_v, err_a = np.maximum(sw.err_v_K, LOG_FLOOR), np.maximum(sw.err_a_K, LOG_FLOOR)
+    series = [Series("‖V^(K) − V‖∞", ks, err_v, "#2a6fdb"), Series("‖A^(K) − A∞‖∞", ks, err_a, "#d62728")]
     bound = np.where(np.isfinite(sw.bound_K), sw.bound_K, np.nan)
     if np.isfinite(bound).any():
-        fig.add_trace(go.Scatter(x=ks, y=bound, name="Cor. 3 bound on ‖A^(K) − A∞‖∞",
-                                 mode="lines", line=dict(color="#555", dash="dash")))
-    fig.add_hline(y=tol, line=dict(color="#aaa", dash="dot"))
-    k_lab = _free_spot(tol, [np.maximum(sw.err_v_K, LOG_FLOOR), np.maximum(sw.err_a_K, LOG_FLOOR), bound])
-    fig.add_annotation(x=k_lab, y=np.log10(tol), xref="x", yref="y", text=f"tolerance {tol:g}",
-                       showarrow=False, yshift=9, xanchor="left" if k_lab < sw.k_max / 2 else "right",
-                       font=dict(size=11, color="#777"), bgcolor="rgba(255,255,255,0.8)")
+        series.append(Series("Cor. 3 bound on ‖A^(K) − A∞‖∞", ks, bound, "#555", dash="6 4", markers=False))
+    marks = []
     conv = sw.converged_at(tol)
     if conv is not None:
-        fig.add_vline(x=conv, line=dict(color="#2e9e44", width=2),
-                      annotation_text=f"converged at K = {conv}", annotation_position="top right")
+        marks.append(Mark(conv, f"converged at K = {conv}", "#2e9e44", dash=None))
     if k is not None:
-        fig.add_vline(x=k, line=dict(color=HIGHLIGHT, width=2, dash="dot"),
-                      annotation_text=f"K = {k}", annotation_position="bottom right")
-    fig.update_yaxes(type="log", title="sup-norm error (log)", gridcolor="#eee", exponentformat="power")
-    fig.update_xaxes(title="depth K (rounds of cross-rollout backup)", gridcolor="#eee")
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=30), plot_bgcolor="white",
-                      legend=dict(orientation="h", y=-0.3), uirevision="conv")
-    return fig
+        marks.append(Mark(k, f"K = {k}", HIGHLIGHT))
+    level = Mark(tol, f"tolerance {tol:g}", "#999", "2 3", label_x=_free_spot(tol, [err_v, err_a, bound]))
+    return line_chart_svg(series, x_title="depth K (rounds of backup)",
+                          y_title="sup-norm error (log)", log_y=True, x_marks=marks, y_marks=[level],
+                          width=width, height=280)
 
 
 def _free_spot(level: float, curves: list[np.ndarray]) -> int:
@@ -219,32 +211,20 @@ def _free_spot(level: float, curves: list[np.ndarray]) -> int:
     return int(np.argmax(np.minimum(gaps, 1e9)))
 
 
-def coverage_figure(cov: Coverage, k: int | None = None, height: int = 300) -> go.Figure:
+def coverage_chart_svg(cov: Coverage, k: int | None = None, width: int = 420) -> str:
     """Evidence coverage against K (the paper's Fig. 5): the mean over anchors of the share of
     the group's outcomes V^(K)(s) has heard of, its least-covered anchor, and the share of
-    anchors whose evidence is already complete (all they can ever hear)."""
+    anchors whose evidence is already complete (all they can ever hear); a line at ``k``."""
     ks = np.arange(cov.k_max + 1)
     frac = cov.fraction_KS
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=ks, y=cov.mean_fraction_K, name="mean share of outcomes heard",
-                             mode="lines+markers", line=dict(color="#2a6fdb"),
-                             hovertemplate="K = %{x}: %{y:.0%} on average<extra></extra>"))
-    fig.add_trace(go.Scatter(x=ks, y=frac.min(axis=1) if frac.shape[1] else np.zeros(len(ks)),
-                             name="least-covered anchor", mode="lines", line=dict(color="#9467bd", dash="dot"),
-                             hovertemplate="K = %{x}: %{y:.0%}<extra></extra>"))
+    least = frac.min(axis=1) if frac.shape[1] else np.zeros(len(ks))
     done = (cov.count_KS == cov.saturated_S[None, :]).mean(axis=1) if frac.shape[1] else np.ones(len(ks))
-    fig.add_trace(go.Scatter(x=ks, y=done, name="anchors with complete evidence", mode="lines",
-                             line=dict(color="#2e9e44"),
-                             hovertemplate="K = %{x}: %{y:.0%} of anchors<extra></extra>"))
-    if k is not None:
-        fig.add_vline(x=k, line=dict(color=HIGHLIGHT, width=2, dash="dot"))
-        fig.add_annotation(x=k, y=1.04, xref="x", yref="y", text=f"K = {k}", showarrow=False,
-                           font=dict(size=11, color=HIGHLIGHT), xanchor="left")
-    fig.update_yaxes(range=[0, 1.08], tickformat=".0%", title="share", gridcolor="#eee")
-    fig.update_xaxes(title="depth K", gridcolor="#eee")
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=30), plot_bgcolor="white",
-                      legend=dict(orientation="h", y=-0.3), uirevision="cov")
-    return fig
+    series = [Series("mean share of outcomes heard", ks, cov.mean_fraction_K, "#2a6fdb"),
+              Series("least-covered anchor", ks, least, "#9467bd", dash="2 3", markers=False),
+              Series("anchors with complete evidence", ks, done, "#2e9e44", markers=False)]
+    marks = [Mark(k, f"K = {k}", HIGHLIGHT)] if k is not None else []
+    return line_chart_svg(series, x_title="depth K", y_title="share", y_range=(0.0, 1.05), percent_y=True,
+                          x_marks=marks, width=width, height=230)
 
 
 def sweep_table(p: Process, sw: DepthSweep, k: int) -> pd.DataFrame:

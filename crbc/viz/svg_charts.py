@@ -42,6 +42,7 @@ class Mark:
     label: str
     color: str = "#888"
     dash: str | None = "4 3"
+    label_x: float | None = None  # a horizontal mark's label at this x (default: the left edge)
 
 
 def _esc(text: object) -> str:
@@ -93,7 +94,7 @@ def line_chart_svg(series: Sequence[Series], *, x_title: str = "", y_title: str 
         pad = 0.05 * (y_hi - y_lo) if y_hi > y_lo else max(abs(y_lo) * 0.1, 0.5)
         y_lo, y_hi = y_lo - pad, y_hi + pad
     legend_items = [s for s in series if s.legend]
-    per_row = 3
+    per_row = max(1, int((width - 72) // 200))
     legend_h = 20 * math.ceil(len(legend_items) / per_row)
     left, right, top = 58.0, 14.0, 10.0
     bottom = 38.0 + (14 if x_title else 0)
@@ -133,8 +134,12 @@ def line_chart_svg(series: Sequence[Series], *, x_title: str = "", y_title: str 
         if (not log_y or m.at > 0) and y_lo <= ty(m.at) <= y_hi:
             y = py(ty(m.at))
             dash = f' stroke-dasharray="{m.dash}"' if m.dash else ""
+            lx = left + 6 if m.label_x is None else px(m.label_x)
+            anchor = "start" if lx < left + plot_w * 0.6 else "end"
             out.append(f'<line x1="{left}" x2="{left + plot_w:.1f}" y1="{y:.1f}" y2="{y:.1f}" stroke="{m.color}"{dash}/>'
-                       f'<text x="{left + 6}" y="{y - 4:.1f}" fill="{m.color}" font-size="11">{_esc(m.label)}</text>')
+                       f'<text class="crbc-mark" data-x="{m.label_x if m.label_x is not None else x_lo:g}" '
+                       f'x="{lx:.1f}" y="{y - 4:.1f}" text-anchor="{anchor}" fill="{m.color}" '
+                       f'font-size="11">{_esc(m.label)}</text>')
     for m in x_marks:
         x = px(m.at)
         dash = f' stroke-dasharray="{m.dash}"' if m.dash else ""
@@ -157,9 +162,10 @@ def line_chart_svg(series: Sequence[Series], *, x_title: str = "", y_title: str 
         for r in runs:
             out.append(f'<polyline points="{" ".join(r)}" fill="none" stroke="{s.color}" stroke-width="2"{dash}/>')
         if s.markers:
+            r = 3.5 if len(ps) <= 40 else 2.0 if len(ps) <= 120 else 1.3  # long curves: small dots
             for x, y in ps:
                 shown = 10 ** y if log_y else y
-                out.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3.5" fill="{s.color}">'
+                out.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="{r}" fill="{s.color}">'
                            f'<title>{_esc(s.name)}: x = {x:g}, y = {shown:.4g}</title></circle>')
     for i, s in enumerate(legend_items):
         lx = left + (i % per_row) * (plot_w / per_row)
