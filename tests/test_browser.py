@@ -8,6 +8,8 @@ any request to a host other than 127.0.0.1 fails. Screenshots go to ``test-artif
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from crbc.io.rollouts import dumps_rollout
@@ -25,7 +27,7 @@ from tests.conftest import require_chromium
 
 pytestmark = pytest.mark.browser
 TIMEOUT_MS = 60_000
-OWN_PAGES = {"Rollouts": "html", "Anchor graph": "pyvis", "Bellman backups": "plotly",
+OWN_PAGES = {"Rollouts": "html", "Anchor graph": "pyvis", "Bellman backups": "svg",
              "Step credits": "plotly"}
 
 
@@ -84,6 +86,9 @@ def test_every_page_draws(app_url, page, artifacts_dir):
         kind = OWN_PAGES.get(title)
         if kind == "plotly":
             wait_plotly(page)
+        elif kind == "svg":  # server-built drawings (ui/svg_view.py), no plotly.js on the page
+            page.wait_for_selector(".crbc-svg-view svg .crbc-moved, .crbc-svg-view svg circle", timeout=TIMEOUT_MS)
+            assert page.locator(".js-plotly-plot").count() == 0
         elif kind == "html":
             page.wait_for_selector(".crbc-step-bars .crbc-bar")
             # the steps table is folded and built when opened
@@ -118,6 +123,13 @@ def test_depth_slider_changes_the_graph(app_url, page, artifacts_dir, tmp_path):
     assert "K=" in page.url  # the depth is in the shareable URL
     _no_exception(page)
     page.screenshot(path=str(artifacts_dir / "browser-backups-after-drag.png"), full_page=True)
+    # each drawing saves as a standalone SVG file, made in the browser
+    with page.expect_download() as got:
+        page.locator(".st-key-conv .crbc-svg-download").click()
+    path = got.value.path()
+    text = Path(path).read_text(encoding="utf-8")
+    assert got.value.suggested_filename == "convergence.svg"
+    assert text.startswith('<svg xmlns="http://www.w3.org/2000/svg" ') and "<polyline" in text and "‖V^(K) − V‖∞" in text
 
 
 def test_broken_upload_shows_the_error(app_url, page, artifacts_dir, tmp_path):
