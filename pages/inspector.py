@@ -29,7 +29,7 @@ from ui.widgets import short
 # URL-bound widgets show their options as they are (no format_func): Streamlit matches a shared
 # URL's value against the displayed option text, so that text must be stable
 # the sidebar's depth choices, as a scale: K = 0, 1, ... and the closure ("inf") at the end
-DEPTHS = [k for k in state.depth_options() if k.isdigit()] + [k for k in state.depth_options() if not k.isdigit()]
+DEPTHS = sorted(state.depth_options(), key=lambda k: not k.isdigit())  # stable: 0..64 keep their order
 SORTS = ("visits", "disagreement")
 GRAPH_MAX_ANCHORS = 400
 B, LEVEL = 200, 0.9  # resamples and level of the intervals (docs/MATH.md section 10)

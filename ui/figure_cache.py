@@ -2,8 +2,8 @@
 
 A page rerun for one widget, or a revisit of a page, draws the same figures again; building a
 plotly figure costs tens of milliseconds (plotly checks every property), a 16 x 50 heatmap grid
-several hundred; an SVG drawing of a big graph a few. :func:`figure` keeps what a builder returned under a key that names everything
-the figure depends on::
+several hundred, an SVG drawing of a big graph a few. :func:`figure` keeps what a builder
+returned under a key that names everything the figure depends on::
 
     fig = figure_cache.figure("backup_conv", (ctx.key, beta, k_max, k), lambda: convergence_chart_svg(sw, k))
 

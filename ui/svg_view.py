@@ -13,6 +13,7 @@ tests query it like any element; the style above is scoped by its class.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 
 import streamlit as st
@@ -67,8 +68,6 @@ def svg_view(svg: str, key: str, on_pick: Callable[[str], None] | None = None,
     on an element with ``data-pick`` calls ``on_pick(value)`` before the rerun it causes. With
     ``download`` (a file name without extension), a "Download SVG" link under the drawing saves
     it as a standalone file, built in the browser."""
-    import hashlib
-
     sid = hashlib.blake2b(svg.encode(), digest_size=8).hexdigest()
 
     def _picked() -> None:

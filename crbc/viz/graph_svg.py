@@ -10,8 +10,6 @@ a tooltip; every user string is HTML-escaped.
 
 from __future__ import annotations
 
-import html
-
 import numpy as np
 
 from crbc.explain.anchor_names import anchor_labels
@@ -23,6 +21,7 @@ from crbc.viz.style import (
     Z_MINUS_COLOR,
     Z_PLUS_COLOR,
     cut,
+    esc,
     signed_color,
     symmetric_range,
     v_color,
@@ -31,13 +30,21 @@ from crbc.viz.style import (
 SHOWN_WIDTH_PX = 600.0  # the width the drawing is made for: node and text sizes assume it
 
 
-def _esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
 def _tooltip(label: str, anchor: str, v: float, visits: int, value_name: str) -> str:
     lines = [cut(row, 120) for row in anchor[:4000].split("\n")[:8]]
-    return _esc(f"{label}  {value_name} = {_fmt(v)}, visits {visits}\n" + "\n".join(lines))
+    return esc(f"{label}  {value_name} = {_fmt(v)}, visits {visits}\n" + "\n".join(lines))
+
+
+def _boundaries(bx: np.ndarray, by: np.ndarray, side: float, u: float, names: tuple[str, str]) -> str:
+    """The two boundaries at (bx, by) = [z+, z-]: squares of half-side ``side``, green and red,
+    each named (z+ above, z- below) and titled."""
+    out = []
+    for x, y, name, colour, dy in zip(bx, by, names, (Z_PLUS_COLOR, Z_MINUS_COLOR),
+                                      (-side - 5 * u, side + 14 * u), strict=True):
+        out.append(f'<g><title>{name}</title><rect x="{x - side:.1f}" y="{y - side:.1f}" width="{2 * side:.1f}" '
+                   f'height="{2 * side:.1f}" fill="{colour}"/><text x="{x:.1f}" y="{y + dy:.1f}" '
+                   f'text-anchor="middle">{name}</text></g>')
+    return "".join(out)
 
 
 def _legend(x0: float, y1: float, u: float, value_S: np.ndarray, value_name: str, signed: bool) -> str:
@@ -54,7 +61,7 @@ def _legend(x0: float, y1: float, u: float, value_S: np.ndarray, value_name: str
     return (f'<defs><linearGradient id="{gid}">{stops}</linearGradient></defs>'
             f'<text x="{lx - 4 * u:.1f}" y="{ly + 8 * u:.1f}" text-anchor="end">{lo}</text>'
             f'<rect x="{lx:.1f}" y="{ly:.1f}" width="{lw:.1f}" height="{8 * u:.1f}" fill="url(#{gid})"/>'
-            f'<text x="{lx + lw + 4 * u:.1f}" y="{ly + 8 * u:.1f}">{hi}  {_esc(value_name)}</text>')
+            f'<text x="{lx + lw + 4 * u:.1f}" y="{ly + 8 * u:.1f}">{hi}  {esc(value_name)}</text>')
 
 
 def _rings(xs: np.ndarray, ys: np.ndarray, radius: np.ndarray, delta_S: np.ndarray, u: float) -> str:
@@ -128,17 +135,11 @@ def graph_svg(p: Process, value_S: np.ndarray, *, selected: int | None = None, v
         if n <= LABEL_ALL_MAX or s == selected or s in on_path:
             weight = ' font-weight="600"' if s == selected else ""
             name = (f'<text x="{xs[s]:.1f}" y="{ys[s] + r + 13 * u:.1f}" text-anchor="middle"{weight}>'
-                    f'{_esc(labels[s][:40])}</text>')
+                    f'{esc(labels[s][:40])}</text>')
         parts.append(f'<g data-pick="{s}"><title>{_tooltip(labels[s], p.state_anchor[s], values[s], int(p.n_s[s]), value_name)}'
                      f'</title><circle cx="{xs[s]:.1f}" cy="{ys[s]:.1f}" r="{r:.1f}" fill="{fill}" {ring}/>'
                      f'{name}</g>')
-    side = 11 * u
-    for i, (text, colour, dy) in enumerate((("z+ success (V=1)", Z_PLUS_COLOR, -side - 5 * u),
-                                            ("z- failure (V=0)", Z_MINUS_COLOR, side + 14 * u))):
-        bx, by = xs[n + i], ys[n + i]
-        parts.append(f'<g><title>{text}</title><rect x="{bx - side:.1f}" y="{by - side:.1f}" width="{2 * side:.1f}" '
-                     f'height="{2 * side:.1f}" fill="{colour}"/><text x="{bx:.1f}" y="{by + dy:.1f}" '
-                     f'text-anchor="middle">{text}</text></g>')
+    parts.append(_boundaries(xs[n:], ys[n:], 11 * u, u, ("z+ success (V=1)", "z- failure (V=0)")))
     if delta_S is not None:
         parts.append(_rings(xs, ys, radius, delta_S, u))
     parts.append(_legend(x0, y1, u, values, value_name, signed))
@@ -214,28 +215,23 @@ def lesson_graph_svg(p: Process, value_S: np.ndarray, *, value_name: str = "V",
         target = "z+" if x == n else "z-" if x == n + 1 else labels[x]
         d = 5.5 * u
         parts.append(
-            f'<g data-pick="edge:{i}:{t}"><title>{_esc(f"{labels[s]} --{name}--> {target}")}&#10;'
+            f'<g data-pick="edge:{i}:{t}"><title>{esc(f"{labels[s]} --{name}--> {target}")}&#10;'
             f'click: edit rollout {int(p.rollout_index[i])}, step {t}</title>'
             f'<polygon points="{px:.1f},{py - d:.1f} {px + d:.1f},{py:.1f} {px:.1f},{py + d:.1f} {px - d:.1f},{py:.1f}" '
             f'fill="white" stroke="#9aa3ad" stroke-width="{1.5 * u:.2f}"/>'
             f'<text x="{px:.1f}" y="{py - d - 3 * u:.1f}" text-anchor="middle" font-size="{11 * u:.1f}" '
-            f'fill="#444">{_esc(name[:24])}</text></g>')
+            f'fill="#444">{esc(name[:24])}</text></g>')
     for s in range(n):
         known = bool(np.isfinite(v[s]))
         fill = v_color(v[s])[0] if known else NO_VALUE_COLOR
-        value = (f'<tspan x="{xs[s]:.1f}" dy="{14 * u:.1f}">{_esc(value_name)}={v[s]:.3f}</tspan>'
+        value = (f'<tspan x="{xs[s]:.1f}" dy="{14 * u:.1f}">{esc(value_name)}={v[s]:.3f}</tspan>'
                  if known else "")
         parts.append(
-            f'<g data-pick="node:{s}:0"><title>{_esc(labels[s])}: visited {int(p.n_s[s])} times</title>'
+            f'<g data-pick="node:{s}:0"><title>{esc(labels[s])}: visited {int(p.n_s[s])} times</title>'
             f'<circle cx="{xs[s]:.1f}" cy="{ys[s]:.1f}" r="{15 * u:.1f}" fill="{fill}" stroke="#333" '
             f'stroke-width="{u:.2f}"/><text x="{xs[s]:.1f}" y="{ys[s] + 29 * u:.1f}" text-anchor="middle">'
-            f'<tspan font-weight="600">{_esc(labels[s][:40])}</tspan>{value}</text></g>')
-    side = 12 * u
-    for b, (text, colour, dy) in enumerate((("z+ (V=1)", Z_PLUS_COLOR, -side - 5 * u),
-                                            ("z- (V=0)", Z_MINUS_COLOR, side + 14 * u))):
-        bx, by = xs[n + b], ys[n + b]
-        parts.append(f'<g><rect x="{bx - side:.1f}" y="{by - side:.1f}" width="{2 * side:.1f}" height="{2 * side:.1f}" '
-                     f'fill="{colour}"/><text x="{bx:.1f}" y="{by + dy:.1f}" text-anchor="middle">{text}</text></g>')
+            f'<tspan font-weight="600">{esc(labels[s][:40])}</tspan>{value}</text></g>')
+    parts.append(_boundaries(xs[n:], ys[n:], 12 * u, u, ("z+ (V=1)", "z- (V=0)")))
     for i, ok, cx, cy in chips:
         colour = Z_PLUS_COLOR if ok else Z_MINUS_COLOR
         rid = int(p.rollout_index[i])

@@ -10,7 +10,6 @@ with the whole of it in the element's tooltip; no element loads anything from an
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +23,7 @@ from crbc.viz.style import (
     NO_VALUE_COLOR,
     Z_MINUS_COLOR,
     Z_PLUS_COLOR,
+    esc,
     signed_color,
     v_color,
 )
@@ -37,10 +37,6 @@ def _one_line(text: object, n: int) -> str:
     """A user string on one line (runs of whitespace as one space), cut to ``n`` characters."""
     s = " ".join(str(text).split())
     return s if len(s) <= n else s[: n - 1] + "…"
-
-
-def _esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
 
 
 def _missing(x: Any) -> bool:
@@ -57,7 +53,7 @@ def disagreement_bars_html(dis: Disagreement, top: int = 15, highlight: str | No
     With more than one group in ``dis`` each name is ``group / anchor``."""
     rows = dis.anchors[:top]
     cmp_ = dis.comparison
-    head = (f'<div style="font-weight:600;margin-bottom:6px">{_esc(cmp_.x_label)} vs {_esc(cmp_.y_label)}: '
+    head = (f'<div style="font-weight:600;margin-bottom:6px">{esc(cmp_.x_label)} vs {esc(cmp_.y_label)}: '
             f'mean |Δ A_S| per anchor <span style="font-weight:400;color:#666">(red: they pick a different '
             f'best action)</span></div>')
     if not rows:
@@ -72,9 +68,9 @@ def disagreement_bars_html(dis: Disagreement, top: int = 15, highlight: str | No
         tip = (f"{_one_line(name, 2000)}\nmean |Δ A_S| = {r.disagreement:.4f}\nvisits {r.visits}, "
                f"actions {r.actions}\nbest action differs: {'yes' if r.ranks_differ else 'no'}")
         out.append(
-            f'<div class="crbc-dis-bar" title="{_esc(tip)}" style="display:grid;'
+            f'<div class="crbc-dis-bar" title="{esc(tip)}" style="display:grid;'
             f'grid-template-columns:minmax(0,2fr) 3fr 4.5em;gap:8px;align-items:center;margin:2px 0">'
-            f'<div style="overflow:hidden;white-space:nowrap;text-overflow:ellipsis">{_esc(_one_line(name, 80))}</div>'
+            f'<div style="overflow:hidden;white-space:nowrap;text-overflow:ellipsis">{esc(_one_line(name, 80))}</div>'
             f'<div style="background:#f0f2f6;height:14px"><div style="width:{pct:.2f}%;height:100%;'
             f'background:{color}"></div></div>'
             f'<div style="text-align:right;font-variant-numeric:tabular-nums">{r.disagreement:.3f}</div></div>')
@@ -132,9 +128,9 @@ def interval_panels_html(rows: Sequence[dict[str, Any]], level: float) -> str:
         tip = (f"{_one_line(r['action'], 2000)} (n={r['n']})\nQ = {fmt(r['q'], 3)} "
                f"[{fmt(r['q_lo'], 3)}, {fmt(r['q_hi'], 3)}]\nQ − V = {fmt(r['credit'], 3)} "
                f"[{fmt(r['lo'], 3)}, {fmt(r['hi'], 3)}]\nevidence: {r.get('evidence')}")
-        out.append(f'<div class="crbc-interval" title="{_esc(tip)}" style="{grid};border-top:1px solid #eef0f4">'
+        out.append(f'<div class="crbc-interval" title="{esc(tip)}" style="{grid};border-top:1px solid #eef0f4">'
                    f'<div style="overflow:hidden;white-space:nowrap;text-overflow:ellipsis">'
-                   f'{_esc(_one_line(r["action"], 40))} (n={int(r["n"])})</div>'
+                   f'{esc(_one_line(r["action"], 40))} (n={int(r["n"])})</div>'
                    f'{_whisker(r["q"], r["q_lo"], r["q_hi"], q_span, color, zero=False)}'
                    f'{_whisker(r["credit"], r["lo"], r["hi"], c_span, color, zero=True)}</div>')
 
@@ -190,19 +186,19 @@ def backup_tree_svg(ar: AnchorArithmetic, label_chars: int = 32) -> str:
             notes.append(note.format(x=xs_ + 0.55 * (xx_ - xs_), y=ya[a.action] + 0.55 * (yx[x.label] - ya[a.action]),
                                      t=f"P={fmt(x.p, 3)}"))
     k = "" if ar.depth is None else f"({ar.depth})"
-    nodes.append(f'<g data-node="anchor"><title>{_esc(ar.label)}</title>'
+    nodes.append(f'<g data-node="anchor"><title>{esc(ar.label)}</title>'
                  f'<circle cx="{xa_}" cy="{y0:.1f}" r="17" fill="{v_color(ar.v)[0]}" stroke="#333"/>'
                  f'<text x="{xa_}" y="{y0 + 34:.1f}" text-anchor="middle" font-weight="600">'
-                 f'{_esc(_one_line(ar.label, 18))}</text>'
+                 f'{esc(_one_line(ar.label, 18))}</text>'
                  f'<text x="{xa_}" y="{y0 + 50:.1f}" text-anchor="middle">V{k}={fmt(ar.v)}</text></g>')
     amax = max([abs(a.a_s) for a in ar.actions] + [1e-9])
     for a in ar.actions:
         y = ya[a.action]
-        nodes.append(f'<g data-node="action" data-label="{_esc(a.action)}"><title>{_esc(a.action)}</title>'
+        nodes.append(f'<g data-node="action" data-label="{esc(a.action)}"><title>{esc(a.action)}</title>'
                      f'<rect x="{xs_ - 11}" y="{y - 11:.1f}" width="22" height="22" '
                      f'fill="{signed_color(a.a_s, amax)[0]}" stroke="#333"/>'
                      f'<text x="{xs_}" y="{y - 46:.1f}" text-anchor="middle" font-weight="600">'
-                     f'{_esc(_one_line(a.action, label_chars))}</text>'
+                     f'{esc(_one_line(a.action, label_chars))}</text>'
                      f'<text x="{xs_}" y="{y - 31:.1f}" text-anchor="middle">Q={fmt(a.q)}</text>'
                      f'<text x="{xs_}" y="{y - 16:.1f}" text-anchor="middle">A_S={fmt(a.a_s, 2, True)}</text></g>')
     v_name = "V" if ar.depth in (None, 0) else f"V({ar.depth - 1})"
@@ -212,11 +208,11 @@ def backup_tree_svg(ar: AnchorArithmetic, label_chars: int = 32) -> str:
         fill = (Z_PLUS_COLOR if lab == "z+" else Z_MINUS_COLOR if lab == "z-"
                 else NO_VALUE_COLOR if no_value else v_color(v)[0])
         value = "" if no_value else f'<tspan x="{xx_ + 20}" dy="16">{v_name}={fmt(v)}</tspan>'
-        nodes.append(f'<g data-node="successor" data-label="{_esc(lab)}" data-fill="{fill}">'
-                     f'<title>{_esc(lab)}</title>'
+        nodes.append(f'<g data-node="successor" data-label="{esc(lab)}" data-fill="{fill}">'
+                     f'<title>{esc(lab)}</title>'
                      f'<circle cx="{xx_}" cy="{y:.1f}" r="13" fill="{fill}" stroke="#333"/>'
                      f'<text x="{xx_ + 20}" y="{y - 3:.1f}"><tspan font-weight="600">'
-                     f'{_esc(_one_line(lab, label_chars - 4))}</tspan>{value}</text></g>')
+                     f'{esc(_one_line(lab, label_chars - 4))}</tspan>{value}</text></g>')
     return (f'<svg class="crbc-backup-tree" viewBox="0 0 {width:.0f} {height:.0f}" width="100%" '
             f'style="max-height:{height:.0f}px;{FONT}" font-size="13" fill="#31333f" '
             f'role="img" aria-label="backup tree">'

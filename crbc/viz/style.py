@@ -60,6 +60,12 @@ def plain(s: object, limit: int = PLAIN_MAX) -> str:
     return html.escape(s, quote=False)
 
 
+def esc(text: object) -> str:
+    """A user string for server-built HTML or SVG (text or an attribute's value): ``<``, ``>``,
+    ``&`` and both quotes as entities."""
+    return html.escape(str(text), quote=True)
+
+
 def v_color(v: float | np.ndarray) -> list[str]:
     """Colours of values on the V scale (clipped to [0, 1])."""
     vals = np.clip(np.atleast_1d(np.asarray(v, dtype=float)), 0.0, 1.0)

@@ -8,12 +8,13 @@ vertical and horizontal marker lines, a legend under the plot. Every name is HTM
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from crbc.viz.style import esc
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf", "#ff7f0e")
@@ -43,10 +44,6 @@ class Mark:
     color: str = "#888"
     dash: str | None = "4 3"
     label_x: float | None = None  # a horizontal mark's label at this x (default: the left edge)
-
-
-def _esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -126,10 +123,10 @@ def line_chart_svg(series: Sequence[Series], *, x_title: str = "", y_title: str 
                    f'<text x="{px(v):.1f}" y="{top + plot_h + 16:.1f}" text-anchor="middle" fill="#666">{v:g}</text>')
     if x_title:
         out.append(f'<text x="{left + plot_w / 2:.1f}" y="{top + plot_h + 34:.1f}" text-anchor="middle" '
-                   f'fill="#444">{_esc(x_title)}</text>')
+                   f'fill="#444">{esc(x_title)}</text>')
     if y_title:
         out.append(f'<text transform="translate(14 {top + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle" '
-                   f'fill="#444">{_esc(y_title)}</text>')
+                   f'fill="#444">{esc(y_title)}</text>')
     for m in y_marks:
         if (not log_y or m.at > 0) and y_lo <= ty(m.at) <= y_hi:
             y = py(ty(m.at))
@@ -139,14 +136,14 @@ def line_chart_svg(series: Sequence[Series], *, x_title: str = "", y_title: str 
             out.append(f'<line x1="{left}" x2="{left + plot_w:.1f}" y1="{y:.1f}" y2="{y:.1f}" stroke="{m.color}"{dash}/>'
                        f'<text class="crbc-mark" data-x="{m.label_x if m.label_x is not None else x_lo:g}" '
                        f'x="{lx:.1f}" y="{y - 4:.1f}" text-anchor="{anchor}" fill="{m.color}" '
-                       f'font-size="11">{_esc(m.label)}</text>')
+                       f'font-size="11">{esc(m.label)}</text>')
     for m in x_marks:
         x = px(m.at)
         dash = f' stroke-dasharray="{m.dash}"' if m.dash else ""
         anchor = "start" if x < left + plot_w * 0.7 else "end"
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + plot_h:.1f}" stroke="{m.color}" '
                    f'stroke-width="2"{dash}/><text x="{x + (4 if anchor == "start" else -4):.1f}" y="{top + 12:.1f}" '
-                   f'text-anchor="{anchor}" fill="{m.color}" font-size="11">{_esc(m.label)}</text>')
+                   f'text-anchor="{anchor}" fill="{m.color}" font-size="11">{esc(m.label)}</text>')
     for s, ps in zip(series, pts, strict=True):
         dash = f' stroke-dasharray="{s.dash}"' if s.dash else ""
         runs, run = [], []
@@ -166,13 +163,13 @@ def line_chart_svg(series: Sequence[Series], *, x_title: str = "", y_title: str 
             for x, y in ps:
                 shown = 10 ** y if log_y else y
                 out.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="{r}" fill="{s.color}">'
-                           f'<title>{_esc(s.name)}: x = {x:g}, y = {shown:.4g}</title></circle>')
+                           f'<title>{esc(s.name)}: x = {x:g}, y = {shown:.4g}</title></circle>')
     for i, s in enumerate(legend_items):
         lx = left + (i % per_row) * (plot_w / per_row)
         ly = height + 14 + 20 * (i // per_row)
         dash = f' stroke-dasharray="{s.dash}"' if s.dash else ""
         out.append(f'<line x1="{lx:.1f}" x2="{lx + 22:.1f}" y1="{ly - 4:.1f}" y2="{ly - 4:.1f}" stroke="{s.color}" '
-                   f'stroke-width="2"{dash}/><text x="{lx + 28:.1f}" y="{ly:.1f}">{_esc(s.name[:48])}</text>')
+                   f'stroke-width="2"{dash}/><text x="{lx + 28:.1f}" y="{ly:.1f}">{esc(s.name[:48])}</text>')
     total_h = height + legend_h + (8 if legend_h else 0)
     return (f'<svg class="crbc-line-chart" viewBox="0 0 {width} {total_h}" width="100%" font-size="12" '
             f'fill="#31333f" role="img" style="max-width:{width * 1.4:.0f}px;font-family:\'Source Sans\',sans-serif">'
