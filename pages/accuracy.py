@@ -80,8 +80,8 @@ st.caption(
     "estimator's raw step signal (Q − V for the CRBC family, the step advantage for gigpo and "
     "shortest_path, the advantage for grpo) is then scored against the true A of the same step.")
 
-url.check_choice("acc_metric", list(METRICS), "the score is one of " + ", ".join(METRICS))
-url.check_choice("acc_target", list(TARGETS), "the target is one of " + ", ".join(TARGETS))
+url.check_choice("acc_metric", list(METRICS), "the score is one of " + ", ".join(METRICS), METRICS.get)
+url.check_choice("acc_target", list(TARGETS), "the target is one of " + ", ".join(TARGETS), TARGETS.get)
 m1, m2 = st.columns(2)
 metric = m1.radio("Score", list(METRICS), format_func=METRICS.get, horizontal=True, key="acc_metric",
                   bind="query-params")

@@ -79,14 +79,14 @@ cov = ctx.coverage(k_max)
 # the exact truth, when the group's meta identifies env, level and policy (crbc.truth)
 has_truth = exact_truth.truth_possible(ctx)
 colour_by = "estimate"
-url.check_choice("backups_colour", ["estimate", "truth", "error"] if has_truth else ["estimate"],
+COLOUR_BY = {"estimate": "estimate V^(K)", "truth": "truth V", "error": "error V^(K) − truth"}
+url.check_choice("backups_colour", list(COLOUR_BY) if has_truth else ["estimate"],
                  "nodes are coloured by estimate, truth or error" if has_truth
-                 else "this group has no exact truth (its meta names no toy env, level and policy)")
+                 else "this group has no exact truth (its meta names no toy env, level and policy)",
+                 COLOUR_BY.get)
 if has_truth:
-    colour_by = st.radio("Colour nodes by", ["estimate", "truth", "error"], horizontal=True,
-                         key="backups_colour", bind="query-params",
-                         format_func={"estimate": "estimate V^(K)", "truth": "truth V",
-                                      "error": "error V^(K) − truth"}.get)
+    colour_by = st.radio("Colour nodes by", list(COLOUR_BY), horizontal=True,
+                         key="backups_colour", bind="query-params", format_func=COLOUR_BY.get)
 
 
 def _truth():

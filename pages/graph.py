@@ -34,7 +34,8 @@ colour_by, truth, no_truth = "estimate", None, None
 has_truth = exact_truth.truth_possible(ctx)
 url.check_choice("graph_colour", list(COLOUR_BY) if has_truth else ["estimate"],
                  "nodes are coloured by estimate, truth or error" if has_truth
-                 else "this group has no exact truth (its meta names no toy env, level and policy)")
+                 else "this group has no exact truth (its meta names no toy env, level and policy)",
+                 COLOUR_BY.get)
 if has_truth:
     colour_by = st.radio("Colour nodes by", list(COLOUR_BY), format_func=COLOUR_BY.get,
                          horizontal=True, key="graph_colour", bind="query-params")

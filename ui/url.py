@@ -120,8 +120,25 @@ def one_of(options: Sequence[Any]) -> Callable[[str], bool]:
     return lambda v: v in names
 
 
-def check_choice(key: str, options: Sequence[Any], what: str) -> None:
-    """:func:`check_url` for a choice: ``what`` names the kind of thing (e.g. "no such group")."""
+def check_choice(key: str, options: Sequence[Any], what: str,
+                 format_func: Callable[[Any], Any] | None = None) -> None:
+    """:func:`check_url` for a choice: ``what`` names the kind of thing (e.g. "no such group").
+
+    A widget bound to the URL with a ``format_func`` writes the option's *label* there (Streamlit
+    matches URL values against the labels): pass the same ``format_func`` so that a shared link
+    carrying a label is accepted, and a hand-written link carrying the option's own name
+    (``?backups_colour=error``) chooses that option (the widget then writes its label back)."""
+    if format_func is not None:
+        v = _from_link(key)
+        if v is None:
+            return
+        labels = {str(format_func(o)) for o in options}
+        by_name = {str(o): o for o in options}
+        if v in labels or v in by_name:
+            if v not in labels:  # the option's name: choose it; the widget writes its label
+                st.session_state[key] = by_name[v]
+            st.session_state.setdefault("_crbc_url_ok", set()).add((key, v))
+            return
     check_url(key, one_of(options), what)
 
 
