@@ -108,3 +108,19 @@ def test_backup_tree_draws_every_action_and_successor_with_its_weights():
     amax = max(abs(a.a_s) for a in ar.actions)
     fills = re.findall(r'<rect [^>]*fill="([^"]+)"', svg)
     assert fills == [signed_color(a.a_s, amax)[0] for a in ar.actions]
+
+
+def test_backup_tree_edge_labels_do_not_overlap_where_edges_cross():
+    """Two actions that each reach both successors: the edges a->s2 and b->s1 cross, and at the
+    same fraction of their length their P labels would be written 10 units apart."""
+    g = RolloutGroup("x", tuple(Rollout("x", i, (Step("s0", a0), Step(s1, "go")), ok) for i, (a0, s1, ok) in
+                                enumerate([("a", "s1", True), ("a", "s2", False), ("b", "s1", False),
+                                           ("b", "s2", True), ("a", "s3", True), ("b", "s3", False)])))
+    p = crbc.merge([g])
+    ar = E.anchor_arithmetic(p, [str(t) for t in p.state_anchor].index("s0"), beta=0.9, depth=None)
+    svg = backup_tree_svg(ar)
+    spots = [(float(x), float(y)) for x, y in re.findall(r'<text x="([0-9.]+)" y="([0-9.]+)"[^>]*>P=', svg)]
+    assert len(spots) == sum(len(a.successors) for a in ar.actions) == 6
+    for i, (x1, y1) in enumerate(spots):
+        for x2, y2 in spots[i + 1:]:
+            assert abs(x1 - x2) >= 56 or abs(y1 - y2) >= 16, spots

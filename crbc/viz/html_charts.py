@@ -150,6 +150,19 @@ def interval_panels_html(rows: Sequence[dict[str, Any]], level: float) -> str:
 # ---------------------------------------------------------------- backup tree
 
 
+def _free_spot(x1: float, y1: float, x2: float, y2: float, placed: list[tuple[float, float]],
+               box: tuple[float, float] = (56.0, 16.0)) -> tuple[float, float]:
+    """Where to write an edge's label: the first point at 55, 75, 35, 85 or 25 % of the way from
+    (x1, y1) to (x2, y2) whose ``box`` (width, height) overlaps no label in ``placed`` (else the
+    55 % point); the spot is appended to ``placed``. Edges that converge on one successor, or
+    cross, would otherwise write their P labels over each other."""
+    spots = [(x1 + f * (x2 - x1), y1 + f * (y2 - y1)) for f in (0.55, 0.75, 0.35, 0.85, 0.25)]
+    free = next((pt for pt in spots if all(abs(pt[0] - qx) >= box[0] or abs(pt[1] - qy) >= box[1]
+                                           for qx, qy in placed)), spots[0])
+    placed.append(free)
+    return free
+
+
 def backup_tree_svg(ar: AnchorArithmetic, label_chars: int = 32) -> str:
     """The backup tree at one anchor as SVG: the anchor (left, coloured by its V) -> each observed
     action (middle, a square coloured by its A_S on the credit scale; the edge's width grows with
@@ -174,6 +187,7 @@ def backup_tree_svg(ar: AnchorArithmetic, label_chars: int = 32) -> str:
     ya = {a.action: y_of(i, n_a) for i, a in enumerate(ar.actions)}
     yx = {lab: y_of(i, n_x) for i, lab in enumerate(succ)}
     edges, notes, nodes = [], [], []
+    placed: list[tuple[float, float]] = []
     note = ('<text x="{x:.1f}" y="{y:.1f}" text-anchor="middle" font-size="12" fill="#555" '
             'paint-order="stroke" stroke="white" stroke-width="4">{t}</text>')
     for a in ar.actions:
@@ -183,8 +197,8 @@ def backup_tree_svg(ar: AnchorArithmetic, label_chars: int = 32) -> str:
         for x in a.successors:
             edges.append(f'<line x1="{xs_}" y1="{ya[a.action]:.1f}" x2="{xx_}" y2="{yx[x.label]:.1f}" '
                          f'stroke="{EDGE_COLOR}" stroke-width="{1 + 6 * x.p:.2f}"/>')
-            notes.append(note.format(x=xs_ + 0.55 * (xx_ - xs_), y=ya[a.action] + 0.55 * (yx[x.label] - ya[a.action]),
-                                     t=f"P={fmt(x.p, 3)}"))
+            lx, ly = _free_spot(xs_, ya[a.action], xx_, yx[x.label], placed)
+            notes.append(note.format(x=lx, y=ly, t=f"P={fmt(x.p, 3)}"))
     k = "" if ar.depth is None else f"({ar.depth})"
     nodes.append(f'<g data-node="anchor"><title>{esc(ar.label)}</title>'
                  f'<circle cx="{xa_}" cy="{y0:.1f}" r="17" fill="{v_color(ar.v)[0]}" stroke="#333"/>'
