@@ -82,6 +82,8 @@ WHY_NOT_READY = """(title) => {
     if (!gd._fullLayout || !gd.querySelector('.main-svg')) why.push('plotly chart ' + i + ' not drawn');
     i++;
   }
+  for (const c of main.querySelectorAll('.stBidiComponent'))
+    if (!c.querySelector('.crbc-svg-view > svg')) why.push('an SVG view not drawn');
   for (const f of main.querySelectorAll('iframe')) {
     let d = null;
     try { d = f.contentDocument; } catch (e) { continue; }

@@ -185,6 +185,9 @@ READY = """(title) => {
   if (main.querySelector('[data-stale=true]') || main.querySelector('[data-testid=stSkeleton]')) return false;
   for (const gd of main.querySelectorAll('.js-plotly-plot'))
     if (!gd._fullLayout || !gd.querySelector('.main-svg')) return false;
+  // ui.svg_view: its script puts the server's SVG into the component after the element arrives
+  for (const c of main.querySelectorAll('.stBidiComponent'))
+    if (!c.querySelector('.crbc-svg-view > svg')) return false;
   for (const f of main.querySelectorAll('iframe')) {
     let d = null;
     try { d = f.contentDocument; } catch (e) { continue; }
