@@ -44,13 +44,10 @@ HEAVY = {  # file -> (page, title, query): the views issue 23 allows 2 s (a fres
 }
 
 
-CELL_XY = """(step) => {  // the crbc panel's cell of the first rollout at ``step``, scrolled into view
-  const gd = document.querySelector('.st-key-heat_credits .js-plotly-plot');
-  const [x, y] = gd.layout.meta.panels.crbc;
-  const L = gd._fullLayout;
-  const xa = L[x.replace('x', 'xaxis')], ya = L[y.replace('y', 'yaxis')];
-  const at = () => { const r = gd.getBoundingClientRect();
-    return [r.left + xa._offset + xa.d2p(step), r.top + ya._offset + ya.d2p(ya._categories[0])]; };
+CELL_XY = """(step) => {  // the crbc panel's cell of the first rollout at ``step`` (SVG), scrolled into view
+  const cell = document.querySelector(`.st-key-heat_credits [data-panel="crbc"] [data-pick="0:${step}"]`)
+    || document.querySelector('.st-key-heat_credits [data-pick]');
+  const at = () => { const r = cell.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; };
   window.scrollBy(0, at()[1] - window.innerHeight / 2);
   return at();
 }"""
@@ -146,13 +143,22 @@ def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
     goto("inspector", "Anchor inspector")
     for key in DEPTH_KEYS[:max(repeats, 2) + 1]:  # one key on the depth slider: 0, 1, 2, inf, 0
         rec("inspector_depth_change", lambda key=key: after(pg, "Anchor inspector", lambda: depth_key(pg, key)))
+    goto("credits", "Step credits")
+    pg.wait_for_function(f"() => ({READY})('Step credits') && document.querySelector('.st-key-heat_credits [data-pick]')")
     for step in [1, 3, 2, 4, 5][:max(repeats, 2)]:
-        def cell(step=step) -> float:
-            goto("credits", "Step credits")
-            pg.wait_for_function(f"() => ({READY})('Step credits') && document.querySelector('.st-key-heat_credits .js-plotly-plot')")
+        def cell(step=step) -> float:  # the step panel under the heatmaps (a fragment rerun)
             xy = pg.evaluate(CELL_XY, step)
-            return after(pg, "Anchor inspector", lambda: pg.mouse.click(xy[0], xy[1]))
-        rec("credits_cell_to_inspector", cell)
+            return after(pg, "Step credits", lambda: pg.mouse.click(xy[0], xy[1]))
+        rec("credits_cell_click", cell)
+    for _ in range(max(repeats, 2)):
+        def to_inspector() -> float:  # the panel's button: a page change
+            goto("credits", "Step credits")
+            if not pg.locator(".st-key-credits_open_inspector button").count():
+                xy = pg.evaluate(CELL_XY, 1)
+                after(pg, "Step credits", lambda: pg.mouse.click(xy[0], xy[1]))
+            btn = pg.locator(".st-key-credits_open_inspector button").first
+            return after(pg, "Anchor inspector", btn.click)
+        rec("credits_step_to_inspector", to_inspector)
     ctx.close()
     res: dict = {k: {"median_ms": round(statistics.median(v), 1), "max_ms": max(v), "all_ms": v}
                  for k, v in out.items() if v}

@@ -9,8 +9,11 @@ from crbc.explain.anchor_names import anchor_labels
 from crbc.truth import accuracy
 from crbc.viz import accuracy as VA
 from crbc.viz import charts, heatmaps
-from crbc.viz.style import png_config, snapshot
+from crbc.viz.heatmap_svg import Panel, credit_heatmaps_svg, heatmaps_svg
+from crbc.viz.step_detail import parse_cell, step_rows
+from crbc.viz.style import png_config
 from ui import exact_truth, figure_cache, state, url, widgets
+from ui.svg_view import svg_view
 
 st.title("Step credits")
 st.caption(
@@ -20,8 +23,6 @@ st.caption(
     "after recombining all rollouts through the merged graph; **gigpo** normalises discounted step "
     "returns per anchor; **shortest_path** rewards being few hops from any success. "
     "Edit β, K, σ_min, w_G and w_S under *Parameters* in the sidebar.")
-
-CLICKABLE_MAX = 2000  # clickable cells over all panels (each is an SVG point in the browser)
 
 ctx = state.page_context()
 grp, r = ctx.group, ctx.rollout
@@ -46,17 +47,25 @@ st.caption(f"**One colour scale for every panel**, symmetric around 0: dark blue
            f"dark red = −{zmax:.3g} (the largest |{charts.FIELDS[field].split(' (')[0]}| of any "
            "estimator here), so the same colour means the same number everywhere. Each row is a "
            "rollout: ✓ succeeded, ✗ failed or timed out (its length in brackets). "
-           "**Click a cell** to open that step's anchor in the Inspector.")
+           "Hover a cell for its step, action, anchor, value and evidence; **click a cell** to see "
+           "that step under every estimator, and open its anchor in the Inspector from there.")
 
 
-def _open_cell(key: str) -> None:
-    """A heatmap click opens that step's anchor in the Inspector, from the callback itself: the
-    Step credits page does not run again first."""
-    for cd in widgets.selected_customdata(key):
-        if len(cd) >= 6:
-            st.session_state["inspect_anchor"] = {"group": grp.group, "anchor": anchor_labels(ctx.process)[int(cd[5])],
-                                                  "step": (int(cd[0]), int(cd[1]))}
-            url.switch_page("pages/inspector.py")
+def _pick_cell(picked: str) -> None:
+    """A heatmap click (``data-pick="i:t"``: rollout position i, step t) chooses that step for
+    the step panel under the heatmaps (only the heatmaps' fragment runs again)."""
+    cell = parse_cell(picked, ctx.process.rollout_len)
+    if cell is not None:
+        st.session_state["credits_cell"] = (grp.group, *cell)
+
+
+def _open_in_inspector(i: int, t: int) -> None:
+    """Open the anchor of rollout position ``i``'s step ``t`` in the Inspector."""
+    p = ctx.process
+    n = int(p.rollout_offsets[i]) + t - 1
+    st.session_state["inspect_anchor"] = {"group": grp.group, "anchor": anchor_labels(p)[int(p.step_state[n])],
+                                          "step": (i, t)}
+    url.switch_page("pages/inspector.py")
 
 
 # ---- evidence (crbc.credit_intervals): not-sure cells washed out, and the "sure only" view
@@ -77,32 +86,24 @@ def _evidence(key: str, name: str, params: tuple, _process):
     return credit_intervals(_process, name, n_resamples=100, seed=0, **dict(params)).evidence_N
 
 
-def _marked(name: str, fig):
-    """The heatmap with its evidence veil (estimators with a step credit only)."""
+def _ev(name: str):
+    """The per-step evidence of ``name``'s credit, or None (marks off, or no step credit)."""
     from crbc.estimators.bootstrap import signal_of
-    from crbc.viz.intervals import evidence_marks
 
     if not marks_on or signal_of(name) is None:
-        return fig
-    ev = _evidence(ctx.key, name, tuple(sorted(ctx.estimator_params(name).items())), ctx.process)
-    return evidence_marks(fig, ctx.process, ev, sure_only)
+        return None
+    return _evidence(ctx.key, name, tuple(sorted(ctx.estimator_params(name).items())), ctx.process)
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _heat(key: str, field: str, params: tuple, marks: bool, sure: bool, height: int, _shown: tuple,
-          clickable: tuple):
-    """The one figure of every panel, built once per (group, field, parameters, marks): a
-    revisit or a rerun for another widget sends it again without building it (st.plotly_chart
-    copies a figure; nothing changes the cached one)."""
-    return snapshot(heatmaps.credit_heatmaps(
-        {n: _marked(n, heatmaps.credit_heatmap(all_c[n], field, zmax=zmax, height=height,
-                                               clickable=n in clickable)) for n in _shown},
-        height_per_panel=height,
-        titles={n: f"<b>{n}</b>" + (" (click a cell)" if n in clickable and len(clickable) < len(_shown) else "")
-                for n in _shown}))
+def _heat(key: str, field: str, params: tuple, marks: bool, sure: bool, _shown: tuple) -> str:
+    """The one SVG of every panel, built once per (group, field, parameters, marks): a revisit
+    or a rerun for another widget sends the same string again without building it."""
+    return credit_heatmaps_svg({n: all_c[n] for n in _shown}, field, zmax=zmax,
+                               evidence={n: e for n in _shown if (e := _ev(n)) is not None}, sure_only=sure)
 
 
-height = int(min(120 + 22 * len(grp), 520))
+slug = grp.group.replace("/", "_")
 truth_box = st.container() if has_truth else None
 # an all-zero panel would be a blank rectangle: drawn only when every panel is all zero
 panels = [n for n in shown if charts.field_N(all_c[n], field).any()] or shown
@@ -112,20 +113,48 @@ for n in names:
     elif n not in panels:
         st.caption(f"All zero: {n} gives no step-level {charts.FIELDS[field]} on this group, "
                    "so it has no panel below.")
-# one figure: a panel per estimator, one shared colour bar; a click on a cell of any panel opens
-# that step's anchor in the Inspector
-# a clickable cell is an SVG point in the browser: beyond CLICKABLE_MAX of them, only the sidebar
-# estimator's panel takes clicks (the others show the same hover from the heatmap itself)
-clickable = tuple(panels) if len(panels) * ctx.process.n_steps <= CLICKABLE_MAX else \
-    (ctx.estimator if ctx.estimator in panels else panels[0],)
-heat = _heat(ctx.key, field, tuple((n, tuple(sorted(ctx.estimator_params(n).items()))) for n in panels),
-             marks_on, sure_only, height, tuple(panels), clickable)
-if len(clickable) < len(panels):
-    st.caption(f"This group has {ctx.process.n_steps} steps: only the **{clickable[0]}** panel (the "
-               "sidebar's estimator) takes clicks, so the page draws quickly; choose another "
-               "estimator in the sidebar to click on its panel. Every panel shows its values on hover.")
-st.plotly_chart(heat, width="stretch", key="heat_credits", on_select=lambda: _open_cell("heat_credits"),
-                selection_mode="points", config=png_config(f"{grp.group.replace('/', '_')}.heatmaps"))
+
+
+def _step_panel(i: int, t: int) -> None:
+    """The clicked step: its action and anchor, its credit under every estimator with the
+    evidence, the truth where known, and the way on to the Inspector."""
+    p = ctx.process
+    n = int(p.rollout_offsets[i]) + t - 1
+    roll = grp.rollouts[i]
+    step = roll.steps[t - 1]
+    label = anchor_labels(p)[int(p.step_state[n])]
+    st.markdown(f"**Rollout {roll.rollout} ({charts.outcome(roll)}), step {t} of {len(roll.steps)}**: "
+                f"action {widgets.code(widgets.short(step.action, 80))} at anchor "
+                f"{widgets.code(widgets.short(label, 80))}")
+    truth = exact_truth.group_truth(ctx)[0] if has_truth else None
+    widgets.table(step_rows(all_c, n, {k: e for k in panels if (e := _ev(k)) is not None},
+                            None if truth is None else truth.advantage_N))
+    s = int(p.step_state[n])
+    c1, c2 = st.columns([2, 3], vertical_alignment="center")
+    c1.button("Open this anchor in the Inspector", icon=":material/search:", key="credits_open_inspector",
+              on_click=_open_in_inspector, args=(i, t), type="primary")
+    c2.caption(f"The anchor was visited {int(p.n_s[s])} times in the group, with {int(p.n_actions[s])} "
+               "different actions: the Inspector shows the arithmetic of each estimator there.")
+
+
+@st.fragment
+def _heat_view(heat: str) -> None:
+    """The heatmaps and the step panel of the clicked cell: a fragment, so a click reruns only
+    this part of the page."""
+    svg_view(heat, key="heat_credits", on_pick=_pick_cell, download=f"{slug}.heatmaps")
+    cell = st.session_state.get("credits_cell")
+    if cell is not None and cell[0] == grp.group and parse_cell(f"{cell[1]}:{cell[2]}", ctx.process.rollout_len):
+        _step_panel(int(cell[1]), int(cell[2]))
+    else:
+        st.caption("Click a cell to see that step here.")
+    widgets.fragment_done()
+
+
+# one SVG: a panel per estimator, one shared colour bar (server-built: the page loads no
+# plotly.js for it); a click on a cell shows that step under it
+if panels:
+    _heat_view(_heat(ctx.key, field, tuple((n, tuple(sorted(ctx.estimator_params(n).items()))) for n in panels),
+                     marks_on, sure_only and marks_on, tuple(panels)))
 st.caption(" · ".join(f"**{n}**: {estimators.get(n).summary.replace('*', '×')}" for n in panels))
 
 # the timeline is drawn before the truth is computed (a cold start loads the model), and redrawn
@@ -144,9 +173,11 @@ if truth is not None:
     with truth_box:
         st.markdown("**truth** · the policy's exact advantage A_t = Q_t − V_t of each step "
                     "(return units, like Q − V)")
-        st.plotly_chart(VA.truth_heatmap(ctx.process, truth.advantage_N, height=height),
-                        width="stretch", key="heat_truth",
-                        config=png_config(f"{grp.group.replace('/', '_')}.truth.heatmap"))
+        truth_svg = figure_cache.figure(  # the truth depends on the group and beta only
+            "credits_truth_svg", (ctx.key, float(ctx.params.get("beta", 0.98))),
+            lambda: heatmaps_svg(ctx.process, [Panel("truth", truth.advantage_N)], value_name="true A_t",
+                                 scale_name="true A_t (its own scale)"))
+        svg_view(truth_svg, key="heat_truth", on_pick=_pick_cell, download=f"{slug}.truth.heatmap")
 elif truth_box is not None:
     truth_box.caption(no_truth)
 
@@ -196,7 +227,6 @@ st.subheader("Download")
 d1, d2, d3 = st.columns(3)
 est = d1.selectbox("Estimator to export", names, index=names.index(ctx.estimator),
                    key="export_est")
-slug = grp.group.replace("/", "_")
 d2.download_button(f"{est} credits · crbc.credit/1 JSONL", lambda: charts.credits_jsonl(all_c[est]),
                    file_name=f"{slug}.{est}.credits.jsonl", mime="application/jsonl",
                    on_click="ignore", key="dl_jsonl", icon=":material/download:", width="stretch")
@@ -205,10 +235,11 @@ d3.download_button("All estimators · CSV (one row per step)",
                    file_name=f"{slug}.credits.csv", mime="text/csv", on_click="ignore", key="dl_csv",
                    icon=":material/download:", width="stretch")
 f1, f2 = st.columns(2)
-f1.download_button(f"{est} heatmap · HTML",
-                   lambda: charts.figure_html(heatmaps.credit_heatmap(all_c[est], field, title=est)),
-                   file_name=f"{slug}.{est}.heatmap.html", mime="text/html", on_click="ignore",
-                   key="dl_heat", icon=":material/image:", width="stretch")
+f1.download_button(f"{est} heatmap · SVG",
+                   lambda: credit_heatmaps_svg({est: all_c[est]}, field, standalone=True),
+                   file_name=f"{slug}.{est}.heatmap.svg", mime="image/svg+xml", on_click="ignore",
+                   key="dl_heat", icon=":material/image:", width="stretch", disabled=est not in shown,
+                   help=None if est in shown else f"{est} has no {charts.FIELDS[field]}")
 f2.download_button("Timeline figure · HTML", lambda: charts.figure_html(timeline),
                    file_name=f"{slug}.timeline.html", mime="text/html", on_click="ignore",
                    key="dl_timeline", icon=":material/image:", width="stretch")
@@ -223,5 +254,8 @@ if len(ctx.groups) > 1:
                        lambda: charts.credits_frame({n: ctx.file_credits(n) for n in names}).to_csv(index=False),
                        file_name="all-groups.credits.csv", mime="text/csv", on_click="ignore",
                        key="dl_file_csv", icon=":material/download:", width="stretch")
-st.caption("Figures download as standalone HTML with plotly.js inside: they open offline. For a PNG, "
-           "use the camera button at the top right of any chart (it appears on hover).")
+st.caption("The heatmaps download as SVG: the *Download SVG* link under each drawing saves it as "
+           "shown (every panel, with the evidence marks), the button above one estimator's panel. "
+           "The timeline and the scatter download as standalone HTML with plotly.js inside: they "
+           "open offline. For a PNG of those two, use the camera button at the top right of the "
+           "chart (it appears on hover).")

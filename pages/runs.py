@@ -20,6 +20,7 @@ from crbc.io.rollouts import RolloutFormatError
 from crbc.train.diagnostics import DIAGNOSTICS
 from crbc.viz import runs as V
 from ui import figure_cache, run_review, state, url, widgets
+from ui.svg_view import svg_view
 
 MAX_ZIP_MB = 50
 OPEN_IN = [("pages/graph.py", "Anchor graph", ":material/hub:"),
@@ -106,7 +107,8 @@ TOP = "."
 c0, c1, c2 = st.columns([2, 3, 2])
 with c0:
     if experiments:
-        url.check_choice("runs_exp", experiments, "no such experiment folder in sample_rollouts/runs/")
+        url.check_choice("runs_exp", experiments, "no such experiment folder in sample_rollouts/runs/",
+                         lambda e: "(top level)" if e == TOP else e)
         url.drop_invalid("runs_exp", experiments)
         experiment = st.selectbox("Experiment (sample_rollouts/runs/)", experiments, key="runs_exp",
                                   bind="query-params",
@@ -159,8 +161,10 @@ for run in loaded.values():
 
 runs = A.order_runs(list(loaded.values()))
 # what the figures and tables below read of the runs: which runs (a shipped one with the time its
-# metrics were last written, an upload by its content hash), so they are built once per choice
-runs_key = tuple((k, _stamp(k.split(":", 1)[1]) if k.startswith("shipped:") else 0.0) for k in loaded)
+# metrics were last written, an upload by its content hash), so they are built once per choice;
+# as one short digest, which the caches hash on every rerun in a fraction of the tuple's time
+runs_key = hashlib.sha1(repr(tuple((k, _stamp(k.split(":", 1)[1]) if k.startswith("shipped:") else 0.0)
+                                   for k in loaded)).encode()).hexdigest()[:20]
 if not runs:
     st.info("No run selected. Shipped runs are in `sample_rollouts/runs/`; make your own with "
             "`python -m crbc train --out runs/NAME` or `python -m crbc experiment`, or upload a "
@@ -174,7 +178,7 @@ names = figure_cache.figure("runs_metric_names", (runs_key,),
 metrics = [m for m in METRICS if m in names] + [m for m in names if m not in METRICS
                                                  and not m.startswith(("diag.", "seconds_"))]
 k1, k2, k3, k4 = st.columns([2, 1, 1, 1])
-url.check_choice("runs_metric", metrics, "no such metric in the selected runs")
+url.check_choice("runs_metric", metrics, "no such metric in the selected runs", V.metric_label)
 metric = k1.selectbox("Metric", metrics, key="runs_metric", bind="query-params",
                       format_func=V.metric_label)
 smooth = k2.slider("Smoothing (iterations)", 1, 5, 1, key="runs_smooth",
@@ -184,25 +188,24 @@ band = k3.radio("Band over seeds", list(BANDS), key="runs_band", format_func=BAN
                      "min–max and ± 1 sd show the spread of the seeds themselves.")
 threshold = k4.slider("Success threshold", 0.05, 1.0, 0.4, 0.05, key="runs_threshold")
 # held-out success: also the evaluation after the last update (drawn one iteration later)
-fig = figure_cache.figure(
+curves_svg = figure_cache.figure(
     "runs_curves", (runs_key, metric, smooth, band, threshold),
-    lambda: V.curves_figure(A.curves(runs, metric, smooth=smooth, with_final=metric == A.EVAL), metric,
-                            band=band, threshold=threshold if "success" in metric else None))
+    lambda: V.curves_chart_svg(A.curves(runs, metric, smooth=smooth, with_final=metric == A.EVAL), metric,
+                               band=band, threshold=threshold if "success" in metric else None))
 
 
-def _on_curve_click() -> None:
-    """A click on a curve picks that curve's run (a mean curve: its estimator's first run) and
-    the iteration; a callback, so it runs before the Run and Iteration pickers are drawn."""
-    for cd in widgets.selected_customdata("runs_curve"):
-        if len(cd) == 2:
-            st.session_state["_runs_click"] = (int(cd[0]), str(cd[1]))
-            return
+def _on_curve_click(value: str) -> None:
+    """A click on a curve's point picks that point's run (a mean curve: its estimator's first
+    run) and iteration; a callback, so it runs before the Run and Iteration pickers are drawn."""
+    hit = V.parse_pick(value)
+    if hit is not None:
+        st.session_state["_runs_click"] = hit
 
 
-st.plotly_chart(fig, on_select=_on_curve_click, selection_mode="points", key="runs_curve",
-                width="stretch")
-st.caption("Click a point to open that run's iteration below (a point of a thick mean curve opens "
-           "the estimator's first seed). Thin lines: single seeds.")
+svg_view(curves_svg, key="runs_curve", on_pick=_on_curve_click, download=f"curves-{metric}")
+st.caption(f"Thick lines: the mean over seeds, with the band ({BANDS[band]}); thin lines: single seeds "
+           "(hover one to see it alone). Click a point to open that run's iteration below (a point "
+           "of a mean curve opens the estimator's first seed).")
 
 rows = figure_cache.figure("runs_summary", (runs_key, threshold, smooth),
                            lambda: A.summarize(runs, threshold=threshold, smooth=max(smooth, 1)))
@@ -237,18 +240,20 @@ def _accuracy() -> dict:
 
 
 accuracy = figure_cache.figure("runs_accuracy_curves", (runs_key,), _accuracy)
-if accuracy:  # folded: its chart is drawn (a plotly figure's first draw) only when asked for
+if accuracy:  # folded: its chart is built and drawn only when asked for
     box, shown = widgets.folded("Credit accuracy during training: does the better credit come before "
                                 "the faster learning?", key="runs_accuracy_open")
     if shown:
         with box:
             st.markdown("Each estimator's Spearman correlation with the exact advantage A_t of the "
                         "current policy on its own runs' batches (a few mixed groups every few "
-                        "iterations, docs/MATH.md section 9), mean over seeds with its 95% CI.")
-            st.plotly_chart(figure_cache.figure(
+                        "iterations, docs/MATH.md section 9), mean over seeds with its 95% CI "
+                        "(a click on a point opens the estimator's first seed at that iteration below).")
+            svg_view(figure_cache.figure(
                 "runs_accuracy", (runs_key,),
-                lambda: V.curves_figure(accuracy, "Spearman with the exact A_t", band="ci", show_runs=False,
-                                        percent=False, height=320)), width="stretch", key="runs_truth")
+                lambda: V.curves_chart_svg(accuracy, "Spearman with the exact A_t", band="ci", show_runs=False,
+                                           percent=False, height=320)),
+                key="runs_truth", on_pick=_on_curve_click, download="credit-accuracy")
 
 # ---------------------------------------------------------------------------------- drill down
 st.subheader("Drill into an iteration")
@@ -274,9 +279,12 @@ iteration = d2.selectbox("Iteration", its, key="runs_iter",
 
 st.markdown("**Estimator diagnostics per iteration** (computed on each iteration's batch; the "
             "dotted line is the chosen iteration)")
-st.plotly_chart(figure_cache.figure("runs_diagnostics", (runs_key, iteration),
-                                    lambda: V.diagnostics_figure(runs, selected=iteration)),
-                width="stretch", key="runs_diag")
+diag_svg = figure_cache.figure("runs_diagnostics", (runs_key, iteration),
+                               lambda: V.diagnostics_svg(runs, selected=iteration))
+if diag_svg:
+    svg_view(diag_svg, key="runs_diag", download="diagnostics")
+else:
+    st.caption("None of the selected runs recorded these diagnostics.")
 rec = next((m for m in run.metrics if m["iteration"] == iteration), {})
 if rec:
     cols = st.columns(len(DIAGNOSTICS))

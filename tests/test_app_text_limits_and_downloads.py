@@ -44,18 +44,31 @@ def test_plotly_text_is_escaped_and_cut():
 
 
 def test_heatmap_hover_holds_no_html_of_the_user():
+    """Hostile anchors, actions and names reach the heatmap SVG as text: the drawing parses as
+    XML with no element of theirs, and each tooltip shows the characters as they are."""
     from crbc.estimators import registry as estimators
     from crbc.io.rollouts import parse_rollouts
     from crbc.process import merge
-    from crbc.viz import heatmaps
+    from crbc.viz.heatmap_svg import Panel, credit_heatmaps_svg, heatmaps_svg
+    from tests.heatmap_cells import panels, parse
 
     rec = {"group": "g", "success": True,
-           "steps": [{"anchor": "<a href='http://127.0.0.1:9/'>s</a>", "action": "<b>go</b>"}]}
+           "steps": [{"anchor": "<a href='http://127.0.0.1:9/'>s</a>", "action": "<b>go</b>"},
+                     {"anchor": "**bold** & \"q\"", "action": "<script>alert(1)</script>"}]}
     fail = dict(rec, success=False, rollout=1)
     p = merge(parse_rollouts(json.dumps(rec) + "\n" + json.dumps(fail)))
-    fig = heatmaps.credit_heatmap(estimators.compute("crbc", p, beta=0.98))
-    cells = next(t for t in fig.data if t.name == "cells")
-    assert all("<" not in str(v) for cd in cells.customdata for v in cd[2:4])
+    c = estimators.compute("crbc", p, beta=0.98)
+    for svg in (credit_heatmaps_svg({"crbc": c}, "credit", standalone=True),
+                heatmaps_svg(p, [Panel("<img src=x onerror=alert(1)>", c.credit_N)])):
+        root = parse(svg)  # well formed: nothing broke out of its escaping
+        tags = {e.tag.split("}")[-1] for e in root.iter()}
+        assert tags <= {"svg", "style", "defs", "linearGradient", "stop", "g", "text", "tspan", "rect", "line",
+                        "title"}, tags
+        assert "<script" not in svg and "<b>" not in svg and "<a " not in svg and "<img" not in svg
+        cells = next(iter(panels(svg).values()))
+        assert cells[0].title.startswith("rollout r0, step 1: <b>go</b> at ")  # shown as it is
+        assert cells[1].title.startswith("rollout r0, step 2: <script>alert(1)</script> at ")
+    assert parse(credit_heatmaps_svg({"crbc": c}, "credit", standalone=True)).tag == "{http://www.w3.org/2000/svg}svg"
 
 
 # ---------------------------------------------------------------- item 4: huge anchors
@@ -173,24 +186,30 @@ def _long_process(n_rollouts: int = 4, steps: int = 3000):
 
 def test_a_3000_step_heatmap_bins_steps_and_a_click_still_names_a_step():
     from crbc.estimators import registry as estimators
-    from crbc.viz import binning, heatmaps
+    from crbc.viz import binning
+    from crbc.viz.heatmap_svg import credit_heatmaps_svg
+    from tests.heatmap_cells import panels
 
     p = _long_process()
     c = estimators.compute("crbc", p, beta=0.98)
     t0 = time.perf_counter()
-    fig = heatmaps.credit_heatmap(c)
+    svg = credit_heatmaps_svg({"crbc": c})
     assert time.perf_counter() - t0 < 5
-    heat, cells = fig.data[0], next(t for t in fig.data if t.name == "cells")
-    assert heat.z.shape == (4, binning.MAX_COLUMNS) and heat.xgap == 0
-    assert "10 steps per cell" in fig.layout.xaxis.title.text
-    assert len(cells.x) <= 4 * binning.MAX_COLUMNS
-    # each point opens a real step: its anchor id is the step's, its value the bin's mean
-    for r, t, _a, _lab, v, s in cells.customdata[:50]:
-        n = int(p.rollout_offsets[r]) + t - 1
-        assert int(p.step_state[n]) == s and np.isfinite(v)
+    cells = panels(svg)["crbc"]
+    assert "10 steps per cell: their mean" in svg
+    assert len(cells) == sum(-(-int(n) // 10) for n in p.rollout_len) <= 4 * binning.MAX_COLUMNS
+    # each cell opens a real step of its bin (its largest |value|); its value is the bin's mean
+    m = np.full((4, int(p.rollout_len.max())), np.nan)
+    m[p.step_rollout, p.step_t - 1] = c.step_advantage_N
+    for cell in cells[:50]:
+        i, t = cell.step
+        b = (t - 1) // 10
+        assert 1 <= t <= int(p.rollout_len[i]) and abs(m[i, t - 1]) == np.nanmax(np.abs(m[i, b * 10:b * 10 + 10]))
+        assert cell.value == pytest.approx(np.nanmean(m[i, b * 10:b * 10 + 10]), abs=6e-4)
+        assert f"steps {b * 10 + 1}–" in cell.title and f"strongest: step {t}: " in cell.title
     # a short group is drawn step by step, as before
-    small = heatmaps.credit_heatmap(estimators.compute("crbc", _long_process(2, 40), beta=0.98))
-    assert small.data[0].z.shape[1] == 40 and small.layout.xaxis.title.text == "step t"
+    small = credit_heatmaps_svg({"crbc": estimators.compute("crbc", _long_process(2, 40), beta=0.98)})
+    assert len(panels(small)["crbc"]) == 40 + 40 and ">step t<" in small
 
 
 def test_binned_means_and_picks():

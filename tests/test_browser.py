@@ -150,7 +150,8 @@ def test_broken_upload_shows_the_error(app_url, page, artifacts_dir, tmp_path):
 
 
 def test_credit_and_figure_downloads(app_url, browser, tmp_path):
-    """Step credits: crbc.credit/1 JSONL download, and a chart saved as PNG from its camera button."""
+    """Step credits: crbc.credit/1 JSONL download, the heatmaps as SVG files, and a chart saved as
+    PNG from its camera button."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     pg = ctx.new_page()
     pg.set_default_timeout(TIMEOUT_MS)
@@ -173,6 +174,17 @@ def test_credit_and_figure_downloads(app_url, browser, tmp_path):
         import json
         recs = [json.loads(line) for line in out.read_text().splitlines()]
         assert recs and all(r["schema"] == "crbc.credit/1" for r in recs)
+        # the heatmaps as SVG: the link under the drawing (every panel, as shown) and the button
+        # (one estimator's panel); each a standalone, well-formed SVG file
+        import xml.etree.ElementTree as ET
+        for click in (".st-key-heat_credits .crbc-svg-download", ".st-key-dl_heat button"):
+            with pg.expect_download() as dl:
+                pg.click(click)
+            svg = tmp_path / dl.value.suggested_filename
+            dl.value.save_as(svg)
+            root = ET.fromstring(svg.read_text())
+            assert svg.suffix == ".svg" and root.tag == "{http://www.w3.org/2000/svg}svg", click
+            assert len(root.findall(".//{http://www.w3.org/2000/svg}rect[@data-pick]")) >= len(recs)
         assert log.outside == [], log.outside
     finally:
         ctx.close()

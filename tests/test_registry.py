@@ -123,11 +123,11 @@ def test_toy_on_the_step_credits_page(toy):
     # the sidebar grew a widget for the toy's shared parameter, from its metadata
     widget = at.number_input(key="toy_scale")
     assert widget.value == 2.0 and widget.label == "toy scale"
-    import json
+    from tests.heatmap_cells import app_svg
+    from tests.heatmap_cells import panels as heat_panels
 
     def panels() -> set:
-        heat = next(e for e in at.get("plotly_chart") if e.proto.id.endswith("heat_credits"))
-        return {t.get("legendgroup") for t in json.loads(heat.proto.spec)["data"] if t.get("type") == "heatmap"}
+        return set(heat_panels(app_svg(at, "heat_credits")))
 
     # the toy has no step term (A_S is 0 everywhere): said in a caption, no blank panel ...
     assert TOY not in panels() and "crbc" in panels()

@@ -101,19 +101,16 @@ def test_step_observation_and_changes():
 
 
 def test_evidence_marks_and_sure_only():
-    pytest.importorskip("plotly")
-    from crbc.viz import heatmaps
-    from crbc.viz.intervals import evidence_marks
+    from crbc.viz.heatmap_svg import credit_heatmaps_svg
+    from tests.heatmap_cells import panels
 
     g = alfworld_like_group(seed=2)
     c = crbc.compute("crbc", [g])
     ci = crbc.credit_intervals(c.process, "crbc", n_resamples=30)
-    fig = evidence_marks(heatmaps.credit_heatmap(c, "credit"), c.process, ci.evidence_N, sure_only=True)
-    z = np.asarray(fig.data[0].z, float)
-    p = c.process
-    kept = np.isfinite(z[p.step_rollout, p.step_t - 1])
+    cells = panels(credit_heatmaps_svg({"crbc": c}, "credit", evidence={"crbc": ci.evidence_N}, sure_only=True))["crbc"]
+    kept = np.array([x.fill != "#ffffff" for x in cells])
     assert np.array_equal(kept, ci.evidence_N == "sure")
-    assert fig.data[-1].name == "cells"  # the clickable cells stay on top
+    assert all(x.pick is not None for x in cells)  # a blank cell still opens its step
 
 
 def test_intervals_by_size_follow_one_pair():

@@ -1,9 +1,12 @@
 """AppTest: the Training runs page on synthetic runs (curves, table, diagnostics, drill-down, and
-opening an iteration's group in the other pages). AppTest cannot render plotly; the browser
-screenshots cover the figures."""
+opening an iteration's group in the other pages). The charts are server-built SVG
+(ui/svg_view.py), read here from the component's data; the browser tests click them."""
 
 from __future__ import annotations
 
+import html
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -33,6 +36,11 @@ def _write_runs(root: Path) -> None:
                               "diag.step_credit_share": 0.4, "diag.multi_action_anchors": 3,
                               "diag.mean_abs_step_adv": 0.5, "diag.rank_crbc_gigpo": 0.3,
                               "diag.rank_crbc_visit_local": 0.9, "diag.rare_route_disagreements": 1})
+
+
+def _svgs(at: AppTest, key: str) -> list[str]:
+    """The SVGs the page showed through ui.svg_view under widget key ``key``."""
+    return [json.loads(e.proto.json)["svg"] for e in at.get("bidi_component") if e.proto.id.endswith(key)]
 
 
 @pytest.fixture()
@@ -179,10 +187,31 @@ def test_an_experiment_with_evaluations_opens_on_held_out_success_with_its_stati
     assert "| +13.0 [" in text  # crbc's gain in points
     assert "| crbc - grpo | +9.0 [" in text  # the paired difference
     # the accuracy curves are folded: no chart until the fold is opened
-    charts_before = len(at.get("plotly_chart"))
+    assert not _svgs(at, "runs_truth")
     assert any(e.label.startswith("Credit accuracy during training") for e in at.expander)
     at.session_state["runs_accuracy_open"] = True
     at.run()
     assert not at.exception, at.exception
-    assert len(at.get("plotly_chart")) == charts_before + 1
+    (truth,) = _svgs(at, "runs_truth")
+    assert "crbc (n=2)" in truth and "polygon" in truth  # a mean curve with its 95% band
+    assert not at.get("plotly_chart")  # the page loads no plotly.js
     assert "Spearman correlation with the exact advantage" in "\n".join(m.value for m in at.markdown)
+
+
+def test_curve_points_pick_their_run_and_iteration(page):
+    """The curves are SVG: every seed's point carries data-pick "iteration|run" (the diagnostics
+    are SVG too, with the chosen iteration marked); a pick, as the click callback stores it,
+    opens that run's iteration in the drill-down."""
+    from crbc.viz.runs import parse_pick
+
+    (curves,) = _svgs(page, "runs_curve")
+    picks = [parse_pick(html.unescape(v)) for v in re.findall(r'data-pick="([^"]*)"', curves)]
+    assert (2, "crbc-s1") in picks and (0, "grpo-s0") in picks
+    assert {run for _, run in picks} == {"grpo-s0", "crbc-s0", "crbc-s1"}
+    (diag,) = _svgs(page, "runs_diag")
+    assert "steps with non-zero step credit" in diag and diag.count("<polyline") >= 6 * 3
+    page.session_state["_runs_click"] = (2, "crbc-s1")
+    page.run()
+    assert not page.exception, page.exception
+    assert page.selectbox(key="runs_run").value == "crbc-s1" and page.selectbox(key="runs_iter").value == 2
+    assert not page.get("plotly_chart")

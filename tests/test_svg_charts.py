@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from crbc.viz.svg_charts import Mark, Series, line_chart_svg, nice_ticks
+from crbc.viz.svg_charts import Mark, Series, grid_svg, line_chart_svg, nice_ticks
 
 
 def _points(svg: str) -> list[tuple[float, float]]:
@@ -42,3 +42,95 @@ def test_marks_and_nice_ticks():
     assert "K = 4" in svg and ">40%<" in svg and ">100%<" in svg
     assert nice_ticks(0, 1) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
     assert nice_ticks(-0.37, 0.52) == pytest.approx([-0.2, 0.0, 0.2, 0.4])
+
+
+# ---------------------------------------------------------------- bands, picks, right axis, grids
+
+
+def _y_ticks(svg: str, cls: str = "") -> dict[str, float]:
+    """Tick label -> its text's baseline y (left axis; ``cls="crbc-y2"``: the right axis)."""
+    if cls:
+        return {t: float(y) - 4 for y, t in re.findall(rf'<text class="{cls}" x="[-0-9.]+" y="([-0-9.]+)"[^>]*>([^<]+)<', svg)}
+    return {t: float(y) - 4 for y, t in re.findall(r'<text x="52.0" y="([-0-9.]+)" text-anchor="end"[^>]*>([^<]+)<', svg)}
+
+
+def test_a_band_spans_lo_to_hi_at_the_pixels_of_its_values():
+    lo, hi = [0.2, 0.3, None, 0.1], [0.8, 0.7, 0.9, 0.6]
+    svg = line_chart_svg([Series("s", [0, 1, 2, 3], [0.5, 0.5, 0.5, 0.4], "#123456", band=(lo, hi), band_label="min–max")],
+                         y_range=(0, 1))
+    ticks = _y_ticks(svg)
+    y0, y1 = ticks["0"], ticks["1"]
+
+    def py(v):
+        return y0 + (y1 - y0) * v
+
+    polys = re.findall(r'<polygon class="crbc-band" points="([^"]+)" fill="#123456" fill-opacity="0.15"', svg)
+    assert len(polys) == 2  # the missing lo at x = 2 breaks the band
+    first = [tuple(map(float, p.split(","))) for p in polys[0].split()]
+    assert [round(y, 1) for _, y in first] == [round(py(v), 1) for v in (0.8, 0.7, 0.3, 0.2)]
+    assert first[0][0] == first[3][0] < first[1][0] == first[2][0]  # forward along hi, back along lo
+    assert svg.index("crbc-band") < svg.index("<polyline")  # under the line
+    assert "<title>s: min–max</title>" in svg
+
+
+def test_picks_sit_on_their_points_and_are_escaped():
+    x, y = [0, 1, 2, 3], [0.1, float("nan"), 0.3, 0.4]
+    picks = ["0|a", "1|b", "2|<script>x</script>", "3|a|b"]
+    svg = line_chart_svg([Series("m", x, y, "#123456", picks=picks, tips=["t0", "t1", "<i>t2</i>", "t3"]),
+                          Series("seed", x, y, "#654321", markers=False, picks=picks, point_tips=False)])
+    assert "<script>" not in svg and "<i>" not in svg
+    marked = re.findall(r'<g data-pick="([^"]*)"><title>([^<]*)</title><circle cx="([-0-9.]+)" cy="([-0-9.]+)" '
+                        r'r="[0-9.]+" fill="#123456"[^>]*/><circle cx="([-0-9.]+)" cy="([-0-9.]+)" r="([0-9.]+)"', svg)
+    assert [m[0] for m in marked] == ["0|a", "2|&lt;script&gt;x&lt;/script&gt;", "3|a|b"]  # none on the NaN
+    assert [m[1] for m in marked] == ["t0", "&lt;i&gt;t2&lt;/i&gt;", "t3"]
+    assert all(m[2] == m[4] and m[3] == m[5] and float(m[6]) >= 3 for m in marked)  # the hit circle is on the dot
+    bare = re.findall(r'<circle data-pick="([^"]*)" cx="([-0-9.]+)" cy="([-0-9.]+)" r="[0-9.]+"/>', svg)
+    assert [b[0] for b in bare] == [m[0] for m in marked] and [b[1:] for b in bare] == [m[2:4] for m in marked]
+    assert svg.count('fill="transparent"') == 2  # the hit circles' groups
+    default = line_chart_svg([Series("p", [0, 1], [0.25, 0.5], "#000")], percent_y=True)
+    assert "<title>p: x = 1, y = 50.0%</title>" in default
+
+
+def test_the_right_axis_is_symmetric_and_both_zero_lines_coincide():
+    svg = line_chart_svg([Series("left", [0, 1, 2], [-2.0, 1.0, 0.5], "#111"),
+                          Series("truth A_t", [0, 1, 2], [-0.1, 0.3, 0.2], "#222", right_axis=True)],
+                         y_symmetric=True, y_title="A_S", y2_title="<b>truth</b> A_t")
+    left, right = _y_ticks(svg), _y_ticks(svg, "crbc-y2")
+    assert left["0"] == pytest.approx(right["0"], abs=0.05)
+    assert set(left) >= {"-2", "2"} and set(right) >= {"-0.2", "0.2"}  # +-2.1 and +-0.315
+    assert left["-2"] - left["0"] == pytest.approx(left["0"] - left["2"], abs=0.1)
+    assert right["-0.2"] - right["0"] == pytest.approx(right["0"] - right["0.2"], abs=0.1)
+    zero = re.search(r'<line class="crbc-zero" [^>]*y1="([-0-9.]+)"', svg)
+    assert zero and float(zero.group(1)) == pytest.approx(left["0"], abs=0.05)
+    assert "&lt;b&gt;truth&lt;/b&gt; A_t" in svg and "rotate(90)" in svg
+    (pts,) = re.findall(r'<polyline points="([^"]+)" fill="none" stroke="#222"', svg)
+    ys = [float(p.split(",")[1]) for p in pts.split()]
+    assert ys[1] == pytest.approx(right["0"] + (right["0.2"] - right["0"]) * 1.5, abs=0.15)  # 0.3 on the right scale
+
+
+def test_many_points_make_one_polyline_per_line_and_no_markers():
+    x = list(range(100))
+    svg = line_chart_svg([Series(f"run {i}", x, [i + 0.01 * k for k in x], "#123", markers=False, width=1,
+                                 opacity=0.45) for i in range(32)])
+    assert svg.count("<polyline") == 32 and "<circle" not in svg
+    assert svg.count('class="crbc-series crbc-faint"><title>run ') == 32 and "<style>" in svg
+
+
+def test_grid_lays_out_panels_with_titles_and_one_legend():
+    series = [Series("<b>a</b>", [0, 1], [0, 1], "#111"), Series("b", [0, 1], [1, 0], "#222")]
+    panels = [line_chart_svg(series, width=300, height=200, show_legend=False) for _ in range(4)]
+    assert "<line x1" in panels[0] and "&lt;b&gt;a" not in panels[0].split("</g>")[-1]  # no legend in a panel
+    svg = grid_svg(panels, ["one", "<script>two</script>", "three", "four"], cols=3, legend=series)
+    assert svg.startswith('<svg class="crbc-line-chart" viewBox="0 0 916 ') and "<script>" not in svg
+    shifts = re.findall(r'<g transform="translate\(([-0-9.]+) ([-0-9.]+)\)">', svg)
+    assert shifts == [("0.0", "18.0"), ("308.0", "18.0"), ("616.0", "18.0"), ("0.0", "244.0")]
+    assert re.findall(r'class="crbc-panel-title"[^>]*>([^<]*)<', svg)[1] == "&lt;script&gt;two&lt;/script&gt;"
+    assert svg.count("&lt;b&gt;a&lt;/b&gt;</text>") == 1  # the shared legend, once
+    with pytest.raises(ValueError):
+        grid_svg(["<svg></svg>"])
+
+
+def test_percent_ticks_keep_the_decimals_their_step_needs():
+    svg = line_chart_svg([Series("a", [0, 1], [0.001, 0.02], "#000")], percent_y=True, y_range=(0, 0.02))
+    labels = list(_y_ticks(svg))
+    assert len(labels) == len(set(labels)) and "0.5%" in labels

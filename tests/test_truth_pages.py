@@ -74,10 +74,6 @@ def _arr(x) -> np.ndarray:
     return np.asarray(x, dtype=float)
 
 
-def _z(trace: dict) -> np.ndarray:
-    return _arr(trace["z"])
-
-
 def test_accuracy_page_opens_the_shipped_result():
     at = _app("pages/accuracy.py")
     assert "Estimator accuracy" in _texts(at)
@@ -128,8 +124,15 @@ def test_credits_page_truth_row_and_agreement():
     at = _app("pages/credits.py")
     grp = _chosen_group(at)
     p, gt = _truth_of(grp)
-    z = _z(_chart(at, "heat_truth")["data"][0])
-    assert np.sort(z[np.isfinite(z)]) == pytest.approx(np.sort(gt.advantage_N))
+    from crbc.viz.heatmap_svg import credit_fill
+    from crbc.viz.style import symmetric_range
+    from tests.heatmap_cells import panels
+
+    cells = panels(_svg(at, "heat_truth"))["truth"]  # SVG: a cell per step, in the process's order
+    assert [c.value for c in cells] == pytest.approx(gt.advantage_N.tolist(), abs=6e-4)
+    assert [c.fill for c in cells] == credit_fill(gt.advantage_N, symmetric_range(gt.advantage_N)).tolist()
+    assert all(c.title.startswith("rollout r") and " · true A_t " in c.title for c in cells)
+    assert cells[0].step == (0, 1)  # a click opens the step in the Inspector, as on the estimators' panels
     table = next(t.value for t in tables(at) if "Spearman" in t.value.columns)
     assert list(table.index) == estimators.names()
     creds = {n: estimators.compute(n, [grp]) for n in estimators.names()}
@@ -163,7 +166,8 @@ def test_graph_and_backups_colour_by_truth_and_error():
 def test_no_truth_for_a_hand_written_group():
     at = _app("pages/credits.py", sample="worked-example.jsonl")
     assert "No exact truth" in _texts(at)
-    assert not any(e.proto.id.endswith("heat_truth") for e in at.get("plotly_chart"))
+    assert not any(e.proto.id.endswith("heat_truth") for e in at.get("bidi_component"))
+    assert any(e.proto.id.endswith("heat_credits") for e in at.get("bidi_component"))
 
 
 def test_lesson_which_estimate_is_right():

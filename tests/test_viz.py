@@ -144,13 +144,20 @@ def test_graph_svg_colours_by_value_and_draws_the_path(worked):
 
 
 def test_credit_matrix_and_heatmap(walk):
+    from crbc.viz.heatmap_svg import credit_fill, credit_heatmaps_svg
+    from tests.heatmap_cells import panels
+
     g, p = walk
     c = estimators.compute("crbc", p)
     m = heatmaps.credit_matrix(c, "step_advantage")
     assert m.shape == (16, int(p.rollout_len.max()))
     assert np.isnan(m).sum() == m.size - p.n_steps
-    fig = heatmaps.credit_heatmap(c, "step_advantage")
-    assert fig.data[0].zmid == 0 and fig.data[0].colorscale is not None
+    cells = panels(credit_heatmaps_svg({"crbc": c}, "step_advantage"))["crbc"]
+    assert len(cells) == p.n_steps  # a cell per step, in the process's step order
+    vals = c.step_advantage_N
+    z = float(np.abs(vals).max())
+    assert [x.fill for x in cells] == credit_fill(vals, z).tolist()  # the diverging scale, centred on 0
+    assert credit_fill(np.array([-z, 0.0, z]), z).tolist() == ["#67001f", "#f7f7f7", "#053061"]
     assert charts.field_N(estimators.compute("grpo", p), "credit") is None
 
 
@@ -222,150 +229,162 @@ def test_step_credit_bars_html_signs_and_escaping():
     assert "#2166ac" in out                                 # a positive credit is blue
 
 
-def test_diagnostics_figure_fast_build_equals_a_validated_build():
-    """diagnostics_figure skips plotly's validation (a fast path): its dict must survive
-    validation unchanged, and its traces sit on the six panels with the chosen iteration marked."""
-    import plotly.graph_objects as go
-
+def test_diagnostics_svg_draws_every_run_in_six_panels_with_the_chosen_iteration():
+    """diagnostics_svg: six titled panels, in each one polyline per run that has the diagnostic
+    (titled with the run's name, in its estimator's colour), the chosen iteration as a dotted
+    orange line at the same x in every panel, one legend of the estimators; no plotly."""
     from crbc.io.runs import find_runs, read_run
-    from crbc.viz.runs import DIAG_PANELS, diagnostics_figure
+    from crbc.viz.runs import DIAG_PANELS, color, diagnostics_svg
+    from crbc.viz.style import esc
 
-    runs = [read_run(p) for p in find_runs("sample_rollouts/runs")][:6]
+    runs = [read_run(p) for p in find_runs("sample_rollouts/runs/sokoban-6x6-prereg")][:6]
     assert runs
-    fig = diagnostics_figure(runs, selected=2)
-    fast = json.loads(fig.to_json())
-    slow = json.loads(go.Figure(fig.to_dict()).to_json())  # raises on any invalid property
-    assert fast == slow
-    axes = {(t.get("xaxis", "x"), t.get("yaxis", "y")) for t in fast["data"]}
-    assert axes <= {("x" + s, "y" + s) for s in ["", *map(str, range(2, len(DIAG_PANELS) + 1))]}
-    assert len(axes) > 1
-    assert [s["x0"] for s in fast["layout"]["shapes"]] == [2] * len(DIAG_PANELS)
-    # one trace per (estimator, panel) with data, holding every run's line, broken between runs
-    ests = {r.estimator for r in runs}
-    n_series = sum(any(len(r.series(k)[0]) for r in runs if r.estimator == e) for e in ests for k, _, _ in DIAG_PANELS)
-    assert len(fast["data"]) == n_series
-    for t in fig.data:
-        named = {run for _, run in t.customdata if run}
-        assert named == {r.name for r in runs if r.estimator == t.name and len(r.series(DIAG_PANELS[0][0])[0])} \
-            or t.xaxis != "x"
+    svg = diagnostics_svg(runs, selected=2)
+    assert svg.startswith("<svg") and "plotly" not in svg
+    titles = re.findall(r'<text class="crbc-panel-title"[^>]*>([^<]*)</text>', svg)
+    assert titles == [esc(t) for _, t, _ in DIAG_PANELS]
+    panels = svg.split('<g transform="translate(')[1:]
+    assert len(panels) == len(DIAG_PANELS)
+    ests = list(dict.fromkeys(r.estimator for r in runs))
+    xs = set()
+    for (key, _, _), panel in zip(DIAG_PANELS, panels, strict=True):
+        drawn = re.findall(r'<g class="crbc-series crbc-faint"><title>([^<]*)</title><polyline [^>]*stroke="([^"]+)"',
+                           panel)
+        assert drawn == [(r.name, color(r.estimator, ests.index(r.estimator))) for r in runs if len(r.series(key)[0])]
+        marks = re.findall(r'<line x1="([-0-9.]+)" x2="([-0-9.]+)" [^>]*stroke="#ff7f0e" stroke-width="2" '
+                           r'stroke-dasharray="2 3"/>', panel)
+        assert len(marks) == 1 and marks[0][0] == marks[0][1]
+        xs.add(marks[0][0])
+    assert len(xs) == 1  # the same iteration at the same x in every panel
+    legend = svg.rsplit("</g>", 1)[1]
+    assert [t for t in re.findall(r">([^<]+)</text>", legend)] == ests
+    assert diagnostics_svg([]) == ""
 
 
 @pytest.mark.parametrize("n_panels,cols", [(1, 2), (2, 2), (5, 2), (4, 3)])
-def test_credit_heatmaps_grid_equals_plotly_make_subplots(walk, n_panels, cols):
-    """credit_heatmaps assembles its grid as JSON without plotly's checks (a fast path): the
-    figure must survive validation unchanged, and every panel's axis domains, anchors and title
-    must be where plotly's own make_subplots puts them (the slow, obvious twin)."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
+def test_heatmaps_svg_grid_one_scale_and_every_cell_opens_its_step(walk, n_panels, cols):
+    """One SVG of every panel: a grid of ``cols`` columns (row-major), one colour bar on the
+    shared range, rows labelled with outcome and length, and a cell per step whose pick
+    ("i:t") is that step and whose tooltip names its action, anchor and value."""
+    from crbc.explain.anchor_names import anchor_labels
+    from crbc.viz.heatmap_svg import Panel, credit_fill, heatmaps_svg
+    from tests.heatmap_cells import panels, parse
 
     _, p = walk
-    c = estimators.compute("crbc", p)
-    names = [f"e{i}" for i in range(n_panels)]
-    fig = heatmaps.credit_heatmaps({n: heatmaps.credit_heatmap(c, "step_advantage", zmax=1.0) for n in names},
-                                   height_per_panel=300, cols=cols)
-    fast = json.loads(fig.to_json())
-    assert fast == json.loads(go.Figure(fig.to_dict()).to_json())  # raises on any invalid property
-    rows = -(-n_panels // cols)
-    ref = make_subplots(rows=rows, cols=min(cols, n_panels), subplot_titles=names,
-                        horizontal_spacing=0.12 if min(cols, n_panels) > 1 else 0.02,
-                        vertical_spacing=min(0.3, 90 / (300 * rows))).to_dict()["layout"]
-    for n in names:
-        xa, ya = fast["layout"]["meta"]["panels"][n]
-        xk, yk = xa.replace("x", "xaxis"), ya.replace("y", "yaxis")
-        assert np.allclose(fast["layout"][xk]["domain"], ref[xk]["domain"])
-        assert np.allclose(fast["layout"][yk]["domain"], ref[yk]["domain"])
-        assert fast["layout"][xk]["anchor"] == ref[xk]["anchor"] and fast["layout"][yk]["anchor"] == ref[yk]["anchor"]
-        mine = next(a for a in fast["layout"]["annotations"] if a["text"] == n)
-        theirs = next(a for a in ref["annotations"] if a["text"] == n)
-        assert (mine["x"], mine["y"]) == pytest.approx((theirs["x"], theirs["y"]))
-        panel = [t for t in fast["data"] if t.get("legendgroup") == n]
-        assert [t["name"] for t in panel] == ["credit", "cells"]
-        assert all((t["xaxis"], t["yaxis"]) == (xa, ya) for t in panel)
-        assert panel[0]["coloraxis"] == "coloraxis" and "zmin" not in panel[0]
+    rng = np.random.default_rng(n_panels)
+    vals = {f"e{i}": rng.normal(size=p.n_steps) * (i + 1) for i in range(n_panels)}
+    svg = heatmaps_svg(p, [Panel(n, v) for n, v in vals.items()], zmax=2.0, cols=cols)
+    root = parse(svg)
+    assert "viewBox" in root.attrib and "xmlns" not in svg
+    # a full grid fills the column; fewer panels than columns keep a grid panel's width
+    width = root.get("width")
+    assert width == "100%" if n_panels >= cols else float(width.rstrip("%")) < 50
+    assert svg.count(">−2<") == 1 and svg.count(">+2  credit") == 1  # one colour bar
+    spots = [re.search(r"translate\(([\d.]+),([\d.]+)\)", g.get("transform")).groups()
+             for g in root.iter("g") if g.get("class") == "crbc-panel"]
+    xs, ys = sorted({float(x) for x, _ in spots}), sorted({float(y) for _, y in spots})
+    assert len(xs) == min(cols, n_panels) and len(ys) == -(-n_panels // cols)
+    assert [(xs.index(float(x)), ys.index(float(y))) for x, y in spots] == \
+        [(i % cols, i // cols) for i in range(n_panels)]
+    labels = anchor_labels(p)
+    got = panels(svg)
+    assert list(got) == list(vals)
+    for name, cells in got.items():
+        assert [x.fill for x in cells] == credit_fill(vals[name], 2.0).tolist()  # clipped at +-2
+        for n, cell in enumerate(cells):
+            i, t = cell.step
+            assert (i, t) == (int(p.step_rollout[n]), int(p.step_t[n]))
+            act = p.action_names[int(p.sa_action[p.step_sa[n]])]
+            assert cell.title.startswith(f"rollout r{int(p.rollout_index[i])}, step {t}: {act} at "
+                                         f"{labels[int(p.step_state[n])]} · value ")
+            assert cell.value == pytest.approx(vals[name][n], abs=6e-4)
+    # each row says its outcome and length
+    rows = ["".join(t.itertext()) for t in root.iter("text") if t.find("tspan") is not None]
+    assert rows[:len(p.rollout_len)] == [f"{'✓' if ok else '✗'} r{int(i)} ({int(n)})" for ok, i, n in
+                                         zip(p.rollout_success, p.rollout_index, p.rollout_len, strict=True)]
+    # not clickable: the same cells and tooltips without data-pick
+    bare = heatmaps_svg(p, [Panel(n, v) for n, v in vals.items()], zmax=2.0, cols=cols, pickable=False)
+    assert "data-pick" not in bare and bare.count("<title>") == svg.count("<title>")
 
 
-def test_evidence_veils_every_cell_that_is_not_sure(walk):
-    """A sure step's cell keeps its colour; every other cell carries the white veil (one heatmap
-    trace under the clickable cells, no element per cell); each point's hover names its step's
-    evidence; the grid keeps the veil's own colours and stays valid."""
-    import plotly.graph_objects as go
-
+def test_evidence_washes_out_every_cell_that_is_not_sure(walk):
+    """A sure step's cell keeps its colour; every other cell is washed out (its colour mixed with
+    white) and its tooltip names its step's evidence; "sure only" blanks those cells instead,
+    still clickable."""
     from crbc.estimators.bootstrap import credit_intervals
-    from crbc.viz.intervals import VEIL, evidence_marks
+    from crbc.viz.heatmap_svg import credit_fill, credit_heatmaps_svg
+    from tests.heatmap_cells import panels
 
     _, p = walk
     c = estimators.compute("crbc", p)
     ev = credit_intervals(p, "crbc", n_resamples=20, seed=0).evidence_N
     assert {"sure", "unsure"} <= set(ev.tolist())
-    fig = evidence_marks(heatmaps.credit_heatmap(c, "credit"), p, ev)
-    assert [t.name for t in fig.data] == ["credit", "evidence", "cells"]
-    veil = np.asarray(fig.data[1].z, float)
-    for n in range(p.n_steps):
-        r, t = p.step_rollout[n], p.step_t[n] - 1
-        assert np.isfinite(veil[r, t]) == (ev[n] != "sure")
-    assert np.isnan(veil[np.isnan(np.asarray(fig.data[0].z, float))]).all()  # no veil beyond a rollout's end
-    cells = fig.data[2]
-    assert [ev[int(p.rollout_offsets[int(cd[0])]) + int(cd[1]) - 1] for cd in cells.customdata] == list(cells.text)
-    assert "evidence: %{text}" in cells.hovertemplate
-    grid = heatmaps.credit_heatmaps({"crbc": fig, "again": evidence_marks(heatmaps.credit_heatmap(c, "credit"), p, ev)})
-    veils = [t for t in grid.data if t.name == "evidence"]
-    assert len(veils) == 2 and all(v.colorscale[0][1] == VEIL and v.coloraxis is None for v in veils)
-    json.loads(go.Figure(grid.to_dict()).to_json())  # valid
+    z = heatmaps.shared_range([c], "credit")
+    cells = panels(credit_heatmaps_svg({"crbc": c}, "credit", zmax=z, evidence={"crbc": ev}))["crbc"]
+    assert [x.fill for x in cells] == credit_fill(c.credit_N, z, washed=ev != "sure").tolist()
+    words = {"sure": "evidence: sure", "unsure": "evidence: not sure", "none": "evidence: none"}
+    assert all(words[e] in x.title for x, e in zip(cells, ev, strict=True))
+    blank = panels(credit_heatmaps_svg({"crbc": c}, "credit", zmax=z, evidence={"crbc": ev}, sure_only=True))["crbc"]
+    assert [x.fill for x in blank] == np.where(ev == "sure", credit_fill(c.credit_N, z), "#ffffff").tolist()
+    assert [x.pick for x in blank] == [x.pick for x in cells]
+    assert "washed out" not in credit_heatmaps_svg({"crbc": c}, "credit") and "not sure: blank" in \
+        credit_heatmaps_svg({"crbc": c}, "credit", evidence={"crbc": ev}, sure_only=True)
 
 
 def test_sure_only_on_binned_columns_keeps_a_bin_with_a_sure_step():
-    """Beyond MAX_COLUMNS steps a cell is a bin of steps; "sure only" keeps a bin when any of its
-    steps is sure (checked against a per-step loop) and blanks the others."""
+    """Beyond MAX_COLUMNS steps a cell is a bin of steps (their mean); "sure only" keeps a bin
+    when any of its steps is sure (checked against a per-step loop) and blanks the others; a
+    bin's pick is its step of largest |value|."""
     from crbc.viz.binning import MAX_COLUMNS, bin_width
-    from crbc.viz.intervals import evidence_marks
+    from crbc.viz.heatmap_svg import Panel, heatmaps_svg
+    from tests.heatmap_cells import panels
 
     g = random_walk_group(4, 2 * MAX_COLUMNS + 50, size=9, seed=1)
     p = merge([g])
     c = estimators.compute("crbc", p)
     rng = np.random.default_rng(0)
     ev = rng.choice(np.array(["sure", "unsure", "none"]), size=p.n_steps, p=[0.02, 0.49, 0.49])
-    fig = evidence_marks(heatmaps.credit_heatmap(c, "credit"), p, ev, sure_only=True)
-    z = np.asarray(fig.data[0].z, float)
+    svg = heatmaps_svg(p, [Panel("crbc", c.credit_N, ev)], sure_only=True)
     w = bin_width(int(p.rollout_len.max()))
-    assert w > 1 and z.shape[1] < int(p.rollout_len.max())
-    want = np.zeros(z.shape, dtype=bool)
+    assert w > 1 and f"step t ({w} steps per cell: their mean)" in svg
+    want = {}
     for n in range(p.n_steps):
-        if ev[n] == "sure":
-            want[p.step_rollout[n], (p.step_t[n] - 1) // w] = True
-    assert np.array_equal(np.isfinite(z), want & np.isfinite(np.asarray(
-        heatmaps.credit_heatmap(c, "credit").data[0].z, float)))
+        key = (int(p.step_rollout[n]), (int(p.step_t[n]) - 1) // w)
+        want[key] = want.get(key, False) or ev[n] == "sure"
+    cells = panels(svg)["crbc"]
+    assert len(cells) == len(want)
+    m = heatmaps.step_matrix(p, c.credit_N)
+    for cell in cells:
+        i, t = cell.step
+        b = (t - 1) // w
+        assert (cell.fill != "#ffffff") == want[(i, b)]
+        row = m[i, b * w:(b + 1) * w]
+        assert abs(m[i, t - 1]) == np.nanmax(np.abs(row))  # the bin's strongest step
+        assert cell.value == pytest.approx(np.nanmean(row), abs=6e-4)
 
 
-def test_a_heatmap_without_clickable_cells_hovers_the_same_step_from_its_own_matrix(walk):
-    """clickable=False drops the per-cell points (their DOM cost) and puts each cell's action and
-    anchor in the heatmap's customdata matrix: the same step the point of that cell names."""
-    import plotly.graph_objects as go
-
-    _, p = walk
-    c = estimators.compute("crbc", p)
-    with_points = heatmaps.credit_heatmap(c, "step_advantage")
-    bare = heatmaps.credit_heatmap(c, "step_advantage", clickable=False)
-    assert [t.name for t in bare.data] == ["credit"]
-    hm = bare.data[0]
-    assert "customdata[0]" in hm.hovertemplate and hm.hoverinfo is None
-    cells = next(t for t in with_points.data if t.name == "cells")
-    matrix = np.asarray(hm.customdata, dtype=object)
-    for pos, t, action, label, *_ in cells.customdata:
-        assert list(matrix[int(pos), int(t) - 1]) == [action, label]
-    json.loads(go.Figure(bare.to_dict()).to_json())
+def _subplots_with_object_customdata(make_subplots, go):
+    """Two panels, one line with a gap and per-point [iteration, name] customdata (None at the gap)."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["a", "b"])
+    cd = np.empty((3, 2), dtype=object)
+    cd[:] = [[0, "run a"], [None, None], [2, "run b"]]
+    fig.add_trace(go.Scatter(x=np.array([0.0, np.nan, 2.0]), y=np.array([0.1, np.nan, 0.3]), customdata=cd),
+                  row=1, col=2)
+    return fig
 
 
 def test_a_snapshot_sends_the_same_json_as_its_figure(walk):
     """style.snapshot (the figure cache's JSON-ready copy) must draw exactly what the figure it
     copies draws: same JSON, for figures of numpy arrays, lists, object arrays and subplots."""
-    from crbc.io.runs import find_runs, read_run
-    from crbc.viz.runs import diagnostics_figure
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
     from crbc.viz.style import snapshot
 
     _, p = walk
     c = estimators.compute("crbc", p)
-    figs = [heatmaps.credit_heatmap(c, "step_advantage"),
-            diagnostics_figure([read_run(r) for r in find_runs("sample_rollouts/runs/sokoban-6x6-prereg")][:4], selected=2)]
+    figs = [charts.timeline_figure({"crbc": c}, 0, "step_advantage"),
+            _subplots_with_object_customdata(make_subplots, go)]
     for fig in figs:
         snap = snapshot(fig)
         assert json.loads(snap.to_json()) == json.loads(fig.to_json())

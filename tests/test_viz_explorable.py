@@ -87,25 +87,32 @@ def test_backup_tree_at_depth_zero_does_not_colour_successors_as_zero():
 
 
 def test_heatmaps_share_one_symmetric_scale_and_mark_outcomes():
+    from crbc.viz.heatmap_svg import credit_fill, credit_heatmaps_svg
+    from crbc.viz.style import OUTCOME_COLORS
+    from tests.heatmap_cells import panels
+
     g = random_walk_group(10, 20, size=4, seed=2, bias=0.4)
     p = merge([g])
     cs = {n: estimators.compute(n, p) for n in ("crbc", "gigpo", "shortest_path")}
     z = heatmaps.shared_range(cs.values(), "step_advantage")
     want = max(float(np.nanmax(np.abs(charts.field_N(c, "step_advantage")))) for c in cs.values())
     assert z == pytest.approx(want)
-    figs = [heatmaps.credit_heatmap(c, "step_advantage", zmax=z) for c in cs.values()]
-    for f in figs:
-        h = f.data[0]
-        assert (h.zmin, h.zmax) == (-z, z)
+    svg = credit_heatmaps_svg(cs, "step_advantage", zmax=z)
+    assert svg.count(f">+{z:.3g}  A_S (one scale for every panel)<") == 1  # one colour bar
+    got = panels(svg)
+    for name, c in cs.items():  # every panel on the one range [-z, z]
+        assert [x.fill for x in got[name]] == credit_fill(c.step_advantage_N, z).tolist()
     # each row says its outcome
-    ticks = figs[0].layout.yaxis.ticktext
+    ticks = re.findall(r'<text [^>]*text-anchor="end"[^>]*><tspan fill="([^"]+)">([✓✗])</tspan> r(\d+) ', svg)
+    ticks = ticks[:len(g)]
     assert len(ticks) == len(g)
-    for r, t in zip(g.rollouts, ticks, strict=True):
-        assert ("✓" in t) == (r.success and not r.truncated)
-    # every step is a clickable point that names its rollout (position) and step
-    pts = next(t for t in figs[0].data if t.name == "cells")
-    assert len(pts.x) == p.n_steps
-    assert {(int(a), int(b)) for a, b, *_ in pts.customdata} == {
+    for r, (colour, mark, rid) in zip(g.rollouts, ticks, strict=True):
+        assert (mark == "✓") == (r.success and not r.truncated) and int(rid) == r.rollout
+        assert colour == OUTCOME_COLORS["success" if mark == "✓" else "failure"]
+    # every step is a clickable cell that names its rollout (position) and step
+    cells = got["crbc"]
+    assert len(cells) == p.n_steps
+    assert {c_.step for c_ in cells} == {
         (int(r), int(t)) for r, t in zip(p.step_rollout, p.step_t, strict=True)}
 
 
@@ -216,32 +223,38 @@ def test_coverage_chart_marks_depth():
 
 
 def test_every_curve_point_names_its_run_and_iteration(tmp_path):
+    """Every point of the curves SVG picks "iteration|run": a seed's point its own run at its
+    iteration (x where the iteration is), a mean curve's point its estimator's first run; a
+    hostile run name is escaped in the drawing and read back whole."""
+    import html
+
     import crbc.io.runs as R
-    from crbc.viz.runs import curves_figure, metric_label
+    from crbc.train.analysis import curves
+    from crbc.viz.runs import curves_chart_svg, metric_label, parse_pick
 
     groups = read_rollouts(WORKED)
-    for est, seed, curve in (("grpo", 0, (0.2, 0.3)), ("crbc", 0, (0.2, 0.5)), ("crbc", 1, (0.1, 0.4))):
-        w = RW.RunWriter.create(tmp_path / f"{est}-s{seed}", {"name": f"{est}-s{seed}",
-                                                             "config": {"estimator": est, "seed": seed}})
+    names = {"grpo-s0": "grpo", "crbc-s0": "crbc", "<b>c|1</b> & 'x'": "crbc"}
+    for i, ((name, est), curve) in enumerate(zip(names.items(), ((0.2, 0.3), (0.2, 0.5), (0.1, 0.4)), strict=True)):
+        w = RW.RunWriter.create(tmp_path / f"run{i}", {"name": name, "config": {"estimator": est, "seed": i}})
         for it, s in enumerate(curve):
             w.write_rollouts(it, groups)
             w.append_metrics({"iteration": it, "success_rate": s})
-    runs = [R.read_run(tmp_path / n) for n in ("grpo-s0", "crbc-s0", "crbc-s1")]
-    from crbc.train.analysis import curves
-
-    fig = curves_figure(curves(runs, "success_rate"), "success_rate")
-    names = {r.name for r in runs}
-    clickable = [t for t in fig.data if t.customdata is not None]
-    assert clickable
-    for t in clickable:
-        for (it, run), x in zip(t.customdata, t.x, strict=True):
-            if x is None or np.isnan(x):  # the break between two runs' lines
-                assert it is None and run is None
-                continue
-            assert run in names and int(it) == int(x)
-    seeds = [t for t in fig.data if t.name == "crbc seeds"]  # one trace for both crbc seeds
-    assert len(seeds) == 1 and {run for _, run in seeds[0].customdata if run} == {"crbc-s0", "crbc-s1"}
-    mean_crbc = next(t for t in fig.data if t.name.startswith("crbc ("))
-    assert {run for _, run in mean_crbc.customdata} <= {"crbc-s0", "crbc-s1"}
+    runs = [R.read_run(p) for p in sorted(tmp_path.iterdir())]
+    svg = curves_chart_svg(curves(runs, "success_rate"), "success_rate")
+    assert "<b>" not in svg and "&lt;b&gt;c|1&lt;/b&gt; &amp; &#x27;x&#x27;" in svg
+    seeds = re.findall(r'<circle data-pick="([^"]*)" cx="([-0-9.]+)"', svg)
+    assert len(seeds) == 6  # two points per run
+    x_of = {}
+    for value, cx in seeds:
+        it, run = parse_pick(html.unescape(value))
+        assert run in names
+        x_of.setdefault(it, set()).add(cx)
+    assert sorted(x_of) == [0, 1] and all(len(v) == 1 for v in x_of.values())  # one x per iteration
+    means = [parse_pick(html.unescape(v)) for v in re.findall(r'<g data-pick="([^"]*)"><title>', svg)]
+    assert len(means) == 4 and {run for _, run in means} <= set(names)
+    crbc_first = next(r.name for r in runs if r.estimator == "crbc")
+    assert {run for _, run in means if run != "grpo-s0"} == {crbc_first}
+    assert parse_pick("3|a|b") == (3, "a|b") and parse_pick("x|a") is None and parse_pick("3") is None
     assert metric_label("diag.rank_crbc_gigpo").startswith("diagnostic:")
     assert "_" not in metric_label("eval_success_ci")
+

@@ -3,6 +3,6 @@
 ``pages/`` holds only pages; each starts with ``ctx = state.page_context()`` and renders.
 ``state`` (data source, chosen group, cached results), ``url`` (shared-link parameters and their
 notices, changing page), ``sidebar`` (the data-source sidebar that ``app.py`` draws), ``routing``
-(deep links through ``app.py``), ``widgets`` (plotly selections, monospace text), ``truth`` (the
+(deep links through ``app.py``), ``widgets`` (user strings as text, tables, monospace text), ``truth`` (the
 exact truth of a toy group, cached).
 """

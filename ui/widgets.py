@@ -1,5 +1,5 @@
-"""Small rendering helpers every page uses: user strings as text, static tables, plotly
-selections, monospace text blocks."""
+"""Small rendering helpers every page uses: user strings as text, static tables, monospace text
+blocks, folded parts and the end-of-fragment marker."""
 
 from __future__ import annotations
 
@@ -74,18 +74,6 @@ def table(rows: Any, container: Any = None, hide_index: bool = True) -> None:
     (:func:`crbc.viz.html_table.html_table`): every cell shown as its text, never Markdown or
     HTML; ``hide_index=False`` shows a DataFrame's index."""
     (container or st).html(html_table(rows, index=not hide_index))
-
-
-def selected_customdata(key: str) -> list[Any]:
-    """The ``customdata`` of the points selected on the plotly chart with widget ``key`` (read in
-    its ``on_select`` callback; the selection is a dict or an attribute object by Streamlit
-    version), in click order; [] when nothing usable is selected."""
-    sel = st.session_state.get(key)
-    try:
-        points = sel["selection"]["points"] if isinstance(sel, dict) else sel.selection.points
-    except (AttributeError, KeyError, TypeError):
-        return []
-    return [pt.get("customdata") for pt in points or [] if isinstance(pt.get("customdata"), list | tuple)]
 
 
 def pre(text: str, container: Any = None) -> None:

@@ -128,36 +128,6 @@ def agreement_table(scores: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
 TRUTH_COLOR = "#111111"
 
 
-def truth_heatmap(p: Any, truth_N: np.ndarray, height: int = 300, title: str | None = None
-                  ) -> go.Figure:
-    """Rollouts x steps heatmap of the true advantage A_t(s_t, a_t) (steps in the process's
-    order), on the credit scale centred on 0."""
-    from crbc.viz.binning import bin_width, binned
-    from crbc.viz.style import CREDIT_SCALE, plain
-
-    m = np.full((len(p.rollout_len), int(p.rollout_len.max())), np.nan)
-    m[p.step_rollout, p.step_t - 1] = truth_N
-    z = float(np.nanmax(np.abs(m))) if np.isfinite(m).any() and np.nanmax(np.abs(m)) > 0 else 1.0
-    acts = np.full(m.shape, "", dtype=object)
-    acts[p.step_rollout, p.step_t - 1] = [plain(p.action_names[a]) for a in p.sa_action[p.step_sa]]
-    w = bin_width(m.shape[1])
-    if w > 1:  # a long rollout: bins of w steps, their mean (as the estimators' heatmaps)
-        m, _pick, xs = binned(m, w)
-        acts = np.full(m.shape, f"mean of {w} steps", dtype=object)
-    else:
-        xs = np.arange(1, m.shape[1] + 1)
-    fig = go.Figure(go.Heatmap(
-        z=m, x=xs, y=[f"r{int(i)}" for i in p.rollout_index],
-        colorscale=CREDIT_SCALE, zmid=0, zmin=-z, zmax=z, customdata=acts,
-        hovertemplate="rollout %{y}, step %{x}: %{customdata}<br>true A_t %{z:.4f}<extra></extra>",
-        colorbar=dict(thickness=12), xgap=1 if m.shape[1] <= 100 else 0, ygap=1))
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=36 if title else 8, b=30),
-                      title=title, plot_bgcolor="#f7f7f7")
-    fig.update_yaxes(autorange="reversed", title=None)
-    fig.update_xaxes(title="step t", dtick=max(1, m.shape[1] // 10))
-    return fig
-
-
 def with_truth_line(fig: go.Figure, truth_R: np.ndarray, name: str = "truth (A_t, right axis)"
                     ) -> go.Figure:
     """A copy of a per-step timeline with the true advantage of the same steps as a dashed black

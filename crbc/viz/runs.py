@@ -1,26 +1,29 @@
 """Figures of saved training runs: learning curves per estimator and per-iteration diagnostics.
 
 Pure builders: they take :class:`crbc.train.analysis.Curve` / :class:`crbc.io.runs.Run` objects (computed by
-:mod:`crbc.train.analysis`) and return plotly figures or pandas tables; no estimates are computed here.
+:mod:`crbc.train.analysis`) and return SVG strings (:mod:`crbc.viz.svg_charts`, shown by
+:func:`ui.svg_view.svg_view`: no plotly.js on the page) or pandas tables; no estimates are
+computed here. A point that opens a run's iteration carries ``data-pick`` = :func:`pick_value`
+(read back with :func:`parse_pick`).
 """
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from crbc.io.runs import Run
 from crbc.train.analysis import Curve
 from crbc.viz.charts import est_color
+from crbc.viz.style import HIGHLIGHT
+from crbc.viz.svg_charts import Mark, Series, grid_svg, line_chart_svg
 
 _FALLBACK = ["#2ca02c", "#d62728", "#8c564b", "#e377c2", "#bcbd22"]
+BAND_LABELS = {"ci": "95% CI of the mean", "minmax": "min–max over seeds", "std": "± 1 sd over seeds"}
+SEED_TIPS_MAX = 1500  # seed points with a tooltip each; beyond, a seed's line names only its run
 
 METRIC_LABELS = {
     "success_rate": "success rate (training batch, fresh levels)",
@@ -37,9 +40,11 @@ METRIC_LABELS = {
 
 def metric_label(metric: str) -> str:
     """A metric's name for people: the label above, else its key in words (``diag.`` prefix
-    spelled out)."""
+    spelled out); a name that already has spaces (a label) as it is."""
     if metric in METRIC_LABELS:
         return METRIC_LABELS[metric]
+    if " " in metric:
+        return metric
     for key, label, _pct in DIAG_PANELS:
         if key == metric:
             return f"diagnostic: {label}"
@@ -51,80 +56,91 @@ def color(estimator: str, i: int = 0) -> str:
     return est_color(estimator, _FALLBACK[i % len(_FALLBACK)])
 
 
-def _rgba(hex_color: str, alpha: float) -> str:
-    h = hex_color.lstrip("#")
-    r, g, b = (int(h[k:k + 2], 16) for k in (0, 2, 4))
-    return f"rgba({r},{g},{b},{alpha})"
+def pick_value(iteration: int, run: str) -> str:
+    """The click value of a curve point: ``"<iteration>|<run name>"`` (the name may hold "|")."""
+    return f"{int(iteration)}|{run}"
 
 
-def _joined(lines: Sequence[tuple[str, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Several runs' lines ``(name, x, y)`` as one line trace: x and y joined with a NaN between
-    runs (plotly breaks the line there), and per point ``customdata`` = [iteration, run name]
-    (``[None, None]`` at a break). One trace per estimator instead of one per run: a browser pays
-    for every trace (32 runs x 6 panels were 192 traces on the Training runs page)."""
-    xs, ys, cd = [], [], []
-    for name, x, y in lines:
-        if xs:
-            xs.append(np.array([np.nan]))
-            ys.append(np.array([np.nan]))
-            cd.append([[None, None]])
-        xs.append(np.asarray(x, dtype=float))
-        ys.append(np.asarray(y, dtype=float))
-        cd.append([[int(i), name] for i in x])
-    out = np.empty((sum(len(c) for c in cd), 2), dtype=object)
-    out[:] = [row for c in cd for row in c] or np.empty((0, 2), dtype=object)
-    return np.concatenate(xs) if xs else np.array([]), np.concatenate(ys) if ys else np.array([]), out
+def parse_pick(value: str) -> tuple[int, str] | None:
+    """``(iteration, run name)`` of a :func:`pick_value`, or None for anything else."""
+    it, sep, run = str(value).partition("|")
+    try:
+        return (int(it), run) if sep and run else None
+    except ValueError:
+        return None
 
 
-def curves_figure(curves: Mapping[str, Curve], metric: str = "success_rate", band: str = "minmax",
-                  threshold: float | None = None, show_runs: bool = True, height: int = 420,
-                  title: str | None = None, percent: bool | None = None) -> go.Figure:
-    """Mean curve per estimator with a shaded band over seeds (``band``: "minmax", "std" or "ci",
-    the 95% t interval of the mean),
-    thin per-seed lines (``show_runs``), and an optional dashed threshold line.
+def _fmt(v: float, percent: bool) -> str:
+    return f"{v:.1%}" if percent else f"{v:.3g}"
 
-    Each point's ``customdata`` is ``[iteration, run name]`` (a mean curve names its estimator's
-    first run), so a click can select that run and iteration.
+
+def _band(c: Curve, band: str) -> tuple[np.ndarray, np.ndarray]:
+    """The band's ends per iteration: min-max, +-1 sd, or the 95% t interval (the mean itself
+    where fewer than 2 seeds have a value)."""
+    if band == "minmax":
+        return c.lo, c.hi
+    if band == "ci":
+        return np.where(c.n >= 2, c.ci_lo, c.mean), np.where(c.n >= 2, c.ci_hi, c.mean)
+    return c.mean - c.std, c.mean + c.std
+
+
+def legend_series(estimators: Sequence[str]) -> list[Series]:
+    """One legend entry per estimator in its colour (for a grid's shared legend)."""
+    return [Series(e, [], [], color(e, i)) for i, e in enumerate(estimators)]
+
+
+def curves_chart_svg(curves: Mapping[str, Curve], metric: str = "success_rate", band: str = "minmax",
+                     threshold: float | None = None, show_runs: bool = True, percent: bool | None = None,
+                     width: int = 900, height: int = 380, y_range: tuple[float, float] | None = None,
+                     show_legend: bool = True) -> str:
+    """Mean curve per estimator (thick, with markers) over a shaded band over seeds (``band``:
+    "minmax": min to max; "std": mean +- sd (ddof 0); "ci": the 95% t interval of the mean,
+    mean +- t_{0.975, n-1} sd / sqrt(n), the mean itself where n < 2), thin per-seed lines (``show_runs``;
+    hovering one shows it at full strength), and an optional dashed ``threshold`` level.
+    ``percent`` (default: a success or share metric): the y axis in percent. The y axis spans
+    0 and the data (padded 5 %) unless ``y_range`` is given.
+
+    Every point can be clicked: its ``data-pick`` is :func:`pick_value` of its iteration and run
+    (a mean curve's point names its estimator's first run). A mean point's tooltip gives the
+    mean, the band and the number of seeds; a seed point's its run, iteration and value (up to
+    :data:`SEED_TIPS_MAX` seed points; beyond, the line's tooltip names its run).
     """
     if percent is None:
         percent = "success" in metric or "share" in metric
-    k = 100.0 if percent else 1.0
-    fig = go.Figure()
+    seeds, means, vals = [], [], []
+    n_seed_pts = sum(len(its) for c in curves.values() for its, _ in c.per_run) if show_runs else 0
     for i, (est, c) in enumerate(curves.items()):
         col = color(est, i)
-        lo, hi = {"minmax": (c.lo, c.hi), "ci": (np.nan_to_num(c.ci_lo, nan=c.mean[0] if len(c.mean) else 0),
-                                                  np.nan_to_num(c.ci_hi, nan=c.mean[0] if len(c.mean) else 0))
-                  }.get(band, (c.mean - c.std, c.mean + c.std))
-        if band == "ci":
-            lo, hi = np.where(c.n >= 2, lo, c.mean), np.where(c.n >= 2, hi, c.mean)
-        x = c.iterations
-        fig.add_trace(go.Scatter(x=np.r_[x, x[::-1]], y=k * np.r_[hi, lo[::-1]], fill="toself", mode="lines",
-                                 fillcolor=_rgba(col, 0.15), line=dict(width=0), hoverinfo="skip",
-                                 showlegend=False, legendgroup=est, name=f"{est} spread"))
-        if show_runs and c.runs:
-            xs, ys, cd = _joined([(name, its, k * vals) for name, (its, vals) in zip(c.runs, c.per_run, strict=True)])
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", legendgroup=est,
-                                     line=dict(color=_rgba(col, 0.45), width=1), showlegend=False,
-                                     name=f"{est} seeds", customdata=cd,
-                                     hovertemplate="%{customdata[1]}<br>iteration %{x}: %{y:.1f}<extra></extra>"
-                                     if percent else "%{customdata[1]}<br>iteration %{x}: %{y:.3g}<extra></extra>"))
-        fig.add_trace(go.Scatter(
-            x=x, y=k * c.mean, mode="lines+markers", name=f"{est} (n={int(c.n.max())})", legendgroup=est,
-            line=dict(color=col, width=3), marker=dict(size=6),
-            customdata=[[int(i), c.runs[0] if c.runs else ""] for i in x],
-            hovertemplate=(f"{est}<br>iteration %{{x}}<br>mean %{{y:.1f}}" + ("%" if percent else "")
-                           + "<extra></extra>")))
+        lo, hi = _band(c, band)
+        x = [int(v) for v in c.iterations]
+        first = c.runs[0] if c.runs else ""
+        if show_runs:
+            for name, (its, ys) in zip(c.runs, c.per_run, strict=True):
+                tips = n_seed_pts <= SEED_TIPS_MAX
+                seeds.append(Series(
+                    name, its, ys, col, markers=False, legend=False, width=1, opacity=0.45,
+                    picks=[pick_value(it, name) for it in its], point_tips=tips,
+                    tips=[f"{name}, iteration {int(it)}: {_fmt(v, percent)}" for it, v in zip(its, ys, strict=True)]
+                    if tips else None))
+                vals += [v for v in ys if np.isfinite(v)]
+        tips = [f"{est}, iteration {it}: mean {_fmt(m, percent)}, {BAND_LABELS.get(band, band)} "
+                f"{_fmt(a, percent)} to {_fmt(b, percent)}, {int(n)} seed{'s' if n != 1 else ''} (click: {first})"
+                for it, m, a, b, n in zip(x, c.mean, lo, hi, c.n, strict=True)]
+        means.append(Series(f"{est} (n={int(c.n.max()) if len(c.n) else 0})", x, c.mean, col, width=3,
+                            band=(lo, hi), band_label=BAND_LABELS.get(band, band),
+                            picks=[pick_value(it, first) for it in x], tips=tips))
+        vals += [v for arr in (c.mean, lo, hi) for v in arr if np.isfinite(v)]
     if threshold is not None:
-        fig.add_hline(y=k * threshold, line=dict(color="#555", dash="dash", width=1),
-                      annotation_text=f"threshold {k * threshold:g}{'%' if percent else ''}",
-                      annotation_position="top left")
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40 if title else 20, b=40),
-                      plot_bgcolor="white", title=title, legend=dict(orientation="h", y=-0.18),
-                      hovermode="closest")
-    fig.update_xaxes(title="iteration", gridcolor="#eee", dtick=None)
-    fig.update_yaxes(title=metric_label(metric) + (" (%)" if percent else ""),
-                     gridcolor="#eee", rangemode="tozero")
-    return fig
+        vals.append(threshold)
+    if y_range is None and vals:
+        lo_, hi_ = min(0.0, min(vals)), max(0.0, max(vals))
+        pad = 0.05 * (hi_ - lo_) or 0.5
+        y_range = (lo_ - (pad if lo_ < 0 else 0.0), hi_ + pad)
+    marks = [Mark(threshold, f"threshold {_fmt(threshold, percent).replace('.0%', '%')}", "#555", "6 4")] \
+        if threshold is not None else []
+    return line_chart_svg(seeds + means, x_title="iteration", y_title=metric_label(metric), percent_y=percent,
+                          y_range=y_range, y_marks=marks, width=width, height=height,
+                          zero_line=bool(y_range and y_range[0] < 0 < y_range[1]), show_legend=show_legend)
 
 
 DIAG_PANELS = [
@@ -137,53 +153,32 @@ DIAG_PANELS = [
 ]
 
 
-@functools.lru_cache(maxsize=4)
-def _diag_layout(height: int) -> str:
-    """The six-panel grid's layout as JSON (make_subplots validates it: 0.2 s, so once)."""
-    fig = make_subplots(rows=2, cols=3, subplot_titles=[t for _, t, _ in DIAG_PANELS],
-                        horizontal_spacing=0.07, vertical_spacing=0.16)
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=40), plot_bgcolor="white",
-                      legend=dict(orientation="h", y=-0.1))
-    fig.update_xaxes(gridcolor="#eee")
-    fig.update_yaxes(gridcolor="#eee")
-    fig.update_annotations(font_size=12)
-    return fig.layout.to_json()
-
-
-def diagnostics_figure(runs: Sequence[Run], height: int = 560, selected: int | None = None) -> go.Figure:
-    """Six panels, one per diagnostic, one line per run (coloured by its estimator; the runs of
-    one estimator are one trace per panel, broken between runs).
-
-    Built from plain trace dicts without plotly's per-property validation (``_validate=False``)
-    on a cached grid layout: with 20 runs the validated build (120 ``add_trace(row=, col=)`` and
-    6 ``add_vline``) took 0.9 s, most of the Training runs page's server time. The dicts use only
-    standard scatter properties; tests/test_viz.py checks the figure against a validated copy.
-    """
-    seen: set[str] = set()
+def diagnostics_svg(runs: Sequence[Run], selected: int | None = None, cols: int = 3,
+                    panel_width: int = 300, panel_height: int = 210) -> str:
+    """Six small panels (:data:`DIAG_PANELS`) in a grid of ``cols``, one thin line per run
+    coloured by its estimator (hovering a line names its run and draws it at full strength),
+    a dotted orange line at the ``selected`` iteration in every panel, one legend of the
+    estimators under the grid. A share is drawn in percent from 0. "" when no run has any of
+    the diagnostics."""
     ests = list(dict.fromkeys(r.estimator for r in runs))
-    traces = []
-    for est in ests:
-        col = color(est, ests.index(est))
-        for j, (key, _, pct) in enumerate(DIAG_PANELS):
-            lines = [(run.name, its, 100 * vals if pct else vals)
-                     for run in runs if run.estimator == est for its, vals in [run.series(key)] if len(its)]
-            if not lines:
-                continue
-            ax = "" if j == 0 else str(j + 1)
-            xs, ys, cd = _joined(lines)  # one trace per estimator and panel, a break between runs
-            traces.append(dict(
-                type="scatter", x=xs, y=ys, mode="lines", name=est,
-                legendgroup=est, showlegend=est not in seen, line=dict(color=col, width=1.5),
-                customdata=cd, xaxis="x" + ax, yaxis="y" + ax,
-                hovertemplate="%{customdata[1]}<br>iteration %{x}: %{y:.3g}<extra></extra>"))
-            seen.add(est)
-    layout = json.loads(_diag_layout(height))
-    if selected is not None:
-        layout["shapes"] = [
-            dict(type="line", xref="x" + ax, yref=f"y{ax} domain", x0=selected, x1=selected, y0=0, y1=1,
-                 line=dict(color="#ff7f0e", dash="dot", width=1))
-            for ax in ("" if j == 0 else str(j + 1) for j in range(len(DIAG_PANELS)))]
-    return go.Figure(data=traces, layout=layout, _validate=False)
+    panels, any_data = [], False
+    for j, (key, _, pct) in enumerate(DIAG_PANELS):
+        series = []
+        for run in runs:
+            its, vals = run.series(key)
+            if len(its):
+                series.append(Series(run.name, its, vals, color(run.estimator, ests.index(run.estimator)),
+                                     markers=False, legend=False, width=1.5, opacity=0.7))
+        any_data = any_data or bool(series)
+        top = max((float(np.nanmax(s.y)) for s in series if np.isfinite(s.y).any()), default=1.0)
+        marks = [Mark(selected, "", HIGHLIGHT, "2 3")] if selected is not None else []
+        panels.append(line_chart_svg(
+            series, x_title="iteration" if j >= len(DIAG_PANELS) - cols else "", percent_y=pct,
+            y_range=(0.0, top * 1.05 or 1.0) if pct else None, x_marks=marks, width=panel_width,
+            height=panel_height, show_legend=False))
+    if not any_data:
+        return ""
+    return grid_svg(panels, [t for _, t, _ in DIAG_PANELS], cols=cols, legend=legend_series(ests))
 
 
 def summary_table(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
