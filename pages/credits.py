@@ -161,12 +161,12 @@ st.caption(" · ".join(f"**{n}**: {estimators.get(n).summary.replace('*', '×')}
 # with the truth line once it is known
 st.subheader(f"Rollout {grp.rollouts[r].rollout}, step by step")
 all_params = tuple((n, tuple(sorted(ctx.estimator_params(n).items()))) for n in names)
-timeline = figure_cache.figure("credits_timeline", (ctx.key, all_params, r, field),
-                               lambda: charts.timeline_figure(all_c, r, field))
+timeline = figure_cache.figure("credits_timeline_svg", (ctx.key, all_params, r, field),
+                               lambda: charts.timeline_chart_svg(all_c, r, field))
 timeline_slot = st.empty()
 if has_truth:
-    timeline_slot.plotly_chart(timeline, width="stretch", key="timeline_pre",
-                               config=png_config(f"{grp.group.replace('/', '_')}.timeline"))
+    with timeline_slot:
+        svg_view(timeline, key="timeline_pre")
 
 truth, no_truth = exact_truth.group_truth(ctx)
 if truth is not None:
@@ -183,11 +183,10 @@ elif truth_box is not None:
 
 if truth is not None:
     timeline = figure_cache.figure(
-        "credits_timeline_truth", (ctx.key, all_params, r, field),
-        lambda: VA.with_truth_line(charts.timeline_figure(all_c, r, field),
-                                   truth.advantage_N[all_c[names[0]].rollout_slice(r)]))
-timeline_slot.plotly_chart(timeline, width="stretch", key="timeline",
-                           config=png_config(f"{grp.group.replace('/', '_')}.timeline"))
+        "credits_timeline_truth_svg", (ctx.key, all_params, r, field),
+        lambda: charts.timeline_chart_svg(all_c, r, field, truth.advantage_N[all_c[names[0]].rollout_slice(r)]))
+with timeline_slot:
+    svg_view(timeline, key="timeline", download=f"{slug}.timeline")
 st.caption("Where the lines disagree, the estimators tell the learner different stories about the "
            "same step. Choose another rollout in the sidebar."
            + (" The dashed black line is the truth (right axis)." if truth is not None else ""))
@@ -240,8 +239,8 @@ f1.download_button(f"{est} heatmap · SVG",
                    file_name=f"{slug}.{est}.heatmap.svg", mime="image/svg+xml", on_click="ignore",
                    key="dl_heat", icon=":material/image:", width="stretch", disabled=est not in shown,
                    help=None if est in shown else f"{est} has no {charts.FIELDS[field]}")
-f2.download_button("Timeline figure · HTML", lambda: charts.figure_html(timeline),
-                   file_name=f"{slug}.timeline.html", mime="text/html", on_click="ignore",
+f2.download_button("Timeline · SVG", lambda: timeline.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1),
+                   file_name=f"{slug}.timeline.svg", mime="image/svg+xml", on_click="ignore",
                    key="dl_timeline", icon=":material/image:", width="stretch")
 if len(ctx.groups) > 1:
     st.markdown(f"**The whole file** ({len(ctx.groups)} groups, every step with its anchor):")
@@ -254,8 +253,8 @@ if len(ctx.groups) > 1:
                        lambda: charts.credits_frame({n: ctx.file_credits(n) for n in names}).to_csv(index=False),
                        file_name="all-groups.credits.csv", mime="text/csv", on_click="ignore",
                        key="dl_file_csv", icon=":material/download:", width="stretch")
-st.caption("The heatmaps download as SVG: the *Download SVG* link under each drawing saves it as "
-           "shown (every panel, with the evidence marks), the button above one estimator's panel. "
-           "The timeline and the scatter download as standalone HTML with plotly.js inside: they "
-           "open offline. For a PNG of those two, use the camera button at the top right of the "
-           "chart (it appears on hover).")
+st.caption("The heatmaps and the timeline download as SVG: the *Download SVG* link under each "
+           "drawing saves it as shown (every panel, with the evidence marks), the buttons above one "
+           "estimator's panel or the timeline. The scatter downloads as standalone HTML with "
+           "plotly.js inside (it opens offline); for a PNG of it, use the camera button at the top "
+           "right of the chart (it appears on hover).")

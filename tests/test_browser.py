@@ -150,23 +150,17 @@ def test_broken_upload_shows_the_error(app_url, page, artifacts_dir, tmp_path):
 
 
 def test_credit_and_figure_downloads(app_url, browser, tmp_path):
-    """Step credits: crbc.credit/1 JSONL download, the heatmaps as SVG files, and a chart saved as
-    PNG from its camera button."""
+    """Step credits: crbc.credit/1 JSONL download, the heatmaps and the timeline as SVG files."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     pg = ctx.new_page()
     pg.set_default_timeout(TIMEOUT_MS)
     log = RequestLog(pg)
     try:
         pg.goto(app_url + "/credits")
-        # the timeline carries the truth line, so its first draw waits for the model's first load
-        pg.wait_for_selector(".st-key-timeline .js-plotly-plot", timeout=2 * TIMEOUT_MS)
+        # the timeline carries the truth line, so its final drawing waits for the model's first load
+        pg.wait_for_selector(".st-key-timeline .crbc-svg-view svg", timeout=2 * TIMEOUT_MS)
         wait_idle(pg)
-        pg.hover(".st-key-timeline .js-plotly-plot")
-        with pg.expect_download() as dl:
-            pg.click(".st-key-timeline .modebar-btn")
-        png = tmp_path / dl.value.suggested_filename
-        dl.value.save_as(png)
-        assert png.suffix == ".png" and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert pg.locator(".js-plotly-plot").count() == 0  # no plotly.js for this page's charts
         with pg.expect_download() as dl:
             pg.click(".st-key-dl_jsonl button")
         out = tmp_path / dl.value.suggested_filename
@@ -177,14 +171,18 @@ def test_credit_and_figure_downloads(app_url, browser, tmp_path):
         # the heatmaps as SVG: the link under the drawing (every panel, as shown) and the button
         # (one estimator's panel); each a standalone, well-formed SVG file
         import xml.etree.ElementTree as ET
-        for click in (".st-key-heat_credits .crbc-svg-download", ".st-key-dl_heat button"):
+        for click in (".st-key-heat_credits .crbc-svg-download", ".st-key-dl_heat button",
+                      ".st-key-timeline .crbc-svg-download", ".st-key-dl_timeline button"):
             with pg.expect_download() as dl:
                 pg.click(click)
             svg = tmp_path / dl.value.suggested_filename
             dl.value.save_as(svg)
             root = ET.fromstring(svg.read_text())
             assert svg.suffix == ".svg" and root.tag == "{http://www.w3.org/2000/svg}svg", click
-            assert len(root.findall(".//{http://www.w3.org/2000/svg}rect[@data-pick]")) >= len(recs)
+            if "timeline" in click:  # a line per estimator and the truth's, on a right axis
+                assert "truth (A_t, right axis)" in svg.read_text(), click
+            else:
+                assert len(root.findall(".//{http://www.w3.org/2000/svg}rect[@data-pick]")) >= len(recs)
         assert log.outside == [], log.outside
     finally:
         ctx.close()

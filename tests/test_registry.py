@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import io
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -249,12 +250,13 @@ def test_the_documented_flags_exist():
 def test_colours_and_labels_come_from_the_registry(toy):
     from crbc.io.rollouts import read_rollouts
     from crbc.process import merge
-    from crbc.viz.charts import est_color, est_label, timeline_figure
+    from crbc.viz.charts import est_color, est_label, timeline_chart_svg
 
     assert est_color("crbc") == estimators.get("crbc").color == "#2a6fdb"
     assert est_label("gigpo") == "GiGPO" and est_label("nope") == "nope"
     p = merge(read_rollouts(EXAMPLE))
-    fig = timeline_figure({n: estimators.compute(n, p) for n in ("crbc", TOY)}, 0, "advantage")
-    assert [(t.name, t.line.color) for t in fig.data] == [("CRBC", "#2a6fdb"), ("Toy", "#123456")]
+    svg = timeline_chart_svg({n: estimators.compute(n, p) for n in ("crbc", TOY)}, 0, "advantage")
+    legend = re.findall(r'stroke="(#[0-9a-f]{6})"[^>]*/><text [^>]*>([^<]+)</text>', svg)
+    assert [(name, col) for col, name in legend[-2:]] == [("CRBC", "#2a6fdb"), ("Toy", "#123456")]  # the legend, last
     assert est_color("nope", "#000000") == "#000000"
     assert len({estimators.get(n).color for n in estimators.names()}) == len(estimators.names())

@@ -138,8 +138,8 @@ def test_credits_page_truth_row_and_agreement():
     creds = {n: estimators.compute(n, [grp]) for n in estimators.names()}
     want = accuracy.group_agreement(creds, gt.advantage_N)
     assert float(table.loc["crbc", "Spearman"]) == pytest.approx(want["crbc"]["spearman"], abs=5e-5)
-    timeline = _chart(at, "timeline")
-    assert any(t["name"].startswith("truth") for t in timeline["data"])
+    timeline = _svg(at, "timeline")  # the truth on its own right axis
+    assert "truth (A_t, right axis)" in timeline and ">true A_t<" in timeline
 
 
 def test_graph_and_backups_colour_by_truth_and_error():

@@ -190,8 +190,14 @@ def test_convergence_chart_marks_convergence(walk):
 def test_timeline_scatter_and_exports(walk):
     g, p = walk
     all_c = {n: estimators.compute(n, p) for n in estimators.names()}
-    tl = charts.timeline_figure(all_c, 3, "step_advantage")
-    assert {t.name for t in tl.data} == {estimators.get(n).label for n in estimators.names()}
+    tl = charts.timeline_chart_svg(all_c, 3, "step_advantage")
+    assert all(f">{estimators.get(n).label}<" in tl for n in estimators.names())  # the legend
+    sl = all_c["crbc"].rollout_slice(3)
+    assert tl.count('stroke="#2a6fdb"') >= 1 and len(range(sl.start, sl.stop)) >= 2
+    # with the truth: a dashed line on a right axis, both axes symmetric about 0
+    truth = np.linspace(-0.2, 0.4, sl.stop - sl.start)
+    tlt = charts.timeline_chart_svg(all_c, 3, "step_advantage", truth)
+    assert "truth (A_t, right axis)" in tlt and ">true A_t<" in tlt and 'stroke-dasharray="6 4"' in tlt
     sc = charts.scatter_figure(all_c["gigpo"], all_c["crbc"])
     assert sum(len(t.x) for t in sc.data) == p.n_steps
     frame = charts.credits_frame(all_c)
@@ -383,7 +389,7 @@ def test_a_snapshot_sends_the_same_json_as_its_figure(walk):
 
     _, p = walk
     c = estimators.compute("crbc", p)
-    figs = [charts.timeline_figure({"crbc": c}, 0, "step_advantage"),
+    figs = [charts.scatter_figure(c, c, "step_advantage"),
             _subplots_with_object_customdata(make_subplots, go)]
     for fig in figs:
         snap = snapshot(fig)

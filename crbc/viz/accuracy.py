@@ -14,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from crbc.estimators import registry as estimators
+from crbc.viz.style import TRUTH_COLOR
 from crbc.viz.svg_charts import Mark, Series, line_chart_svg
 
 METRIC_LABELS = {
@@ -124,28 +125,6 @@ def agreement_table(scores: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------------------------
 # the truth of one group beside the estimators (Step credits, Rollouts, Bellman backups)
-
-TRUTH_COLOR = "#111111"
-
-
-def with_truth_line(fig: go.Figure, truth_R: np.ndarray, name: str = "truth (A_t, right axis)"
-                    ) -> go.Figure:
-    """A copy of a per-step timeline with the true advantage of the same steps as a dashed black
-    line on a second y axis (the truth is in return units; the estimators' signals may be
-    normalised)."""
-    out = go.Figure(fig)
-    ys = [np.abs(np.asarray(t.y, dtype=float)) for t in out.data if t.y is not None and len(t.y)]
-    left = max((float(np.nanmax(y)) for y in ys if np.isfinite(y).any()), default=1.0) * 1.1 or 1.0
-    out.add_trace(go.Scatter(x=np.arange(1, len(truth_R) + 1), y=truth_R, name=name, yaxis="y2",
-                             mode="lines+markers", line=dict(color=TRUTH_COLOR, dash="dash", width=2.5),
-                             marker=dict(symbol="diamond", size=7)))
-    lim = float(np.max(np.abs(truth_R))) * 1.1 if len(truth_R) and np.max(np.abs(truth_R)) > 0 else 1.0
-    # both axes symmetric about 0, so the two zero lines coincide
-    out.update_layout(yaxis=dict(range=[-left, left]),
-                      yaxis2=dict(overlaying="y", side="right", range=[-lim, lim], zeroline=False,
-                                  showgrid=False, title=dict(text="true A_t", font=dict(size=11))))
-    return out
-
 
 def truth_gap_chart_svg(gap_K: np.ndarray, gap_closure: float, to_closure_K: np.ndarray,
                         k: int | None = None) -> str:

@@ -15,7 +15,7 @@ from crbc.estimators.registry import Credits, UnknownEstimatorError, get
 from crbc.explain.anchor_names import anchor_labels
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process
-from crbc.viz.style import HIGHLIGHT, OUTCOME_COLORS
+from crbc.viz.style import HIGHLIGHT, OUTCOME_COLORS, TRUTH_COLOR
 from crbc.viz.svg_charts import Mark, Series, line_chart_svg
 
 FIELDS = {
@@ -127,25 +127,27 @@ def step_credit_bars_html(c: Credits, r: int, step: int | None = None, field: st
             f'<div style="display:flex;margin-left:44px;gap:2px;color:#666">{"".join(ticks)}</div></div>')
 
 
-def timeline_figure(all_credits: Mapping[str, Credits], r: int, field: str = "step_advantage",
-                    height: int = 340) -> go.Figure:
-    """One rollout's per-step credit under every estimator, one line each."""
-    fig = go.Figure()
+def timeline_chart_svg(all_credits: Mapping[str, Credits], r: int, field: str = "step_advantage",
+                       truth_R: np.ndarray | None = None, width: int = 880, height: int = 300) -> str:
+    """One rollout's per-step ``field`` under every estimator (a line each, in the registry's
+    colour and label; an estimator without the field is left out) as SVG. With ``truth_R``, the
+    exact A_t of the same steps as a dashed black line on a right axis (return units, where the
+    estimators' signals may be normalised); both axes are then symmetric about 0, so the two
+    zero lines coincide."""
+    series = []
     for name, c in all_credits.items():
         vals = field_N(c, field)
         if vals is None:
             continue
         sl = c.rollout_slice(r)
-        fig.add_trace(go.Scatter(x=np.arange(1, sl.stop - sl.start + 1), y=vals[sl], name=est_label(name),
-                                 mode="lines+markers", line=dict(color=est_color(name))))
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=36, b=30), plot_bgcolor="white",
-                      title=f"Rollout {r}: {FIELDS[field]} per step, every estimator",
-                      legend=dict(orientation="h", y=-0.25), hovermode="x unified")
-    n_steps = max((c.rollout_slice(r).stop - c.rollout_slice(r).start for c in all_credits.values()),
-                  default=1)
-    fig.update_xaxes(title="step t", gridcolor="#eee", dtick=max(1, n_steps // 20))
-    fig.update_yaxes(zeroline=True, zerolinecolor="#888", gridcolor="#eee")
-    return fig
+        series.append(Series(est_label(name), np.arange(1, sl.stop - sl.start + 1), vals[sl],
+                             est_color(name) or "#555"))
+    if truth_R is not None:
+        series.append(Series("truth (A_t, right axis)", np.arange(1, len(truth_R) + 1), truth_R, TRUTH_COLOR,
+                             dash="6 4", right_axis=True))
+    return line_chart_svg(series, x_title="step t", y_title=FIELDS[field].split(" (")[0],
+                          y2_title="true A_t" if truth_R is not None else "",
+                          y_symmetric=truth_R is not None, zero_line=True, width=width, height=height)
 
 
 def scatter_figure(cx: Credits, cy: Credits, field: str = "step_advantage",

@@ -20,6 +20,7 @@ Z_MINUS_COLOR = "#c0392b"  # failure boundary
 HIGHLIGHT = "#ff7f0e"      # the chosen rollout's path / the current step
 EDGE_COLOR = "#9aa3ad"
 NO_VALUE_COLOR = "#d5d8dc"  # a node with no value at this depth (K = 0: nothing is backed up)
+TRUTH_COLOR = "#111111"  #: the exact truth (a dashed black line, a "truth" mark)
 OUTCOME_COLORS = {"success": "#2e9e44", "failure": "#c0392b", "truncated": "#e67e22"}
 
 # board symbols (docs/ARCHITECTURE.md): # wall, _ floor, O target, X box, √ box on target,
