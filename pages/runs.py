@@ -301,16 +301,21 @@ except (RolloutFormatError, KeyError, OSError) as e:
 sr = rec.get("success_rate")
 st.markdown(f"**{widgets.text(run.name)}, iteration {iteration}**: {len(groups)} groups"
             + (f", batch success {sr:.0%}" if sr is not None else "")
-            + ". Pick a group (click a row), then open it:")
+            + ". Pick a group, then open it:")
+# a static table, scrolling beyond 320 px (a data grid would load 1.2 MB more JavaScript into every
+# new tab of this page); a data grid only for an iteration of very many groups
 table = V.groups_table(groups)
-sel = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row",
-                   key="runs_groups", width="stretch", height=min(38 + 35 * len(table), 320))
-picked = sel.selection.rows[0] if sel and sel.selection.rows else None
+if len(table) <= 500:
+    widgets.table(table, max_height_px=320)
+else:
+    widgets.rows_view(table, height=320)
 gids = [g.group for g in groups]
 mixed = [i for i, g in enumerate(groups) if 0 < g.success_rate < 1]
-gi = st.selectbox("Group", range(len(gids)), index=picked if picked is not None else (mixed or [0])[0],
+url.drop_invalid("runs_group_pick", list(range(len(gids))))
+gi = st.selectbox("Group", range(len(gids)), index=(mixed or [0])[0],
                   format_func=lambda i: f"{gids[i]} ({groups[i].success_rate:.0%} succeeded)",
-                  key=f"runs_group_pick_{picked}")
+                  key="runs_group_pick", help="The first group where some rollouts succeeded and some "
+                  "failed is chosen first: there the estimators have something to compare.")
 source = state.Source(f"run:{hashlib.sha1(f'{run.source}|{iteration}'.encode()).hexdigest()[:16]}",
                        f"run {run.name} iteration {iteration}", groups)
 bcols = st.columns(len(OPEN_IN))

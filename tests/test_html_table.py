@@ -52,3 +52,13 @@ def test_grid_row_cells_are_escaped_text_cut_per_cell():
     assert "<img" not in row and "grid-template-columns:1fr 2fr 1fr" in row
     assert grid_rows(Node([row])) == [[HOSTILE[0], "x" * 10 + "… (100 characters)", "3"]]
     assert row.count("font-weight:600") == 1 and "text-align:right" in row  # the number
+
+
+def test_a_table_with_a_height_scrolls_and_keeps_its_header_in_view():
+    rows = [{"group": f"g{i}", "n": i} for i in range(60)]
+    plain = html_table(rows)
+    assert "max-height" not in plain and "sticky" not in plain
+    boxed = html_table(rows, max_height_px=320)
+    assert 'class="crbc-table-wrap" style="max-height:320px;overflow-y:auto"' in boxed
+    assert '<thead style="position:sticky;top:0;background:#fff">' in boxed
+    assert boxed.count("<tr>") == plain.count("<tr>") == 61  # every row is there, it only scrolls

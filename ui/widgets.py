@@ -69,11 +69,12 @@ def long_text(s: str, label: str = "Show all", limit: int = LONG_TEXT, container
         st.text(s)
 
 
-def table(rows: Any, container: Any = None, hide_index: bool = True) -> None:
+def table(rows: Any, container: Any = None, hide_index: bool = True, max_height_px: int | None = None) -> None:
     """A static table of user data (a list of dicts or a DataFrame) as one HTML element
     (:func:`crbc.viz.html_table.html_table`): every cell shown as its text, never Markdown or
-    HTML; ``hide_index=False`` shows a DataFrame's index."""
-    (container or st).html(html_table(rows, index=not hide_index))
+    HTML; ``hide_index=False`` shows a DataFrame's index; ``max_height_px``: a taller table
+    scrolls inside a box of that height."""
+    (container or st).html(html_table(rows, index=not hide_index, max_height_px=max_height_px))
 
 
 def pre(text: str, container: Any = None) -> None:

@@ -45,10 +45,11 @@ def cell_text(v: Any, limit: int = CELL_LIMIT) -> tuple[str, bool]:
     return s, False
 
 
-def html_table(rows: Any, *, index: bool = False, limit: int = CELL_LIMIT) -> str:
+def html_table(rows: Any, *, index: bool = False, limit: int = CELL_LIMIT, max_height_px: int | None = None) -> str:
     """``rows`` (a list of dicts, or a DataFrame) as ``<table class="crbc-table">`` HTML with its
     style; ``index``: a DataFrame's index as the first column. Columns are the union of the rows'
-    keys in first-seen order."""
+    keys in first-seen order. ``max_height_px``: a taller table scrolls inside a box of that
+    height, its header row kept in view."""
     if hasattr(rows, "columns"):
         cols = [str(c) for c in rows.columns]
         body = [list(r) for r in rows.itertuples(index=False, name=None)]
@@ -67,8 +68,10 @@ def html_table(rows: Any, *, index: bool = False, limit: int = CELL_LIMIT) -> st
             t, num = cell_text(v, limit)
             tds.append(f'<td class="num">{e(t)}</td>' if num else f"<td>{e(t)}</td>")
         lines.append("<tr>" + "".join(tds) + "</tr>")
-    return (f'{STYLE}<div class="crbc-table-wrap"><table class="crbc-table"><thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(lines)}</tbody></table></div>")
+    box = "" if max_height_px is None else f' style="max-height:{int(max_height_px)}px;overflow-y:auto"'
+    sticky = "" if max_height_px is None else ' style="position:sticky;top:0;background:#fff"'
+    return (f'{STYLE}<div class="crbc-table-wrap"{box}><table class="crbc-table"><thead{sticky}><tr>{head}</tr>'
+            f"</thead><tbody>{''.join(lines)}</tbody></table></div>")
 
 
 def grid_row(cells: list[Any], widths: list[float], *, header: bool = False, bold: tuple[int, ...] = (),
