@@ -221,10 +221,11 @@ def runs_table(runs: Sequence[Run]) -> pd.DataFrame:
 
 
 def groups_table(groups: Sequence[Any]) -> pd.DataFrame:
-    """One row per group of an iteration: id, rollouts, successes, steps, mean length."""
+    """One row per group of an iteration: id, rollouts, successes, success % (whole percent),
+    steps, mean length (one decimal, as text)."""
     rows = []
     for g in groups:
         rows.append({"group": g.group, "rollouts": len(g), "successes": sum(r.success for r in g),
-                     "success %": round(100 * g.success_rate, 1), "steps": g.n_steps,
-                     "mean length": round(g.n_steps / max(len(g), 1), 1)})
+                     "success %": int(round(100 * g.success_rate)), "steps": g.n_steps,
+                     "mean length": f"{g.n_steps / max(len(g), 1):.1f}"})
     return pd.DataFrame(rows)
