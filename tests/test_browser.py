@@ -28,7 +28,7 @@ from tests.conftest import require_chromium
 pytestmark = pytest.mark.browser
 TIMEOUT_MS = 60_000
 OWN_PAGES = {"Rollouts": "html", "Anchor graph": "pyvis", "Bellman backups": "svg",
-             "Step credits": "plotly"}
+             "Step credits": "svg"}
 
 
 @pytest.fixture(scope="module")
