@@ -12,8 +12,8 @@ import json
 import streamlit as st
 
 from crbc.viz import accuracy as VA
-from crbc.viz.style import png_config
-from ui import state, url, warm_imports
+from ui import state, url, warm_imports, widgets
+from ui.svg_view import svg_view
 
 METRICS = {"spearman": "Spearman (rank agreement)", "sign": "sign agreement", "rmse": "RMSE of Q − V"}
 TARGETS = {"step": "per-step truth A_t", "anchor": "anchor-level truth A(s, a)"}
@@ -57,19 +57,19 @@ def _show(result: dict, metric: str, target: str, key: str) -> None:
     st.caption(f"{levels} levels of `{cfg.get('env')}` (seeds {cfg.get('seeds')}), policy "
                f"`{cfg.get('model')}` at T = {cfg.get('temperature')}, success rate "
                f"{100 * max(rates.values(), default=0):.0f}%. Mean over levels with its 95% "
-               "bootstrap interval over levels (band and error bars).")
+               "bootstrap interval over levels (the band).")
     c1, c2 = st.columns(2)
-    with c1:
+    with c1:  # server-built SVG: the page loads no plotly.js
         st.markdown("**Every estimator** (registry defaults)")
-        fig = VA.accuracy_figure(result, metric, target, "estimators", height=400)
-        st.plotly_chart(fig, width="stretch", key=f"{key}_est", config=png_config(f"accuracy_{metric}"))
+        svg_view(VA.accuracy_chart_svg(result, metric, target, "estimators"), key=f"{key}_est",
+                 download=f"accuracy_{metric}_{target}")
     with c2:
         st.markdown("**crbc across depth K** (K = 0 is visit-local, inf the closure)")
-        fig = VA.accuracy_figure(result, metric, target, "depths", height=400)
-        st.plotly_chart(fig, width="stretch", key=f"{key}_depth",
-                        config=png_config(f"accuracy_depth_{metric}"))
+        svg_view(VA.accuracy_chart_svg(result, metric, target, "depths"), key=f"{key}_depth",
+                 download=f"accuracy_depth_{metric}_{target}")
+    st.caption("Hover a point for its mean and interval.")
     with st.expander("The numbers (mean [95% interval])"):
-        st.dataframe(VA.accuracy_table(result, metric, target), width="stretch")
+        widgets.table(VA.accuracy_table(result, metric, target), hide_index=False)
 
 
 st.title("Estimator accuracy")

@@ -134,3 +134,13 @@ def test_percent_ticks_keep_the_decimals_their_step_needs():
     svg = line_chart_svg([Series("a", [0, 1], [0.001, 0.02], "#000")], percent_y=True, y_range=(0, 0.02))
     labels = list(_y_ticks(svg))
     assert len(labels) == len(set(labels)) and "0.5%" in labels
+
+
+def test_given_x_ticks_replace_the_round_ones_and_are_escaped():
+    """A log axis drawn on log2 G, labelled with G (the Estimator accuracy charts)."""
+    from crbc.viz.svg_charts import Series, line_chart_svg
+
+    svg = line_chart_svg([Series("s", [1, 2, 4], [0.1, 0.2, 0.3], "#123456")],
+                         x_ticks=[(1.0, "2"), (2.0, "4"), (4.0, "<16>")])
+    labels = re.findall(r'text-anchor="middle" fill="#666">([^<]*)</text>', svg)
+    assert labels == ["2", "4", "&lt;16&gt;"]

@@ -1,7 +1,7 @@
 """Figures of estimator accuracy against the exact truth (``crbc.truth.accuracy/1`` results).
 
 Pure builders: they take the JSON object that :func:`crbc.truth.accuracy.run_accuracy` returns
-(``to_json()``, or the shipped file) and return plotly figures or pandas tables.
+(``to_json()``, or the shipped file) and return SVG strings or pandas tables.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from crbc.estimators import registry as estimators
 from crbc.viz.style import TRUTH_COLOR
@@ -35,12 +34,6 @@ def estimator_color(name: str, i: int = 0) -> str:
     except (KeyError, ValueError):
         col = ""
     return col or _FALLBACK[i % len(_FALLBACK)]
-
-
-def _rgba(hex_color: str, alpha: float) -> str:
-    h = hex_color.lstrip("#")
-    r, g, b = (int(h[k:k + 2], 16) for k in (0, 2, 4))
-    return f"rgba({r},{g},{b},{alpha})"
 
 
 def _rows(result: Mapping[str, Any], metric: str, target: str) -> list[dict[str, Any]]:
@@ -68,39 +61,24 @@ def series(result: Mapping[str, Any], metric: str = "spearman", target: str = "s
     return out
 
 
-def accuracy_figure(result: Mapping[str, Any], metric: str = "spearman", target: str = "step",
-                    kind: str = "estimators", height: int = 420, title: str | None = None
-                    ) -> go.Figure:
-    """Mean score against the group size G (log scale), one line per estimator (or per depth K of
-    the sweep), with its 95% bootstrap interval over levels as a band and error bars."""
-    fig = go.Figure()
+def accuracy_chart_svg(result: Mapping[str, Any], metric: str = "spearman", target: str = "step",
+                       kind: str = "estimators", width: int = 520, height: int = 320) -> str:
+    """Mean score against the group size G (a log-2 axis, a tick at every G of the file), one
+    line per estimator (``kind`` "estimators", registry colours) or per depth K of the sweep
+    ("depths", shades of blue), with its 95 % bootstrap interval over levels as a band. A point's
+    tooltip gives the mean and the interval. SVG (:mod:`crbc.viz.svg_charts`)."""
+    lines = []
     for i, (label, s) in enumerate(series(result, metric, target, kind).items()):
-        col = (_DEPTH_COLORS[i % len(_DEPTH_COLORS)] if kind == "depths"
-               else estimator_color(s["name"], i))
-        x = s["G"]
+        col = (_DEPTH_COLORS[i % len(_DEPTH_COLORS)] if kind == "depths" else estimator_color(s["name"], i))
         ok = np.isfinite(s["lo"]) & np.isfinite(s["hi"])
-        if ok.sum() >= 2:
-            fig.add_trace(go.Scatter(
-                x=np.r_[x[ok], x[ok][::-1]], y=np.r_[s["hi"][ok], s["lo"][ok][::-1]], mode="lines",
-                fill="toself",
-                fillcolor=_rgba(col, 0.13), line=dict(width=0), hoverinfo="skip", showlegend=False,
-                legendgroup=label, name=f"{label} 95% interval"))
-        fig.add_trace(go.Scatter(
-            x=x, y=s["mean"], mode="lines+markers", name=label, legendgroup=label,
-            line=dict(color=col, width=3), marker=dict(size=7),
-            error_y=dict(type="data", symmetric=False, array=s["hi"] - s["mean"],
-                         arrayminus=s["mean"] - s["lo"], color=_rgba(col, 0.6), thickness=1),
-            customdata=np.c_[s["lo"], s["hi"]],
-            hovertemplate=(f"{label}<br>G = %{{x}}<br>mean %{{y:.3f}}<br>95% interval "
-                           "[%{customdata[0]:.3f}, %{customdata[1]:.3f}]<extra></extra>")))
+        tips = [f"{label}, G = {g:g}: mean {m:.3f}" + (f", 95% interval [{lo:.3f}, {hi:.3f}]" if good else "")
+                for g, m, lo, hi, good in zip(s["G"], s["mean"], s["lo"], s["hi"], ok, strict=True)]
+        lines.append(Series(label, np.log2(s["G"]), s["mean"], col, tips=tips,
+                            band=(s["lo"], s["hi"]) if ok.sum() >= 2 else None, band_label="95% interval"))
     sizes = sorted({r["G"] for r in _rows(result, metric, target)})
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40 if title else 20, b=40),
-                      plot_bgcolor="white", title=title, legend=dict(orientation="h", y=-0.2),
-                      hovermode="closest")
-    fig.update_xaxes(title="group size G (rollouts per group)", type="log", tickvals=sizes,
-                     ticktext=[str(g) for g in sizes], gridcolor="#eee")
-    fig.update_yaxes(title=METRIC_LABELS.get(metric, metric), gridcolor="#eee")
-    return fig
+    return line_chart_svg(lines, x_title="group size G (rollouts per group)",
+                          y_title=METRIC_LABELS.get(metric, metric),
+                          x_ticks=[(float(np.log2(g)), str(g)) for g in sizes], width=width, height=height)
 
 
 def accuracy_table(result: Mapping[str, Any], metric: str = "spearman", target: str = "step"

@@ -150,7 +150,7 @@ def line_chart_svg(series: Sequence[Series], *, x_title: str = "", y_title: str 
                    width: int = 680, height: int = 300, y2_title: str = "",
                    y2_range: tuple[float, float] | None = None, percent_y2: bool = False,
                    y_symmetric: bool = False, zero_line: bool | None = None,
-                   show_legend: bool = True) -> str:
+                   show_legend: bool = True, x_ticks: Sequence[tuple[float, str]] | None = None) -> str:
     """The series on one plot of ``width`` x ``height`` user units plus the legend's rows (the
     SVG scales to its column).
 
@@ -161,7 +161,8 @@ def line_chart_svg(series: Sequence[Series], *, x_title: str = "", y_title: str 
     ``percent_y2``; ticks on the right). ``y_symmetric``: each axis without a fixed range spans
     +-(its largest |y| or band end) x 1.05, so both axes put 0 at the same height; ``zero_line``
     (default: ``y_symmetric``) draws y = 0 darker. ``show_legend=False`` leaves the legend out
-    (:func:`grid_svg` draws one for all panels).
+    (:func:`grid_svg` draws one for all panels). ``x_ticks``: the x axis' ticks as ``(x, label)``
+    pairs (e.g. a log axis drawn on log2 G, labelled with G) instead of round values.
     """
     def ty(v):  # a value on the left axis' scale (log10 on a log axis)
         return np.log10(v) if log_y else v
@@ -230,13 +231,15 @@ def line_chart_svg(series: Sequence[Series], *, x_title: str = "", y_title: str 
             if y2_lo <= v <= y2_hi:
                 out.append(f'<text class="crbc-y2" x="{left + plot_w + 6:.1f}" y="{py2(v) + 4:.1f}" fill="#666">'
                            f'{_label(v, percent_y2, False, step2)}</text>')
-    whole = bool(np.all(np.mod(xs_all, 1) == 0))
-    x_ticks = nice_ticks(x_lo, x_hi, max(2, min(8, int(plot_w // 40))))
-    if whole:
-        x_ticks = sorted({int(round(t)) for t in x_ticks if float(t).is_integer()}) or [int(x_lo)]
-    for v in x_ticks:
+    if x_ticks is None:
+        whole = bool(np.all(np.mod(xs_all, 1) == 0))
+        ticks = nice_ticks(x_lo, x_hi, max(2, min(8, int(plot_w // 40))))
+        if whole:
+            ticks = sorted({int(round(t)) for t in ticks if float(t).is_integer()}) or [int(x_lo)]
+        x_ticks = [(float(v), f"{v:g}") for v in ticks]
+    for v, text in x_ticks:
         out.append(f'<line x1="{px(v):.1f}" x2="{px(v):.1f}" y1="{top}" y2="{top + plot_h:.1f}" stroke="#f2f2f2"/>'
-                   f'<text x="{px(v):.1f}" y="{top + plot_h + 16:.1f}" text-anchor="middle" fill="#666">{v:g}</text>')
+                   f'<text x="{px(v):.1f}" y="{top + plot_h + 16:.1f}" text-anchor="middle" fill="#666">{esc(text)}</text>')
     if x_title:
         out.append(f'<text x="{left + plot_w / 2:.1f}" y="{top + plot_h + 34:.1f}" text-anchor="middle" '
                    f'fill="#444">{esc(x_title)}</text>')
