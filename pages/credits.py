@@ -11,7 +11,6 @@ from crbc.viz import accuracy as VA
 from crbc.viz import charts, heatmaps
 from crbc.viz.heatmap_svg import Panel, credit_heatmaps_svg, heatmaps_svg
 from crbc.viz.step_detail import parse_cell, step_rows
-from crbc.viz.style import png_config
 from ui import exact_truth, figure_cache, state, url, widgets
 from ui.svg_view import svg_view
 
@@ -202,7 +201,7 @@ if truth is not None:
 elif no_truth:
     st.caption(no_truth)
 
-# the scatter is folded: drawn (plotly's slowest first draw on this page) only when asked for
+# the scatter is folded: built and drawn only when asked for
 box, scatter_open = widgets.folded("Two estimators, step by step (a scatter of their credits)",
                                    key="credits_scatter_open")
 if scatter_open:
@@ -212,15 +211,12 @@ if scatter_open:
                               key="scatter_x")
         y_name = s2.selectbox("y axis", names, index=names.index("crbc") if "crbc" in names else 0,
                               key="scatter_y")
-        scatter = figure_cache.figure("credits_scatter", (ctx.key, all_params, x_name, y_name, field),
-                                      lambda: charts.scatter_figure(all_c[x_name], all_c[y_name], field))
-        st.plotly_chart(scatter, width="stretch", key="scatter",
-                        config=png_config(f"{grp.group.replace('/', '_')}.scatter"))
-        st.caption("Each dot is one step. On the dotted diagonal both estimators agree; dots in the "
-                   "top-left or bottom-right quadrants are steps they judge in opposite directions.")
-        st.download_button("Scatter figure · HTML", lambda: charts.figure_html(scatter),
-                           file_name=f"{grp.group.replace('/', '_')}.{x_name}-vs-{y_name}.scatter.html",
-                           mime="text/html", on_click="ignore", key="dl_scatter", icon=":material/image:")
+        scatter = figure_cache.figure("credits_scatter_svg", (ctx.key, all_params, x_name, y_name, field),
+                                      lambda: charts.scatter_chart_svg(all_c[x_name], all_c[y_name], field))
+        svg_view(scatter, key="scatter", download=f"{slug}.{x_name}-vs-{y_name}.scatter")
+        st.caption("Each dot is one step (hover it for its rollout, step and both values). On the "
+                   "dotted diagonal both estimators agree; dots in the top-left or bottom-right "
+                   "quadrants are steps they judge in opposite directions.")
 
 st.subheader("Download")
 d1, d2, d3 = st.columns(3)
@@ -253,8 +249,6 @@ if len(ctx.groups) > 1:
                        lambda: charts.credits_frame({n: ctx.file_credits(n) for n in names}).to_csv(index=False),
                        file_name="all-groups.credits.csv", mime="text/csv", on_click="ignore",
                        key="dl_file_csv", icon=":material/download:", width="stretch")
-st.caption("The heatmaps and the timeline download as SVG: the *Download SVG* link under each "
-           "drawing saves it as shown (every panel, with the evidence marks), the buttons above one "
-           "estimator's panel or the timeline. The scatter downloads as standalone HTML with "
-           "plotly.js inside (it opens offline); for a PNG of it, use the camera button at the top "
-           "right of the chart (it appears on hover).")
+st.caption("Every figure downloads as SVG: the *Download SVG* link under each drawing saves it "
+           "as shown (the heatmaps with every panel and the evidence marks), the buttons above one "
+           "estimator's panel or the timeline.")

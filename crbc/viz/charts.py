@@ -7,7 +7,6 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from crbc.estimators.closure import DepthSweep
 from crbc.estimators.coverage import Coverage
@@ -150,34 +149,29 @@ def timeline_chart_svg(all_credits: Mapping[str, Credits], r: int, field: str = 
                           y_symmetric=truth_R is not None, zero_line=True, width=width, height=height)
 
 
-def scatter_figure(cx: Credits, cy: Credits, field: str = "step_advantage",
-                   height: int = 380) -> go.Figure:
-    """Per-step credit of estimator ``cx`` (x) against ``cy`` (y), coloured by rollout outcome."""
+def scatter_chart_svg(cx: Credits, cy: Credits, field: str = "step_advantage", width: int = 520,
+                      height: int = 420) -> str:
+    """Per-step ``field`` of estimator ``cx`` (x) against ``cy`` (y) as an SVG scatter, a dot per
+    step coloured by its rollout's outcome (a time-out counts as a failure), both axes on
+    +-(the largest |value|) x 1.05 with the dotted diagonal y = x; a dot's tooltip names its
+    rollout, step and both values. An estimator without the field counts as all zero."""
     p = cx.process
     x, y = field_N(cx, field), field_N(cy, field)
-    if x is None or y is None:
-        x = np.zeros(p.n_steps) if x is None else x
-        y = np.zeros(p.n_steps) if y is None else y
+    x = np.zeros(p.n_steps) if x is None else x
+    y = np.zeros(p.n_steps) if y is None else y
     succ = p.rollout_success[p.step_rollout]
     xl, yl = est_label(cx.estimator), est_label(cy.estimator)
-    fig = go.Figure()
-    for label, mask in (("success", succ), ("failure", ~succ)):
-        fig.add_trace(go.Scatter(
-            x=x[mask], y=y[mask], mode="markers", name=f"step of a {label}",
-            marker=dict(color=OUTCOME_COLORS[label], size=7, opacity=0.6),
-            customdata=np.stack([p.rollout_index[p.step_rollout[mask]], p.step_t[mask]], axis=1),
-            hovertemplate="rollout %{customdata[0]}, step %{customdata[1]}<br>"
-                          f"{xl} %{{x:.3f}}, {yl} %{{y:.3f}}<extra></extra>"))
     lim = symmetric_range(x, y) * 1.05
-    fig.add_shape(type="line", x0=-lim, y0=-lim, x1=lim, y1=lim, line=dict(color="#bbb", dash="dot"))
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=36, b=30), plot_bgcolor="white",
-                      title=f"{yl} against {xl} ({FIELDS[field]})",
-                      legend=dict(orientation="h", y=-0.2))
-    fig.update_xaxes(title=xl, range=[-lim, lim], zeroline=True, zerolinecolor="#888",
-                     gridcolor="#eee")
-    fig.update_yaxes(title=yl, range=[-lim, lim], zeroline=True, zerolinecolor="#888",
-                     gridcolor="#eee")
-    return fig
+    series = [Series("y = x", [-lim, lim], [-lim, lim], "#bbb", dash="2 3", markers=False, legend=False, width=1)]
+    for label, mask in (("success", succ), ("failure", ~succ)):
+        idx = np.flatnonzero(mask)
+        tips = [f"rollout r{int(p.rollout_index[p.step_rollout[n]])}, step {int(p.step_t[n])}: "
+                f"{xl} {x[n]:+.3f}, {yl} {y[n]:+.3f}" for n in idx]
+        series.append(Series(f"step of a {label}", x[idx], y[idx], OUTCOME_COLORS[label], lines=False,
+                             marker_r=3.0, tips=tips))
+    return line_chart_svg(series, x_title=f"{xl} ({FIELDS[field].split(' (')[0]})",
+                          y_title=f"{yl} ({FIELDS[field].split(' (')[0]})", y_range=(-lim, lim),
+                          zero_line=True, x_marks=[Mark(0.0, "", "#888", dash=None)], width=width, height=height)
 
 
 def convergence_chart_svg(sw: DepthSweep, k: int | None = None, tol: float = 1e-6, width: int = 420) -> str:
@@ -277,8 +271,3 @@ def credits_jsonl(c: Credits) -> str:
     import json
 
     return "".join(json.dumps(rec) + "\n" for rec in c.records())
-
-
-def figure_html(fig: go.Figure) -> str:
-    """A standalone HTML file of a figure with plotly.js inlined (works offline, no CDN)."""
-    return fig.to_html(include_plotlyjs=True, full_html=True)

@@ -38,7 +38,8 @@ class Series:
     click value (the point carries ``data-pick``, with an invisible hit circle about it, even
     when ``markers`` is False). ``tips``: per point, its tooltip (default "name: x = .., y = ..");
     ``point_tips=False``: no tooltip per point (the line's name shows instead; for big series).
-    ``right_axis``: on the chart's right y axis.
+    ``right_axis``: on the chart's right y axis. ``lines=False``: points only (a scatter; the
+    dots half transparent, of radius ``marker_r`` when given).
     """
 
     name: str
@@ -56,6 +57,8 @@ class Series:
     right_axis: bool = False
     width: float = 2.0
     opacity: float = 1.0
+    lines: bool = True
+    marker_r: float | None = None
 
 
 @dataclass(frozen=True)
@@ -301,12 +304,12 @@ def _series(s: Series, arr, px, fy, percent: bool, plot_w: float) -> str:
     alpha = f' stroke-opacity="{s.opacity:g}"' if s.opacity < 1 else ""
     fill = ' fill="transparent"' if s.picks is not None else ""  # the hit circles'
     out = [f'<g class="crbc-series{" crbc-faint" if s.opacity < 1 else ""}"{fill}><title>{esc(s.name)}</title>']
-    for k in _stretches(good):
+    for k in _stretches(good) if s.lines else ():
         out.append(f'<polyline points="{_pts(px(x[k]), fy(y[k]))}" fill="none" stroke="{s.color}" '
                    f'stroke-width="{s.width:g}"{alpha}{dash}/>')
     if s.markers or s.picks is not None:
         idx = np.flatnonzero(good)
-        r = 3.5 if len(idx) <= 40 else 2.0 if len(idx) <= 120 else 1.3  # long curves: small dots
+        r = s.marker_r or (3.5 if len(idx) <= 40 else 2.0 if len(idx) <= 120 else 1.3)  # long curves: small dots
         xs = np.unique(x[idx])
         gap = float(np.diff(px(xs)).min()) if len(xs) > 1 else 14.0
         hit = min(7.0, max(3.0, 0.5 * gap))  # about half the distance to the next point
@@ -319,7 +322,7 @@ def _series(s: Series, arr, px, fy, percent: bool, plot_w: float) -> str:
             else:
                 shown = f"{y[i]:.1%}" if percent else f"{y[i]:.4g}"
                 tip = f"<title>{esc(s.name)}: x = {x[i]:g}, y = {shown}</title>"
-            dot = f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r}" fill="{s.color}"'
+            dot = f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r}" fill="{s.color}"' + ("" if s.lines else ' fill-opacity="0.6"')
             if s.picks is None:
                 out.append(f"{dot}>{tip}</circle>" if s.markers else "")
             elif s.markers:  # the dot grows on hover (ui/svg_view.py's style), the hit circle catches clicks
