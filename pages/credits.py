@@ -52,18 +52,16 @@ st.caption(f"**One colour scale for every panel**, symmetric around 0: dark blue
 
 def _pick_cell(picked: str) -> None:
     """A heatmap click (``data-pick="i:t"``: rollout position i, step t) chooses that step for
-    the step panel under the heatmaps (only the heatmaps' fragment runs again)."""
-    cell = parse_cell(picked, ctx.process.rollout_len)
-    if cell is not None:
-        st.session_state["credits_cell"] = (grp.group, *cell)
+    the step panel under the heatmaps (only the heatmaps' fragment runs again); it is read, and
+    checked, where the panel is drawn."""
+    st.session_state["credits_cell"] = (grp.group, picked)
 
 
-def _open_in_inspector(i: int, t: int) -> None:
-    """Open the anchor of rollout position ``i``'s step ``t`` in the Inspector."""
+def _open_in_inspector(n: int) -> None:
+    """Open the anchor of step ``n`` (an index into the process's steps) in the Inspector."""
     p = ctx.process
-    n = int(p.rollout_offsets[i]) + t - 1
     st.session_state["inspect_anchor"] = {"group": grp.group, "anchor": anchor_labels(p)[int(p.step_state[n])],
-                                          "step": (i, t)}
+                                          "step": (int(p.step_rollout[n]), int(p.step_t[n]))}
     url.switch_page("pages/inspector.py")
 
 
@@ -94,12 +92,17 @@ def _ev(name: str):
     return _evidence(ctx.key, name, tuple(sorted(ctx.estimator_params(name).items())), ctx.process)
 
 
+def _evidence_of(names) -> dict:
+    """name -> per-step evidence, for those of ``names`` that have it."""
+    return {n: e for n in names if (e := _ev(n)) is not None}
+
+
 @st.cache_resource(show_spinner=False, max_entries=32)
 def _heat(key: str, field: str, params: tuple, marks: bool, sure: bool, _shown: tuple) -> str:
     """The one SVG of every panel, built once per (group, field, parameters, marks): a revisit
     or a rerun for another widget sends the same string again without building it."""
-    return credit_heatmaps_svg({n: all_c[n] for n in _shown}, field, zmax=zmax,
-                               evidence={n: e for n in _shown if (e := _ev(n)) is not None}, sure_only=sure)
+    return credit_heatmaps_svg({n: all_c[n] for n in _shown}, field, zmax=zmax, evidence=_evidence_of(_shown),
+                               sure_only=sure)
 
 
 slug = grp.group.replace("/", "_")
@@ -126,12 +129,11 @@ def _step_panel(i: int, t: int) -> None:
                 f"action {widgets.code(widgets.short(step.action, 80))} at anchor "
                 f"{widgets.code(widgets.short(label, 80))}")
     truth = exact_truth.group_truth(ctx)[0] if has_truth else None
-    widgets.table(step_rows(all_c, n, {k: e for k in panels if (e := _ev(k)) is not None},
-                            None if truth is None else truth.advantage_N))
+    widgets.table(step_rows(all_c, n, _evidence_of(panels), None if truth is None else truth.advantage_N))
     s = int(p.step_state[n])
     c1, c2 = st.columns([2, 3], vertical_alignment="center")
     c1.button("Open this anchor in the Inspector", icon=":material/search:", key="credits_open_inspector",
-              on_click=_open_in_inspector, args=(i, t), type="primary")
+              on_click=_open_in_inspector, args=(n,), type="primary")
     c2.caption(f"The anchor was visited {int(p.n_s[s])} times in the group, with {int(p.n_actions[s])} "
                "different actions: the Inspector shows the arithmetic of each estimator there.")
 
@@ -141,9 +143,10 @@ def _heat_view(heat: str) -> None:
     """The heatmaps and the step panel of the clicked cell: a fragment, so a click reruns only
     this part of the page."""
     svg_view(heat, key="heat_credits", on_pick=_pick_cell, download=f"{slug}.heatmaps")
-    cell = st.session_state.get("credits_cell")
-    if cell is not None and cell[0] == grp.group and parse_cell(f"{cell[1]}:{cell[2]}", ctx.process.rollout_len):
-        _step_panel(int(cell[1]), int(cell[2]))
+    group, picked = st.session_state.get("credits_cell", (None, ""))
+    cell = parse_cell(picked, ctx.process.rollout_len) if group == grp.group else None
+    if cell is not None:
+        _step_panel(*cell)
     else:
         st.caption("Click a cell to see that step here.")
     widgets.fragment_done()

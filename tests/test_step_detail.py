@@ -50,7 +50,7 @@ def test_a_chosen_cell_shows_its_step_under_the_heatmaps():
     at: AppTest = _app("pages/credits.py")
     assert any("Click a cell to see that step here" in c.value for c in at.caption)
     grp = _chosen_group(at)
-    at.session_state["credits_cell"] = (grp.group, 0, 1)  # what a click on r0, step 1 sets
+    at.session_state["credits_cell"] = (grp.group, "0:1")  # what a click on r0, step 1 sets
     at.run()
     assert not at.exception
     roll = grp.rollouts[0]
