@@ -35,7 +35,9 @@ class Process:
     ``step_reward`` (0 where absent).
     Per rollout (R): ``rollout_group``, ``rollout_offsets`` (R + 1), ``rollout_len``,
     ``rollout_success`` (R_i: success and not truncated), ``rollout_score`` (the effective score),
-    ``rollout_has_score`` (a score was given, not defaulted from success), ``rollout_index``.
+    ``rollout_has_score`` (a score was given, not defaulted from success), ``rollout_index``,
+    ``rollout_truncated`` (cut by the step limit; None when the builder did not say: read as
+    none truncated).
     Per group (G): ``group_ids``, ``group_has_reward``.
     Per anchor (S): ``state_group``, ``state_anchor`` (text), ``n_s`` = N(s), ``n_actions`` (distinct actions).
     Per pair (SA): ``sa_state``, ``sa_action`` (index into ``action_names``), ``n_sa`` = N(s,a), ``mu`` = mu(a|s).
@@ -64,6 +66,7 @@ class Process:
     n_sa: np.ndarray
     mu: np.ndarray
     action_names: tuple[str, ...]
+    rollout_truncated: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -123,6 +126,7 @@ def build_process(
     has_reward_N: np.ndarray | None = None,
     rollout_index_R: np.ndarray | None = None,
     has_score_R: np.ndarray | None = None,
+    truncated_R: np.ndarray | None = None,
 ) -> Process:
     """Build the process from integer-coded steps laid out rollout after rollout.
 
@@ -186,6 +190,8 @@ def build_process(
         n_sa=n_sa,
         mu=n_sa / n_s[sa_state],
         action_names=tuple(action_names),
+        rollout_truncated=(np.zeros(len(lengths), dtype=bool) if truncated_R is None
+                           else np.asarray(truncated_R, dtype=bool)),
     )
 
 
@@ -274,6 +280,7 @@ def from_columns(cols: Columns) -> Process:
         has_reward_N=has_reward_N,
         rollout_index_R=idx_R,
         has_score_R=has_score_R,
+        truncated_R=tr_R,
     )
 
 

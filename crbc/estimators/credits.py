@@ -67,5 +67,9 @@ class Credits:
             }
 
 
-def _listify(x: np.ndarray | None, sl: slice) -> list[float] | None:
-    return None if x is None else x[sl].tolist()
+def _listify(x: np.ndarray | None, sl: slice) -> list[float | None] | None:
+    """The steps ``sl`` of ``x`` as a list, NaN (no value, e.g. no next state) as None."""
+    if x is None:
+        return None
+    v = x[sl]
+    return [None if f != f else f for f in v.tolist()] if np.isnan(v).any() else v.tolist()

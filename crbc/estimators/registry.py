@@ -27,6 +27,7 @@ import numpy as np
 
 import crbc.estimators.baselines as B
 import crbc.estimators.closure as C
+import crbc.estimators.rewardflow as RF
 from crbc.errors import UnknownEstimatorError
 from crbc.estimators.credits import CREDIT_SCHEMA, Credits
 from crbc.estimators.params import Checked, Param, param, params_of
@@ -238,6 +239,20 @@ class ShortestPathConfig(Checked):
     invalid_penalty: float = param(0.1, _PENALTY_HELP, **_PENALTY)
 
 
+@dataclass(frozen=True)
+class RewardFlowConfig(Checked):
+    """RewardFlow's decay propagation (arXiv 2603.18859; its Sokoban recipe's settings):
+    ``V = max(r, gamma * max over successors V)``, step signal ``V(next) - V(s)``, then GiGPO's
+    penalty, per-anchor normalisation and episode term."""
+
+    gamma: float = param(0.9, "decay per hop of the propagated reward (RewardFlow's Sokoban recipe)",
+                         lo=0.0, lo_open=True, hi=1.0)
+    mode: str = param("mean_norm", "per-anchor normalisation (upstream's default: mean_norm)", choices=_MODES)
+    w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
+    w_step: float = param(1.0, "omega, weight of the step advantage A_S")
+    invalid_penalty: float = param(0.1, _PENALTY_HELP, **_PENALTY)
+
+
 def _params(cfg) -> dict[str, Any]:
     return dataclasses.asdict(cfg)
 
@@ -345,3 +360,25 @@ def shortest_path(p: Process, cfg: ShortestPathConfig) -> Credits:
     t = B.step_return_terms(p, cfg.reward_scale * v_ext[p.step_next], score_R, cfg.mode,
                             cfg.invalid_penalty, cfg.epsilon)
     return _step_return_credits("shortest_path", p, t, cfg, value_S=v_ext[:p.n_states])
+
+
+@register("rewardflow", RewardFlowConfig,
+          "RewardFlow: reward propagated by a maximum over the group's state graph, as a potential difference",
+          needs_actions=False, label="RewardFlow", color="#8c564b")
+def rewardflow(p: Process, cfg: RewardFlowConfig) -> Credits:
+    """RewardFlow (:mod:`crbc.estimators.rewardflow`): ``V = max(r, gamma max_succ V)`` on the
+    group's graph, ``d = V(next) - V(s)`` (own reward on a truncated rollout's last step), then
+    GiGPO's machinery on d: penalty, ``A_S`` over the anchor's occurrences, ``A_E`` over the
+    group's rows, ``A = w_G A_E + omega A_S``. Credit file: value = V(s), q = V(next) (NaN, written
+    null, where there is no next node), credit = d after the penalty."""
+    r_N = B.step_rewards(p)
+    prop = RF.propagate(p, r_N, cfg.gamma)
+    t = B.step_return_terms(p, prop.d_N, B.episode_scores(p, r_N), cfg.mode, cfg.invalid_penalty)
+    has_next = prop.next_N >= 0
+    q_N = np.where(has_next, prop.v_X[np.where(has_next, prop.next_N, 0)], np.nan)
+    return Credits("rewardflow", _params(cfg), p,
+                   step_advantage_N=t.a_s_N,
+                   advantage_N=cfg.w_group * t.a_e_N + cfg.w_step * t.a_s_N,
+                   group_advantage_R=t.a_e_R,
+                   value_N=prop.v_X[p.step_state], q_N=q_N, credit_N=t.ret_N,
+                   value_S=prop.v_X[:p.n_states])

@@ -100,7 +100,8 @@ def group_range(p: Process, g0: int, g1: int) -> Process:
         group_ids=p.group_ids[g0:g1], anchor_texts=p.state_anchor[a0:a1],
         action_names=p.action_names,
         has_reward_N=p.group_has_reward[p.rollout_group[p.step_rollout[s0:s1]]],
-        rollout_index_R=p.rollout_index[r0:r1], has_score_R=p.rollout_has_score[r0:r1])
+        rollout_index_R=p.rollout_index[r0:r1], has_score_R=p.rollout_has_score[r0:r1],
+        truncated_R=None if p.rollout_truncated is None else p.rollout_truncated[r0:r1])
 
 
 def sums(key_N: np.ndarray, n_keys: int, w_BN: np.ndarray) -> np.ndarray:
@@ -247,5 +248,6 @@ def replicated_process(p: Process, chosen_BR: np.ndarray) -> tuple[Process, np.n
         group_ids=[f"{b}/{g}" for b in range(n_b) for g in p.group_ids],
         anchor_texts=range(p.n_states), action_names=p.action_names,
         has_reward_N=np.repeat(p.group_has_reward[p.rollout_group[flat_R]], len_R),
-        rollout_index_R=np.tile(np.arange(n_r), n_b), has_score_R=p.rollout_has_score[flat_R])
+        rollout_index_R=np.tile(np.arange(n_r), n_b), has_score_R=p.rollout_has_score[flat_R],
+        truncated_R=None if p.rollout_truncated is None else p.rollout_truncated[flat_R])
     return big, np.repeat(b_R, len_R), orig

@@ -35,10 +35,17 @@ def _columns(credits) -> dict[str, np.ndarray | None]:
 
 
 def check_finite(credits) -> None:
-    """Refuse NaN and infinities before anything is written (``json.dumps(allow_nan=False)``'s rule)."""
-    arrays = [a for a in _columns(credits).values() if a is not None] + [credits.group_advantage_R]
-    if not all(np.isfinite(a).all() for a in arrays):
-        raise ValueError("Out of range float values are not JSON compliant")
+    """Refuse NaN and infinities before anything is written (``json.dumps(allow_nan=False)``'s
+    rule), naming the field. One exception: NaN in ``q`` means "no next state" (``rewardflow`` on
+    a truncated rollout's last step) and is written as null."""
+    fields = {**_columns(credits), "group_advantage": credits.group_advantage_R}
+    for name, a in fields.items():
+        if a is None:
+            continue
+        bad = np.isinf(a) if name == "q" else ~np.isfinite(a)
+        if bad.any():
+            raise ValueError(f"Out of range float values are not JSON compliant (field {name!r}, "
+                             f"{int(bad.sum())} value(s))")
 
 
 def _cut(values: np.ndarray, first: np.ndarray, last: np.ndarray) -> tuple[bytes, list[int], list[int]]:
