@@ -1,6 +1,11 @@
 """Start the studio (``make run``): ``streamlit run app.py`` with the heavy imports begun at once.
 
-    .venv/bin/python studio.py --server.address 127.0.0.1 --server.port 8501 [other streamlit flags]
+    .venv/bin/python studio.py [--runs-dir DIR ...] --server.address 127.0.0.1 --server.port 8501 [other streamlit flags]
+
+``--runs-dir DIR`` (repeatable) adds DIR to the folders whose run folders the sidebar lists and a
+link may open (beside ``sample_rollouts/runs`` and ``./runs``): it is added to the environment
+variable ``CRBC_RUNS_DIRS`` (``ui/run_source.py``). No other path on the machine is ever opened
+from a link.
 
 Streamlit runs ``app.py`` only when the first browser session arrives, and that session then
 waited about 7.5 s (of an 8 s first page on a 2-core machine) for ``import torch`` and
@@ -20,13 +25,34 @@ lets a nested address (``/lesson/foo``) load the app and its "page not found" no
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 APP = Path(__file__).resolve().with_name("app.py")
 
 
+def runs_dirs(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``(run folders given by --runs-dir DIR / --runs-dir=DIR, the other arguments)``."""
+    dirs, rest, it = [], [], iter(argv)
+    for a in it:
+        if a == "--runs-dir":
+            d = next(it, None)
+            if d is None:
+                sys.exit("studio.py: error: --runs-dir needs a folder")
+            dirs.append(d)
+        elif a.startswith("--runs-dir="):
+            dirs.append(a.split("=", 1)[1])
+        else:
+            rest.append(a)
+    return dirs, rest
+
+
 def main() -> None:
+    dirs, args = runs_dirs(sys.argv[1:])
+    if dirs:
+        old = [p for p in os.environ.get("CRBC_RUNS_DIRS", "").split(os.pathsep) if p]
+        os.environ["CRBC_RUNS_DIRS"] = os.pathsep.join(old + [str(Path(d).resolve()) for d in dirs])
     from ui import warm_imports
 
     warm_imports.start()  # torch and transformers load while the server comes up (ui/warm_imports.py)
@@ -38,7 +64,7 @@ def main() -> None:
     PagesManager.uses_pages_directory = False  # app.py declares its pages with st.navigation
     nested_urls.install()  # /lesson/foo shows "page not found", not a blank page
 
-    sys.argv = ["streamlit", "run", str(APP), *sys.argv[1:]]
+    sys.argv = ["streamlit", "run", str(APP), *args]
     cli.main(prog_name="streamlit")
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+import numpy as np
+
 from crbc.estimators import registry as estimators
 from crbc.explain.anchor_names import anchor_labels
 from crbc.truth import accuracy
@@ -27,6 +29,8 @@ ctx = state.page_context()
 grp, r = ctx.group, ctx.rollout
 names = estimators.names()
 all_c = {n: ctx.credits(n) for n in names}
+trainer_N = ctx.trainer_N  # the advantage the user's trainer gave each step (recorded runs), or None
+extra = {"trainer": trainer_N} if trainer_N is not None else {}
 
 url.check_choice("field", list(charts.FIELDS), "the field shown is one of " + ", ".join(charts.FIELDS))
 f1, f2 = st.columns([3, 2])
@@ -42,6 +46,8 @@ has_truth = exact_truth.truth_possible(ctx)
 st.subheader("Rollouts × steps, one panel per estimator")
 shown = [n for n in names if charts.field_N(all_c[n], field) is not None]
 zmax = heatmaps.shared_range([all_c[n] for n in shown], field)
+if trainer_N is not None and field == "advantage":  # the trainer's advantage is an A_final: one scale
+    zmax = max(zmax, float(np.nanmax(np.abs(trainer_N))))
 st.caption(f"**One colour scale for every panel**, symmetric around 0: dark blue = +{zmax:.3g}, "
            f"dark red = −{zmax:.3g} (the largest |{charts.FIELDS[field].split(' (')[0]}| of any "
            "estimator here), so the same colour means the same number everywhere. Each row is a "
@@ -77,10 +83,22 @@ sure_only = m2.toggle("Sure only", key="credits_sure_only", disabled=not marks_o
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _evidence(key: str, name: str, params: tuple, _process):
+def _intervals(key: str, name: str, params: tuple, _process):
+    """The credit intervals of ``name`` (100 resamples, seed 0): evidence marks and downloads."""
     from crbc.estimators.bootstrap import credit_intervals
 
-    return credit_intervals(_process, name, n_resamples=100, seed=0, **dict(params)).evidence_N
+    return credit_intervals(_process, name, n_resamples=100, seed=0, **dict(params))
+
+
+def _evidence(key: str, name: str, params: tuple, _process):
+    return _intervals(key, name, params, _process).evidence_N
+
+
+def _all_intervals(key: str, process, credits_params) -> dict:
+    """name -> CreditIntervals for every estimator that has a step signal (for the downloads)."""
+    from crbc.estimators.bootstrap import signal_of
+
+    return {n: _intervals(key, n, params, process) for n, params in credits_params if signal_of(n) is not None}
 
 
 def _ev(name: str):
@@ -98,11 +116,11 @@ def _evidence_of(names) -> dict:
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def _heat(key: str, field: str, params: tuple, marks: bool, sure: bool, _shown: tuple) -> str:
+def _heat(key: str, field: str, params: tuple, marks: bool, sure: bool, trainer: bool, _shown: tuple) -> str:
     """The one SVG of every panel, built once per (group, field, parameters, marks): a revisit
     or a rerun for another widget sends the same string again without building it."""
     return credit_heatmaps_svg({n: all_c[n] for n in _shown}, field, zmax=zmax, evidence=_evidence_of(_shown),
-                               sure_only=sure)
+                               sure_only=sure, extra=extra)
 
 
 slug = grp.group.replace("/", "_")
@@ -125,11 +143,12 @@ def _step_panel(i: int, t: int) -> None:
     roll = grp.rollouts[i]
     step = roll.steps[t - 1]
     label = anchor_labels(p)[int(p.step_state[n])]
-    st.markdown(f"**Rollout {roll.rollout} ({charts.outcome(roll)}), step {t} of {len(roll.steps)}**: "
+    st.markdown(f"**Rollout {roll.rollout} ({charts.outcome(roll)}), step {t - 1} (steps 0–{len(roll.steps) - 1})**: "
                 f"action {widgets.code(widgets.short(step.action, 80))} at anchor "
                 f"{widgets.code(widgets.short(label, 80))}")
     truth = exact_truth.group_truth(ctx)[0] if has_truth else None
-    widgets.table(step_rows(all_c, n, _evidence_of(panels), None if truth is None else truth.advantage_N))
+    widgets.table(step_rows(all_c, n, _evidence_of(panels), None if truth is None else truth.advantage_N,
+                            trainer_N))
     s = int(p.step_state[n])
     c1, c2 = st.columns([2, 3], vertical_alignment="center")
     c1.button("Open this anchor in the Inspector", icon=":material/search:", key="credits_open_inspector",
@@ -156,15 +175,18 @@ def _heat_view(heat: str) -> None:
 # plotly.js for it); a click on a cell shows that step under it
 if panels:
     _heat_view(_heat(ctx.key, field, tuple((n, tuple(sorted(ctx.estimator_params(n).items()))) for n in panels),
-                     marks_on, sure_only and marks_on, tuple(panels)))
-st.caption(" · ".join(f"**{n}**: {estimators.get(n).summary.replace('*', '×')}" for n in panels))
+                     marks_on, sure_only and marks_on, trainer_N is not None, tuple(panels)))
+st.caption(" · ".join(f"**{n}**: {estimators.get(n).summary.replace('*', '×')}" for n in panels)
+           + (" · **trainer**: the advantage your trainer gave each step (recorded with the run), on "
+              "the same colours; it is an A_final, so compare it under *Show: A_final*" if extra else ""))
 
 # the timeline is drawn before the truth is computed (a cold start loads the model), and redrawn
 # with the truth line once it is known
 st.subheader(f"Rollout {grp.rollouts[r].rollout}, step by step")
 all_params = tuple((n, tuple(sorted(ctx.estimator_params(n).items()))) for n in names)
+trainer_R = None if trainer_N is None else trainer_N[all_c[names[0]].rollout_slice(r)]
 timeline = figure_cache.figure("credits_timeline_svg", (ctx.key, all_params, r, field),
-                               lambda: charts.timeline_chart_svg(all_c, r, field))
+                               lambda: charts.timeline_chart_svg(all_c, r, field, trainer_R=trainer_R))
 timeline_slot = st.empty()
 if has_truth:
     with timeline_slot:
@@ -186,7 +208,8 @@ elif truth_box is not None:
 if truth is not None:
     timeline = figure_cache.figure(
         "credits_timeline_truth_svg", (ctx.key, all_params, r, field),
-        lambda: charts.timeline_chart_svg(all_c, r, field, truth.advantage_N[all_c[names[0]].rollout_slice(r)]))
+        lambda: charts.timeline_chart_svg(all_c, r, field, truth.advantage_N[all_c[names[0]].rollout_slice(r)],
+                                          trainer_R=trainer_R))
 with timeline_slot:
     svg_view(timeline, key="timeline", download=f"{slug}.timeline")
 st.caption("Where the lines disagree, the estimators tell the learner different stories about the "
@@ -221,20 +244,39 @@ if scatter_open:
                    "dotted diagonal both estimators agree; dots in the top-left or bottom-right "
                    "quadrants are steps they judge in opposite directions.")
 
+@st.cache_resource(show_spinner="Resampling every group...", max_entries=8)
+def _file_ci(key: str, name: str, params: tuple, _process):
+    from crbc.estimators.bootstrap import credit_intervals
+
+    return credit_intervals(_process, name, n_resamples=100, seed=0, **dict(params))
+
+
+def _file_intervals(name: str):
+    """The intervals of ``name`` over every group of the file (None without a step signal)."""
+    from crbc.estimators.bootstrap import signal_of
+
+    if signal_of(name) is None:
+        return None
+    return _file_ci(ctx.source.key, name, tuple(sorted(ctx.estimator_params(name).items())),
+                    ctx.file_credits(name).process)
+
+
 st.subheader("Download")
 d1, d2, d3 = st.columns(3)
 est = d1.selectbox("Estimator to export", names, index=names.index(ctx.estimator),
                    key="export_est")
-d2.download_button(f"{est} credits · crbc.credit/1 JSONL", lambda: charts.credits_jsonl(all_c[est]),
+d2.download_button(f"{est} credits · crbc.credit/1 JSONL (with intervals)",
+                   lambda: charts.credits_jsonl(all_c[est], _all_intervals(ctx.key, ctx.process, all_params).get(est)),
                    file_name=f"{slug}.{est}.credits.jsonl", mime="application/jsonl",
                    on_click="ignore", key="dl_jsonl", icon=":material/download:", width="stretch")
 d3.download_button("All estimators · CSV (one row per step)",
-                   lambda: charts.credits_frame(all_c).to_csv(index=False),
+                   lambda: charts.credits_frame(all_c, _all_intervals(ctx.key, ctx.process, all_params),
+                                                trainer_N).to_csv(index=False),
                    file_name=f"{slug}.credits.csv", mime="text/csv", on_click="ignore", key="dl_csv",
                    icon=":material/download:", width="stretch")
 f1, f2 = st.columns(2)
 f1.download_button(f"{est} heatmap · SVG",
-                   lambda: credit_heatmaps_svg({est: all_c[est]}, field, standalone=True),
+                   lambda: credit_heatmaps_svg({est: all_c[est]}, field, standalone=True, extra=extra),
                    file_name=f"{slug}.{est}.heatmap.svg", mime="image/svg+xml", on_click="ignore",
                    key="dl_heat", icon=":material/image:", width="stretch", disabled=est not in shown,
                    help=None if est in shown else f"{est} has no {charts.FIELDS[field]}")
@@ -244,14 +286,19 @@ f2.download_button("Timeline · SVG", lambda: timeline.replace("<svg ", '<svg xm
 if len(ctx.groups) > 1:
     st.markdown(f"**The whole file** ({len(ctx.groups)} groups, every step with its anchor):")
     w1, w2 = st.columns(2)
-    w1.download_button(f"{est}, all groups · crbc.credit/1 JSONL",
-                       lambda: charts.credits_jsonl(ctx.file_credits(est)),
+    w1.download_button(f"{est}, all groups · crbc.credit/1 JSONL (with intervals)",
+                       lambda: charts.credits_jsonl(ctx.file_credits(est), _file_intervals(est)),
                        file_name=f"all-groups.{est}.credits.jsonl", mime="application/jsonl",
                        on_click="ignore", key="dl_file_jsonl", icon=":material/download:", width="stretch")
     w2.download_button("All estimators, all groups · CSV (one row per step)",
-                       lambda: charts.credits_frame({n: ctx.file_credits(n) for n in names}).to_csv(index=False),
+                       lambda: charts.credits_frame({n: ctx.file_credits(n) for n in names},
+                                                    {n: ci for n in names if (ci := _file_intervals(n)) is not None},
+                                                    ctx.file_trainer_N()).to_csv(index=False),
                        file_name="all-groups.credits.csv", mime="text/csv", on_click="ignore",
                        key="dl_file_csv", icon=":material/download:", width="stretch")
-st.caption("Every figure downloads as SVG: the *Download SVG* link under each drawing saves it "
+st.caption("The CSV has a row per (estimator, step): steps numbered from 0 as in the files, the "
+           "interval and evidence of each credit (100 resamples, seed 0) and the trainer's own "
+           "advantage where the run recorded it; the JSONL is crbc.credit/1 with the intervals. "
+           "Every figure downloads as SVG: the *Download SVG* link under each drawing saves it "
            "as shown (the heatmaps with every panel and the evidence marks), the buttons above one "
            "estimator's panel or the timeline.")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from crbc.estimators import registry as estimators
 from crbc.explain import disagreements as compare
 from crbc.explain.table_rows import fmt
 from crbc.viz.html_charts import disagreement_bars_html
@@ -21,14 +22,21 @@ TOP = 12
 SHARED_URL_KEYS = ("source", "sample", "group", "beta", "depth", "sigma_min")  # sidebar widget keys
 
 
+def _comparison(name: str) -> compare.Comparison:
+    """A comparison by its name: a fixed one, or "trainer vs NAME"."""
+    if name in compare.COMPARISONS:
+        return compare.COMPARISONS[name]
+    return compare.trainer_comparison(name.removeprefix("trainer vs "))
+
+
 @st.cache_resource(show_spinner="Comparing the estimators...", max_entries=32)
-def _group_dis(group_key: str, comparison: str, params: tuple, _process) -> compare.Disagreement:
-    return compare.disagreements(_process, comparison, **dict(params))
+def _group_dis(group_key: str, comparison: str, params: tuple, _process, _trainer) -> compare.Disagreement:
+    return compare.disagreements(_process, _comparison(comparison), trainer_N=_trainer, **dict(params))
 
 
 @st.cache_resource(show_spinner="Comparing the estimators on every group...", max_entries=8)
-def _file_dis(source_key: str, comparison: str, params: tuple, _groups) -> compare.Disagreement:
-    return compare.disagreements(list(_groups), comparison, **dict(params))
+def _file_dis(source_key: str, comparison: str, params: tuple, _groups, _trainer) -> compare.Disagreement:
+    return compare.disagreements(list(_groups), _comparison(comparison), trainer_N=_trainer, **dict(params))
 
 
 def _inspect_link(group_id: str, label: str) -> dict[str, str]:
@@ -54,23 +62,29 @@ st.caption("Where do two estimators disagree most about which steps deserve cred
 ctx = state.page_context()
 grp, groups, params = ctx.group, ctx.groups, ctx.params
 ss = st.session_state
-url.check_choice("dis_cmp", compare.COMPARISONS, "no such comparison")
+# the trainer's own advantage (a recorded or imported run) is a side against every estimator
+has_trainer = ctx.file_trainer_N() is not None
+comparisons = list(compare.COMPARISONS) + ([f"trainer vs {n}" for n in estimators.names()] if has_trainer else [])
+url.check_choice("dis_cmp", comparisons,
+                 "no such comparison" + ("" if has_trainer else " (this source records no trainer advantage)"))
 url.check_choice("dis_scope", SCOPES, "the scope is this group or all groups of the file")
-for key, options in (("dis_cmp", compare.COMPARISONS), ("dis_scope", SCOPES)):
+for key, options in (("dis_cmp", comparisons), ("dis_scope", SCOPES)):
     if key in ss and ss[key] not in options:
         del ss[key]
 
 c1, c2 = st.columns([2, 2])
-cmp_name = c1.selectbox("Compare", list(compare.COMPARISONS), key="dis_cmp", bind="query-params")
+cmp_name = c1.selectbox("Compare", comparisons, key="dis_cmp", bind="query-params",
+                        help="trainer vs NAME: the advantage your trainer gave each step against NAME's "
+                             "A_final (recorded or imported runs only).")
 scope = c2.segmented_control("Scope", SCOPES, key="dis_scope", required=True, default=SCOPES[0],
                              bind="query-params", disabled=len(groups) < 2)
 shared = tuple(sorted({"beta": params["beta"], "sigma_min": params["sigma_min"],
                        "depth": params["depth"]}.items()))
 if scope == SCOPES[1] and len(groups) > 1:
-    dis = _file_dis(ctx.source.key, cmp_name, shared, groups)
+    dis = _file_dis(ctx.source.key, cmp_name, shared, groups, ctx.file_trainer_N())
     where = f"all {len(groups)} groups of {text(ctx.source.label)}"
 else:
-    dis = _group_dis(ctx.key, cmp_name, shared, ctx.process)
+    dis = _group_dis(ctx.key, cmp_name, shared, ctx.process, ctx.trainer_N if has_trainer else None)
     where = f"group {text(grp.group)}"
 cmp_ = dis.comparison
 multi = scope == SCOPES[1] and len(groups) > 1
@@ -116,15 +130,18 @@ if len(dis.anchors) > TOP:
 
 st.subheader("Steps, most disagreement first")
 st.caption("Steps that share an anchor and an action are one row: `steps` counts them, `where` "
-           "lists them (rollout·step); A_S is their mean under each estimator.")
-grouped = grouped_steps(dis.steps, xl, yl)
+           "lists them (rollout·step, steps numbered from 0 as in the files); "
+           + ("A_S is their mean under each estimator." if vn == "A_S" else
+              "A is their mean: the trainer's advantage, and the estimator's A_final."))
+vn = cmp_.value_name
+grouped = grouped_steps(dis.steps, xl, yl, vn)
 step_cells = ([("group", lambda r: r["group"])] if multi else []) + [
     ("anchor", lambda r: r["anchor"]),
     ("action", lambda r: r["action"]),
     ("steps", lambda r: str(r["steps"])),
     ("where", lambda r: r["where"]),
-    (f"A_S {xl}", lambda r: fmt(r[f"A_S {xl}"], 3, True)),
-    (f"A_S {yl}", lambda r: fmt(r[f"A_S {yl}"], 3, True)),
+    (f"{vn} {xl}", lambda r: fmt(r[f"{vn} {xl}"], 3, True)),
+    (f"{vn} {yl}", lambda r: fmt(r[f"{vn} {yl}"], 3, True)),
     ("max |Δ|", lambda r: fmt(r["max |Δ|"], 3)),
 ]
 spec = ([2] if multi else []) + [1, 1, 0.6, 2, 1.2, 1.2, 1, 1.1]

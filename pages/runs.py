@@ -19,7 +19,7 @@ import crbc.train.analysis as A
 from crbc.io.rollouts import RolloutFormatError
 from crbc.train.diagnostics import DIAGNOSTICS
 from crbc.viz import runs as V
-from ui import figure_cache, run_review, state, url, widgets
+from ui import figure_cache, run_review, run_source, state, url, widgets
 from ui.svg_view import svg_view
 
 MAX_ZIP_MB = 50
@@ -91,9 +91,11 @@ st.caption("Runs of `python -m crbc train` / `experiment` (format `crbc.run/1`):
            "iterations per estimator, the estimator's diagnostics on each iteration's batch, and any "
            "iteration's groups, which open in the Anchor graph, Bellman backups and Step credits pages.")
 
-url.check_choice("runs_kind", list(KINDS), "runs are ours or any")
+# the bound control writes its label into the URL: a link may carry the label or the name (any)
+url.check_choice("runs_kind", list(KINDS), "runs are ours or any", KINDS.get)
 if st.segmented_control("Which runs", list(KINDS), format_func=KINDS.get, key="runs_kind",
-                        default="ours", required=True, bind="query-params") == "any":
+                        default="any" if run_source.run_view() is not None else "ours", required=True,
+                        bind="query-params") == "any":
     run_review.render(OPEN_IN + [("pages/inspector.py", "Inspector", ":material/search:")])
     st.stop()
 
@@ -160,6 +162,7 @@ for run in loaded.values():
                    "interrupted while writing it); it is ignored.")
 
 runs = A.order_runs(list(loaded.values()))
+run_key_of = {r.name: k for k, r in loaded.items()}
 # what the figures and tables below read of the runs: which runs (a shipped one with the time its
 # metrics were last written, an upload by its content hash), so they are built once per choice;
 # as one short digest, which the caches hash on every rerun in a fraction of the tuple's time
@@ -322,5 +325,9 @@ bcols = st.columns(len(OPEN_IN))
 for col, (path, title, icon) in zip(bcols, OPEN_IN, strict=True):
     if (Path(state.ROOT) / path).exists() and col.button(f"Open in {title}", icon=icon,
                                                           key=f"runs_open_{Path(path).stem}"):
-        state.open_groups(source, gi)
+        folder = Path(run.source)
+        if run_key_of[run.name].startswith("shipped:") and run_source.resolve(str(folder)) is not None:
+            run_source.open_run(folder, iteration, gids[gi])  # a folder: the link carries it
+        else:
+            state.open_groups(source, gi)  # a .zip upload lives in this session only
         url.switch_page(path)

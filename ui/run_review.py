@@ -1,16 +1,22 @@
-"""The Training runs page's review of a run that is not ours (a recorded or imported run).
+"""The Training runs page's view of a recorded or imported run: its whole history, then an iteration's groups.
 
-Such a run has no held-out evaluation, only the trainer's metrics and the trainer's advantage of
-each step. :func:`render` draws, for the chosen iteration: success, the share of steps at shared
-anchors, evidence coverage, the share of sure steps, how far the trainer's advantage is from each
-estimator's (all from :func:`crbc.explain.run_review.review_iteration`, cached per run and
-iteration), the iterations reviewed so far, and the iteration's groups sorted by what is worth a
-look, each one click from the other pages. Only rendering here.
+The run is the sidebar's (:func:`ui.run_source.run_view`: a run folder, or an upload that carries
+several iterations). :func:`render` draws
+
+1. **every iteration at once**, from the run's ``crbc.audit/1`` table (``RUN_DIR/audit.parquet``,
+   :mod:`crbc.io.audit_reader`, drawn by :func:`crbc.viz.audit_svg.audit_grid_svg`): success,
+   sharing, evidence shares and the trainer's agreement with each estimator per iteration. Without
+   one: a button that computes it (``crbc.audit.audit_run`` with a progress bar), or, where that is
+   not available, reviews every iteration here (:func:`crbc.explain.run_review.review_iteration`,
+   about a second each) into a table of the same shape, kept for the session;
+2. a click on an iteration (a point of the grid, or the sidebar's iteration) and the button under
+   the grid list that iteration's groups worth a look, each one click from the other pages.
+
+Only rendering here; the numbers come from :mod:`crbc.explain.run_review`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from pathlib import Path
 
@@ -18,24 +24,15 @@ import pandas as pd
 import streamlit as st
 
 import crbc.explain.run_review as RR
-import crbc.io.runs as R
 from crbc.errors import FormatError
-from ui import state, url
+from crbc.io.audit_reader import find_audit, read_audit
+from crbc.viz.audit_svg import audit_grid_svg
+from ui import figure_cache, run_source, state, url
+from ui.run_source import RunView
+from ui.svg_view import svg_view
 
 B = 50  # resamples per iteration: an overview (the Inspector uses 200 on one group)
-UPLOAD = "(the sidebar's upload)"
-DIR = "(a run folder on this machine)"
-
-
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _read(path: str, stamp: float) -> R.Run:
-    del stamp  # part of the key: a run still being written is re-read
-    return R.read_run(path)
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _groups(run_key: str, iteration: int, _run: R.Run) -> tuple:
-    return tuple(_run.rollouts(iteration))
+ERRORS = (FormatError, OSError, KeyError, ValueError)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
@@ -43,47 +40,65 @@ def _review(run_key: str, iteration, params: tuple, _groups: tuple) -> RR.Iterat
     return RR.review_iteration(list(_groups), n_resamples=B, **dict(params))
 
 
-def _stamp(path: Path) -> float:
-    p = path / R.METRICS_FILE
-    return p.stat().st_mtime if p.exists() else 0.0
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _audit(path: str, mtime: float) -> pd.DataFrame:
+    del mtime  # part of the key: a recomputed audit is read again
+    return read_audit(path)
 
 
 def _pct(x: float) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.0%}"
 
 
-def _choose() -> tuple[str, str, dict, dict | None] | None:
-    """(run key, label, {iteration: loader}, trainer metrics by iteration) of the chosen run."""
-    shipped = [str(p.relative_to(state.SAMPLES_DIR / "runs")) for p in R.find_runs(state.SAMPLES_DIR / "runs")] \
-        if (state.SAMPLES_DIR / "runs").is_dir() else []
-    imported = st.session_state.get("_crbc_imported")
-    options = ([UPLOAD] if imported else []) + shipped + [DIR]
-    url.drop_invalid("review_run", options)
-    pick = st.selectbox("Run", options, key="review_run",
-                        help="A run recorded by crbc.integrations.verl.RunRecorder or written by "
-                             "`python -m crbc import --out FOLDER`; an upload with several "
-                             "iterations (sidebar, Upload files) is reviewed here too.")
-    if pick == UPLOAD:
-        key, label, by_it = imported
-        return key, label, {i: (lambda g=g: tuple(g)) for i, g in by_it.items()}, None
-    if pick == DIR:
-        folder = st.text_input("Run folder (crbc.run/1)", key="review_dir",
-                               placeholder="/path/to/runs/alfworld-gigpo").strip()
-        if not folder:
-            st.info("Give the path of a run folder (it holds run.json, metrics.jsonl, rollouts/).")
-            return None
-        path = Path(folder).expanduser()
-    else:
-        path = state.SAMPLES_DIR / "runs" / pick
-    try:
-        run = _read(str(path), _stamp(path))
-    except (FormatError, OSError) as e:
-        st.error("This run could not be read:")
-        st.text(str(e))
-        return None
-    key = f"run:{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:16]}"
-    loaders = {i: (lambda i=i: _groups(key, i, run)) for i in run.iterations_with_rollouts}
-    return key, f"run {run.name}", loaders, {m["iteration"]: m for m in run.metrics}
+def _history(view: RunView, params: tuple) -> tuple[pd.DataFrame | None, str]:
+    """The run's audit table and where it came from ("" when there is none yet)."""
+    if view.folder is not None and (path := find_audit(view.folder)) is not None:
+        try:
+            return _audit(str(path), path.stat().st_mtime), f"`{path.name}` beside the run"
+        except (FormatError, OSError) as e:
+            st.error(f"The run's audit could not be read: {e}")
+            return None, ""
+    done = st.session_state.get("_review_done", {}).get((view.key, params), {})
+    if done:
+        rows = [row for i in sorted(done) for row in done[i].audit_rows(i)]
+        return pd.DataFrame(rows), f"reviewed here ({len(done)} of {len(view.iterations)} iterations)"
+    return None, ""
+
+
+def _compute(view: RunView, params: tuple) -> None:
+    """Offer the audit of every iteration: ``crbc audit`` on a folder, else a review here."""
+    left = [i for i in view.iterations
+            if i not in st.session_state.get("_review_done", {}).get((view.key, params), {})]
+    c1, c2 = st.columns([1, 2], vertical_alignment="center")
+    if view.folder is not None and c1.button(f"Compute the audit ({len(view.iterations)} iterations)",
+                                             key="runs_audit_go", type="primary", icon=":material/query_stats:"):
+        try:
+            from crbc.audit import audit_run
+        except ImportError:
+            st.info("audit not available in this build: review the iterations here instead (below), "
+                    "or run `python -m crbc audit RUN_DIR` where it is installed.")
+        else:
+            bar = st.progress(0.0, text="Auditing every iteration...")
+            try:
+                audit_run(view.folder, progress=lambda k, n: bar.progress(k / max(n, 1),
+                                                                         text=f"{k} of {n} iterations"))
+            except ERRORS as e:
+                st.error(f"The audit failed: {e}")
+                return
+            st.rerun()
+    c2.caption("The audit (`python -m crbc audit RUN_DIR`) computes every iteration once and writes "
+               "`audit.parquet` beside the run; the page then draws the whole history at once.")
+    if left and st.button(f"Review the {len(left)} iteration(s) here (about a second each; kept for this "
+                          "session)", key="review_all"):
+        bar = st.progress(0.0)
+        done = st.session_state.setdefault("_review_done", {}).setdefault((view.key, params), {})
+        for k, i in enumerate(left):
+            try:
+                done[i] = _review(view.key, i, params, view.groups(i))
+            except ERRORS as e:
+                st.error(f"Iteration {i} could not be reviewed: {e}")
+            bar.progress((k + 1) / len(left), text=f"iteration {i}")
+        st.rerun()
 
 
 def _agreement_table(rv: RR.IterationReview) -> pd.DataFrame:
@@ -91,99 +106,87 @@ def _agreement_table(rv: RR.IterationReview) -> pd.DataFrame:
                           "sign agreement": a["sign"]} for n, a in rv.agreement.items()])
 
 
-def render(open_in: list[tuple[str, str, str]]) -> None:
-    """The review section (see the module docstring); ``open_in``: (page file, title, icon)."""
-    st.caption("For runs of other trainers (verl-agent, verl, rLLM, ART, your own loop): no held-out "
-               "evaluation, only the trainer's metrics and the advantage it gave each step. Per "
-               "iteration: how much the anchors merge, how much of the credit rests on evidence, "
-               "and how far the trainer's advantage is from each estimator's.")
-    chosen = _choose()
-    if chosen is None:
-        return
-    run_key, label, loaders, metrics = chosen
-    its = list(loaders)
-    if not its:
-        st.info("This run ships no rollouts (rollouts/ is empty).")
-        return
-    if st.session_state.get("review_iter") not in its:
-        st.session_state.pop("review_iter", None)
-    iteration = st.selectbox("Iteration", its, key="review_iter")
-    params = tuple(sorted(state.shared_params().items()))
+def _iteration(view: RunView, iteration: int, params: tuple, open_in: list[tuple[str, str, str]]) -> None:
+    """One iteration: its numbers and its groups worth a look, each one click from the other pages."""
     try:
-        groups = loaders[iteration]()
-        rv = _review(run_key, iteration, params, groups)
-    except (FormatError, OSError, KeyError, ValueError) as e:
-        st.error(f"Iteration {iteration} could not be read:")
-        st.text(str(e))
+        groups = view.groups(iteration)
+        rv = _review(view.key, iteration, params, groups)
+    except ERRORS as e:
+        st.error(f"Iteration {iteration} could not be read: {e}")
         return
-    done = st.session_state.setdefault("_review_done", {}).setdefault((run_key, params), {})
-    done[iteration] = rv.summary()
-
-    rec = (metrics or {}).get(iteration, {})
+    st.session_state.setdefault("_review_done", {}).setdefault((view.key, params), {})[iteration] = rv
+    rec = view.metrics.get(iteration, {})
     cols = st.columns(5)
-    sr = rec.get("success_rate", rv.success)
-    cols[0].metric("success", _pct(sr), help="The trainer's success_rate metric, else the share of "
-                                             "rollouts that succeeded.")
+    cols[0].metric("success", _pct(rec.get("success_rate", rv.success)),
+                   help="The trainer's success_rate metric, else the share of rollouts that succeeded.")
     cols[1].metric("steps at shared anchors", _pct(rv.shared_share),
                    help=f"Share of the {rv.n_steps} steps at anchors that ≥ 2 rollouts of their group "
                         f"visit ({rv.n_anchors} anchors). Near 0: the anchor key merges nothing.")
     cols[2].metric("evidence coverage", _pct(rv.coverage),
-                   help="Share of steps whose crbc credit is not 0 by construction (evidence not "
-                        "'none': ≥ 2 actions at the anchor and both outcomes reachable from it).")
+                   help="Share of steps whose crbc credit is not 0 by construction.")
     cols[3].metric("sure steps", _pct(rv.sure_share),
-                   help=f"Share of steps whose {0.9:.0%} interval excludes 0 ({B} resamples of each "
-                        "group's own rollouts). Few sure steps: a larger group would pay.")
+                   help=f"Share of steps whose 90% interval excludes 0 ({B} resamples of each group's "
+                        "own rollouts).")
     cols[4].metric("groups", f"{rv.n_groups}", help=f"{rv.n_rollouts} rollouts, {rv.n_steps} steps")
     if rv.trainer_steps:
-        st.markdown(f"**The trainer's advantage against each estimator's A_final** "
-                    f"({rv.trainer_steps} steps that carry one)")
+        st.markdown(f"**The trainer's advantage against each estimator's A_final** ({rv.trainer_steps} steps)")
         st.dataframe(_agreement_table(rv), hide_index=True, column_config={
             "Spearman ρ with the trainer": st.column_config.NumberColumn(format="%.3f"),
             "sign agreement": st.column_config.NumberColumn(format="%.2f")})
-        st.caption("Spearman ρ: rank correlation over the batch's steps; sign agreement: share of "
-                   "steps with a non-zero trainer advantage where the estimator has the same sign "
-                   "(0 counts as a miss).")
     else:
         st.info("This run records no trainer advantage per step (trainer_advantage), so only "
                 "sharing, evidence and sure steps are shown.")
-
-    st.markdown("**Iterations reviewed so far** (each is computed once, when opened)")
-    left = [i for i in its if i not in done]
-    if left and st.button(f"Review the other {len(left)} iteration(s)", key="review_all"):
-        bar = st.progress(0.0)
-        for k, i in enumerate(left):
-            try:
-                done[i] = _review(run_key, i, params, loaders[i]()).summary()
-            except (FormatError, OSError, KeyError, ValueError) as e:
-                st.text(f"iteration {i}: {e}")
-            bar.progress((k + 1) / len(left), text=f"iteration {i}")
-        st.rerun()  # redraw without the button
-    if len(done) > 1:
-        frame = pd.DataFrame.from_dict(done, orient="index").sort_index()
-        c1, c2 = st.columns(2)
-        shares = [c for c in ("success", "shared_share", "coverage", "sure_share") if c in frame.columns]
-        c1.line_chart(frame[shares], height=240, x_label="iteration")
-        c1.caption("Shares of rollouts (success) and of steps (shared anchors, evidence, sure).")
-        rhos = [c for c in frame.columns if c.startswith("rho.")]
-        if rhos:
-            c2.line_chart(frame[rhos], height=240, x_label="iteration")
-            c2.caption("rho.NAME: Spearman of the trainer's advantage with NAME's A_final.")
-
-    st.markdown(f"**{label}, iteration {iteration}: groups worth a look**")
+    st.markdown(f"**{view.label}, iteration {iteration}: groups worth a look**")
     by = st.segmented_control("Sort by", list(RR.SORTS), key="review_sort", default="disagreement",
                               required=True, help="; ".join(f"{k}: {v}" for k, v in RR.SORTS.items()))
     rows = RR.sort_rows(rv.rows, by or "disagreement")
     table = pd.DataFrame([r.as_dict() for r in rows])
     sel = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row",
                        key=f"review_groups_{by}", width="stretch", height=min(38 + 35 * len(table), 360))
-    picked = sel.selection.rows[0] if sel and sel.selection.rows else 0
-    row = rows[picked]
-    st.caption("Click a row to choose the group; then open it:")
-    st.text(f"{row.group} ({row.rollouts} rollouts, {row.success:.0%} succeeded)")
-    source = state.Source(f"{run_key}|{iteration}", f"{label} iteration {iteration}", groups)
+    row = rows[sel.selection.rows[0] if sel and sel.selection.rows else 0]
+    st.caption(f"Click a row to choose the group; then open it: {row.group} ({row.rollouts} rollouts, "
+               f"{row.success:.0%} succeeded).")
     bcols = st.columns(len(open_in))
     for col, (path, title, icon) in zip(bcols, open_in, strict=True):
         if (Path(state.ROOT) / path).exists() and col.button(
                 f"Open in {title}", icon=icon, key=f"review_open_{Path(path).stem}"):
-            state.open_groups(source, row.index)
+            st.session_state["_crbc_open_request"] = {view.iter_key: iteration, "group": row.group, "rollout": 0}
             url.switch_page(path)
+
+
+def render(open_in: list[tuple[str, str, str]]) -> None:
+    """The review (module docstring); ``open_in``: (page file, title, icon) of the pages to open a group in."""
+    view = run_source.run_view()
+    if view is None:
+        st.info("Open a run in the sidebar: **Source → Run folder**, then pick the run (runs under "
+                f"{run_source.roots_text()}) or type its folder's path. An upload with several "
+                "iterations (a step table, a dump) is reviewed here too.")
+        return
+    st.caption("For runs of other trainers (verl-agent, verl, rLLM, ART, your own loop): no held-out "
+               "evaluation, only the trainer's metrics and the advantage it gave each step.")
+    params = tuple(sorted(state.shared_params().items()))
+    iteration = st.session_state.get(view.iter_key)
+    iteration = iteration if iteration in view.iterations else view.iterations[-1]
+    st.subheader(f"{view.label}: every iteration")
+    frame, where = _history(view, params)
+    if frame is not None and not frame.empty:
+        svg = figure_cache.figure("audit_grid", (view.key, where, len(frame), iteration),
+                                  lambda: audit_grid_svg(frame, selected=iteration))
+
+        def pick(value: str) -> None:
+            if value.isdigit() and int(value) in view.iterations:
+                st.session_state[view.iter_key] = int(value)
+                st.session_state["_review_shown"] = (view.key, int(value))
+
+        svg_view(svg, key="runs_audit", on_pick=pick, download="audit")
+        st.caption(f"From {where}. Click a point to list that iteration's groups worth a look; the "
+                   "dotted line is the sidebar's iteration.")
+    if frame is None or view.folder is None and len(frame.drop_duplicates("iteration")) < len(view.iterations):
+        _compute(view, params)
+    shown = st.session_state.get("_review_shown") == (view.key, iteration)
+    if not shown and st.button(f"Groups worth a look in iteration {iteration}", key="review_open_iter",
+                               icon=":material/manage_search:"):
+        st.session_state["_review_shown"] = (view.key, iteration)
+        shown = True
+    if shown:
+        _iteration(view, iteration, params, open_in)

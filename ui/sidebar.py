@@ -17,14 +17,14 @@ import streamlit as st
 from crbc.estimators import registry as estimators
 from crbc.estimators.params import Param
 from crbc.io.rollouts import RolloutGroup
-from ui import state, upload, url, warm_imports, widgets
+from ui import anchor_key, run_source, state, upload, url, warm_imports, widgets
 from ui.state import Source, current_source, model_dirs
 from ui.url import drop_invalid
 
 MAX_GENERATED = 32  # live groups kept in memory (shared by every session; oldest dropped)
 MAX_GEN_SIZE = 16  # rollouts per live group: one user's generation must not hold the server long
 SOURCES = {"sample": "Shipped sample", "upload": "Upload files (crbc.rollout/1, step tables, dumps)", "generate": "Generate live",
-           "run": "Training run iteration"}
+           "run": "Run folder (recorded, imported or trained)"}
 
 
 @st.cache_resource(show_spinner="Loading the model...")
@@ -35,24 +35,29 @@ def _policy(path: str):
     return load_policy(path)
 
 
-def _set_source(source: Source) -> None:
+def _set_source(source: Source, regex: str = "", keyed: bool = True) -> None:
+    """Make ``source`` the current one, its anchors keyed by ``regex`` unless ``keyed`` is False
+    (an upload's importer applies the key itself, naming a refused row by file and row)."""
+    if keyed and regex:
+        source, err = anchor_key.keyed(source, regex)
+        if err:
+            _source_error(err)
+            return
     st.session_state["_crbc_source"] = source
+
+
+def _source_error(msg: str) -> None:
+    """A source that cannot be shown: one line in the sidebar and on the page, nothing loaded."""
+    _clear_source()
+    st.sidebar.error(msg)
+    st.error(msg)
 
 
 def _clear_source() -> None:
     st.session_state.pop("_crbc_source", None)
 
 
-def _opened_source() -> None:
-    opened = st.session_state.get("_crbc_opened")
-    if not opened:
-        st.sidebar.info("Open an iteration's group from the Training runs page.")
-        _clear_source()
-        return
-    _set_source(opened)
-
-
-def _sample_source() -> None:
+def _sample_source(regex: str) -> None:
     files = state.sample_files()
     if not files:
         st.sidebar.warning("No shipped samples found in `sample_rollouts/`.")
@@ -68,13 +73,13 @@ def _sample_source() -> None:
         st.sidebar.error(err)
         _clear_source()
         return
-    _set_source(Source(f"sample:{name}:{content}", f"sample {name}", groups))
+    _set_source(Source(f"sample:{name}:{content}", f"sample {name}", groups), regex)
 
 
-def _upload_source() -> None:
+def _upload_source(regex: str) -> None:
     # a refused file is not kept listed: the uploader gets a new key (so it starts empty) and the
     # refusal stays on the page until another file is loaded (ui/upload.py reads the files)
-    src, err = upload.upload_source()
+    src, err = upload.upload_source(regex)
     if err:
         _clear_source()
         st.session_state["_crbc_error"] = err
@@ -84,7 +89,22 @@ def _upload_source() -> None:
         _clear_source()
         return
     st.session_state.pop("_crbc_error", None)
-    _set_source(src)
+    _set_source(src, regex, keyed=False)
+    imported = st.session_state.get("_crbc_imported")
+    if imported is not None:  # several iterations: the Training runs page reviews them all
+        key, label, by_it = imported
+        st.session_state["_crbc_run_view"] = run_source.RunView(
+            key, label, tuple(by_it), "upload_iter", None, {}, lambda i: tuple(by_it[i]))
+
+
+def _run_source(regex: str) -> None:
+    src, err = run_source.run_source(regex)
+    if err:
+        _source_error(err)
+    elif src is None:
+        _clear_source()
+    else:
+        _set_source(src, regex)
 
 
 @st.cache_resource(show_spinner=False)
@@ -127,7 +147,7 @@ def _queue() -> _Queue:
     return _Queue()
 
 
-def _generate_source() -> None:
+def _generate_source(regex: str) -> None:
     warm_imports.wait()
     try:
         import crbc.policy.generate  # noqa: F401
@@ -211,7 +231,7 @@ def _generate_source() -> None:
             return
         bar.empty()
     key = "gen:" + hashlib.sha1(repr(params).encode()).hexdigest()[:16]
-    _set_source(Source(key, f"live {env} seed {seed} ({model})", done[params]))
+    _set_source(Source(key, f"live {env} seed {seed} ({model})", done[params]), regex)
 
 
 def sidebar(page: str | None = None) -> None:
@@ -225,24 +245,29 @@ def sidebar(page: str | None = None) -> None:
     for name, (meta, _default) in estimators.shared_param_specs().items():
         url.check_url(name, _param_ok(meta), f"not a valid value of {meta.label or name}")
     request = st.session_state.pop("_crbc_open_request", None)
-    if request is not None:  # open_groups() was called on the previous run
-        st.session_state.update(source="run", group=request, rollout=0)
+    if request is not None:  # open_groups() / run_source.open_run() was called on the previous run
+        st.session_state.update(request)
+    st.session_state.pop("_crbc_run_view", None)
     source = sb.radio("Source", list(SOURCES), key="source", bind="query-params",
                       captions=list(SOURCES.values()))
-    if source == "upload":
-        _upload_source()
+    regex = anchor_key.key_field()
+    bad_key = anchor_key.check(regex)
+    if bad_key:
+        _source_error(bad_key)
+    elif source == "upload":
+        _upload_source(regex)
     elif source == "generate":
-        _generate_source()
+        _generate_source(regex)
     elif source == "run":
-        _opened_source()
+        _run_source(regex)
     else:
-        _sample_source()
+        _sample_source(regex)
 
     src = current_source()
     groups = src.groups if src else ()
     if src is not None:
         sb.markdown(f"Loaded: **{widgets.short(src.label, 120)}**")
-        upload.merge_line(src)
+        anchor_key.merge_line(src, regex)
     # the pickers vary by page (the lesson on its own group has none), the parameters do not: each
     # in its own container at a fixed place, so the parameter widgets keep their place in the
     # page on every page. A bound widget that moves is drawn anew by the browser, which then drops

@@ -54,7 +54,8 @@ MAX_UPLOAD_MB = 20
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
 SAMPLE_ORDER = ("sokoban-weak.jsonl", "sokoban-strong.jsonl", "gridworld.jsonl", "worked-example.jsonl")
 NOTHING_LOADED = ("No rollout group is loaded. Choose a data source in the sidebar: a shipped sample, "
-                  "an uploaded `.jsonl` file (format `crbc.rollout/1`), or a live generation.")
+                  "an upload (crbc.rollout/1, a run's iteration file, step tables, dumps), a live "
+                  "generation, or a run folder (*Run folder*, then pick the run or type its path).")
 
 
 
@@ -145,6 +146,17 @@ def _file_credits(key: str, name: str, params: tuple, _groups: tuple) -> estimat
     return estimators.compute(name, merge(list(_groups)), **dict(params))
 
 
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _trainer(key: str, _groups: tuple):
+    """(N,) the trainer's advantage per step in merge order, or None when no step carries one."""
+    import numpy as np
+
+    from crbc.explain.run_review import trainer_advantage
+
+    adv = trainer_advantage(list(_groups))
+    return adv if adv is not None and np.isfinite(adv).any() else None
+
+
 @st.cache_resource(show_spinner=False, max_entries=32)
 def _sweep(key: str, beta: float, k_max: int, _process: Process) -> closure.DepthSweep:
     return closure.depth_sweep(_process, beta, k_max)
@@ -187,6 +199,16 @@ class PageContext:
     def process(self) -> Process:
         """The merged empirical process of the chosen group (cached across runs, read-only)."""
         return cached_process(self.key, self.group)
+
+    @property
+    def trainer_N(self):
+        """(N,) the advantage the user's trainer gave each step of the chosen group (NaN where a
+        step has none), in the process's step order; None when the group records none."""
+        return _trainer(self.key, (self.group,))
+
+    def file_trainer_N(self):
+        """:attr:`trainer_N` over every group of the source (the order of :meth:`file_credits`)."""
+        return _trainer(self.source.key, tuple(self.groups))
 
     def estimator_params(self, name: str) -> dict[str, Any]:
         """The shared sidebar parameters that estimator ``name`` takes (the others keep defaults)."""
@@ -284,8 +306,12 @@ def page_context(require: bool = True) -> PageContext | None:
 
 
 def open_groups(source: Source, group_index: int = 0) -> None:
-    """Make ``source`` (e.g. one iteration of a saved training run) the current source of every
-    page, with group ``group_index`` chosen. Call it from a page, then switch page: the sidebar
-    applies the request on the next run (source "run")."""
+    """Make ``source`` (an iteration of a run uploaded as a .zip, which has no folder to name in
+    a link) the current source of every page, with group ``group_index`` chosen. Call it from a
+    page, then switch page: the sidebar applies the request on the next run (source "run", the
+    run picker's session-only entry). A run folder opens with :func:`ui.run_source.open_run`."""
+    from ui.run_source import OPENED
+
     st.session_state["_crbc_opened"] = source
-    st.session_state["_crbc_open_request"] = source.groups[group_index].group
+    st.session_state["_crbc_open_request"] = {"source": "run", "run": OPENED,
+                                              "group": source.groups[group_index].group, "rollout": 0}

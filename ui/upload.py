@@ -3,10 +3,11 @@
 :func:`upload_source` draws the format choice, the file uploader, the anchor regex and the
 success threshold, reads the files all or nothing (``crbc.io.importers.read_uploads``; a
 ``crbc.rollout/1`` file through :func:`ui.state.load_upload`) and returns
-``(Source | None, error | None)``. A refused upload's message names the file, row and column
-(``crbc.FormatError``), never a traceback. An import with several iterations keeps them all in
+``(Source | None, error | None)``; a run's Parquet iteration file (``iter-NNNN.parquet``) reads as
+the crbc.rollout/1 groups it holds. The anchor key is the sidebar's (:mod:`ui.anchor_key`). A
+refused upload's message names the file, row and column (``crbc.FormatError``), never a traceback. An import with several iterations keeps them all in
 the session (``_crbc_imported``: key, label, {iteration: groups}) for the Training runs page; the
-sidebar serves the chosen iteration. :func:`merge_line` is the line under the data source.
+sidebar serves the chosen iteration.
 """
 
 from __future__ import annotations
@@ -18,19 +19,19 @@ import streamlit as st
 
 from crbc.errors import FormatError
 from crbc.io.anchor_keys import AnchorKeyError, rekey
-from crbc.process import merge_stats
+from crbc.io.parquet_rollouts import read_parquet_rollouts
+from crbc.io.runs import ITER_RE
 from ui import state
 from ui.state import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, Source
 
 #: format key -> (label, file types, importer source or None for crbc.rollout/1)
 FORMATS = {
-    "rollout": ("crbc.rollout/1 (.jsonl)", ["jsonl"], None),
+    "rollout": ("crbc.rollout/1 (.jsonl), or a run's iteration file (iter-NNNN.parquet)", ["jsonl", "parquet"], None),
     "steps": ("step table (JSONL, CSV, Parquet)", ["jsonl", "csv", "parquet"], "steps"),
     "verl": ("verl rollout_data_dir dump ({step}.jsonl)", ["jsonl"], "verl"),
     "rllm": ("rLLM episode logs (.json)", ["json", "jsonl"], "rllm"),
     "art": ("ART trajectories (.parquet)", ["parquet"], "art"),
 }
-NOTHING_MERGED = 0.01  # below this share of steps at shared anchors, the key merges nothing
 
 
 @st.cache_resource(show_spinner="Reading the upload...", max_entries=8)
@@ -58,18 +59,26 @@ def _read(kind: str, files: dict[str, bytes], regex: str | None, threshold: floa
         if source is None:
             out: dict = {}
             for name, data in files.items():
-                groups, err = state.load_upload(name, data)
-                if err:
-                    return None, err
+                if name.endswith(".parquet"):  # a run's iteration (RunRecorder, crbc import)
+                    groups = read_parquet_rollouts(name, data)
+                else:
+                    groups, err = state.load_upload(name, data)
+                    if err:
+                        return None, err
                 out.setdefault(None, []).extend(rekey(groups, regex or None))
             return out, None
         return _imported(key, source, files, regex or None, threshold), None
     except (FormatError, AnchorKeyError, ValueError, OSError) as e:
-        return None, str(e)
+        msg = str(e)
+        if source is not None and any(ITER_RE.match(n) for n in files):
+            msg += (" (a run's iteration file iter-NNNN: choose the format crbc.rollout/1, or open "
+                    "its run folder as the source)")
+        return None, msg
 
 
-def upload_source() -> tuple[Source | None, str | None]:
-    """The upload widgets; ``(source, None)``, ``(None, None)`` (no file yet) or ``(None, error)``."""
+def upload_source(regex: str = "") -> tuple[Source | None, str | None]:
+    """The upload widgets; ``(source, None)``, ``(None, None)`` (no file yet) or ``(None, error)``.
+    ``regex``: the sidebar's anchor key (:mod:`ui.anchor_key`), applied while reading."""
     sb = st.sidebar
     kind = sb.selectbox("Format", list(FORMATS), key="upload_kind",
                         format_func=lambda k: FORMATS[k][0],
@@ -80,11 +89,7 @@ def upload_source() -> tuple[Source | None, str | None]:
     ups = sb.file_uploader(f"Files ({', '.join('.' + t for t in types)}, at most {MAX_UPLOAD_MB} MB)",
                            type=types, accept_multiple_files=True, key=f"upload_file_{kind}_{n}",
                            max_upload_size=MAX_UPLOAD_MB)  # the widget's own "... MB per file" agrees
-    with sb.expander("Anchor key and success", expanded=False):
-        regex = st.text_input("Anchor regex (optional)", key="upload_regex",
-                              help="Observations that carry their history never repeat: the key is "
-                                   "the last match of this regex in each observation (its first "
-                                   "group if it has one), e.g. `Current state:(.*)$`.").strip()
+    with sb.expander("Success from the score", expanded=False):
         use_thr = source is not None and st.checkbox("Success from the score", key="upload_use_thr",
                                                      help="A rollout succeeds when its score is at "
                                                           "least the threshold (else: the file's success).")
@@ -117,19 +122,3 @@ def upload_source() -> tuple[Source | None, str | None]:
         return None, f"{shown}: no rollouts in the upload"
     suffix = "" if it is None or len(its) == 1 else f" iteration {it}"
     return Source(f"{key}#{it}", f"upload {shown}{suffix}", groups), None
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _stats(key: str, _groups: tuple):
-    return merge_stats(list(_groups))
-
-
-def merge_line(src: Source) -> None:
-    """Under the data source: how well the anchor key merges, and a warning when it merges nothing."""
-    ms = _stats(src.key, src.groups)
-    st.sidebar.caption(f"anchors: {ms.n_anchors}, steps at anchors shared by ≥ 2 rollouts: "
-                       f"{ms.shared_step_share:.0%}")
-    if ms.n_steps and ms.shared_step_share < NOTHING_MERGED:
-        st.sidebar.warning("This key merges nothing: no two rollouts share an anchor, so every "
-                           "step credit is 0. Try an anchor regex (Upload > Anchor key).",
-                           icon=":material/call_split:")

@@ -1,7 +1,10 @@
 """Where two estimators disagree: anchors, steps and (anchor, action) pairs ranked by |Δ A_S|.
 
 Both sides are compared on the step credit A_S, which every estimator normalises per anchor,
-so the two share a scale. One group or every group of a file (anchors never match across
+so the two share a scale. The trainer's own advantage (``Step.trainer_advantage``, recorded
+runs) is a side too (:func:`trainer_comparison`): it has no A_S, so the trainer against an
+estimator compares the trainer's advantage with the estimator's A_final (the advantage it would
+have trained with); a step without a recorded trainer advantage counts as 0 on that side. One group or every group of a file (anchors never match across
 groups). Rows are typed (:mod:`crbc.explain.table_rows`); anchors are named by :mod:`crbc.explain.anchor_names`.
 """
 
@@ -30,20 +33,34 @@ class Comparison:
     y: str
     x_params: dict[str, Any] = dataclasses.field(default_factory=dict)
     y_params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    signal: str = "step_advantage"  #: the Credits field compared: step_advantage (A_S) or advantage (A_final)
 
     @property
     def x_label(self) -> str:
-        return _est_label(self.x, self.x_params)
+        return _est_label(self.x, self.x_params, self.signal)
 
     @property
     def y_label(self) -> str:
-        return _est_label(self.y, self.y_params)
+        return _est_label(self.y, self.y_params, self.signal)
+
+    @property
+    def value_name(self) -> str:
+        """What is compared: "A_S", or "A" (the trainer's advantage against an A_final)."""
+        return "A_S" if self.signal == "step_advantage" else "A"
 
 
-def _est_label(name: str, params: dict[str, Any]) -> str:
+TRAINER = "trainer"  #: the side that is the user's trainer's own advantage
+
+
+def _est_label(name: str, params: dict[str, Any], signal: str = "step_advantage") -> str:
     if name == "crbc" and params.get("depth") is not None:
         return f"crbc K={params['depth']}"
     return name
+
+
+def trainer_comparison(estimator: str) -> Comparison:
+    """The trainer's own advantage (x) against ``estimator``'s A_final (y)."""
+    return Comparison(f"trainer vs {estimator}", TRAINER, estimator, signal="advantage")
 
 
 COMPARISONS: dict[str, Comparison] = {c.name: c for c in (
@@ -79,7 +96,8 @@ class AnchorDisagreement:
 
 @dataclass(frozen=True)
 class StepDisagreement:
-    """One step: where it is, A_S under each side and Δ = A_S^x - A_S^y."""
+    """One step: where it is (t: its step, 0-based as in the files), A_S under each side and
+    Δ = A_S^x - A_S^y (for the trainer: its advantage and the estimator's A_final)."""
 
     group: str = col()
     rollout: int = col()
@@ -127,16 +145,27 @@ class Disagreement:
     pairs: list[PairDisagreement]
 
 
+def _side(name: str, p: Process, shared: dict[str, Any], fixed: dict[str, Any], signal: str,
+          trainer_N: np.ndarray | None) -> np.ndarray:
+    """(N,) one side's signal: the trainer's advantage (NaN -> 0), or the estimator's field."""
+    if name == TRAINER:
+        if trainer_N is None or len(trainer_N) != p.n_steps:
+            raise ValueError("this source records no trainer advantage (Step.trainer_advantage) to compare")
+        return np.nan_to_num(np.asarray(trainer_N, dtype=float))
+    return getattr(compute(name, p, **_params_for(name, shared, fixed)), f"{signal}_N")
+
+
 def disagreements(groups: Sequence[RolloutGroup] | Process, comparison: str | Comparison,
-                  **shared: Any) -> Disagreement:
+                  trainer_N: np.ndarray | None = None, **shared: Any) -> Disagreement:
     """Rank anchors and steps of ``groups`` (one group, or every group of a file) by the
     disagreement of two estimators. ``shared`` are sidebar parameters (beta, depth, sigma_min,
-    ...); each estimator takes the ones the registry says it shares."""
+    ...); each estimator takes the ones the registry says it shares. ``trainer_N``: (N,) the
+    trainer's advantage per step in merge order, for a side named :data:`TRAINER`. Step ``t``
+    is numbered from 0, as the files number steps."""
     cmp_ = COMPARISONS[comparison] if isinstance(comparison, str) else comparison
     p = groups if isinstance(groups, Process) else merge(groups)
-    cx = compute(cmp_.x, p, **_params_for(cmp_.x, shared, cmp_.x_params))
-    cy = compute(cmp_.y, p, **_params_for(cmp_.y, shared, cmp_.y_params))
-    ax_N, ay_N = cx.step_advantage_N, cy.step_advantage_N
+    ax_N = _side(cmp_.x, p, shared, cmp_.x_params, cmp_.signal, trainer_N)
+    ay_N = _side(cmp_.y, p, shared, cmp_.y_params, cmp_.signal, trainer_N)
     d_N = ax_N - ay_N
     labels = node_labels(p)
     n_sa = p.n_sa
@@ -167,7 +196,7 @@ def disagreements(groups: Sequence[RolloutGroup] | Process, comparison: str | Co
     for n in range(p.n_steps):
         r = int(p.step_rollout[n])
         steps.append(StepDisagreement(
-            p.group_ids[int(p.rollout_group[r])], int(p.rollout_index[r]), int(p.step_t[n]),
+            p.group_ids[int(p.rollout_group[r])], int(p.rollout_index[r]), int(p.step_t[n]) - 1,
             labels[p.step_state[n]], int(p.step_state[n]), p.action_names[p.sa_action[p.step_sa[n]]],
             float(ax_N[n]), float(ay_N[n]), float(d_N[n]), xl, yl))
     anchors.sort(key=lambda r: (-r.disagreement, -r.visits, r.state))

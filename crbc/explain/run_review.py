@@ -110,6 +110,17 @@ class IterationReview:
     agreement: dict[str, dict[str, float]] = field(default_factory=dict)
     rows: tuple[GroupRow, ...] = ()
 
+    def audit_rows(self, iteration: int) -> list[dict[str, Any]]:
+        """This review as ``crbc.audit/1`` rows, one per estimator compared with the trainer (one
+        row with estimator "crbc" when the batch has no trainer advantage): ``none_share`` =
+        1 - coverage; ``anchors_per_group`` is left out (the review does not count it)."""
+        base = {"iteration": int(iteration), "groups": self.n_groups, "rollouts": self.n_rollouts,
+                "steps": self.n_steps, "success_rate": self.success, "shared_step_share": self.shared_share,
+                "none_share": 1.0 - self.coverage, "sure_share": self.sure_share}
+        names = self.agreement or {"crbc": {"spearman": math.nan, "sign": math.nan}}
+        return [{**base, "estimator": n, "trainer_spearman": a["spearman"],
+                 "trainer_sign_agreement": a["sign"]} for n, a in names.items()]
+
     def summary(self) -> dict[str, float]:
         """Flat numbers for a per-iteration curve (``rho.NAME``, ``sign.NAME`` per estimator)."""
         out = {"success": self.success, "shared_share": self.shared_share, "coverage": self.coverage,

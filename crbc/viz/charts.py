@@ -4,6 +4,7 @@ the per-step credit views, SVG (:mod:`crbc.viz.svg_charts`) for the curves over 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,8 @@ from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process
 from crbc.viz.style import HIGHLIGHT, OUTCOME_COLORS, TRUTH_COLOR
 from crbc.viz.svg_charts import Mark, Series, line_chart_svg
+
+TRAINER_COLOR = "#6b6f76"  #: the trainer's own advantage beside the estimators
 
 FIELDS = {
     "step_advantage": "A_S (normalised step credit)",
@@ -75,7 +78,7 @@ def steps_table(group: RolloutGroup, r: int, c: Credits) -> pd.DataFrame:
         return np.round(x[sl], 4) if x is not None else [None] * len(steps)
 
     return pd.DataFrame({
-        "t": np.arange(1, len(steps) + 1),
+        "step": np.arange(0, len(steps)),  # 0-based, as the files number steps
         "anchor": [labels[s] for s in p.step_state[sl]],
         "action": [s.action for s in steps],
         "reward": [s.reward for s in steps],
@@ -109,7 +112,7 @@ def step_credit_bars_html(c: Credits, r: int, step: int | None = None, field: st
         side = "bottom" if v > 0 else "top"
         color = "#2166ac" if v > 0 else "#b2182b"
         edge = f"outline:3px solid {HIGHLIGHT};" if step is not None and i == step else ""
-        tip = _html.escape(f"step {i + 1}: {acts[i]}  {FIELDS[field]} = {float(v):+.3f}")
+        tip = _html.escape(f"step {i}: {acts[i]}  {FIELDS[field]} = {float(v):+.3f}")
         bars.append(f'<div class="crbc-bar" title="{tip}" style="flex:1;position:relative">'
                     f'<div style="position:absolute;left:10%;right:10%;{side}:50%;height:{pct:.2f}%;'
                     f'min-height:1px;background:{color};{edge}"></div></div>')
@@ -127,9 +130,12 @@ def step_credit_bars_html(c: Credits, r: int, step: int | None = None, field: st
 
 
 def timeline_chart_svg(all_credits: Mapping[str, Credits], r: int, field: str = "step_advantage",
-                       truth_R: np.ndarray | None = None, width: int = 880, height: int = 300) -> str:
+                       truth_R: np.ndarray | None = None, width: int = 880, height: int = 300,
+                       trainer_R: np.ndarray | None = None) -> str:
     """One rollout's per-step ``field`` under every estimator (a line each, in the registry's
-    colour and label; an estimator without the field is left out) as SVG. With ``truth_R``, the
+    colour and label; an estimator without the field is left out) as SVG, steps numbered from 0.
+    With ``trainer_R`` (the trainer's own advantage of the rollout's steps, NaN where none), a
+    dashed grey line "trainer" on the left axis (an advantage: compare it with A_final). With ``truth_R``, the
     exact A_t of the same steps as a dashed black line on a right axis (return units, where the
     estimators' signals may be normalised); both axes are then symmetric about 0, so the two
     zero lines coincide."""
@@ -139,12 +145,15 @@ def timeline_chart_svg(all_credits: Mapping[str, Credits], r: int, field: str = 
         if vals is None:
             continue
         sl = c.rollout_slice(r)
-        series.append(Series(est_label(name), np.arange(1, sl.stop - sl.start + 1), vals[sl],
+        series.append(Series(est_label(name), np.arange(0, sl.stop - sl.start), vals[sl],
                              est_color(name) or "#555"))
+    if trainer_R is not None and np.isfinite(trainer_R).any():
+        series.append(Series("trainer (its advantage)", np.arange(0, len(trainer_R)), trainer_R, TRAINER_COLOR,
+                             dash="2 3"))
     if truth_R is not None:
-        series.append(Series("truth (A_t, right axis)", np.arange(1, len(truth_R) + 1), truth_R, TRUTH_COLOR,
+        series.append(Series("truth (A_t, right axis)", np.arange(0, len(truth_R)), truth_R, TRUTH_COLOR,
                              dash="6 4", right_axis=True))
-    return line_chart_svg(series, x_title="step t", y_title=FIELDS[field].split(" (")[0],
+    return line_chart_svg(series, x_title="step (0-based)", y_title=FIELDS[field].split(" (")[0],
                           y2_title="true A_t" if truth_R is not None else "",
                           y_symmetric=truth_R is not None, zero_line=True, width=width, height=height)
 
@@ -165,7 +174,7 @@ def scatter_chart_svg(cx: Credits, cy: Credits, field: str = "step_advantage", w
     series = [Series("y = x", [-lim, lim], [-lim, lim], "#bbb", dash="2 3", markers=False, legend=False, width=1)]
     for label, mask in (("success", succ), ("failure", ~succ)):
         idx = np.flatnonzero(mask)
-        tips = [f"rollout r{int(p.rollout_index[p.step_rollout[n]])}, step {int(p.step_t[n])}: "
+        tips = [f"rollout r{int(p.rollout_index[p.step_rollout[n]])}, step {int(p.step_t[n]) - 1}: "
                 f"{xl} {x[n]:+.3f}, {yl} {y[n]:+.3f}" for n in idx]
         series.append(Series(f"step of a {label}", x[idx], y[idx], OUTCOME_COLORS[label], lines=False,
                              marker_r=3.0, tips=tips))
@@ -240,34 +249,23 @@ def sweep_table(p: Process, sw: DepthSweep, k: int) -> pd.DataFrame:
     return df.sort_values(["|A^(K) − A∞|", "N(s,a)"], ascending=[False, False]).reset_index(drop=True)
 
 
-def credits_frame(all_credits: Mapping[str, Credits]) -> pd.DataFrame:
-    """Long table, one row per (estimator, step): for CSV export. ``anchor`` is the step's anchor
-    key as the file gave it (to join the credits back to one's own data)."""
-    frames = []
-    for name, c in all_credits.items():
-        p = c.process
-        n = p.n_steps
+def credits_frame(all_credits: Mapping[str, Credits], intervals: Mapping[str, Any] | None = None,
+                  trainer_N: np.ndarray | None = None) -> pd.DataFrame:
+    """Long table, one row per (estimator, step), for CSV export: :func:`crbc.viz.credit_table.credit_table`
+    (steps numbered from 0, the evidence, the interval and the trainer's advantage of each step)."""
+    from crbc.viz.credit_table import credit_table
 
-        def col(x, n=n):
-            return x if x is not None else np.full(n, np.nan)
-
-        frames.append(pd.DataFrame({
-            "estimator": name,
-            "group": [p.group_ids[g] for g in p.rollout_group[p.step_rollout]],
-            "rollout": p.rollout_index[p.step_rollout],
-            "t": p.step_t,
-            "anchor": [p.state_anchor[s] for s in p.step_state],
-            "action": [p.action_names[a] for a in p.sa_action[p.step_sa]],
-            "value": col(c.value_N), "q": col(c.q_N), "credit": col(c.credit_N),
-            "step_advantage": c.step_advantage_N,
-            "group_advantage": c.group_advantage_R[p.step_rollout],
-            "advantage": c.advantage_N,
-        }))
-    return pd.concat(frames, ignore_index=True)
+    return credit_table(all_credits, intervals, trainer_N)
 
 
-def credits_jsonl(c: Credits) -> str:
-    """``crbc.credit/1`` JSON Lines of one estimator (one line per rollout)."""
+def credits_jsonl(c: Credits, intervals: Any = None) -> str:
+    """``crbc.credit/1`` JSON Lines of one estimator (one line per rollout); with ``intervals``
+    (its :class:`crbc.estimators.bootstrap.CreditIntervals` on the same process) each line also
+    carries ``credit_interval`` and ``evidence`` per step (docs/FORMATS.md)."""
     import json
 
+    if intervals is not None:
+        from crbc.io.creditfile import encoded_chunks
+
+        return b"".join(encoded_chunks(c, intervals)).decode()
     return "".join(json.dumps(rec) + "\n" for rec in c.records())

@@ -4,14 +4,15 @@ One drawing holds every panel (a grid of ``cols`` columns, a panel per estimator
 title) under **one** colour bar: the diverging credit scale on ``[-zmax, +zmax]``, so the same
 colour means the same number in every panel. Row ``i`` of a panel is rollout ``i`` of the
 process, labelled ``✓ r<index> (<length>)`` (✓ success; ✗ failure or time-out, in
-:data:`~crbc.viz.style.OUTCOME_COLORS`); column ``t`` is step ``t``. Beyond
+:data:`~crbc.viz.style.OUTCOME_COLORS`); column ``t`` is step ``t``, numbered from 0 in the axis
+and the tooltips as the rollout files and verl's ``step_index`` number them. Beyond
 :data:`~crbc.viz.binning.MAX_COLUMNS` steps, or beyond :data:`CELL_BUDGET` cells over all
 panels (a cell with its tooltip costs the browser about 25 µs to parse and lay out), a column
 is a bin of ``w`` consecutive steps (their mean), as :func:`crbc.viz.binning.binned` computes it.
 
 Each cell that holds a step is a ``<rect>`` with a ``<title>`` tooltip (rollout, step, action,
 anchor label, value, evidence) and ``data-pick="i:t"``: rollout position ``i`` in the process
-and 1-based step ``t`` (for a bin, its step of largest |value|), which :func:`ui.svg_view.svg_view`
+and the 1-based step ``t`` (``Process.step_t``; for a bin, its step of largest |value|), which :func:`ui.svg_view.svg_view`
 sends back on a click. Where a rollout has ended the row is light grey. Every user string is
 HTML-escaped; nothing is loaded from anywhere. Sizes are drawing units: a full grid is
 :data:`WIDTH` wide, shown at ``width="100%"`` (about one unit per pixel in a wide page column);
@@ -109,12 +110,12 @@ def _num(v: float) -> str:
 
 
 def _ticks(n_steps: int) -> list[int]:
-    """Step numbers to mark on an axis of ``n_steps`` steps: the multiples of a round step
-    (1, 2 or 5 x 10^k) giving at most about 10 marks, and 1 when that step is 5 or more."""
+    """0-based step numbers to mark on an axis of ``n_steps`` steps (0 .. n_steps - 1): 0 and the
+    multiples of a round step (1, 2 or 5 x 10^k) giving at most about 10 marks."""
     raw = max(n_steps / 9, 1.0)
     mag = 10 ** math.floor(math.log10(raw))
     step = int(next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw))
-    return sorted({*([1] if step >= 5 or step == 1 else []), *range(step, n_steps + 1, step)})
+    return sorted({0, *range(step, n_steps, step)})
 
 
 def _legend(zmax: float, scale_name: str, n_panels: int, evidence: bool, sure_only: bool,
@@ -198,7 +199,7 @@ def heatmaps_svg(p: Process, panels: Sequence[Panel], *, zmax: float | None = No
     # per step: where it is drawn and the words of its tooltip (shared by every panel)
     labels = anchor_labels(p)
     acts = p.action_names
-    head_N = [f"rollout r{rid[i]}, step {t}: {_line(acts[a], 120)} at {_line(labels[s], 40)}"
+    head_N = [f"rollout r{rid[i]}, step {t - 1}: {_line(acts[a], 120)} at {_line(labels[s], 40)}"
               for i, t, a, s in zip(p.step_rollout.tolist(), p.step_t.tolist(),
                                     p.sa_action[p.step_sa].tolist(), p.step_state.tolist(), strict=True)]
     present = np.zeros((n_rows, n_cols), dtype=bool)
@@ -226,10 +227,10 @@ def heatmaps_svg(p: Process, panels: Sequence[Panel], *, zmax: float | None = No
     ay = _TITLE_H + n_rows * rh
     tick_parts = []
     for t in _ticks(t_max):
-        x = lw + (t - 0.5) / (n_cols * w) * plot_w
+        x = lw + (t + 0.5) / (n_cols * w) * plot_w
         tick_parts.append(f'<line x1="{x:.1f}" y1="{ay:.1f}" x2="{x:.1f}" y2="{ay + 4:.1f}" stroke="#888"/>'
                           f'<text x="{x:.1f}" y="{ay + 15:.1f}" text-anchor="middle">{t}</text>')
-    x_title = "step t" if w == 1 else f"step t ({w} steps per cell: their mean)"
+    x_title = "step (0-based)" if w == 1 else f"step, 0-based ({w} steps per cell: their mean)"
     frame.append(f'<g font-size="10" fill="#555">{"".join(tick_parts)}</g>'
                  f'<text x="{lw + plot_w / 2:.1f}" y="{ay + 31:.1f}" text-anchor="middle" font-size="11">'
                  f'{x_title}</text>')
@@ -287,7 +288,7 @@ def _cells(p: Process, q: Panel, z: float, w: int, n_cols: int, present: np.ndar
                 if ev is not None:
                     tip += f" · evidence: {_EV_WORDS.get(str(ev[n]), str(ev[n]))}"
             else:
-                a, b = j * w + 1, min((j + 1) * w, int(p.rollout_len[i]))
+                a, b = j * w, min((j + 1) * w, int(p.rollout_len[i])) - 1  # 0-based
                 tip = (f"rollout r{int(p.rollout_index[i])}, steps {a}–{b}: {value_name} {_num(zm[i, j])} "
                        f"(mean of {b - a + 1}) · strongest: {head_N[n].split(', ', 1)[1]} ({_num(m[i, t - 1])})")
                 if ev is not None:
@@ -301,10 +302,13 @@ def _cells(p: Process, q: Panel, z: float, w: int, n_cols: int, present: np.ndar
 
 def credit_heatmaps_svg(credits: Mapping[str, Credits], field: str = "step_advantage", *,
                         zmax: float | None = None, evidence: Mapping[str, np.ndarray] | None = None,
-                        sure_only: bool = False, cols: int = 2, standalone: bool = False) -> str:
+                        sure_only: bool = False, cols: int = 2, standalone: bool = False,
+                        extra: Mapping[str, np.ndarray] | None = None) -> str:
     """:func:`heatmaps_svg` of estimators on one group: a panel per entry of ``credits`` (its
     key as title, ``field`` of :data:`crbc.viz.charts.FIELDS` as values; an estimator without
-    that field is left out), each with ``evidence[name]`` when given. Pass the page's
+    that field is left out), each with ``evidence[name]`` when given, then a panel per entry of
+    ``extra`` (title -> (N,) values in the process's step order, NaN where a step has none: the
+    trainer's own advantage, drawn on the same colours). Pass the page's
     :func:`crbc.viz.heatmaps.shared_range` as ``zmax`` to keep its caption's numbers."""
     names = [n for n in credits if field_N(credits[n], field) is not None]
     if not names:
@@ -312,6 +316,7 @@ def credit_heatmaps_svg(credits: Mapping[str, Credits], field: str = "step_advan
     p = credits[names[0]].process
     evidence = evidence or {}
     panels = [Panel(n, field_N(credits[n], field), evidence.get(n)) for n in names]
+    panels += [Panel(n, np.asarray(v, dtype=float)) for n, v in (extra or {}).items()]
     return heatmaps_svg(p, panels, zmax=zmax, value_name="value", scale_name=field_label(field),
                         sure_only=sure_only, cols=cols, standalone=standalone)
 

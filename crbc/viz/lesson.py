@@ -114,12 +114,13 @@ def depth_chart_svg(table: DepthTable) -> str:
     return line_chart_svg(series, x_title="depth K (dotted: K = ∞)", y_title="A^(K)(s,a)")
 
 
-def grouped_steps(steps: Sequence[StepDisagreement], x_label: str, y_label: str) -> list[dict[str, Any]]:
+def grouped_steps(steps: Sequence[StepDisagreement], x_label: str, y_label: str,
+                  value_name: str = "A_S") -> list[dict[str, Any]]:
     """The steps list of a disagreement (:class:`crbc.explain.disagreements.StepDisagreement` rows), one
     printable row per (group, anchor, action) in the order of its first (largest) step: how
     many steps share it, in which rollouts (and steps t), the A_S of each side (the mean when
     an estimator credits occurrences differently, as GiGPO does) and the largest |Δ| among
-    them. Display grouping only: no estimate is computed."""
+    them (columns ``f"{value_name} {label}"``). Display grouping only: no estimate is computed."""
     out: dict[tuple, dict[str, Any]] = {}
     xs: dict[tuple, list[float]] = {}
     ys: dict[tuple, list[float]] = {}
@@ -128,7 +129,7 @@ def grouped_steps(steps: Sequence[StepDisagreement], x_label: str, y_label: str)
         row = out.get(key)
         if row is None:
             row = out[key] = {"group": r.group, "anchor": r.anchor, "action": r.action,
-                              "steps": 0, "where": [], f"A_S {x_label}": 0.0, f"A_S {y_label}": 0.0,
+                              "steps": 0, "where": [], f"{value_name} {x_label}": 0.0, f"{value_name} {y_label}": 0.0,
                               "max |Δ|": 0.0}
             xs[key], ys[key] = [], []
         row["steps"] += 1
@@ -138,8 +139,8 @@ def grouped_steps(steps: Sequence[StepDisagreement], x_label: str, y_label: str)
         row["max |Δ|"] = max(row["max |Δ|"], abs(float(r.delta)))
     rows = []
     for key, row in out.items():
-        row[f"A_S {x_label}"] = sum(xs[key]) / len(xs[key])
-        row[f"A_S {y_label}"] = sum(ys[key]) / len(ys[key])
+        row[f"{value_name} {x_label}"] = sum(xs[key]) / len(xs[key])
+        row[f"{value_name} {y_label}"] = sum(ys[key]) / len(ys[key])
         where = row["where"]
         row["where"] = ", ".join(where[:6]) + (f" (+{len(where) - 6})" if len(where) > 6 else "")
         rows.append(row)

@@ -17,12 +17,14 @@ def _signed(v: float | None) -> str:
 
 
 def step_rows(credits: Mapping[str, Credits], n: int, evidence: Mapping[str, np.ndarray] | None = None,
-              truth_N: np.ndarray | None = None) -> list[dict[str, str]]:
+              truth_N: np.ndarray | None = None, trainer_N: np.ndarray | None = None) -> list[dict[str, str]]:
     """One row per estimator for step ``n`` (an index into the process's steps, 0 <= n <
     ``n_steps``): its A_S, A_final and Q − V (— where the estimator has no value function) and,
     when ``evidence`` has the estimator, the step's evidence ("sure": the 90 % interval of its
     credit excludes 0). With ``truth_N`` (the exact A_t per step) a last row "truth" carries A_t
-    in the Q − V column, the scale it shares."""
+    in the Q − V column, the scale it shares. With ``trainer_N`` (the advantage the user's trainer
+    gave each step, NaN where none), a row "trainer" carries it in the A_final column: it is the
+    advantage the policy was trained with, comparable with the estimators' A_final."""
     evidence = evidence or {}
     rows = []
     for name, c in credits.items():
@@ -34,6 +36,9 @@ def step_rows(credits: Mapping[str, Credits], n: int, evidence: Mapping[str, np.
             "Q − V": _signed(None if c.credit_N is None else float(c.credit_N[n])),
             "evidence": "—" if ev is None else EVIDENCE_WORDS.get(str(ev[n]), str(ev[n])),
         })
+    if trainer_N is not None and np.isfinite(trainer_N[n]):
+        rows.append({"estimator": "trainer (its advantage)", "A_S": "—", "A_final": _signed(float(trainer_N[n])),
+                     "Q − V": "—", "evidence": "recorded"})
     if truth_N is not None:
         rows.append({"estimator": "truth (exact A_t)", "A_S": "—", "A_final": "—",
                      "Q − V": _signed(float(truth_N[n])), "evidence": "exact"})

@@ -1,0 +1,220 @@
+"""A run folder as the sidebar's data source: where runs are looked for, which paths a link may
+open, the run and iteration pickers, and the run's view for the Training runs page.
+
+Allowed roots (:func:`roots`): ``sample_rollouts/runs`` (the samples folder's ``runs``),
+``./runs`` (the folder the studio was started from), and every folder in the environment variable
+``CRBC_RUNS_DIRS`` (``os.pathsep``-separated; ``studio.py --runs-dir DIR`` sets it). A run is named
+in the URL by its path (relative to the repository when it is inside it, else absolute), and a
+path is opened only when it resolves, symlinks followed, to a folder holding ``run.json`` under
+one of the roots: a link never opens any other server path. The path field takes the same rule.
+
+:func:`run_source` draws ``run`` (bound to the URL), the path field and ``run_iter`` (bound), and
+returns the chosen iteration's groups keyed by the anchor key as a :class:`ui.state.Source`;
+:func:`run_view` is what the Training runs page reviews (a run folder, or an upload that carries
+several iterations).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+import crbc.io.runs as R
+from crbc.errors import FormatError
+from ui import anchor_key, state, url
+from ui.state import Source
+
+ENV = "CRBC_RUNS_DIRS"
+OPENED = "(a .zip run opened from Training runs)"  #: a run that lives only in this session
+
+
+def roots() -> list[Path]:
+    """The folders runs may be opened from (module docstring), resolved, without repeats."""
+    cands = [state.SAMPLES_DIR / "runs", Path.cwd() / "runs", state.ROOT / "runs"]
+    cands += [Path(p).expanduser() for p in os.environ.get(ENV, "").split(os.pathsep) if p.strip()]
+    out: list[Path] = []
+    for c in cands:
+        r = c.resolve()
+        if r not in out:
+            out.append(r)
+    return out
+
+
+def roots_text() -> str:
+    """The roots as people read them, for messages."""
+    return ", ".join(f"`{value(r)}`" for r in roots())
+
+
+def value(path: Path) -> str:
+    """The URL text of a path: relative to the repository when inside it, else absolute."""
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(state.ROOT))
+    except ValueError:
+        return str(p)
+
+
+def resolve(text: str) -> Path | None:
+    """The run folder that ``text`` names, when it is under an allowed root and holds run.json."""
+    if not text or "\x00" in text:
+        return None
+    p = Path(text).expanduser()
+    try:
+        p = (p if p.is_absolute() else state.ROOT / p).resolve()
+    except (OSError, RuntimeError):
+        return None
+    if not any(p == r or p.is_relative_to(r) for r in roots()):
+        return None
+    return p if (p / R.RUN_FILE).is_file() else None
+
+
+@st.cache_data(show_spinner=False, ttl=30)
+def _found(root_list: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for r in root_list:
+        for p in R.find_runs(r):
+            v = value(p)
+            if v not in out:
+                out.append(v)
+    return out
+
+
+def found() -> list[str]:
+    """The runs under the roots: the user's own (``./runs``, ``CRBC_RUNS_DIRS``) first, then the samples."""
+    rs = roots()
+    return _found(tuple(str(r) for r in rs[1:] + rs[:1]))
+
+
+def stamp(path: Path) -> float:
+    """When the run last changed (its metrics file; a run still being recorded is re-read)."""
+    p = path / R.METRICS_FILE
+    try:
+        return p.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def read(path: str, when: float) -> R.Run:
+    del when  # part of the key
+    return R.read_run(path)
+
+
+@st.cache_resource(show_spinner="Reading the iteration...", max_entries=32)
+def _iteration(path: str, when: float, iteration: int, _run: R.Run) -> tuple:
+    return tuple(_run.rollouts(iteration))
+
+
+@dataclass(frozen=True, eq=False)
+class RunView:
+    """A run the Training runs page reviews. key: cache key; label: for people; iterations: those
+    with rollouts; iter_key: the sidebar widget that chooses the iteration; folder: the run folder
+    (None for an upload); metrics: the trainer's metrics by iteration; groups(i): iteration i's
+    groups under the sidebar's anchor key (may raise FormatError, OSError, KeyError, ValueError)."""
+
+    key: str
+    label: str
+    iterations: tuple[int, ...]
+    iter_key: str
+    folder: Path | None
+    metrics: dict
+    groups: Callable[[int], tuple]
+
+
+def run_view() -> RunView | None:
+    """The view the sidebar set on this run (None: the source is not a run)."""
+    return st.session_state.get("_crbc_run_view")
+
+
+def _why_not(v: str) -> str:
+    if v == OPENED:
+        return "a run uploaded as a .zip lives only in the session that uploaded it"
+    return (f"not a run folder under the studio's run folders ({roots_text()}); a link never "
+            "opens other paths on the server (start the studio with --runs-dir to add a folder)")
+
+
+def _typed() -> None:
+    """The path field's callback: a folder under the roots becomes the chosen run."""
+    text = st.session_state.get("run_path", "").strip()
+    st.session_state.pop("_run_path_error", None)
+    if not text:
+        return
+    p = resolve(text)
+    if p is None:
+        st.session_state["_run_path_error"] = f"{text}: {_why_not(text)}."
+        return
+    st.session_state["run"] = value(p)
+    st.session_state.pop("run_iter", None)
+
+
+def run_source(regex: str) -> tuple[Source | None, str | None]:
+    """The run widgets; ``(source, None)``, ``(None, None)`` (no run chosen) or ``(None, message)``."""
+    sb = st.sidebar
+    st.session_state.pop("_crbc_run_view", None)
+    opened = st.session_state.get("_crbc_opened")
+    options = found()
+    chosen = st.session_state.get("run", st.query_params.get("run"))
+    if chosen and chosen not in options and chosen != OPENED and resolve(chosen) is not None:
+        options = [chosen] + options  # a run folder given by path or link, found since
+    if opened is not None:
+        options = options + [OPENED]
+    url.check_url("run", lambda v: v in options, _why_not(str(st.query_params.get("run"))))
+    url.drop_invalid("run", options)
+    pick = sb.selectbox(f"Run ({len(options)} found)", options, index=None, key="run", bind="query-params",
+                        placeholder="choose a run folder",
+                        help=f"Run folders (crbc.run/1: RunRecorder, `crbc import`, `crbc train`) under "
+                             f"{roots_text()}. Add a folder with `studio.py --runs-dir DIR` or the "
+                             f"{ENV} variable.")
+    sb.text_input("…or a run folder's path", key="run_path", on_change=_typed,
+                  placeholder="runs/my-sokoban-run", help="A folder under the run folders above.")
+    if err := st.session_state.get("_run_path_error"):
+        sb.error(err)
+    if pick is None:
+        sb.info(f"Choose a run folder: the runs under {roots_text()} are listed above.")
+        return None, None
+    if pick == OPENED:
+        return opened, None
+    path = resolve(pick)
+    if path is None:
+        return None, f"{pick}: {_why_not(pick)}."
+    when = stamp(path)
+    try:
+        run = read(str(path), when)
+    except (FormatError, OSError) as e:
+        return None, f"The run could not be read: {e}"
+    its = list(run.iterations_with_rollouts)
+    if not its:
+        return None, f"{pick}: this run holds no rollouts (rollouts/ is empty)."
+    url.check_url("run_iter", url.one_of(its), f"this run has iterations {its[0]} to {its[-1]}")
+    url.drop_invalid("run_iter", its)
+    it = sb.selectbox(f"Iteration ({len(its)} in the run)", its, key="run_iter",
+                      bind="query-params", help="Every iteration at once: the Training runs page.")
+    base = f"run:{hashlib.sha1(str(path).encode()).hexdigest()[:16]}:{when}"
+
+    def groups(i: int) -> tuple:
+        src = Source(f"{base}#{i}", "", _iteration(str(path), when, i, run))
+        out, err = anchor_key.keyed(src, regex)
+        if err:
+            raise ValueError(err)
+        return out.groups
+
+    st.session_state["_crbc_run_view"] = RunView(
+        base + f"|{regex}", f"run {run.name}", tuple(its), "run_iter", path,
+        {m["iteration"]: m for m in run.metrics}, groups)
+    try:
+        raw = _iteration(str(path), when, it, run)
+    except (FormatError, OSError, KeyError) as e:
+        return None, f"Iteration {it} could not be read: {e}"
+    return Source(f"{base}#{it}", f"run {run.name} · iteration {it}", raw), None
+
+
+def open_run(folder: Path, iteration: int, group: str) -> None:
+    """Ask the sidebar to open ``folder``'s ``iteration`` on ``group`` on its next run (then
+    switch page): the choice lands in the URL like any other."""
+    st.session_state["_crbc_open_request"] = {"source": "run", "run": value(folder), "run_iter": int(iteration),
+                                              "group": group, "rollout": 0}
