@@ -97,6 +97,7 @@ if st.segmented_control("Which runs", list(KINDS), format_func=KINDS.get, key="r
                         default="any" if run_source.run_view() is not None else "ours", required=True,
                         bind="query-params") == "any":
     run_review.render(OPEN_IN + [("pages/inspector.py", "Inspector", ":material/search:")])
+    widgets.fragment_done()  # the end-of-run marker app.py cannot write after st.stop()
     st.stop()
 
 # ---------------------------------------------------------------------------------- choose runs

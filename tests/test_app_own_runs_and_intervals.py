@@ -31,21 +31,34 @@ def _app(tmp_path, monkeypatch, page: str | None = None) -> AppTest:
 
 
 def _merge_captions(at: AppTest) -> list[str]:
-    return [c.value for c in at.sidebar.caption if c.value.startswith("anchors:")]
+    return [c.value for c in at.sidebar.caption if c.value.startswith("anchors ")]
 
 
 def test_sidebar_merge_line_and_the_merges_nothing_warning(tmp_path, monkeypatch):
     write_rollouts(tmp_path / "alf.jsonl", [alfworld_like_group(seed=1)])
-    history = RolloutGroup("h", tuple(Rollout("h", i, tuple(Step(f"turn {t} of chat {i}", "a") for t in range(3)),
-                                              i % 2 == 0) for i in range(4)))
+    history = RolloutGroup("h", tuple(Rollout("h", i, tuple(Step(f"turn {t} of chat {i}: room {t}", "a")
+                                                            for t in range(3)), i % 2 == 0) for i in range(4)))
     write_rollouts(tmp_path / "history.jsonl", [history])
     at = _app(tmp_path, monkeypatch)
     line = _merge_captions(at)
-    assert len(line) == 1 and "steps at anchors shared by ≥ 2 rollouts: 100%" in line[0]
-    assert not [w for w in at.sidebar.warning if "merges nothing" in w.value]
+    assert len(line) == 1 and "steps at shared anchors 100%" in line[0]
+    assert not [w for w in at.sidebar.warning if "almost nothing" in w.value]
     at.selectbox(key="sample").set_value("history.jsonl").run()
-    assert _merge_captions(at) == ["anchors: 12, steps at anchors shared by ≥ 2 rollouts: 0%"]
-    assert any("merges nothing" in w.value and "anchor regex" in w.value for w in at.sidebar.warning)
+    assert _merge_captions(at) == ["anchors 12 · steps at shared anchors 0% · steps beyond the first at "
+                                   "shared anchors 0%"]
+    assert any("almost nothing beyond the first step" in w.value and "anchor key" in w.value
+               for w in at.sidebar.warning)
+    # the same key field serves every source: here a sample
+    at.text_input(key="anchor_key").set_value(r"room (\d+)$").run()
+    assert not at.exception
+    assert _merge_captions(at) == ["anchors 3 · steps at shared anchors 100% · steps beyond the first at "
+                                   "shared anchors 100%"]
+    assert not [w for w in at.sidebar.warning if "almost nothing" in w.value]
+    at.text_input(key="anchor_key").set_value("(").run()  # a bad regex: one line, nothing loaded
+    assert not at.exception
+    assert any(e.value.startswith("Anchor key '(': not a regular expression") for e in at.sidebar.error)
+    at.text_input(key="anchor_key").set_value("nomatch").run()  # names the step it does not match
+    assert any("group 'h' rollout 0 step 0" in e.value for e in at.sidebar.error)
 
 
 def test_the_upload_offers_every_importer(tmp_path, monkeypatch):
@@ -54,7 +67,17 @@ def test_the_upload_offers_every_importer(tmp_path, monkeypatch):
     assert not at.exception
     assert at.selectbox(key="upload_kind").options == [label for label, _t, _s in upload.FORMATS.values()]
     at.selectbox(key="upload_kind").set_value("steps").run()
-    assert not at.exception and at.text_input(key="upload_regex") is not None
+    assert not at.exception and at.sidebar.text_input(key="anchor_key") is not None
+
+
+def test_a_run_iteration_parquet_uploads_as_what_it_is(tmp_path):
+    run = alfworld_like_run(tmp_path / "run", iterations=1, groups=2, format="parquet")
+    name = "iter-0000.parquet"
+    data = (run / "rollouts" / name).read_bytes()
+    got, err = upload._read("rollout", {name: data}, None, None, "p1")
+    assert err is None and [len(g) for g in got[None]] == [8, 8]
+    _, err = upload._read("steps", {name: data}, None, None, "p2")  # as a step table: refused, with the way out
+    assert "uid" in err and "choose the format crbc.rollout/1" in err
 
 
 def test_refused_uploads_name_file_row_and_column():
@@ -74,12 +97,22 @@ def test_refused_uploads_name_file_row_and_column():
     assert groups[0].rollouts[1].steps[0].trainer_advantage == -0.5
 
 
-def test_runs_page_reviews_a_run_that_is_not_ours(tmp_path, monkeypatch):
-    alfworld_like_run(tmp_path / "runs" / "alf-verl-agent", iterations=3, groups=3)
-    at = _app(tmp_path, monkeypatch, "pages/runs.py")
-    at.segmented_control(key="runs_kind").set_value("any").run()
+def test_runs_page_reviews_the_sidebars_run(tmp_path, monkeypatch):
+    path = alfworld_like_run(tmp_path / "runs" / "alf-verl-agent", iterations=3, groups=3)
+    monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update(source="run", run=str(path.resolve()))
+    at.run()
     assert not at.exception, at.exception
-    assert at.selectbox(key="review_run").value == "alf-verl-agent"
+    assert any(m.value == "Loaded: **run alf-verl-agent · iteration 0**" for m in at.sidebar.markdown)
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception, at.exception
+    assert at.segmented_control(key="runs_kind").value == "any"  # a run is open: its review first
+    assert at.button(key="review_all").label == "Review the 3 iteration(s) here (about a second each; kept for this session)"
+    at.button(key="review_all").click().run()
+    assert not at.exception
+    assert at.button(key="review_open_iter").label == "Groups worth a look in iteration 0"
+    at.button(key="review_open_iter").click().run()
     metrics = {m.label: m.value for m in at.metric}
     assert set(metrics) == {"success", "steps at shared anchors", "evidence coverage", "sure steps", "groups"}
     assert metrics["groups"] == "3" and metrics["steps at shared anchors"].endswith("%")
@@ -87,26 +120,24 @@ def test_runs_page_reviews_a_run_that_is_not_ours(tmp_path, monkeypatch):
     assert "crbc" in agree["estimator"].tolist() and agree["Spearman ρ with the trainer"].notna().any()
     groups = at.dataframe[1].value
     assert sorted(groups["group"]) == ["alfworld/task-0", "alfworld/task-1", "alfworld/task-2"]
-    assert at.button(key="review_all").label == "Review the other 2 iteration(s)"
-    at.button(key="review_all").click().run()
-    assert not at.exception
-    done = at.session_state["_review_done"]
-    assert [sorted(v) for v in done.values()] == [[0, 1, 2]]
-    at.selectbox(key="review_iter").set_value(1).run()
-    assert not at.exception
-    first = at.dataframe[1].value["group"].iloc[0]
+    first = groups["group"].iloc[0]
     at.button(key="review_open_credits").click().run()
     assert not at.exception, at.exception
-    assert at.radio(key="source").value == "run"
-    assert at.selectbox(key="group").value == first
+    assert at.radio(key="source").value == "run" and at.selectbox(key="group").value == first
+    assert at.selectbox(key="run_iter").value == 0
 
 
-def test_runs_page_refuses_a_folder_that_is_no_run(tmp_path, monkeypatch):
-    at = _app(tmp_path, monkeypatch, "pages/runs.py")
-    at.segmented_control(key="runs_kind").set_value("any").run()
-    at.text_input(key="review_dir").set_value(str(tmp_path)).run()
+def test_a_run_folder_outside_the_roots_is_refused(tmp_path, monkeypatch):
+    alfworld_like_run(tmp_path / "elsewhere" / "alf", iterations=1, groups=1)
+    at = _app(tmp_path, monkeypatch)
+    at.radio(key="source").set_value("run").run()
+    at.sidebar.text_input(key="run_path").set_value(str(tmp_path / "elsewhere" / "alf")).run()
     assert not at.exception
-    assert any("could not be read" in e.value for e in at.error)
+    assert any("not a run folder under the studio's run folders" in e.value for e in at.sidebar.error)
+    monkeypatch.setenv("CRBC_RUNS_DIRS", str(tmp_path / "elsewhere"))  # --runs-dir adds a root
+    at.sidebar.text_input(key="run_path").set_value(str(tmp_path / "elsewhere" / "alf") + "/").run()
+    assert not at.exception and not at.sidebar.error
+    assert any(m.value == "Loaded: **run alf · iteration 0**" for m in at.sidebar.markdown)
 
 
 def test_inspector_intervals_and_the_observation(tmp_path, monkeypatch):

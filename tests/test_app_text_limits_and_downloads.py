@@ -166,7 +166,7 @@ def test_credits_page_offers_the_whole_file_with_anchors():
     df = pd.read_csv(io.StringIO(charts.credits_frame({"crbc": c}).to_csv(index=False)))
     assert "anchor" in df.columns and df["group"].nunique() == len(groups)
     first = groups[0].rollouts[0].steps[0].anchor
-    assert df.loc[(df["group"] == groups[0].group) & (df["t"] == 1), "anchor"].iloc[0] == first
+    assert df.loc[(df["group"] == groups[0].group) & (df["step"] == 0), "anchor"].iloc[0] == first
 
 
 # ---------------------------------------------------------------- item 6: long-rollout heatmaps
@@ -209,7 +209,7 @@ def test_a_3000_step_heatmap_bins_steps_and_a_click_still_names_a_step():
         assert f"steps {b * 10 + 1}–" in cell.title and f"strongest: step {t}: " in cell.title
     # a short group is drawn step by step, as before
     small = credit_heatmaps_svg({"crbc": estimators.compute("crbc", _long_process(2, 40), beta=0.98)})
-    assert len(panels(small)["crbc"]) == 40 + 40 and ">step t<" in small
+    assert len(panels(small)["crbc"]) == 40 + 40 and ">step (0-based)<" in small
 
 
 def test_binned_means_and_picks():

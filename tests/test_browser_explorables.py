@@ -144,13 +144,13 @@ def test_heatmap_cell_click_shows_the_step_then_opens_its_anchor_in_the_inspecto
     # the heatmaps are server-built SVG: no plotly.js for them
     cell = page.locator('.st-key-heat_credits [data-panel="crbc"] [data-pick="1:1"]').first
     cell.scroll_into_view_if_needed()
-    assert "rollout r1, step 1: " in cell.locator("title").text_content()  # the cell of r1, step 1
+    assert "rollout r1, step 0: " in cell.locator("title").text_content()  # the cell of r1, first step (0)
     _shot(page, artifacts_dir, "heatmaps-svg")
     n = run_no(page)
     cell.click()  # the step under every estimator, under the heatmaps (only their fragment reruns)
     wait_ready(page, "Step credits", TIMEOUT_MS, after_run=n)
     panel = page.locator("[data-testid=stMain]").inner_text()
-    assert "Rollout 1 (failure), step 1 of 2" in panel, panel[:2000]
+    assert "Rollout 1 (failure), step 0 (steps 0–1)" in panel, panel[:2000]
     assert "/credits" in page.url
     n = run_no(page)
     page.locator(".st-key-credits_open_inspector button").click()

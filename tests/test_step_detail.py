@@ -55,7 +55,7 @@ def test_a_chosen_cell_shows_its_step_under_the_heatmaps():
     assert not at.exception
     roll = grp.rollouts[0]
     head = next(m.value for m in at.markdown if m.value.startswith(f"**Rollout {roll.rollout} ("))
-    assert f"step 1 of {len(roll.steps)}" in head
+    assert f"step 0 (steps 0–{len(roll.steps) - 1})" in head  # numbered from 0, as in the files
     assert at.button(key="credits_open_inspector")
     want = f"{registry.compute('crbc', [grp]).step_advantage_N[0]:+.3f}"
     assert any(want in h.proto.body for h in at.get("html")), want

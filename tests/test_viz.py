@@ -201,7 +201,7 @@ def test_timeline_scatter_and_exports(walk):
     sc = charts.scatter_chart_svg(all_c["gigpo"], all_c["crbc"])
     assert len(re.findall(r'<circle [^>]*fill-opacity="0.6"><title>rollout r', sc)) == p.n_steps  # a dot per step
     n = p.n_steps - 1  # the last step's tooltip names both values
-    want = f"step {int(p.step_t[n])}: GiGPO {all_c['gigpo'].step_advantage_N[n]:+.3f}, CRBC {all_c['crbc'].step_advantage_N[n]:+.3f}"
+    want = f"step {int(p.step_t[n]) - 1}: GiGPO {all_c['gigpo'].step_advantage_N[n]:+.3f}, CRBC {all_c['crbc'].step_advantage_N[n]:+.3f}"
     assert want in sc
     frame = charts.credits_frame(all_c)
     assert len(frame) == len(all_c) * p.n_steps
@@ -352,7 +352,7 @@ def test_sure_only_on_binned_columns_keeps_a_bin_with_a_sure_step():
     ev = rng.choice(np.array(["sure", "unsure", "none"]), size=p.n_steps, p=[0.02, 0.49, 0.49])
     svg = heatmaps_svg(p, [Panel("crbc", c.credit_N, ev)], sure_only=True)
     w = bin_width(int(p.rollout_len.max()))
-    assert w > 1 and f"step t ({w} steps per cell: their mean)" in svg
+    assert w > 1 and f"step, 0-based ({w} steps per cell: their mean)" in svg
     want = {}
     for n in range(p.n_steps):
         key = (int(p.step_rollout[n]), (int(p.step_t[n]) - 1) // w)
