@@ -32,7 +32,8 @@ all_c = {n: ctx.credits(n) for n in names}
 trainer_N = ctx.trainer_N  # the advantage the user's trainer gave each step (recorded runs), or None
 extra = {"trainer": trainer_N} if trainer_N is not None else {}
 
-url.check_choice("field", list(charts.FIELDS), "the field shown is one of " + ", ".join(charts.FIELDS))
+url.check_choice("field", list(charts.FIELDS), "the field shown is one of " + ", ".join(charts.FIELDS),
+                 charts.FIELDS.get)  # the bound radio writes its label into the URL
 f1, f2 = st.columns([3, 2])
 field = f1.radio("Show", list(charts.FIELDS), format_func=charts.FIELDS.get, horizontal=True,
                  key="field", bind="query-params")

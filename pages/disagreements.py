@@ -87,6 +87,7 @@ else:
     dis = _group_dis(ctx.key, cmp_name, shared, ctx.process, ctx.trainer_N if has_trainer else None)
     where = f"group {text(grp.group)}"
 cmp_ = dis.comparison
+vn = cmp_.value_name  # what is compared: A_S, or A (the trainer's advantage against an A_final)
 multi = scope == SCOPES[1] and len(groups) > 1
 st.markdown(f"**{cmp_.x_label}** against **{cmp_.y_label}** on {where}.")
 
@@ -133,7 +134,6 @@ st.caption("Steps that share an anchor and an action are one row: `steps` counts
            "lists them (rollout·step, steps numbered from 0 as in the files); "
            + ("A_S is their mean under each estimator." if vn == "A_S" else
               "A is their mean: the trainer's advantage, and the estimator's A_final."))
-vn = cmp_.value_name
 grouped = grouped_steps(dis.steps, xl, yl, vn)
 step_cells = ([("group", lambda r: r["group"])] if multi else []) + [
     ("anchor", lambda r: r["anchor"]),
