@@ -17,8 +17,10 @@ and only renders what ``ctx`` and ``crbc.viz`` give it; only ``app.py`` draws th
     open_groups(source, group_index)         make ``source`` (e.g. a training-run iteration) the
                                    current source "run"; the sidebar applies it on the next run
 
-Session keys: ``_crbc_source`` (Source), ``_crbc_opened`` (Source from open_groups),
-``_crbc_open_request`` (group id to choose), ``_crbc_error`` (a refused upload's message).
+Session keys: ``_crbc_source`` (Source), ``_crbc_opened`` (Source from open_groups: a .zip run's
+iteration), ``_crbc_open_request`` (widget values the sidebar applies on its next run, e.g. source,
+run, run_iter, group), ``_crbc_error`` (a refused upload's message), ``_crbc_run_view`` (the run
+the Training runs page reviews, :class:`ui.run_source.RunView`).
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ def steps_table(group: RolloutGroup, r: int, c: Credits) -> pd.DataFrame:
         return np.round(x[sl], 4) if x is not None else [None] * len(steps)
 
     return pd.DataFrame({
-        "step": np.arange(0, len(steps)),  # 0-based, as the files number steps
+        "t": np.arange(1, len(steps) + 1),
         "anchor": [labels[s] for s in p.step_state[sl]],
         "action": [s.action for s in steps],
         "reward": [s.reward for s in steps],
