@@ -1,4 +1,4 @@
-"""rewardflow: against a slow twin written from CRBC.md section 11, against a re-implementation of
+"""rewardflow: against a slow twin written from docs/MATH.md section 11, against a re-implementation of
 the upstream pipeline (tests/upstream_rewardflow.py), and on hand-checked groups."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def next_nodes(group: RolloutGroup) -> list[list[str | None]]:
 
 
 def twin_values(group: RolloutGroup, gamma: float) -> dict[str, float]:
-    """V by node, literally as CRBC.md section 11 states it (first entries in file order, all of
+    """V by node, literally as docs/MATH.md section 11 states it (first entries in file order, all of
     them; self-loops dropped from the edges; iteration to the fixed point)."""
     rew, nxt = step_rewards(group), next_nodes(group)
     r: dict[str, float] = {}
@@ -133,7 +133,7 @@ def upstream_trajs(group: RolloutGroup) -> list[list[dict]]:
 
 
 def first_entry_departs(group: RolloutGroup) -> bool:
-    """True when some node's reward differs between CRBC.md (the first entry in file order) and
+    """True when some node's reward differs between docs/MATH.md (the first entry in file order) and
     upstream (the first entry that belongs to a kept, non-self-loop tuple; a node in no kept tuple
     has none and value 0): docs/MATH.md section 11, departures."""
     ours: dict[str, float] = {}
@@ -185,7 +185,7 @@ def test_equals_the_upstream_pipeline(mode):
 
 
 def test_the_first_reward_departure_is_the_named_one():
-    """s0 -(self-loop, r=-0.1)-> s0 -> s1: CRBC.md gives s0 the reward 0 of the rollout's start;
+    """s0 -(self-loop, r=-0.1)-> s0 -> s1: docs/MATH.md gives s0 the reward 0 of the rollout's start;
     upstream drops the self-loop tuple first and keeps -0.1, the reward entering its second entry."""
     ro = Rollout("g", 0, (Step("s0", "a", reward=-0.1), Step("s0", "b", reward=0.0),
                           Step("s1", "a", reward=1.0)), True)
