@@ -116,9 +116,9 @@ LAYERS = [
     {"estimators"},
     {"envs"},
     {"policy"},
-    {"explain"},
+    {"explain", "health"},
     {"truth", "integrations"},
-    {"train"},
+    {"train", "frame", "audit"},
     {"viz"},
     {"cli"},
 ]
