@@ -25,7 +25,7 @@ def random_groups(seed: int, n_groups: int = 4, size: int = 6) -> list[RolloutGr
             for _ in range(int(rng.integers(1, 8))):
                 a = str(rng.choice(["left", "right", "right", "stay"]))
                 nxt = max(0, pos + (a == "right") - (a == "left"))
-                steps.append(Step(f"c{pos}", a, reward=0.0))
+                steps.append(Step(f"c{pos}", a))
                 pos, won = nxt, nxt >= 4
                 if won:
                     break

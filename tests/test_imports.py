@@ -118,7 +118,8 @@ LAYERS = [
     {"policy"},
     {"explain", "health"},
     {"truth", "integrations"},
-    {"train", "frame", "audit"},
+    {"train", "frame"},
+    {"audit"},
     {"viz"},
     {"cli"},
 ]
