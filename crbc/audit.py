@@ -160,9 +160,12 @@ def _processes(todo: list[dict[str, Any]], workers: int | None, address: str | N
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-    ex = ProcessPoolExecutor(max_workers=min(workers or os.cpu_count() or 1, len(todo)),
-                             mp_context=mp.get_context(method))
+    if "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["crbc.audit"])  # workers fork from a server that imported crbc
+    else:
+        ctx = mp.get_context("spawn")
+    ex = ProcessPoolExecutor(max_workers=min(workers or os.cpu_count() or 1, len(todo)), mp_context=ctx)
     try:
         pending = {ex.submit(audit_iteration, job) for job in todo}
         while pending:
