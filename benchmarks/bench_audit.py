@@ -8,7 +8,7 @@ trainer advantage on every step): per iteration G groups x n rollouts x T steps,
 per-group pool of 60 observations of 300-800 characters (so rollouts of a group share states,
 as ALFWorld's do), 40% successes. Then the whole run is audited with crbc and gigpo at B = 0 on
 each worker count (wall seconds, iterations per second), and with ``--bootstrap`` B on the first
-``--bootstrap-iterations`` iterations only (on the largest worker count), extrapolated linearly
+``--bootstrap-iterations`` iterations only (on each worker count), extrapolated linearly
 to the whole run and marked as such. Prints one JSON object with os.getloadavg() before and after.
 """
 
@@ -110,13 +110,13 @@ def main() -> None:
             for it in range(k):
                 name = f"iter-{it:04d}.parquet"
                 os.link(run / "rollouts" / name, sub / "rollouts" / name)
-            w = max(int(x) for x in args.workers.split(","))
-            s = timed(sub, tmp / "audit-b.parquet", workers=w, bootstrap=args.bootstrap)
-            res[f"b{args.bootstrap}_workers_{w}"] = {
-                "measured_iterations": k, "measured_seconds": round(s, 1),
-                "seconds_per_iteration": round(s / k, 2),
-                "extrapolated_seconds_for_run": round(s / k * args.iterations),
-                "note": f"measured on the first {k} iterations, extrapolated linearly to {args.iterations}"}
+            for w in [int(x) for x in args.workers.split(",")]:
+                s = timed(sub, tmp / f"audit-b{w}.parquet", workers=w, bootstrap=args.bootstrap)
+                res[f"b{args.bootstrap}_workers_{w}"] = {
+                    "measured_iterations": k, "measured_seconds": round(s, 1),
+                    "seconds_per_iteration": round(s / k, 2),
+                    "extrapolated_seconds_for_run": round(s / k * args.iterations),
+                    "note": f"measured on the first {k} iterations, extrapolated linearly to {args.iterations}"}
     finally:
         shutil.rmtree(tmp)
     res["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]

@@ -35,10 +35,12 @@ from crbc.io.rollouts import (
 from crbc.io.runs import read_run
 from crbc.process import MergeStats, Process, merge, merge_stats
 
+from crbc import audit  # noqa: E402,I001  (crbc.audit.audit_run after a plain `import crbc`)
+
 __version__ = "0.2.0"
 
 __all__ = [
-    "CreditIntervals", "Credits", "FormatError", "MergeStats", "Process", "Rollout", "RolloutFormatError",
+    "CreditIntervals", "Credits", "audit", "FormatError", "MergeStats", "Process", "Rollout", "RolloutFormatError",
     "RolloutGroup", "Step", "anchor_key", "compute", "credit_intervals", "get", "merge", "merge_stats",
     "names", "parse_rollouts", "read_rollouts", "read_run", "register", "rekey", "step_frame", "write_rollouts",
 ]

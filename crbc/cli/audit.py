@@ -58,9 +58,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         frame = audit_run(args.run_dir, args.estimators, bootstrap=args.bootstrap, seed=args.seed,
                           workers=args.workers, ray_address=args.ray, out=out, progress=progress)
-    except BaseException:
+    except BaseException as e:
         if bar is not None:
             bar.close(clear=True)
+        if isinstance(e, ImportError):  # pandas, pyarrow or ray missing: one line, exit 2
+            raise UsageError(str(e)) from None
         raise
     n_it = frame["iteration"].nunique()
     print(f"wrote {out}: {n_it} iteration(s) x {len(args.estimators)} estimator(s)", file=sys.stderr)
