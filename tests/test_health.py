@@ -83,7 +83,7 @@ def test_fast_equals_the_slow_twin(seed):
     n = sum(len(r) for g in groups for r in g)
     trainer = np.round(rng.normal(size=n), 1)  # ties, and exact zeros
     trainer[rng.random(n) < 0.2] = np.nan
-    names = ("crbc", "gigpo", "grpo")
+    names = ("crbc", "gigpo", "grpo", "rewardflow")
     got = iteration_health(crbc.merge(groups), trainer, names, beta=0.9, gamma=0.8)
     want = slow_health(groups, trainer, names, beta=0.9, gamma=0.8)
     assert got.keys() == want.keys()
