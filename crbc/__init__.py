@@ -18,6 +18,7 @@ import importlib.util
 import sys
 import warnings
 
+from crbc import audit  # the module: crbc.audit.audit_run works after a plain `import crbc`
 from crbc.errors import FormatError
 from crbc.estimators.bootstrap import CreditIntervals, credit_intervals
 from crbc.estimators.registry import Credits, compute, get, names, register
@@ -34,8 +35,6 @@ from crbc.io.rollouts import (
 )
 from crbc.io.runs import read_run
 from crbc.process import MergeStats, Process, merge, merge_stats
-
-from crbc import audit  # noqa: E402,I001  (crbc.audit.audit_run after a plain `import crbc`)
 
 __version__ = "0.2.0"
 

@@ -47,13 +47,13 @@ def slow_health(groups, trainer, estimators, **params):
                     ("z+" if r.success and not r.truncated else "z-")
                 succ.setdefault(s.anchor, set()).add(nxt)
 
-        def reaches(a, target, seen):
+        def reaches(a, target, seen, succ=succ):
             if a == target:
                 return True
             if a in seen or a not in succ:
                 return False
             seen.add(a)
-            return any(reaches(b, target, seen) for b in succ[a])
+            return any(reaches(b, target, seen, succ) for b in succ[a])
 
         n_anchors.append(len(visitors))
         for r in g.rollouts:
