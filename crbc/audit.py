@@ -236,6 +236,10 @@ def audit_run(run_dir: str | os.PathLike, estimators: Sequence[str] = ("crbc", "
     Raises:
         FormatError / ValueError naming the file: a bad run folder or iteration file, unknown
         estimators or parameters, a bad output name. Finished iterations stay in the sidecar.
+
+    Local processes start by forkserver (or spawn), which imports the calling script's main
+    module in each worker: in a script, call this under ``if __name__ == "__main__":``
+    (notebooks and ``python -m crbc audit`` need nothing).
     """
     from crbc.frame import pandas
 

@@ -151,6 +151,22 @@ def test_stale_partials_are_computed_again(tmp_path):
     assert df.trainer_spearman[0] != 0.123456
 
 
+@pytest.mark.slow  # a subprocess and a pool of two (about 10 s on the loaded 2-core machine)
+def test_the_command_on_two_processes(tmp_path):
+    """``python -m crbc audit`` as users run it: a forkserver pool under the package's __main__."""
+    import subprocess
+    import sys
+
+    run = make_run(tmp_path / "run", 3)
+    done = subprocess.run([sys.executable, "-m", "crbc", "audit", str(run), "--workers", "2", "-o",
+                           str(tmp_path / "a.jsonl")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "wrote" in done.stderr and "3 iteration(s) x 2 estimator(s)" in done.stderr
+    got = A.read_audit(tmp_path / "a.jsonl")
+    want = A.audit_run(run, ("crbc", "gigpo"), workers=1, out=tmp_path / "b.jsonl")
+    pd.testing.assert_frame_equal(got[SAME], want[SAME], check_dtype=False)
+
+
 def cli(*argv: str) -> tuple[int, str]:
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
