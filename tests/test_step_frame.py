@@ -135,3 +135,11 @@ def test_interleaved_file_gives_each_step_its_own_numbers(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     df = step_frame(path, ("gigpo", "crbc"))
     pd.testing.assert_frame_equal(df, step_frame([a, b], ("gigpo", "crbc")))
+
+
+def test_without_pandas_the_error_says_what_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pandas", None)  # `import pandas` now raises ImportError
+    with pytest.raises(ImportError, match=r"pip install 'crbc\[studio\]' \(or pip install pandas\)"):
+        step_frame(random_groups(0))
