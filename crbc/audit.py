@@ -139,7 +139,8 @@ def jobs(run_dir: Path, estimators: list[str], bootstrap: int, seed: int,
     out = []
     for it, path in iteration_files(run_dir / ROLLOUTS_DIR).items():
         st = path.stat()
-        job = {"run_dir": str(run_dir), "iteration": it, "estimators": list(estimators),
+        # the folder as an absolute path: a Ray worker's working directory is not ours
+        job = {"run_dir": str(run_dir.resolve()), "iteration": it, "estimators": list(estimators),
                "bootstrap": int(bootstrap), "seed": int(seed), "params": dict(params)}
         key = {**{k: job[k] for k in ("estimators", "bootstrap", "seed", "params")},
                "file": path.name, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
