@@ -120,6 +120,7 @@ LAYERS = [
     {"truth", "integrations"},
     {"train"},
     {"viz"},
+    {"report"},
     {"cli"},
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}

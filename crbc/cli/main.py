@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("crbc.cli.import_", "a user's own rollouts (step table, verl / rLLM / ART dumps) -> crbc files"),
     "truth": ("crbc.cli.truth", "the policy's exact per-step values and advantages (crbc.truth/1)"),
     "accuracy": ("crbc.cli.truth", "score every estimator against the exact truth as G grows"),
+    "report": ("crbc.cli.report", "a self-contained HTML report of a group or a run (no server needed)"),
 }
 
 

@@ -58,16 +58,19 @@ def json_for_script(obj) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def render(s: Section) -> str:
+    """One section as ``<section id=..><hN>title</hN>body</section>``."""
+    cls = f' class="{esc(s.css_class)}"' if s.css_class else ""
+    return f'<section id="{esc(s.anchor)}"{cls}><h{s.level}>{esc(s.title)}</h{s.level}>{s.body}</section>'
+
+
 def page(title: str, sections: Sequence[Section], *, subtitle: str = "", toc: bool = True) -> str:
     """The whole file: ``title`` (plain text), an optional ``subtitle`` line (HTML, escaped by the
     caller), a table of contents linking every level-2 section, the sections in order, the
     style and the script. The result starts with ``<!DOCTYPE html>`` and references no URL."""
     js, css = asset("report.js"), asset("report.css")
     links = " ".join(f'<a href="#{esc(s.anchor)}">{esc(s.title)}</a>' for s in sections if s.level == 2)
-    body = []
-    for s in sections:
-        cls = f' class="{esc(s.css_class)}"' if s.css_class else ""
-        body.append(f'<section id="{esc(s.anchor)}"{cls}><h{s.level}>{esc(s.title)}</h{s.level}>{s.body}</section>')
+    body = [render(s) for s in sections]
     made = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return ("<!DOCTYPE html>\n"
             f'<html lang="en"><head><meta charset="utf-8">'
