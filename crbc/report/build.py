@@ -18,7 +18,15 @@ from crbc.report import group as G
 from crbc.report.page import Section, page
 from crbc.viz.style import esc
 
-DEFAULT_PARAMS: dict[str, Any] = {"beta": 0.98, "sigma_min": 0.1, "depth": None}
+
+
+def default_params() -> dict[str, Any]:
+    """Every shared estimator parameter at its registry default (beta, depth, sigma_min, w_G, w_S,
+    ...): the studio's sidebar and the command line both start from these, so the same group and
+    parameters give the same file."""
+    from crbc.estimators.registry import shared_param_specs
+
+    return {name: default for name, (_meta, default) in shared_param_specs().items()}
 
 
 def pick_group(groups: Sequence[RolloutGroup], group: str | int | None) -> int:
@@ -61,7 +69,7 @@ def group_report(group: RolloutGroup, *, estimators: Sequence[str] | None = None
     exact truth where the group's meta allows it, False never, or a function
     ``truth(group, anchors, beta) -> GroupTruth``. ``source``: where the group came from (shown)."""
     fn = default_truth(policy_root) if truth is True else (truth or None)
-    view = G.group_view(group, estimators, {**DEFAULT_PARAMS, **dict(params or {})}, fn)
+    view = G.group_view(group, estimators, {**default_params(), **dict(params or {})}, fn)
     sub = (f"A report of group <b>{esc(group.group[:200])}</b>"
            + (f" from {esc(source[:300])}" if source else "") + ": its anchor graph, every estimator's step "
            "credits, the Bellman backups from K = 0 to the closure and where the estimators disagree.")
@@ -75,7 +83,7 @@ def run_report(run_dir: str | os.PathLike, *, estimators: Sequence[str] = ("crbc
     from crbc.report import run as RUN
 
     return RUN.run_report(run_dir, estimators=estimators, iteration=iteration,
-                          params={**DEFAULT_PARAMS, **dict(params or {})}, top=top, progress=progress)
+                          params={**default_params(), **dict(params or {})}, top=top, progress=progress)
 
 
 def report(src: str | os.PathLike, *, group: str | int | None = None, iteration: int | None = None,

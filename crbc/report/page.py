@@ -13,7 +13,6 @@ import base64
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from importlib import resources
 
 from crbc.viz.style import esc
@@ -67,11 +66,11 @@ def render(s: Section) -> str:
 def page(title: str, sections: Sequence[Section], *, subtitle: str = "", toc: bool = True) -> str:
     """The whole file: ``title`` (plain text), an optional ``subtitle`` line (HTML, escaped by the
     caller), a table of contents linking every level-2 section, the sections in order, the
-    style and the script. The result starts with ``<!DOCTYPE html>`` and references no URL."""
+    style and the script. The result starts with ``<!DOCTYPE html>`` and references no URL; it
+    carries no date, so the same input gives the same bytes."""
     js, css = asset("report.js"), asset("report.css")
     links = " ".join(f'<a href="#{esc(s.anchor)}">{esc(s.title)}</a>' for s in sections if s.level == 2)
     body = [render(s) for s in sections]
-    made = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return ("<!DOCTYPE html>\n"
             f'<html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{esc(csp(js))}">'
@@ -82,6 +81,6 @@ def page(title: str, sections: Sequence[Section], *, subtitle: str = "", toc: bo
             + (f'<p class="note">{subtitle}</p>' if subtitle else "")
             + (f'<nav class="toc">{links}</nav>' if toc and links else "")
             + "".join(body)
-            + f'<p class="note">Made by crbc report ({SCHEMA}) on {made}. A self-contained file: it '
+            + f'<p class="note">Made by crbc report ({SCHEMA}). A self-contained file: it '
             "loads nothing from any host and needs no server.</p>"
             f"</main><script>{js}</script></body></html>\n")
