@@ -19,7 +19,6 @@ from crbc.report.page import Section, page
 from crbc.viz.style import esc
 
 
-
 def default_params() -> dict[str, Any]:
     """Every shared estimator parameter at its registry default (beta, depth, sigma_min, w_G, w_S,
     ...): the studio's sidebar and the command line both start from these, so the same group and

@@ -28,8 +28,8 @@ from crbc.report import group as G
 from crbc.report.page import Section, page, render
 from crbc.report.text import facts
 from crbc.viz.charts import est_color
-from crbc.viz.svg_charts import Mark, Series, grid_svg, line_chart_svg
 from crbc.viz.style import esc
+from crbc.viz.svg_charts import Mark, Series, grid_svg, line_chart_svg
 
 TRAINER_METRICS = ("eval_success_rate", "success_rate", "mean_return", "mean_length", "loss", "kl")
 TABLE_MAX = 200  #: groups listed in the table at most
@@ -39,9 +39,9 @@ def _series(frame, column: str, estimators: Sequence[str]) -> list[Series]:
     """One line of ``column`` over iterations: a single one for a column that does not depend
     on the estimator (its first estimator's rows), else one per estimator (its colour)."""
     out = []
-    names = [e for e in dict.fromkeys(frame["estimator"])]
+    names = list(dict.fromkeys(frame["estimator"]))
     shared = column in AT.SHARED_COLUMNS or names == [""]
-    for i, name in enumerate(names[:1] if shared else names):
+    for name in names[:1] if shared else names:
         rows = frame[frame["estimator"] == name]
         y = rows[column].astype(float).to_numpy()
         if not np.isfinite(y).any():
