@@ -53,6 +53,10 @@ def test_runs_page_offers_the_run_report(tmp_path, monkeypatch, calls):
     assert not at.exception, [e.message for e in at.exception]
     labels = [b.proto.label for b in at.get("download_button")]
     assert "Download this run as a report" in labels, labels
+    at.segmented_control(key="runs_kind").set_value("any").run()  # the review of any run folder
+    assert not at.exception, [e.message for e in at.exception]
+    keys = [b.proto.id for b in at.get("download_button")]
+    assert any("review_dl_report" in k for k in keys), keys
     assert calls == []
 
 
