@@ -258,3 +258,16 @@ def test_first_group_rebuilds_the_first_group_of_a_batch():
     n = int(p.rollout_offsets[len(groups[0])])
     for name in ("crbc", "gigpo", "grpo"):
         assert np.allclose(crbc.compute(name, [g0]).advantage_N, crbc.compute(name, p).advantage_N[:n])
+
+
+def test_run_report_reads_what_crbc_audit_writes(tmp_path):
+    """The real ``crbc.audit/1`` file (crbc.audit.audit_run, one worker) drives the curves."""
+    from crbc.audit import audit_run
+
+    run = _run(tmp_path)
+    frame = audit_run(run, ("crbc", "gigpo"), bootstrap=5, workers=1)
+    assert (run / "audit.parquet").is_file() and len(frame) == 6
+    html = run_report(run, top=1)
+    assert "Source: audit.parquet" in html and "sure steps (interval excludes 0)" in html
+    assert ">crbc</text>" in html and ">gigpo</text>" in html
+    assert_safe(html)
