@@ -301,7 +301,7 @@ def test_heatmaps_svg_grid_one_scale_and_every_cell_opens_its_step(walk, n_panel
             i, t = cell.step
             assert (i, t) == (int(p.step_rollout[n]), int(p.step_t[n]))
             act = p.action_names[int(p.sa_action[p.step_sa[n]])]
-            assert cell.title.startswith(f"rollout r{int(p.rollout_index[i])}, step {t}: {act} at "
+            assert cell.title.startswith(f"rollout r{int(p.rollout_index[i])}, step {t - 1}: {act} at "
                                          f"{labels[int(p.step_state[n])]} · value ")
             assert cell.value == pytest.approx(vals[name][n], abs=6e-4)
     # each row says its outcome and length

@@ -27,7 +27,7 @@ import crbc.explain.run_review as RR
 from crbc.errors import FormatError
 from crbc.io.audit_reader import find_audit, read_audit
 from crbc.viz.audit_svg import audit_grid_svg
-from ui import figure_cache, run_source, state, url
+from ui import figure_cache, report_download, run_source, state, url
 from ui.run_source import RunView
 from ui.svg_view import svg_view
 
@@ -50,19 +50,24 @@ def _pct(x: float) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.0%}"
 
 
-def _history(view: RunView, params: tuple) -> tuple[pd.DataFrame | None, str]:
-    """The run's audit table and where it came from ("" when there is none yet)."""
-    if view.folder is not None and (path := find_audit(view.folder)) is not None:
-        try:
-            return _audit(str(path), path.stat().st_mtime), f"`{path.name}` beside the run"
-        except (FormatError, OSError) as e:
-            st.error(f"The run's audit could not be read: {e}")
-            return None, ""
+def _history(view: RunView, params: tuple, keyed: bool) -> tuple[pd.DataFrame | None, str, bool]:
+    """The run's per-iteration table, where it came from, and whether it covers every iteration:
+    the audit beside the run, or the iterations reviewed in this session (first when the sidebar
+    has an anchor key: the audit reads the anchors as recorded)."""
     done = st.session_state.get("_review_done", {}).get((view.key, params), {})
+    reviewed = None
     if done:
         rows = [row for i in sorted(done) for row in done[i].audit_rows(i)]
-        return pd.DataFrame(rows), f"reviewed here ({len(done)} of {len(view.iterations)} iterations)"
-    return None, ""
+        reviewed = (pd.DataFrame(rows), f"reviewed here ({len(done)} of {len(view.iterations)} iterations)",
+                    len(done) == len(view.iterations))
+    if reviewed is not None and keyed:
+        return reviewed
+    if view.folder is not None and (path := find_audit(view.folder)) is not None:
+        try:
+            return _audit(str(path), path.stat().st_mtime), f"`{path.name}` beside the run", not keyed
+        except (FormatError, OSError) as e:
+            st.error(f"The run's audit could not be read: {e}")
+    return reviewed or (None, "", False)
 
 
 def _compute(view: RunView, params: tuple) -> None:
@@ -70,7 +75,7 @@ def _compute(view: RunView, params: tuple) -> None:
     left = [i for i in view.iterations
             if i not in st.session_state.get("_review_done", {}).get((view.key, params), {})]
     c1, c2 = st.columns([1, 2], vertical_alignment="center")
-    if view.folder is not None and c1.button(f"Compute the audit ({len(view.iterations)} iterations)",
+    if view.folder is not None and find_audit(view.folder) is None and c1.button(f"Compute the audit ({len(view.iterations)} iterations)",
                                              key="runs_audit_go", type="primary", icon=":material/query_stats:"):
         try:
             from crbc.audit import audit_run
@@ -80,8 +85,9 @@ def _compute(view: RunView, params: tuple) -> None:
         else:
             bar = st.progress(0.0, text="Auditing every iteration...")
             try:
-                audit_run(view.folder, progress=lambda k, n: bar.progress(k / max(n, 1),
-                                                                         text=f"{k} of {n} iterations"))
+                # one process (a shared server), B = 50 like the review here, the default estimators
+                audit_run(view.folder, bootstrap=B, workers=1,
+                          progress=lambda k, n: bar.progress(k / max(n, 1), text=f"{k} of {n} iterations"))
             except ERRORS as e:
                 st.error(f"The audit failed: {e}")
                 return
@@ -168,7 +174,10 @@ def render(open_in: list[tuple[str, str, str]]) -> None:
     iteration = st.session_state.get(view.iter_key)
     iteration = iteration if iteration in view.iterations else view.iterations[-1]
     st.subheader(f"{view.label}: every iteration")
-    frame, where = _history(view, params)
+    if view.folder is not None:  # a run folder (not an upload): its report, built on the click
+        report_download.run_button(view.folder, view.label.removeprefix("run "), iteration, "review_dl_report")
+    keyed = bool(st.session_state.get("anchor_key"))
+    frame, where, complete = _history(view, params, keyed)
     if frame is not None and not frame.empty:
         svg = figure_cache.figure("audit_grid", (view.key, where, len(frame), iteration),
                                   lambda: audit_grid_svg(frame, selected=iteration))
@@ -181,7 +190,10 @@ def render(open_in: list[tuple[str, str, str]]) -> None:
         svg_view(svg, key="runs_audit", on_pick=pick, download="audit")
         st.caption(f"From {where}. Click a point to list that iteration's groups worth a look; the "
                    "dotted line is the sidebar's iteration.")
-    if frame is None or view.folder is None and len(frame.drop_duplicates("iteration")) < len(view.iterations):
+    if frame is not None and keyed and where.endswith("beside the run"):
+        st.caption("The audit reads the anchors as recorded, without the sidebar's anchor key; the "
+                   "iterations reviewed here (below) and every other page use the key.")
+    if not complete:
         _compute(view, params)
     shown = st.session_state.get("_review_shown") == (view.key, iteration)
     if not shown and st.button(f"Groups worth a look in iteration {iteration}", key="review_open_iter",
