@@ -53,7 +53,13 @@ def test_runs_page_offers_the_run_report(tmp_path, monkeypatch, calls):
     assert not at.exception, [e.message for e in at.exception]
     labels = [b.proto.label for b in at.get("download_button")]
     assert "Download this run as a report" in labels, labels
-    at.segmented_control(key="runs_kind").set_value("any").run()  # the review of any run folder
+    # the review of the run folder the sidebar opened (ui/run_source.py)
+    first = sorted((tmp_path / "runs").rglob("run.json"))[0].parent
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update(source="run", run=str(first.resolve()))
+    at.run()
+    at.switch_page("pages/runs.py").run()
+    assert at.segmented_control(key="runs_kind").value == "any"
     assert not at.exception, [e.message for e in at.exception]
     keys = [b.proto.id for b in at.get("download_button")]
     assert any("review_dl_report" in k for k in keys), keys
