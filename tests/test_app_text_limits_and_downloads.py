@@ -66,7 +66,7 @@ def test_heatmap_hover_holds_no_html_of_the_user():
                         "title"}, tags
         assert "<script" not in svg and "<b>" not in svg and "<a " not in svg and "<img" not in svg
         cells = next(iter(panels(svg).values()))
-        assert cells[0].title.startswith("rollout r0, step 1: <b>go</b> at ")  # shown as it is
+        assert cells[0].title.startswith("rollout r0, step 0: <b>go</b> at ")  # shown as it is (steps from 0)
         assert cells[1].title.startswith("rollout r0, step 2: <script>alert(1)</script> at ")
     assert parse(credit_heatmaps_svg({"crbc": c}, "credit", standalone=True)).tag == "{http://www.w3.org/2000/svg}svg"
 
@@ -206,7 +206,7 @@ def test_a_3000_step_heatmap_bins_steps_and_a_click_still_names_a_step():
         b = (t - 1) // 10
         assert 1 <= t <= int(p.rollout_len[i]) and abs(m[i, t - 1]) == np.nanmax(np.abs(m[i, b * 10:b * 10 + 10]))
         assert cell.value == pytest.approx(np.nanmean(m[i, b * 10:b * 10 + 10]), abs=6e-4)
-        assert f"steps {b * 10 + 1}–" in cell.title and f"strongest: step {t}: " in cell.title
+        assert f"steps {b * 10}–" in cell.title and f"strongest: step {t - 1}: " in cell.title  # 0-based
     # a short group is drawn step by step, as before
     small = credit_heatmaps_svg({"crbc": estimators.compute("crbc", _long_process(2, 40), beta=0.98)})
     assert len(panels(small)["crbc"]) == 40 + 40 and ">step (0-based)<" in small
