@@ -67,7 +67,7 @@ def test_heatmap_hover_holds_no_html_of_the_user():
         assert "<script" not in svg and "<b>" not in svg and "<a " not in svg and "<img" not in svg
         cells = next(iter(panels(svg).values()))
         assert cells[0].title.startswith("rollout r0, step 0: <b>go</b> at ")  # shown as it is (steps from 0)
-        assert cells[1].title.startswith("rollout r0, step 2: <script>alert(1)</script> at ")
+        assert cells[1].title.startswith("rollout r0, step 1: <script>alert(1)</script> at ")
     assert parse(credit_heatmaps_svg({"crbc": c}, "credit", standalone=True)).tag == "{http://www.w3.org/2000/svg}svg"
 
 
