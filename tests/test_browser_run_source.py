@@ -82,7 +82,7 @@ def test_a_recorded_run_from_the_sidebar_to_a_shared_step_credits_view(app_url, 
     # 2. its transcripts merge nothing beyond the first step: the warning asks for a key
     assert "steps beyond the first at shared anchors 0%" in side
     assert "almost nothing beyond the first step" in side
-    _shot(pg, artifacts_dir, "1-opened")
+    _shot(pg, artifacts_dir, "1-opened", "[data-testid=stSidebar] [data-testid=stAlertContainer]")
     box = pg.locator(".st-key-anchor_key input")
     box.fill(BOARD)
     _after(pg, "Rollouts", lambda: box.press("Enter"))
@@ -90,7 +90,7 @@ def test_a_recorded_run_from_the_sidebar_to_a_shared_step_credits_view(app_url, 
     assert "almost nothing beyond the first step" not in side
     later = int(side.split("steps beyond the first at shared anchors ")[1].split("%")[0])
     assert later >= 50, side[-600:]
-    _shot(pg, artifacts_dir, "2-keyed")
+    _shot(pg, artifacts_dir, "2-keyed", ".st-key-run_iter")
     # 3. Training runs: every iteration at once, then the group worth a look
     _after(pg, "Training runs", lambda: pg.locator("[data-testid=stSidebarNavLink]", has_text="Training runs").click())
     assert "every iteration" in _main(pg)

@@ -144,7 +144,8 @@ def _typed() -> None:
     st.session_state.pop("_run_path_error", None)
     if not text:
         return
-    p = resolve(text)
+    here = Path.cwd() / Path(text).expanduser()
+    p = resolve(str(here) if not Path(text).expanduser().is_absolute() and here.exists() else text)
     if p is None:
         st.session_state["_run_path_error"] = f"{text}: {_why_not(text)}."
         return
