@@ -2,6 +2,7 @@
 
     python -m benchmarks.calibrate_intervals fit     # choose the hyperparameters on the fit levels
     python -m benchmarks.calibrate_intervals report  # coverage etc. on the report levels
+    python -m benchmarks.calibrate_intervals table   # the report as docs/RESULTS.md's table
 
 Data: :mod:`benchmarks.calibration_data` (three settings, a ``fit`` and a ``report`` split of
 levels, disjoint, groups of 32 whose prefixes give G = 8, 16, 32; anchor-level truth per step).
@@ -169,6 +170,25 @@ def figure(rep: dict | None = None) -> None:
     Path("docs/interval-reliability.svg").write_text(reliability_svg(rep) + "\n", encoding="utf-8")
 
 
+def table(rep: dict | None = None) -> str:
+    """The report as the Markdown table of docs/RESULTS.md (printed)."""
+    rep = rep or json.loads(REPORT.read_text(encoding="utf-8"))
+    lines = ["| setting | G | interval | coverage at 80% | at 90% | at 95% | sure share (90%) | sure-sign agreement (levels) |",
+             "|---|---|---|---|---|---|---|---|"]
+
+    def pct(v):
+        return "-" if v is None else f"{100 * v:.1f}%"
+
+    for r in rep["rows"]:
+        name = "calibrated" if r["method"] == "calibrated" else "resampling range"
+        lines.append(f"| {r['setting']} | {r['G']} | {name} | {pct(r['coverage_0.8'])} | {pct(r['coverage_0.9'])} "
+                     f"| {pct(r['coverage_0.95'])} | {pct(r['sure_share'])} | {pct(r['sure_sign'])} "
+                     f"({r['sure_sign_levels']}) |")
+    text = "\n".join(lines)
+    print(text)
+    return text
+
+
 def _mean(v) -> float | None:
     x = [a for a in v if a is not None and np.isfinite(a)]
     return round(float(np.mean(x)), 4) if x else None
@@ -176,9 +196,9 @@ def _mean(v) -> float | None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("fit", "report", "figure"))
+    ap.add_argument("what", choices=("fit", "report", "figure", "table"))
     a = ap.parse_args()
-    {"fit": fit, "report": report, "figure": figure}[a.what]()
+    {"fit": fit, "report": report, "figure": figure, "table": table}[a.what]()
 
 
 if __name__ == "__main__":

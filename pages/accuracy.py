@@ -108,7 +108,7 @@ else:
     _show(_shipped(str(path), path.stat().st_mtime), metric, target, "shipped")
 
 st.subheader("How sure is a credit: the interval's level, measured")
-_report = load_report(state.SAMPLES_DIR)
+_report = load_report(state.SHIPPED_DIR)
 if _report is None:
     st.info("No shipped calibration report (`sample_rollouts/interval-calibration.json`). Make one "
             "with `python -m benchmarks.calibration_data && python -m benchmarks.calibrate_intervals "

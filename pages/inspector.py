@@ -34,6 +34,7 @@ DEPTHS = sorted(state.depth_options(), key=lambda k: not k.isdigit())  # stable:
 SORTS = ("visits", "disagreement")
 GRAPH_MAX_ANCHORS = 400
 B, LEVEL = DEFAULT_B, DEFAULT_LEVEL  # the validated default: B = 200, level 0.9 (docs/MATH.md s. 10.1)
+CALIBRATION = load_report(state.SHIPPED_DIR)  # the measured coverage (sample_rollouts/interval-calibration.json)
 OBS_SHOWN = 1200  # characters of a long observation shown before "see all"
 
 
@@ -157,7 +158,7 @@ def _anchor_view() -> None:
         st.caption("The interval is the credit plus or minus a fitted multiple of its spread over "
                    f"{B} posterior draws of this group (every rollout reweighted, plus a little mass "
                    "on a continuation and an action no rollout showed) and of an allowance for the "
-                   "closure's own bias. " + interval_note(load_report(state.SAMPLES_DIR), LEVEL)
+                   "closure's own bias. " + interval_note(CALIBRATION, LEVEL)
                    + " sure: the interval excludes 0; " + none_text)
     else:
         st.caption("At a finite depth K the interval is a resampling range (this group's rollouts "

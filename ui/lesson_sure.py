@@ -54,4 +54,4 @@ def render(group: RolloutGroup, truth, beta: float, sigma_min: float, table: Cal
     st.caption("Read down the rows: the interval narrows as G grows, because each resample draws "
                "from more rollouts. sure: the interval excludes 0; none: the credit is 0 by "
                "construction. covers the truth: whether the interval holds the level's exact A(s,a). "
-               + interval_note(load_report(state.SAMPLES_DIR), 0.9))
+               + interval_note(load_report(state.SHIPPED_DIR), 0.9))

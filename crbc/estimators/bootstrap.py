@@ -219,7 +219,7 @@ def _samples(p: Process, est, cfg, kind: str, w_BN: np.ndarray, chosen: np.ndarr
         return _replicated(p, est, cfg, kind, chosen)
     fields = dataclasses.asdict(cfg)
     if kind != "step_advantage" or not {"mode", "epsilon"} <= set(fields):
-        raise ValueError(f"estimator {est.name!r} has no 'bayes' interval; use 'percentile'")
+        raise ValueError(f"estimator {est.name!r} has no 'bayes' interval; use 'range'")
     a_BN = RS.weighted_step_term(p, est(p, cfg).q_N, w_BN, fields["mode"], fields["epsilon"])
     w_BSA = RS.sums(p.step_sa, len(p.n_sa), w_BN)
     mean_BSA = RS.ratio(RS.sums(p.step_sa, len(p.n_sa), w_BN * a_BN), w_BSA)
