@@ -116,9 +116,10 @@ LAYERS = [
     {"estimators"},
     {"envs"},
     {"policy"},
-    {"explain"},
+    {"explain", "health"},
     {"truth", "integrations"},
-    {"train"},
+    {"train", "frame"},
+    {"audit"},
     {"viz"},
     {"cli"},
 ]
