@@ -168,3 +168,23 @@ def test_none_steps_carry_credit_exactly_zero(seed, beta):
         assert (ci.credits.step_advantage_N[none] == 0.0).all()
     ci = BS.credit_intervals(groups, "crbc", 4, 0.9, seed=0, beta=beta, depth=3)
     assert (ci.credits.credit_N[ci.evidence_N == "none"] == 0.0).all()
+    c = crbc.compute("crbc", groups, beta=beta)  # no path to success: V = Q = 0 exactly
+    dead = ~C.reaches_success(c.process)[c.process.step_state]
+    assert (c.value_N[dead] == 0.0).all() and (c.q_N[dead] == 0.0).all()
+
+
+def test_reliability_figure_and_notes_from_the_shipped_report():
+    from crbc.viz import reliability as RL
+
+    rep = RL.load_report(ROOT / "sample_rollouts")
+    assert rep is not None and {r["method"] for r in rep["rows"]} == {"calibrated", "range"}
+    svg = RL.reliability_svg(rep)
+    assert svg.startswith("<svg") and all(s in svg for s in ("sokoban-weak", "sokoban-strong", "gridworld"))
+    lo, hi = RL.coverage_range(rep, 0.9)
+    assert 0 < lo <= hi <= 1
+    note = RL.interval_note(rep, 0.9)
+    assert "toy tasks" in note and f"{lo:.0%}" in note
+    assert "not measured" in RL.interval_note(rep, 0.85) and "not measured" in RL.interval_note(None)
+    rows = RL.calibration_rows(rep)
+    assert len(rows) == len(rep["rows"]) and rows[0]["coverage at 90%"] == round(100 * rep["rows"][0]["coverage_0.9"], 1)
+    assert RL.load_report(ROOT / "no-such-folder") is None
