@@ -1,6 +1,6 @@
 """Groups and anchor-level truths for the interval calibration (issue 36), cached on disk.
 
-    python -m benchmarks.calibration_data --cache /work/calib-cache [--fit 40] [--report 60]
+    python -m benchmarks.calibration_data --cache /work/calib-cache [--fit 100] [--report 60]
 
 Per setting (sokoban-weak, sokoban-strong, gridworld) and split (``fit``: level seeds from
 2_000_000, ``report``: from 1_000_000, the held-out levels of crbc/policy/heldout.py; disjoint),
@@ -64,7 +64,7 @@ def load(setting: str, split: str, n_levels: int, cache: Path) -> list:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", type=Path, default=Path("/work/calib-cache"))
-    ap.add_argument("--fit", type=int, default=40)
+    ap.add_argument("--fit", type=int, default=100)
     ap.add_argument("--report", type=int, default=60)
     a = ap.parse_args()
     a.cache.mkdir(parents=True, exist_ok=True)
