@@ -25,13 +25,14 @@ import streamlit as st
 
 import crbc.explain.run_review as RR
 from crbc.errors import FormatError
+from crbc.estimators.bootstrap import DEFAULT_B
 from crbc.io.audit_reader import find_audit, read_audit
 from crbc.viz.audit_svg import audit_grid_svg
 from ui import figure_cache, report_download, run_source, state, url
 from ui.run_source import RunView
 from ui.svg_view import svg_view
 
-B = 50  # resamples per iteration: an overview (the Inspector uses 200 on one group)
+B = DEFAULT_B  # resamples per iteration: the validated default (docs/MATH.md section 10.1)
 ERRORS = (FormatError, OSError, KeyError, ValueError)
 
 
@@ -129,10 +130,12 @@ def _iteration(view: RunView, iteration: int, params: tuple, open_in: list[tuple
                    help=f"Share of the {rv.n_steps} steps at anchors that ≥ 2 rollouts of their group "
                         f"visit ({rv.n_anchors} anchors). Near 0: the anchor key merges nothing.")
     cols[2].metric("evidence coverage", _pct(rv.coverage),
-                   help="Share of steps whose crbc credit is not 0 by construction.")
+                   help="Share of steps whose crbc credit is not 0 by construction (evidence not "
+                        "'none': ≥ 2 actions at the anchor and success reachable from it).")
     cols[3].metric("sure steps", _pct(rv.sure_share),
-                   help=f"Share of steps whose 90% interval excludes 0 ({B} resamples of each group's "
-                        "own rollouts).")
+                   help=f"Share of steps whose {0.9:.0%} calibrated interval excludes 0 ({B} posterior "
+                        "draws of each group; calibrated on toy tasks, see the Estimator accuracy "
+                        "page). Few sure steps: a larger group would pay.")
     cols[4].metric("groups", f"{rv.n_groups}", help=f"{rv.n_rollouts} rollouts, {rv.n_steps} steps")
     if rv.trainer_steps:
         st.markdown(f"**The trainer's advantage against each estimator's A_final** ({rv.trainer_steps} steps)")
