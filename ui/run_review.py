@@ -86,7 +86,7 @@ def _compute(view: RunView, params: tuple) -> None:
         else:
             bar = st.progress(0.0, text="Auditing every iteration...")
             try:
-                # one process (a shared server), B = 50 like the review here, the default estimators
+                # one process (a shared server), the review's B, the default estimators
                 audit_run(view.folder, bootstrap=B, workers=1,
                           progress=lambda k, n: bar.progress(k / max(n, 1), text=f"{k} of {n} iterations"))
             except ERRORS as e:

@@ -20,17 +20,11 @@ def step_rows(credits: Mapping[str, Credits], n: int, evidence: Mapping[str, np.
               truth_N: np.ndarray | None = None, trainer_N: np.ndarray | None = None) -> list[dict[str, str]]:
     """One row per estimator for step ``n`` (an index into the process's steps, 0 <= n <
     ``n_steps``): its A_S, A_final and Q − V (— where the estimator has no value function) and,
-<<<<<<< HEAD
-    when ``evidence`` has the estimator, the step's evidence ("sure": the 90 % interval of its
-    credit excludes 0). With ``truth_N`` (the exact A_t per step) a last row "truth" carries A_t
-    in the Q − V column, the scale it shares. With ``trainer_N`` (the advantage the user's trainer
-    gave each step, NaN where none), a row "trainer" carries it in the A_final column: it is the
-    advantage the policy was trained with, comparable with the estimators' A_final."""
-=======
     when ``evidence`` has the estimator, the step's evidence ("sure": the step's interval at
-    the default level excludes 0). With ``truth_N`` (the exact A_t per step) a last row "truth" carries A_t
-    in the Q − V column, the scale it shares."""
->>>>>>> main
+    the default level excludes 0). With ``truth_N`` (the exact A_t per step) a last row "truth"
+    carries A_t in the Q − V column, the scale it shares. With ``trainer_N`` (the advantage the
+    user's trainer gave each step, NaN where none), a row "trainer" carries it in the A_final
+    column: it is the advantage the policy was trained with, comparable with the estimators' A_final."""
     evidence = evidence or {}
     rows = []
     for name, c in credits.items():
