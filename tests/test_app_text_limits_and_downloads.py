@@ -36,13 +36,6 @@ def test_text_makes_markdown_literal(raw, shown):
     assert text(raw) == shown
 
 
-def test_plotly_text_is_escaped_and_cut():
-    from crbc.viz.style import plain
-
-    assert plain('<a href="http://x">y</a> & z') == '&lt;a href="http://x"&gt;y&lt;/a&gt; &amp; z'
-    assert plain("x" * 500).endswith("…") and len(plain("x" * 500)) == 201
-
-
 def test_heatmap_hover_holds_no_html_of_the_user():
     """Hostile anchors, actions and names reach the heatmap SVG as text: the drawing parses as
     XML with no element of theirs, and each tooltip shows the characters as they are."""

@@ -1,4 +1,4 @@
-"""Tables and charts of computed credits and depth sweeps (no estimator math here): plotly for
+"""Tables and charts of computed credits and depth sweeps (no estimator math here): HTML for
 the per-step credit views, SVG (:mod:`crbc.viz.svg_charts`) for the curves over the depth K."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from crbc.estimators.registry import Credits, UnknownEstimatorError, get
 from crbc.explain.anchor_names import anchor_labels
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process
-from crbc.viz.style import HIGHLIGHT, OUTCOME_COLORS, TRUTH_COLOR
+from crbc.viz.style import HIGHLIGHT, OUTCOME_COLORS, TRUTH_COLOR, symmetric_range
 from crbc.viz.svg_charts import Mark, Series, line_chart_svg
 
 FIELDS = {
@@ -82,12 +82,6 @@ def steps_table(group: RolloutGroup, r: int, c: Credits) -> pd.DataFrame:
         "V(s)": col(c.value_N), "Q(s,a)": col(c.q_N), "Q−V": col(c.credit_N),
         "A_S": col(c.step_advantage_N), "A_final": col(c.advantage_N),
     })
-
-
-def symmetric_range(*arrays) -> float:
-    """The largest |finite value| over the arrays (1 when there is none): a symmetric colour range."""
-    vals = [np.abs(a[np.isfinite(a)]).max() for a in arrays if a is not None and np.isfinite(a).any()]
-    return float(max(vals)) if vals and max(vals) > 0 else 1.0
 
 
 def step_credit_bars_html(c: Credits, r: int, step: int | None = None, field: str = "step_advantage",
