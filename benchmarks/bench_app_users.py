@@ -3,7 +3,7 @@
 The four files of devtools/user_like.py (ALFWorld-like, WebShop-like, a 16 x 50 group with 150+
 anchors, 64 groups) are served as the samples folder (``CRBC_SAMPLES_DIR``). Per file: in-session
 navigation to every page (median and maximum over ``--repeats``, and the script's server time),
-a deep link to every page in a fresh browser context (cold caches: Streamlit's and plotly's
+a deep link to every page in a fresh browser context (cold caches: Streamlit's
 JavaScript fetched and compiled again) and in a new tab of a browser that has shown the studio
 before (its caches warm, a new Streamlit session: a shared link opened by someone who uses the
 studio), the interactions of issue 23, and the two
@@ -18,18 +18,17 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.bench_app import (
+from benchmarks.bench_browser import (
     DEPTH_KEYS,
     PAGES,
-    READY,
     TIMEOUT,
-    _ctx,
     after,
     depth_key,
+    new_context,
     visit,
     warm_navigation,
 )
-from devtools.apprunner import drag_slider, launch, running_app
+from devtools.apprunner import READY, drag_slider, launch, running_app
 
 
 def _median_ms(runs: list[tuple[float, float | None]]) -> float | None:
@@ -91,7 +90,7 @@ def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
     the thumb's release, and one step by the arrow key), click a rollout's row, change
     the Inspector's depth, click a Step credits heatmap cell (opens the Inspector). Median and
     maximum over ``repeats``; a failure is reported, not fatal."""
-    ctx = _ctx(browser)
+    ctx = new_context(browser)
     pg = ctx.new_page()
     pg.set_default_timeout(TIMEOUT)
     out: dict[str, list[float]] = {}
@@ -207,7 +206,7 @@ def user_data(repeats: int, only: list[str] | None = None, interact: bool = True
                     out["files"][name] = {"failed": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"}
                     continue
                 deep = {slug or "rollouts": visit(b, base, f"{slug}{q}", title)[0] for slug, title in PAGES}
-                warm_ctx = _ctx(b)  # a browser that has shown every page once (not timed)
+                warm_ctx = new_context(b)  # a browser that has shown every page once (not timed)
                 for slug, title in PAGES:
                     new_tab(warm_ctx, base, f"{slug}{q}", title)
                 tab = {slug or "rollouts": statistics.median(new_tab(warm_ctx, base, f"{slug}{q}", title)

@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.bench_app import after
+from benchmarks.bench_browser import after
 from devtools.apprunner import READY, drag_slider, free_port, launch
 
 APP = '''
