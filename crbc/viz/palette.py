@@ -57,5 +57,5 @@ def sample(scale: str | Scale, points: Iterable[float]) -> list[str]:
         u = (t - pos[lo]) / (pos[hi] - pos[lo])
         a, b = cols[lo], cols[hi]
         rgb = [_channel(a[k] + u * float(b[k] - a[k])) for k in range(3)]
-        out.append("rgb(%d, %d, %d)" % tuple(rgb))
+        out.append(f"rgb({rgb[0]}, {rgb[1]}, {rgb[2]})")
     return out
