@@ -9,7 +9,7 @@ of step credits), the ``crbc.rollout/1`` types and readers, :func:`read_run`, an
 (docs/ARCHITECTURE.md): ``io`` ->
 ``process`` -> ``estimators`` -> ``explain`` / ``truth`` / ``train`` -> ``cli`` / ``viz``. The core
 needs only numpy and scipy; torch and transformers live in ``crbc.policy`` and ``crbc.train``,
-plotly and pyvis in ``crbc.viz``, streamlit only in the app.
+``crbc.viz`` draws SVG and HTML itself (no plotting library), streamlit only in the app.
 """
 
 import importlib

@@ -31,13 +31,14 @@ from typing import Annotated, Any, Literal
 import msgspec
 import numpy as np
 
-from crbc.io.rollouts import (
+from crbc.io.records import (
     MAX_TEXT_CHARS,
     SCHEMA,
     Rollout,
     RolloutFormatError,
     RolloutGroup,
     Step,
+    reference_parse_rollouts,
     validate_line,
 )
 
@@ -332,7 +333,6 @@ def parse_columns(data: str | bytes, source: str = "<input>", keep_text: bool = 
         try:
             lines = data.encode("utf-8").split(b"\n")
         except UnicodeEncodeError:  # lone surrogates: the reference reader takes the text itself
-            from crbc.io.rollouts import reference_parse_rollouts
             return Columns.from_groups(reference_parse_rollouts(data, source), keep_text)
     return _nonempty(decode_lines(lines, source, keep_text), source, "the input is empty")
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from crbc.explain.anchor_names import anchor_labels
 from crbc.process import Process
-from crbc.viz.layout import LABEL_ALL_MAX, _check_single, _edges, _fmt, layout, rollout_edges
+from crbc.viz.layout import LABEL_ALL_MAX, check_single, fmt_value, layout, rollout_edges, transitions
 from crbc.viz.style import (
     BOARD_COLORS,
     BOARD_UNKNOWN,
@@ -180,7 +180,7 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
     ``vis-network.min.js`` and ``vis-network.css`` (:func:`vis_assets`) from there instead, so a
     browser fetches and compiles them once, not with every graph it is sent.
     """
-    _check_single(p)
+    check_single(p)
     lay = layout(p)
     n = p.n_states
     labels = anchor_labels(p)
@@ -198,7 +198,7 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
     for s in range(n):
         text = p.state_anchor[s]
         board = text if is_board(text) else ""
-        info = (f"{labels[s]}: {value_name} = {_fmt(value_S[s])}\nvisits N(s) = {int(p.n_s[s])}, "
+        info = (f"{labels[s]}: {value_name} = {fmt_value(value_S[s])}\nvisits N(s) = {int(p.n_s[s])}, "
                 f"actions seen = {int(p.n_actions[s])}, layer {int(lay.layer_S[s])}")
         nodes.append(dict(id=int(s), label=labels[s] if (label_all or s in on_path_nodes) else " ",
                           name=labels[s], x=float(xs[s]), y=float(ys[s]),
@@ -211,7 +211,7 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
                           info=f"{name}: absorbing boundary, V = {1 - b}", board="", text=""))
     n_sa = {(int(p.sa_state[i]), int(p.sa_action[i])): int(p.n_sa[i]) for i in range(len(p.n_sa))}
     merged: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for a, act, x, c in _edges(p):
+    for a, act, x, c in transitions(p):
         merged.setdefault((a, x), []).append((act, c))
     neighbours: dict[int, list[tuple[float, float]]] = {}
     for a, x in merged:

@@ -31,7 +31,8 @@ class Layout:
     y_B: np.ndarray
 
 
-def _check_single(p: Process) -> None:
+def check_single(p: Process) -> None:
+    """Refuse a process merged from several groups (a graph drawing shows one group)."""
     if len(p.group_ids) != 1:
         raise ValueError("graph drawings take the process of a single group")
 
@@ -53,7 +54,7 @@ def layout(p: Process) -> Layout:
 
 def compute_layout(p: Process) -> Layout:
     """:func:`layout` without the per-process memo."""
-    _check_single(p)
+    check_single(p)
     n = p.n_states
     starts = np.unique(p.step_state[p.rollout_offsets[:-1]])
     inner = p.step_next < n
@@ -149,12 +150,13 @@ def rollout_edges(p: Process, r: int) -> list[tuple[int, int, int]]:
                     p.step_next[sl].tolist(), strict=True))
 
 
-def _edges(p: Process) -> list[tuple[int, int, int, int]]:
+def transitions(p: Process) -> list[tuple[int, int, int, int]]:
     """Distinct observed transitions as (anchor, action index, successor, count)."""
     sa, nxt, cnt = p.transitions()
     return [(int(p.sa_state[a]), int(p.sa_action[a]), int(x), int(c))
             for a, x, c in zip(sa.tolist(), nxt.tolist(), cnt.tolist(), strict=True)]
 
 
-def _fmt(v: float) -> str:
+def fmt_value(v: float) -> str:
+    """A value as the drawings print it: three decimals, ``n/a`` for None or a non-finite one."""
     return "n/a" if v is None or not np.isfinite(v) else f"{v:.3f}"
