@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import time
 from pathlib import Path
 
 from benchmarks.bench_browser import (
@@ -25,6 +24,7 @@ from benchmarks.bench_browser import (
     after,
     depth_key,
     new_context,
+    new_tab,
     visit,
     warm_navigation,
 )
@@ -164,19 +164,6 @@ def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
     if failures:
         res["failed"] = failures
     return res
-
-
-def new_tab(ctx, base: str, path: str, title: str) -> float:
-    """Seconds to page ready for ``path`` opened in a new tab of browser context ``ctx`` (its
-    HTTP and code caches as they are; a new Streamlit session)."""
-    pg = ctx.new_page()
-    t = time.perf_counter()
-    pg.goto(f"{base}/{path}")
-    pg.wait_for_selector(".crbc-run", state="attached", timeout=TIMEOUT)
-    pg.wait_for_function(READY, arg=title, timeout=TIMEOUT)
-    dt = time.perf_counter() - t
-    pg.close()
-    return dt
 
 
 def user_data(repeats: int, only: list[str] | None = None, interact: bool = True) -> dict:

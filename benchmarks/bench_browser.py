@@ -49,18 +49,32 @@ def new_context(browser):
     return browser.new_context(viewport={"width": 1400, "height": 1000})
 
 
+def open_page(pg, base: str, path: str, title: str) -> float:
+    """Seconds from ``pg`` going to ``base/path`` to the page titled ``title`` ready."""
+    t = time.perf_counter()
+    pg.goto(f"{base}/{path}")
+    pg.wait_for_selector(".crbc-run", state="attached", timeout=TIMEOUT)
+    pg.wait_for_function(READY, arg=title, timeout=TIMEOUT)
+    return time.perf_counter() - t
+
+
 def visit(browser, base: str, slug: str, title: str) -> tuple[float, float | None]:
     """Seconds to page ready in a fresh browser session, and the script's server time (ms)."""
     ctx = new_context(browser)
     pg = ctx.new_page()
-    t = time.perf_counter()
-    pg.goto(f"{base}/{slug}")
-    pg.wait_for_selector(".crbc-run", state="attached", timeout=TIMEOUT)
-    pg.wait_for_function(READY, arg=title, timeout=TIMEOUT)
-    dt = time.perf_counter() - t
+    dt = open_page(pg, base, slug, title)
     ms = pg.evaluate(SCRIPT_MS)
     ctx.close()
     return dt, ms
+
+
+def new_tab(ctx, base: str, path: str, title: str) -> float:
+    """Seconds to page ready for ``path`` opened in a new tab of browser context ``ctx`` (its
+    HTTP and code caches as they are; a new Streamlit session)."""
+    pg = ctx.new_page()
+    dt = open_page(pg, base, path, title)
+    pg.close()
+    return dt
 
 
 def navigate(pg, slug: str, title: str) -> tuple[float, float | None]:
