@@ -48,31 +48,49 @@ class GRPOConfig(Checked):
     norm_by_std: bool = param(True, "divide by the group's standard deviation (false: Dr. GRPO)")
 
 
+def _crbc_beta() -> Any:
+    return param(0.98, "discount per step; V is the beta-discounted chance of success", **_BETA)
+
+
+def _crbc_sigma_min() -> Any:
+    return param(0.1, "floor of the per-anchor scale that divides the step credit", **_SIGMA_MIN)
+
+
+def _crbc_w_step() -> Any:
+    return param(5.0, "weight of the step credit A_S", **_W_STEP)
+
+
+def _w_group() -> Any:
+    return param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
+
+
+def _group_norm() -> Any:
+    return param("grpo", _GROUP_NORM_HELP, **_GROUP_NORM)
+
+
 @dataclass(frozen=True)
 class CRBCConfig(Checked):
     """CRBC (Eq. 9, 10, 13, 14): closure credit, its normalisation and the combination with A_G."""
 
-    beta: float = param(0.98, "discount per step; V is the beta-discounted chance of success", **_BETA)
+    beta: float = _crbc_beta()
     depth: int | None = param(None, "finite depth K of the backup, or 'inf' for the exact closure",
                               kind=int, lo=0, none="inf", shared=True,
                               label="depth K of crbc (inf = exact closure)", ui_max=64)
-    sigma_min: float = param(0.1, "floor of the per-anchor scale that divides the step credit",
-                             **_SIGMA_MIN)
-    w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
-    w_step: float = param(5.0, "weight of the step credit A_S", **_W_STEP)
-    group_norm: str = param("grpo", _GROUP_NORM_HELP, **_GROUP_NORM)
+    sigma_min: float = _crbc_sigma_min()
+    w_group: float = _w_group()
+    w_step: float = _crbc_w_step()
+    group_norm: str = _group_norm()
 
 
 @dataclass(frozen=True)
 class VisitLocalConfig(Checked):
     """Visit-local averaging = CRBC at K = 0 (Eq. 6, 13); fields as :class:`CRBCConfig`."""
 
-    beta: float = param(0.98, "discount per step; V is the beta-discounted chance of success", **_BETA)
-    sigma_min: float = param(0.1, "floor of the per-anchor scale that divides the step credit",
-                             **_SIGMA_MIN)
-    w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
-    w_step: float = param(5.0, "weight of the step credit A_S", **_W_STEP)
-    group_norm: str = param("grpo", _GROUP_NORM_HELP, **_GROUP_NORM)
+    beta: float = _crbc_beta()
+    sigma_min: float = _crbc_sigma_min()
+    w_group: float = _w_group()
+    w_step: float = _crbc_w_step()
+    group_norm: str = _group_norm()
 
 
 @dataclass(frozen=True)
@@ -81,7 +99,7 @@ class GiGPOConfig(Checked):
 
     gamma: float = param(0.95, "step-return discount", lo=0.0, lo_open=True, hi=1.0)
     mode: str = param("mean_std_norm", "per-anchor normalisation", choices=_MODES)
-    w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
+    w_group: float = _w_group()
     w_step: float = param(1.0, "omega, weight of the step advantage A_S")
     epsilon: float = param(1e-6, "guard added to the anchor's standard deviation", lo=0.0, lo_open=True)
     invalid_penalty: float = param(0.1, _PENALTY_HELP, **_PENALTY)
@@ -95,7 +113,7 @@ class ShortestPathConfig(Checked):
     gamma_g: float = param(0.8, "per-hop decay of the return", lo=0.0, lo_open=True, hi=1.0)
     reward_scale: float = param(10.0, "step return at distance 0 from success")
     mode: str = param("mean_std_norm", "per-anchor normalisation", choices=_MODES)
-    w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
+    w_group: float = _w_group()
     w_step: float = param(1.0, "omega, weight of the step advantage A_S")
     epsilon: float = param(1e-6, "guard added to the anchor's standard deviation", lo=0.0, lo_open=True)
     invalid_penalty: float = param(0.1, _PENALTY_HELP, **_PENALTY)
@@ -110,7 +128,7 @@ class RewardFlowConfig(Checked):
     gamma: float = param(0.9, "decay per hop of the propagated reward (RewardFlow's Sokoban recipe)",
                          lo=0.0, lo_open=True, hi=1.0)
     mode: str = param("mean_norm", "per-anchor normalisation (upstream's default: mean_norm)", choices=_MODES)
-    w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
+    w_group: float = _w_group()
     w_step: float = param(1.0, "omega, weight of the step advantage A_S")
     invalid_penalty: float = param(0.1, _PENALTY_HELP, **_PENALTY)
 
@@ -165,9 +183,6 @@ def visit_local(p: Process, cfg: VisitLocalConfig) -> Credits:
     (Eq. 4, 6), then the same gate, normalisation and combination as :func:`crbc`."""
     return _crbc_credits("visit_local", p, cfg.beta, 0, cfg.sigma_min, cfg.w_group, cfg.w_step,
                          cfg.group_norm, _params(cfg))
-
-
-discounted_returns = B.discounted_returns  # kept importable from here
 
 
 def _step_return_credits(name: str, p: Process, t: B.StepReturnTerms, cfg, value_S=None) -> Credits:
