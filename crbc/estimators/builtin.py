@@ -93,6 +93,18 @@ class VisitLocalConfig(Checked):
     group_norm: str = _group_norm()
 
 
+def _gigpo_w_step() -> Any:
+    return param(1.0, "omega, weight of the step advantage A_S")
+
+
+def _epsilon() -> Any:
+    return param(1e-6, "guard added to the anchor's standard deviation", lo=0.0, lo_open=True)
+
+
+def _invalid_penalty() -> Any:
+    return param(0.1, _PENALTY_HELP, **_PENALTY)
+
+
 @dataclass(frozen=True)
 class GiGPOConfig(Checked):
     """GiGPO step advantage (arXiv 2505.10978, as verl-agent computes it)."""
@@ -100,9 +112,9 @@ class GiGPOConfig(Checked):
     gamma: float = param(0.95, "step-return discount", lo=0.0, lo_open=True, hi=1.0)
     mode: str = param("mean_std_norm", "per-anchor normalisation", choices=_MODES)
     w_group: float = _w_group()
-    w_step: float = param(1.0, "omega, weight of the step advantage A_S")
-    epsilon: float = param(1e-6, "guard added to the anchor's standard deviation", lo=0.0, lo_open=True)
-    invalid_penalty: float = param(0.1, _PENALTY_HELP, **_PENALTY)
+    w_step: float = _gigpo_w_step()
+    epsilon: float = _epsilon()
+    invalid_penalty: float = _invalid_penalty()
 
 
 @dataclass(frozen=True)
@@ -114,9 +126,9 @@ class ShortestPathConfig(Checked):
     reward_scale: float = param(10.0, "step return at distance 0 from success")
     mode: str = param("mean_std_norm", "per-anchor normalisation", choices=_MODES)
     w_group: float = _w_group()
-    w_step: float = param(1.0, "omega, weight of the step advantage A_S")
-    epsilon: float = param(1e-6, "guard added to the anchor's standard deviation", lo=0.0, lo_open=True)
-    invalid_penalty: float = param(0.1, _PENALTY_HELP, **_PENALTY)
+    w_step: float = _gigpo_w_step()
+    epsilon: float = _epsilon()
+    invalid_penalty: float = _invalid_penalty()
 
 
 @dataclass(frozen=True)
@@ -130,7 +142,7 @@ class RewardFlowConfig(Checked):
     mode: str = param("mean_norm", "per-anchor normalisation (upstream's default: mean_norm)", choices=_MODES)
     w_group: float = _w_group()
     w_step: float = param(1.0, "omega, weight of the step advantage A_S")
-    invalid_penalty: float = param(0.1, _PENALTY_HELP, **_PENALTY)
+    invalid_penalty: float = _invalid_penalty()
 
 
 def _params(cfg) -> dict[str, Any]:
