@@ -86,7 +86,7 @@ def steps_table(group: RolloutGroup, r: int, c: Credits) -> pd.DataFrame:
 
 def step_credit_bars_html(c: Credits, r: int, step: int | None = None, field: str = "step_advantage",
                           height: int = 160) -> str:
-    """One rollout's per-step credit as plain HTML bars (no plotly.js to load, nothing that an
+    """One rollout's per-step credit as plain HTML bars (no script, nothing that an
     HTML sanitiser strips): blue above zero, red below, the current step outlined; each bar's
     tooltip names the step's action and value."""
     import html as _html

@@ -3,7 +3,7 @@ Bellman backups' graph (:func:`graph_svg`) and the Lesson's graph, which is also
 panel (:func:`lesson_graph_svg`).
 
 The picture of the shared :func:`crbc.viz.layout.layout` (layers left to right, the boundaries
-z+ and z- in a last column), built as SVG text on the server so the page needs no plotly.js.
+z+ and z- in a last column), built as SVG text on the server (no script on the page).
 Every clickable element carries ``data-pick`` (sent back by :func:`ui.svg_view.svg_view`) and
 a tooltip; every user string is HTML-escaped.
 """

@@ -2,8 +2,9 @@
 
 Layer (column) = fewest hops from a start anchor; the order inside a layer comes from
 barycentre sweeps that reduce edge crossings (Sugiyama, Tagawa and Toda 1981); the two absorbing
-boundaries (z+ success, z- failure) take a last column on the right. Shared by the pyvis page and
-the plotly figure in :mod:`crbc.viz.graph`, so both draw the same picture.
+boundaries (z+ success, z- failure) take a last column on the right. Shared by the vis-network page
+(:mod:`crbc.viz.graph_html`) and the SVG drawings (:mod:`crbc.viz.graph_svg`), so all draw the
+same picture.
 """
 
 from __future__ import annotations
