@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 import crbc.io.run_writer as RW  # noqa: E402
 import crbc.io.runs as R
 from crbc.io.rollouts import read_rollouts
+from tests.apptest import open_app
 from ui import state  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,12 +49,7 @@ def page(tmp_path, monkeypatch) -> AppTest:
 
     _write_runs(tmp_path / "runs")
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = AppTest.from_file(APP, default_timeout=90)
-    at.run()
-    at.switch_page("pages/runs.py")
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    return open_app("pages/runs.py", timeout=90)
 
 
 def test_runs_page_shows_curves_table_and_diagnostics(page):
