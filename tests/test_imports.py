@@ -117,6 +117,7 @@ LAYERS = [
     {"envs"},
     {"policy"},
     {"explain"},
+    {"health"},
     {"truth", "integrations"},
     {"train"},
     {"viz"},
