@@ -31,7 +31,7 @@ import numpy as np
 
 from crbc.actions import INVALID_ACTION
 from crbc.integrations.step_rows import column, key_anchors, stable_key
-from crbc.integrations.trainer_metrics import trainer_metrics
+from crbc.integrations.trainer_metrics import describe_key, trainer_metrics
 from crbc.io.anchor_keys import AnchorKeySpec, anchor_key
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 from crbc.io.run_writer import RunWriter, json_clean
@@ -341,7 +341,7 @@ class RunRecorder:
         t0 = time.perf_counter()
         step = int(step)
         st = self.steps(data)
-        key_name = "exact text" if self.anchor is None else repr(getattr(self.anchor, "pattern", self.anchor))
+        key_name = describe_key(self.anchor)
         health = trainer_metrics(st, key_name=key_name, **self.health)
         if step <= self._last:
             self.writer.truncate(step - 1)

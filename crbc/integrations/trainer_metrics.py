@@ -55,13 +55,21 @@ def steps_process(st: BatchSteps) -> Process:
         has_score_R=has_score)
 
 
+def describe_key(spec: Any) -> str:
+    """How a warning names an anchor key: ``their exact text``, ``the key '<regex>'`` or the
+    callable's name."""
+    if spec is None:
+        return "their exact text"
+    return "the key " + repr(getattr(spec, "pattern", None) or getattr(spec, "__name__", None) or spec)
+
+
 def warn_merge(p: Process, what: str, threshold: float = MERGE_WARNING_SHARE) -> bool:
     """Warn (``warnings`` and the ``crbc`` logger, once per ``what`` per process) when
     :func:`crbc.health.merge_warning` holds; return whether it holds."""
     bad = merge_warning(p, threshold)
     if bad and what not in _warned:
         _warned.add(what)
-        msg = (f"crbc: the anchor key {what} merges almost nothing beyond the first step: "
+        msg = (f"crbc: anchors keyed by {what} merge almost nothing beyond the first step: "
                f"{100 * later_shared_share(p):.1f}% of the later steps sit at an anchor that two or "
                f"more rollouts of their group share (below {100 * threshold:g}%), so the step credit "
                "is close to 0. Observations that carry their history need a key: pass "
@@ -72,7 +80,7 @@ def warn_merge(p: Process, what: str, threshold: float = MERGE_WARNING_SHARE) ->
 
 
 def trainer_metrics(st: BatchSteps, estimators: Sequence[str] = ("crbc", "gigpo"), bootstrap: int = 0,
-                    seed: int = 0, params: dict[str, Any] | None = None, key_name: str = "exact text",
+                    seed: int = 0, params: dict[str, Any] | None = None, key_name: str = "their exact text",
                     threshold: float = MERGE_WARNING_SHARE) -> dict[str, float]:
     """``crbc/<name>`` for each number of :func:`crbc.health.iteration_health` on the batch (the
     trainer's advantage is ``st.advantage``), plus ``crbc/merge_warning``."""

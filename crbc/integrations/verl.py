@@ -47,7 +47,7 @@ import numpy as np
 from crbc.estimators.registry import Credits, get
 from crbc.integrations import step_rows as rows
 from crbc.integrations.recorder import RunRecorder
-from crbc.integrations.trainer_metrics import warn_merge
+from crbc.integrations.trainer_metrics import describe_key, warn_merge
 from crbc.io.anchor_keys import AnchorKeySpec
 
 if TYPE_CHECKING:
@@ -209,7 +209,7 @@ def compute_advantage(data: Any, estimator: str | Enum = "crbc", config: Any = N
     if config is not None and params:
         raise ValueError(f"give either a config or parameters, not both (got {', '.join(params)})")
     lay = layout(data, name, keys, success_threshold, trainer_penalty, anchor)
-    warn_merge(lay.process, "exact text" if anchor is None else repr(getattr(anchor, "pattern", anchor)))
+    warn_merge(lay.process, describe_key(anchor))
     credits: Credits = est(lay.process, config=config, **params)
     adv_B = rows.scatter(lay, credits.advantage_N)
     import torch  # here, not at import: the trainer's own torch, only when called
