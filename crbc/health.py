@@ -37,11 +37,14 @@ import numpy as np
 
 from crbc.estimators import registry
 from crbc.estimators.bootstrap import credit_intervals, structural_none
-from crbc.explain.run_review import sign_agreement, spearman
+from crbc.explain.run_review import ranks, sign_agreement
 from crbc.process import Process, merge_stats
 
-#: below this share of later steps at shared anchors, the key is said to merge almost nothing
-MERGE_WARNING_SHARE = 0.05
+#: below this share of later steps at shared anchors, the key is said to merge almost nothing.
+#: 10%, not less: textarena Sokoban transcripts (history in every observation), groups of 4,
+#: share 8% of their later steps as exact text, where two rollouts happened to write the same
+#: first reply, against 54% under the board key (tests/test_trainer_anchor_key.py)
+MERGE_WARNING_SHARE = 0.10
 #: the estimator whose credit intervals give ``sure_share`` (MATH.md section 10)
 INTERVAL_ESTIMATOR = "crbc"
 
@@ -71,6 +74,17 @@ def merge_warning(p: Process, threshold: float = MERGE_WARNING_SHARE) -> bool:
         return False
     share = later_shared_share(p)
     return not math.isnan(share) and share < threshold
+
+
+def _spearman(rank_t: np.ndarray, x: np.ndarray) -> float:
+    """Spearman's rho from the trainer's average ranks and the estimator's values (the same
+    number as :func:`crbc.explain.run_review.spearman`; the trainer is ranked once for all
+    estimators, and the sums avoid BLAS, whose threads crawl on a loaded trainer host)."""
+    if len(x) < 2 or np.ptp(x) == 0 or np.ptp(rank_t) == 0:
+        return math.nan
+    rx, rt = ranks(x), rank_t
+    rx, rt = rx - rx.mean(), rt - rt.mean()
+    return float(np.clip(np.sum(rx * rt) / math.sqrt(np.sum(rx * rx) * np.sum(rt * rt)), -1.0, 1.0))
 
 
 def _params_for(name: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -121,11 +135,12 @@ def iteration_health(process: Process, trainer_advantage_N: np.ndarray | None,
     have = np.isfinite(adv) if adv is not None else None
     if have is None or not have.any():
         return out
+    rank_t = ranks(adv[have])
     for name in names:
         x = advantages.get(name)
         if x is None:
             x = registry.compute(name, process, **_params_for(name, params)).advantage_N
-        rho = spearman(x[have], adv[have])
+        rho = _spearman(rank_t, x[have])
         sign = sign_agreement(x[have], adv[have])
         if not math.isnan(rho):
             out[f"trainer_spearman/{name}"] = rho

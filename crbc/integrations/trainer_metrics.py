@@ -29,13 +29,17 @@ _warned: set[str] = set()
 
 
 def _codes(x: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    uniq, code = np.unique(x, return_inverse=True)
-    return code.ravel().astype(np.int64), [str(u) for u in uniq.tolist()]
+    """Integer codes of strings in order of first appearance, and the distinct strings: one
+    dict lookup per entry (sorting 51k observations of 500 characters costs 10x more)."""
+    seen: dict[str, int] = {}
+    code = np.fromiter((seen.setdefault(s, len(seen)) for s in x.tolist()), dtype=np.int64, count=len(x))
+    return code, list(seen)
 
 
 def steps_process(st: BatchSteps) -> Process:
     """The process of a recorded batch: groups in uid order, rollouts in traj_uid order, steps in
-    step order (the recorder's K steps, R rollouts). A step without a reward counts 0 (and the
+    step order (the recorder's K steps, R rollouts); anchors and actions are numbered in order of
+    first appearance, which changes no number of :func:`crbc.health.iteration_health`. A step without a reward counts 0 (and the
     group has no rewards), a rollout without a score takes its success as score."""
     starts = st.starts
     first = starts[:-1]
