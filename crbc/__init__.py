@@ -3,8 +3,9 @@
 The public API: :func:`compute` (any registered estimator on rollout groups),
 :func:`credit_intervals` (how sure each step credit is, docs/MATH.md section 10), :func:`merge`
 (the empirical process) and :func:`merge_stats` (how well the anchors merge), :func:`anchor_key`
-and :func:`rekey` (exact, regex or callable anchor keys), the ``crbc.rollout/1`` types and
-readers, :func:`read_run`, and :class:`FormatError`. The layers below it, read in this order
+and :func:`rekey` (exact, regex or callable anchor keys), :func:`step_frame` (a tidy pandas table
+of step credits), the ``crbc.rollout/1`` types and readers, :func:`read_run`, and
+:class:`FormatError`; :func:`crbc.audit.audit_run` audits a whole run. The layers below it, read in this order
 (docs/ARCHITECTURE.md): ``io`` ->
 ``process`` -> ``estimators`` -> ``explain`` / ``truth`` / ``train`` -> ``cli`` / ``viz``. The core
 needs only numpy and scipy; torch and transformers live in ``crbc.policy`` and ``crbc.train``,
@@ -20,9 +21,11 @@ import re
 import sys
 import warnings
 
+from crbc import audit  # the module: crbc.audit.audit_run works after a plain `import crbc`
 from crbc.errors import FormatError
 from crbc.estimators.bootstrap import CreditIntervals, credit_intervals
 from crbc.estimators.registry import Credits, compute, get, names, register
+from crbc.frame import step_frame
 from crbc.io.anchor_keys import anchor_key, rekey
 from crbc.io.rollouts import (
     Rollout,
@@ -62,9 +65,9 @@ def _version() -> str:
 __version__ = _version()
 
 __all__ = [
-    "CreditIntervals", "Credits", "FormatError", "MergeStats", "Process", "Rollout", "RolloutFormatError",
+    "CreditIntervals", "Credits", "audit", "FormatError", "MergeStats", "Process", "Rollout", "RolloutFormatError",
     "RolloutGroup", "Step", "anchor_key", "compute", "credit_intervals", "get", "merge", "merge_stats",
-    "names", "parse_rollouts", "read_rollouts", "read_run", "register", "rekey", "write_rollouts",
+    "names", "parse_rollouts", "read_rollouts", "read_run", "register", "rekey", "step_frame", "write_rollouts",
 ]
 
 #: Module paths of release 0.1 and where they live now. Importing an old path still works for

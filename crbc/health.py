@@ -1,34 +1,29 @@
-"""Credit health of one iteration: how well anchors merge, how much evidence, how the trainer agrees.
+"""Credit health of one iteration: how well anchors merge and how the trainer's advantage agrees
+with the estimators' (docs/FORMATS.md, "Trainer metrics"; the columns of ``crbc.audit/1``).
 
-:func:`iteration_health` is the one place these numbers are computed. The run recorder
-(``RunRecorder.record``) returns them with a ``crbc/`` prefix for the trainer's logger, and
-``crbc audit`` writes them (without the prefix) as the columns of ``crbc.audit/1``. On a process
-of N steps, R rollouts, G groups and S anchors (docs/MATH.md section 2):
+For the merged process of one iteration (N steps, G groups, S anchors) and the trainer's
+advantage ``trainer_N`` (NaN where a step has none):
 
-    shared_step_share    (1/N) sum_n [rollouts visiting s_n >= 2]   (:func:`crbc.process.merge_stats`)
-    anchors_per_group    S / G
-    none_share           (1/N) sum_n none(s_n, a_n): the step's credit is 0 by construction (its
-                         anchor has one observed action, or reaches only one of z+ / z-;
-                         MATH.md section 10, :func:`crbc.estimators.bootstrap.structural_none`)
-    sure_share           (1/N) sum_n [interval of (s_n, a_n) excludes 0], CRBC's credit intervals
-                         from ``bootstrap`` resamples (only when bootstrap > 0)
-    trainer_spearman/E   Spearman's rho of the trainer's advantage and estimator E's A_final over
-                         the steps with a trainer advantage: the Pearson correlation of their
-                         average ranks (ties share their mean rank)
-    trainer_sign_agreement/E   share of those steps with a trainer advantage |x| > 1e-6 (the
-                         trainer's zeros are left out) where E's A_final has the same sign (an
-                         estimator's 0 counts as a disagreement)
+    shared_step_share   = mean over steps of [anchor visited by >= 2 rollouts of its group]
+    anchors_per_group   = S / G
+    none_share          = mean over steps of none_SA[step_sa]   (credit 0 by construction,
+                          docs/MATH.md section 10: :func:`crbc.estimators.bootstrap.structural_none`)
+    sure_share          = mean over steps of [interval excludes 0], the intervals of the first
+                          estimator listed, B = ``bootstrap`` resamples (only when bootstrap > 0)
+    trainer_spearman/E  = Spearman rank correlation (average ranks for ties) of trainer_N and
+                          E's ``advantage_N`` over the steps with a finite trainer advantage
+    trainer_sign_agreement/E = among those steps where both |trainer| > ZERO and |E| > ZERO,
+                          the share where the signs agree
 
-A value that is undefined is left out of the dict instead of being NaN (so a logger never
-receives NaN): the trainer keys without a trainer advantage (``None``, or no finite entry), a
-Spearman rho when either side is constant or fewer than 2 steps have one, a sign agreement when
-the trainer's advantage is 0 on every step. :func:`later_shared_share` and
-:func:`merge_warning` tell when an anchor key merges almost nothing beyond the first step.
+A key whose value is undefined (no trainer advantage, fewer than 2 steps, a constant side, no
+step where both are nonzero) is left out, so every value is a finite float. Numpy only.
+
+:func:`later_shared_share` and :func:`merge_warning` tell a trainer when its anchor key merges
+almost nothing beyond each rollout's first step (observations that carry their history).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -37,16 +32,109 @@ import numpy as np
 
 from crbc.estimators import registry
 from crbc.estimators.bootstrap import credit_intervals, structural_none
-from crbc.explain.run_review import ranks, sign_agreement
 from crbc.process import Process, merge_stats
 
+ZERO = 1e-9  #: |x| <= ZERO counts as a zero advantage in the sign agreement
 #: below this share of later steps at shared anchors, the key is said to merge almost nothing.
 #: 10%, not less: textarena Sokoban transcripts (history in every observation), groups of 4,
 #: share 8% of their later steps as exact text, where two rollouts happened to write the same
 #: first reply, against 54% under the board key (tests/test_trainer_anchor_key.py)
 MERGE_WARNING_SHARE = 0.10
-#: the estimator whose credit intervals give ``sure_share`` (MATH.md section 10)
-INTERVAL_ESTIMATOR = "crbc"
+
+
+def average_ranks(x_N: np.ndarray) -> np.ndarray:
+    """(N,) 1-based ranks of ``x_N``; tied values share the mean of their ranks."""
+    order = np.argsort(x_N, kind="mergesort")
+    _, inv, counts = np.unique(x_N[order], return_inverse=True, return_counts=True)
+    mean_rank = np.cumsum(counts) - (counts - 1) / 2.0
+    out = np.empty(len(x_N))
+    out[order] = mean_rank[inv.ravel()]
+    return out
+
+
+def spearman(x_N: np.ndarray, y_N: np.ndarray) -> float | None:
+    """Pearson correlation of the average ranks of x and y; None when n < 2 or a side is constant."""
+    if len(x_N) < 2 or np.ptp(x_N) == 0 or np.ptp(y_N) == 0:
+        return None
+    rx, ry = average_ranks(x_N), average_ranks(y_N)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    return float(np.clip(rx @ ry / math.sqrt((rx @ rx) * (ry @ ry)), -1.0, 1.0))
+
+
+def sign_agreement(x_N: np.ndarray, y_N: np.ndarray, zero: float = ZERO) -> float | None:
+    """Share of steps with the same sign among those where |x| > zero and |y| > zero; None if none."""
+    both = (np.abs(x_N) > zero) & (np.abs(y_N) > zero)
+    if not both.any():
+        return None
+    return float(np.mean(np.sign(x_N[both]) == np.sign(y_N[both])))
+
+
+def params_for(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The entries of ``params`` that are fields of estimator ``name``'s config (validated when
+    the config is built: a bad value raises ``ValueError`` naming the field)."""
+    fields = {field for field, _, _ in registry.get(name).params()}
+    return {k: v for k, v in params.items() if k in fields}
+
+
+def unknown_params(names: Sequence[str], params: dict[str, Any]) -> list[str]:
+    """The names in ``params`` that no estimator of ``names`` has (sorted)."""
+    known = {field for n in names for field, _, _ in registry.get(n).params()}
+    return sorted(set(params) - known)
+
+
+def iteration_health(process: Process, trainer_advantage_N: np.ndarray | None,
+                     estimators: Sequence[str] = ("crbc", "gigpo"), bootstrap: int = 0, seed: int = 0,
+                     **params: Any) -> dict[str, float]:
+    """The health numbers of one iteration (module docstring), as a flat dict of floats.
+
+    Args:
+        process: the iteration's merged process (N steps).
+        trainer_advantage_N: (N,) the trainer's advantage per step in the process's order, NaN
+            where absent; None when the iteration has none (no ``trainer_*`` keys then).
+        estimators: registered names; each gets ``trainer_spearman/<name>`` and
+            ``trainer_sign_agreement/<name>``.
+        bootstrap: B resamples for ``sure_share`` (0: no intervals, no ``sure_share``).
+        seed: seed of the resampling (:func:`crbc.credit_intervals`).
+        **params: estimator parameters; each estimator takes those of its config
+            (:func:`params_for`); a name that no listed estimator has raises ``ValueError``.
+
+    Returns:
+        ``{"shared_step_share", "anchors_per_group", "none_share", ["sure_share"],
+        "trainer_spearman/<E>", "trainer_sign_agreement/<E>", ...}``, undefined keys left out.
+    """
+    names = list(estimators)
+    ests = [registry.get(n) for n in names]  # unknown names fail before any work
+    p = process
+    bad = unknown_params(names, params)
+    if bad:
+        raise ValueError(f"no estimator of {', '.join(names)} has a parameter {', '.join(bad)}")
+    configs = [est.config(**params_for(name, params)) for name, est in zip(names, ests, strict=True)]
+    if trainer_advantage_N is not None and len(trainer_advantage_N) != p.n_steps:
+        raise ValueError(f"trainer_advantage_N has {len(trainer_advantage_N)} values for {p.n_steps} steps")
+    out: dict[str, float] = {"shared_step_share": merge_stats(p).shared_step_share,
+                             "anchors_per_group": p.n_states / max(len(p.group_ids), 1)}
+    if p.n_steps:
+        out["none_share"] = float(structural_none(p)[p.step_sa].mean())
+    have = None if trainer_advantage_N is None else np.isfinite(trainer_advantage_N)
+    for k, (name, est, cfg) in enumerate(zip(names, ests, configs, strict=True)):
+        if bootstrap and k == 0:
+            ci = credit_intervals(p, name, n_resamples=int(bootstrap), seed=seed,
+                                  **params_for(name, params))
+            if p.n_steps:
+                out["sure_share"] = ci.sure_share()
+            adv_N = ci.credits.advantage_N
+        elif have is not None and have.any():
+            adv_N = est(p, cfg).advantage_N
+        else:
+            continue
+        if have is None or not have.any():
+            continue
+        x, y = trainer_advantage_N[have], adv_N[have]
+        for key, value in ((f"trainer_spearman/{name}", spearman(x, y)),
+                           (f"trainer_sign_agreement/{name}", sign_agreement(x, y))):
+            if value is not None:
+                out[key] = value
+    return out
 
 
 def shared_steps(p: Process) -> np.ndarray:
@@ -74,76 +162,3 @@ def merge_warning(p: Process, threshold: float = MERGE_WARNING_SHARE) -> bool:
         return False
     share = later_shared_share(p)
     return not math.isnan(share) and share < threshold
-
-
-def _spearman(rank_t: np.ndarray, x: np.ndarray) -> float:
-    """Spearman's rho from the trainer's average ranks and the estimator's values (the same
-    number as :func:`crbc.explain.run_review.spearman`; the trainer is ranked once for all
-    estimators, and the sums avoid BLAS, whose threads crawl on a loaded trainer host)."""
-    if len(x) < 2 or np.ptp(x) == 0 or np.ptp(rank_t) == 0:
-        return math.nan
-    rx, rt = ranks(x), rank_t
-    rx, rt = rx - rx.mean(), rt - rt.mean()
-    return float(np.clip(np.sum(rx * rt) / math.sqrt(np.sum(rx * rx) * np.sum(rt * rt)), -1.0, 1.0))
-
-
-def _params_for(name: str, params: dict[str, Any]) -> dict[str, Any]:
-    fields = {f.name for f in dataclasses.fields(registry.get(name).config_cls)}
-    return {k: v for k, v in params.items() if k in fields}
-
-
-def iteration_health(process: Process, trainer_advantage_N: np.ndarray | None,
-                     estimators: Sequence[str] = ("crbc", "gigpo"), bootstrap: int = 0, seed: int = 0,
-                     **params: Any) -> dict[str, float]:
-    """The credit health of one iteration (module docstring), keys without the ``crbc/`` prefix.
-
-    ``process``: the iteration's merged process (N steps). ``trainer_advantage_N``: (N,) the
-    advantage the trainer used per step, in the process's step order (NaN where a step has none),
-    or None. ``estimators``: registered names compared with the trainer. ``bootstrap``: B
-    resamples for ``sure_share`` (0: no intervals, no ``sure_share``), ``seed`` theirs.
-    ``params``: estimator parameters (``beta=0.98``, ``w_step=5.0``, ...); each estimator takes
-    the ones its config has, and a name no estimator here has is an error.
-    """
-    if not isinstance(process, Process):
-        raise TypeError(f"iteration_health needs a crbc.process.Process, not {type(process).__name__}")
-    if isinstance(bootstrap, bool) or not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
-        raise ValueError(f"bootstrap must be an integer >= 0, got {bootstrap!r}")
-    names = [estimators] if isinstance(estimators, str) else list(estimators)
-    for name in names:
-        registry.get(name)  # an unknown name raises, listing the known ones
-    users = names + ([INTERVAL_ESTIMATOR] if bootstrap else [])
-    unused = sorted(set(params) - {k for n in users for k in _params_for(n, params)})
-    if unused:
-        raise ValueError(f"no estimator among {', '.join(users)} has a parameter {', '.join(unused)}")
-    adv = None
-    if trainer_advantage_N is not None:
-        adv = np.asarray(trainer_advantage_N, dtype=float)
-        if adv.shape != (process.n_steps,):
-            raise ValueError(f"trainer_advantage_N has shape {adv.shape}, but the process has "
-                             f"{process.n_steps} steps: give one value per step, (N,)")
-    out: dict[str, float] = {
-        "shared_step_share": merge_stats(process).shared_step_share,
-        "anchors_per_group": process.n_states / max(len(process.group_ids), 1),
-        "none_share": float(structural_none(process)[process.step_sa].mean()) if process.n_steps else 0.0,
-    }
-    advantages: dict[str, np.ndarray] = {}
-    if bootstrap:
-        ci = credit_intervals(process, INTERVAL_ESTIMATOR, n_resamples=int(bootstrap), seed=seed,
-                              **_params_for(INTERVAL_ESTIMATOR, params))
-        out["sure_share"] = ci.sure_share()
-        advantages[INTERVAL_ESTIMATOR] = ci.credits.advantage_N
-    have = np.isfinite(adv) if adv is not None else None
-    if have is None or not have.any():
-        return out
-    rank_t = ranks(adv[have])
-    for name in names:
-        x = advantages.get(name)
-        if x is None:
-            x = registry.compute(name, process, **_params_for(name, params)).advantage_N
-        rho = _spearman(rank_t, x[have])
-        sign = sign_agreement(x[have], adv[have])
-        if not math.isnan(rho):
-            out[f"trainer_spearman/{name}"] = rho
-        if not math.isnan(sign):
-            out[f"trainer_sign_agreement/{name}"] = sign
-    return out

@@ -25,9 +25,9 @@ from crbc.viz.lesson import (
     solution_latex,
     system_latex,
 )
+from ui import lesson_rewardflow, state, url, widgets
 from ui import lesson_sections as S
 from ui import lesson_state as L
-from ui import state, url, widgets
 from ui.lesson_sections import predict
 from ui.svg_view import svg_view
 from ui.widgets import short, text
@@ -291,6 +291,7 @@ if st.session_state.get("lesson_start", L.WORKED) != L.RARE:
 
     st.button("Continue on the rare-route sample", on_click=_load_rare, key="lesson_go_rare",
               icon=":material/alt_route:")
+lesson_rewardflow.foil(view, p, beta)
 st.markdown("Explore any anchor's arithmetic on the **Inspector** page, and where estimators "
             "disagree most on **Disagreements**.")
 box, shown = widgets.folded("The backup at the first anchor as a picture", key="lesson_backup_open")

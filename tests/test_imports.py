@@ -116,10 +116,10 @@ LAYERS = [
     {"estimators"},
     {"envs"},
     {"policy"},
-    {"explain"},
-    {"health"},
+    {"explain", "health"},
     {"truth", "integrations"},
-    {"train"},
+    {"train", "frame"},
+    {"audit"},
     {"viz"},
     {"cli"},
 ]
