@@ -58,7 +58,9 @@ def spearman(x_N: np.ndarray, y_N: np.ndarray) -> float | None:
         return None
     rx, ry = average_ranks(x_N), average_ranks(y_N)
     rx, ry = rx - rx.mean(), ry - ry.mean()
-    return float(np.clip(rx @ ry / math.sqrt((rx @ rx) * (ry @ ry)), -1.0, 1.0))
+    # elementwise sums, not `@`: OpenBLAS threads its dot product on long vectors, and on a
+    # loaded trainer host those threads made this 3x slower (benchmarks/bench_recorder.py)
+    return float(np.clip(np.sum(rx * ry) / math.sqrt(np.sum(rx * rx) * np.sum(ry * ry)), -1.0, 1.0))
 
 
 def sign_agreement(x_N: np.ndarray, y_N: np.ndarray, zero: float = ZERO) -> float | None:
