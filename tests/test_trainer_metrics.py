@@ -67,6 +67,10 @@ def test_the_recorder_keeps_the_observation_and_the_key(tmp_path):
         V.RunRecorder(tmp_path / "bad", format="jsonl", anchor=r"nowhere (\d+)").record(data, 0)
     with pytest.raises(TypeError, match="a regex or a callable"):
         V.RunRecorder(tmp_path / "bad2", format="jsonl", anchor=3)
+    with pytest.raises(ValueError, match="no estimator of crbc, gigpo has a parameter nope"):
+        V.RunRecorder(tmp_path / "bad3", format="jsonl", params={"nope": 1})
+    with pytest.raises(Exception, match="nope"):
+        V.RunRecorder(tmp_path / "bad4", format="jsonl", estimators=("nope",))
 
 
 LOGGER_SCRIPT = textwrap.dedent("""

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from crbc.actions import INVALID_ACTION
+from crbc.health import unknown_params
 from crbc.integrations.step_rows import column, key_anchors, stable_key
 from crbc.integrations.trainer_metrics import describe_key, trainer_metrics
 from crbc.io.anchor_keys import AnchorKeySpec, anchor_key
@@ -303,6 +304,10 @@ class RunRecorder:
                 raise ImportError('RunRecorder(format="parquet") needs pyarrow: pip install "crbc[parquet]" '
                                   '(verl\'s own requirements include it), or record format="jsonl"') from None
         anchor_key(anchor)  # a bad key (not a regex or a callable, a bad pattern) fails now
+        bad = unknown_params(tuple(estimators), dict(params or {}))  # unknown estimator names raise here
+        if bad:
+            raise ValueError(f"RunRecorder(params=...): no estimator of {', '.join(estimators)} has a "
+                             f"parameter {', '.join(bad)}")
         self.anchor = anchor
         self.health = {"estimators": tuple(estimators), "bootstrap": bootstrap, "seed": seed,
                        "params": dict(params or {})}
