@@ -129,5 +129,25 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
+def _install_rich_display() -> None:
+    """``_repr_html_`` for Jupyter on RolloutGroup, Process and Credits: the studio's drawings
+    (crbc.report.notebook, imported on first display only, so ``import crbc`` stays light).
+    Attached here because the classes live in layers that never import the drawings."""
+
+    def make(fn_name):
+        def _repr_html_(self):
+            from crbc.report import notebook
+
+            return getattr(notebook, fn_name)(self)
+
+        _repr_html_.__doc__ = f"Rich display in notebooks: :func:`crbc.report.notebook.{fn_name}`."
+        return _repr_html_
+
+    for cls, fn_name in ((RolloutGroup, "group_html"), (Process, "process_html"), (Credits, "credits_html")):
+        cls._repr_html_ = make(fn_name)
+
+
+_install_rich_display()
+
 if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
     sys.meta_path.append(_MovedModuleFinder())

@@ -121,6 +121,7 @@ LAYERS = [
     {"train", "frame"},
     {"audit"},
     {"viz"},
+    {"report"},
     {"cli"},
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}

@@ -28,8 +28,10 @@ def _pair_text(rare: RouteRow, reliable: RouteRow, with_truth: bool) -> str:
     return text
 
 
-def foil(view, p: Process, beta: float) -> None:
-    """Section 8's second foil on the lesson group: the table and the rare-route pair, if any."""
+def foil(view, p: Process, beta: float, reveal: bool = True) -> None:
+    """Section 8's second foil on the lesson group: the table and the rare-route pair, if any.
+    With ``reveal`` False (the shortest-path question above is not answered yet) the closure's
+    values stay hidden, so they do not give the answer away."""
     st.subheader("RewardFlow: a published method with the same maximum")
     st.markdown(
         "RewardFlow (arXiv 2603.18859) also merges the group's states into one graph, then lets "
@@ -37,6 +39,9 @@ def foil(view, p: Process, beta: float) -> None:
         "states the group went to next). Its step credit is the difference V(next) − V(s). A rare "
         "route that succeeded once lifts every state that can reach it as high as a route that "
         "almost always works.")
+    if not reveal:
+        st.caption("Answer the question above to compare RewardFlow's values with the closure's.")
+        return
     rows = route_table(p, beta=beta, gamma=GAMMA)
     pair = rare_and_reliable(rows)
     if pair is None:
