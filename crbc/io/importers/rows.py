@@ -17,7 +17,7 @@ from typing import Any
 
 from crbc.actions import INVALID_ACTION
 from crbc.errors import RolloutFormatError
-from crbc.io.anchor_keys import AnchorKeyError, AnchorKeySpec, anchor_key, exact
+from crbc.io.anchor_keys import AnchorKeyError, AnchorKeySpec, RegexError, anchor_key, exact
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 
 #: field -> default column (verl-agent's names). docs/FORMATS.md's table, plus the optional
@@ -168,7 +168,7 @@ def build(rows: Iterable[Row], columns: Mapping[str, str] | None = None, anchor:
         if k is None:
             try:
                 k = key(text)
-            except AnchorKeyError as e:
+            except (AnchorKeyError, RegexError) as e:
                 raise ImportFormatError(str(e), r.source, r.row, cols["anchor"]) from None
             if not isinstance(k, str):
                 raise ImportFormatError(f"the anchor key returned {type(k).__name__}, not str",
@@ -180,6 +180,8 @@ def build(rows: Iterable[Row], columns: Mapping[str, str] | None = None, anchor:
                 action = action_key(action)
             except AnchorKeyError:  # an output the key cannot parse executes no action
                 action = INVALID_ACTION
+            except RegexError as e:
+                raise ImportFormatError(str(e), r.source, r.row, cols["action"]) from None
         if "valid" in present and _get(r, cols["valid"]) is not None and not _flag(_get(r, cols["valid"]), r, cols["valid"]):
             action = INVALID_ACTION
         opt = {f: _get(r, cols[f]) for f in ("obs", "response", "reward", "trainer_advantage")}
