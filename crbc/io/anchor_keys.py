@@ -89,7 +89,7 @@ def compile_regex(pattern: str | re.Pattern[str], what: str = "anchor regex"):
             if rx.search(text):
                 raise RegexError(f"{what} {text!r}: {name} are not supported (patterns run in linear "
                                  f"time with RE2, which has no backtracking)") from None
-        raise RegexError(f"{what} {text!r}: not a regular expression RE2 accepts ({reason})") from None
+        raise RegexError(f"{what} {text!r}: not a valid regular expression (RE2: {reason})") from None
 
 
 def regex_key(pattern: str | re.Pattern[str], budget_s: float = TIME_BUDGET_S) -> AnchorKey:

@@ -100,7 +100,6 @@ def _fail(msg: str, source: str, row: int | None = None, column: str | None = No
 def read_parquet_rollouts(path: str | os.PathLike, data: bytes | None = None) -> list[RolloutGroup]:
     """Read and validate a Parquet rollout file (or its bytes ``data``) into groups."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     source = str(path)
     if data is None:
@@ -110,9 +109,14 @@ def read_parquet_rollouts(path: str | os.PathLike, data: bytes | None = None) ->
             _fail(f"cannot read file ({e.strerror})", source)
     if len(data) < 8 or data[:4] != b"PAR1" or data[-4:] != b"PAR1":
         _fail("not a Parquet file (no PAR1 magic at its start and end)", source)
+    from crbc.io import budgets
+    from crbc.io.parquet_budget import budgeted_batches, open_parquet
+
+    budgets.meter().file(len(data), source)
+    schema = open_parquet(pa.BufferReader(data), source)[0].schema_arrow  # text columns dictionary-typed
     try:
-        table = pq.read_table(pa.BufferReader(data))
-    except (pa.ArrowException, OSError) as e:
+        table = pa.Table.from_batches(list(budgeted_batches(pa.BufferReader(data), source)), schema=schema)
+    except pa.ArrowException as e:
         _fail(f"not a readable Parquet file ({e})", source)
     meta = table.schema.metadata or {}
     if meta.get(b"schema", SCHEMA.encode()) != SCHEMA.encode():

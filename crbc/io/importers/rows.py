@@ -17,6 +17,7 @@ from typing import Any
 
 from crbc.actions import INVALID_ACTION
 from crbc.errors import RolloutFormatError
+from crbc.io import budgets
 from crbc.io.anchor_keys import AnchorKeyError, AnchorKeySpec, RegexError, anchor_key, exact
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 
@@ -36,6 +37,7 @@ PER_TRAJECTORY = ("success", "score", "truncated")
 _OPTIONAL_PER_ROW = {"obs", "response", "trainer_advantage", "reward", "valid", "truncated"}
 
 Imported = dict[Any, list[RolloutGroup]]
+_TEXT_CHARS = [budgets.CLI.text_chars]  # the current build's limit per text (set by build)
 
 
 class ImportFormatError(RolloutFormatError):
@@ -78,6 +80,8 @@ def parse_columns_map(items: Iterable[str]) -> dict[str, str]:
 
 def _text(v: Any, r: Row, col: str) -> str:
     if isinstance(v, str):
+        if len(v) > _TEXT_CHARS[0]:
+            budgets.meter().text(len(v), r.source, r.row, col)
         return v
     if isinstance(v, bool) or v is None:
         raise ImportFormatError(f"must be text, got {v!r}", r.source, r.row, col)
@@ -139,6 +143,7 @@ def build(rows: Iterable[Row], columns: Mapping[str, str] | None = None, anchor:
     """
     cols = {**{f: "\0" + f for f in DEFAULT_COLUMNS}, **(DEFAULT_COLUMNS if columns is None else columns)}
     key, action_key = anchor_key(anchor), anchor_key(action)
+    _TEXT_CHARS[0] = budgets.meter().budget.text_chars
     key_cache: dict[str, str] = {}
     rows = list(rows)
     if not rows:
