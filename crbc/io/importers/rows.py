@@ -98,7 +98,10 @@ def _number(v: Any, r: Row, col: str) -> float:
             raise ImportFormatError(f"must be a number, got {v!r}", r.source, r.row, col) from None
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ImportFormatError(f"must be a number, got {v!r}", r.source, r.row, col)
-    x = float(v)
+    try:
+        x = float(v)
+    except OverflowError:  # an integer beyond float64 (JSON allows any number of digits)
+        raise ImportFormatError(f"number out of range ({str(v)[:20]}...)", r.source, r.row, col) from None
     if not math.isfinite(x):
         raise ImportFormatError(f"non-finite number {v!r}", r.source, r.row, col)
     return x
