@@ -73,7 +73,7 @@ def open_parquet(src: Any, source: str, columns: Sequence[str] | None = None):
 
 
 def budgeted_batches(src: Any, source: str, columns: Sequence[str] | None = None,
-                     batch_size: int = 2048) -> Iterator[Any]:
+                     batch_size: int = 16384) -> Iterator[Any]:
     """The file's record batches (only ``columns`` that exist; all when None) charged to the
     current budget; see the module docstring."""
     import pyarrow as pa
