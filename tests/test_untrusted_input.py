@@ -226,3 +226,15 @@ def test_errors_never_carry_a_traceback_or_a_server_path(tmp_path):
     assert res.error.startswith("3.jsonl: row 1: ") and "nested too deeply" in res.error
     assert "/tmp" not in res.error and "Traceback" not in res.error
     assert issubclass(BudgetError, FormatError)
+
+
+def test_the_studio_shows_no_error_details_and_keeps_uploads_per_session():
+    import inspect
+    import tomllib
+
+    from ui import upload
+
+    config = tomllib.loads((Path(__file__).parent.parent / ".streamlit" / "config.toml").read_text())
+    assert config["client"]["showErrorDetails"] == "none" and config["runner"]["postScriptGC"] is False
+    src = inspect.getsource(upload)
+    assert "worker.start_read" in src and "cache_resource(show_spinner=\"Reading" not in src
