@@ -43,6 +43,9 @@ WALK = [("graph", "Anchor graph"), ("backups", "Bellman backups"), ("credits", "
         ("rollouts", "Rollouts"), ("lesson", "Lesson")]
 ERRORS = """() => Array.from(document.querySelectorAll(
   '[data-testid=stException], [data-testid=stAlertContentError]')).map(e => e.innerText.slice(0, 300))"""
+#: the server's own time for the last script run (app.py's hidden marker), in ms
+SCRIPT_MS = ("() => { const m = Array.from(document.querySelectorAll('.crbc-run')).pop();"
+             " return m ? +m.dataset.scriptMs || 0 : 0; }")
 ANSWER = """() => {
   const err = document.querySelector('[data-testid=stMain] [data-testid=stAlertContentError]');
   if (err) {
@@ -105,6 +108,7 @@ async def student(browser, base: str, i: int, stop_at: float, out: dict) -> None
                     await page.goto(f"{base}/lesson")
                     await page.wait_for_function(READY, arg="Lesson")
                     out["pages"].append((t, time.perf_counter() - t, "lesson"))
+                    out["script"].append((t, (await page.evaluate(SCRIPT_MS)) / 1000))
                     fresh = False
                     continue
                 slug, title = WALK[k % len(WALK)]
@@ -115,6 +119,7 @@ async def student(browser, base: str, i: int, stop_at: float, out: dict) -> None
                 await page.wait_for_function(f"() => ({RUN_NO})() > {before}")
                 await page.wait_for_function(READY, arg=title)
                 out["pages"].append((t, time.perf_counter() - t, slug))
+                out["script"].append((t, (await page.evaluate(SCRIPT_MS)) / 1000))
                 seen = await page.evaluate(ERRORS)
                 out["errors"].extend(f"student {i} on {slug}: {e}" for e in seen)
                 if "upload" in (await page.locator("[data-testid=stSidebar]").inner_text()).split("Loaded:")[-1][:80]:
@@ -179,7 +184,7 @@ async def burst(browser, base: str, n: int) -> list[float]:
 async def run(base: str, a, files: dict) -> dict:
     from playwright.async_api import async_playwright
 
-    out = {"pages": [], "errors": [], "foreign": [], "attacks": {}}
+    out = {"pages": [], "script": [], "errors": [], "foreign": [], "attacks": {}}
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         # warm-up: one session draws the Lesson once (the server's first run imports the model
@@ -255,6 +260,9 @@ def main() -> int:
         "page_ready_s": {"before_attacks": summary(before), "during_attacks": summary(during),
                          "after_attacks": summary(after)},
         "during_over_before_median": round(md / mb, 2) if mb and md else None,
+        "server_script_s": {"before_attacks": summary([d for t, d in out["script"] if t < s]),
+                            "during_attacks": summary([d for t, d in out["script"] if s <= t < e]),
+                            "after_attacks": summary([d for t, d in out["script"] if t >= e])},
         "attacks": attacks, "attack_window_s": round(e - s, 1),
         "student_errors": out["errors"], "foreign_data_seen": out["foreign"],
         "server_rss_mb": {k: round(v, 1) for k, v in mem.items()}, "memory_budget_mb": a.memory_budget_mb,
