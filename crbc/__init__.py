@@ -3,8 +3,9 @@
 The public API: :func:`compute` (any registered estimator on rollout groups),
 :func:`credit_intervals` (how sure each step credit is, docs/MATH.md section 10), :func:`merge`
 (the empirical process) and :func:`merge_stats` (how well the anchors merge), :func:`anchor_key`
-and :func:`rekey` (exact, regex or callable anchor keys), the ``crbc.rollout/1`` types and
-readers, :func:`read_run`, and :class:`FormatError`. The layers below it, read in this order
+and :func:`rekey` (exact, regex or callable anchor keys), :func:`step_frame` (a tidy pandas table
+of step credits), the ``crbc.rollout/1`` types and readers, :func:`read_run`, and
+:class:`FormatError`; :func:`crbc.audit.audit_run` audits a whole run. The layers below it, read in this order
 (docs/ARCHITECTURE.md): ``io`` ->
 ``process`` -> ``estimators`` -> ``explain`` / ``truth`` / ``train`` -> ``cli`` / ``viz``. The core
 needs only numpy and scipy; torch and transformers live in ``crbc.policy`` and ``crbc.train``,
@@ -17,9 +18,11 @@ import importlib.util
 import sys
 import warnings
 
+from crbc import audit  # the module: crbc.audit.audit_run works after a plain `import crbc`
 from crbc.errors import FormatError
 from crbc.estimators.bootstrap import CreditIntervals, credit_intervals
 from crbc.estimators.registry import Credits, compute, get, names, register
+from crbc.frame import step_frame
 from crbc.io.anchor_keys import anchor_key, rekey
 from crbc.io.rollouts import (
     Rollout,
@@ -36,9 +39,9 @@ from crbc.process import MergeStats, Process, merge, merge_stats
 __version__ = "0.2.0"
 
 __all__ = [
-    "CreditIntervals", "Credits", "FormatError", "MergeStats", "Process", "Rollout", "RolloutFormatError",
+    "CreditIntervals", "Credits", "audit", "FormatError", "MergeStats", "Process", "Rollout", "RolloutFormatError",
     "RolloutGroup", "Step", "anchor_key", "compute", "credit_intervals", "get", "merge", "merge_stats",
-    "names", "parse_rollouts", "read_rollouts", "read_run", "register", "rekey", "write_rollouts",
+    "names", "parse_rollouts", "read_rollouts", "read_run", "register", "rekey", "step_frame", "write_rollouts",
 ]
 
 #: Module paths of release 0.1 and where they live now. Importing an old path still works for
@@ -99,6 +102,26 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module):
         pass
 
+
+def _install_rich_display() -> None:
+    """``_repr_html_`` for Jupyter on RolloutGroup, Process and Credits: the studio's drawings
+    (crbc.report.notebook, imported on first display only, so ``import crbc`` stays light).
+    Attached here because the classes live in layers that never import the drawings."""
+
+    def make(fn_name):
+        def _repr_html_(self):
+            from crbc.report import notebook
+
+            return getattr(notebook, fn_name)(self)
+
+        _repr_html_.__doc__ = f"Rich display in notebooks: :func:`crbc.report.notebook.{fn_name}`."
+        return _repr_html_
+
+    for cls, fn_name in ((RolloutGroup, "group_html"), (Process, "process_html"), (Credits, "credits_html")):
+        cls._repr_html_ = make(fn_name)
+
+
+_install_rich_display()
 
 if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
     sys.meta_path.append(_MovedModuleFinder())

@@ -30,12 +30,45 @@ def _runs(folder: Path) -> list:
     return [r for r in (read_run(p) for p in find_runs(folder)) if "final_eval" in r.meta]
 
 
+def _record(run, temperature: float, folder: Path) -> dict | None:
+    """The run's extra evaluation at ``temperature`` (``eval-t<T>.json``), or None."""
+    path = folder / run.name / f"eval-t{temperature:g}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def _at(temperature: float, folder: Path):
-    """A metric reading the run's extra evaluation at ``temperature`` (None where absent)."""
+    """(metric, count) reading the run's extra evaluation at ``temperature`` (None where absent):
+    the rounded success rate, and the exact (successes, episodes) the test uses."""
     def metric(run) -> float | None:
-        path = folder / run.name / f"eval-t{temperature:g}.json"
-        return json.loads(path.read_text())["eval_success_rate"] if path.exists() else None
-    return metric
+        rec = _record(run, temperature, folder)
+        return None if rec is None else rec["eval_success_rate"]
+
+    def count(run) -> tuple[int, int] | None:
+        rec = _record(run, temperature, folder)
+        return None if rec is None else prereg.final_count(run, rec)
+    return metric, count
+
+
+def temperature_tables(runs: list, folder: Path, temperatures=(0.4,)) -> dict[str, Any]:
+    """The plan's test at T = 1 (run.json ``final_eval``) and at each extra temperature, keyed
+    ``temperature_<T>``; every p from integer success counts when the runs carry them."""
+    out = {"temperature_1": prereg.preregistered(runs, PRIMARY, SECONDARY)}
+    for t in temperatures:
+        metric, count = _at(t, folder)
+        out[f"temperature_{t:g}"] = prereg.preregistered(runs, PRIMARY, SECONDARY, metric=metric, count=count)
+    return out
+
+
+def token_mean_table(runs: list, token_mean: Path) -> dict[str, Any]:
+    """The loss-aggregation factor (descriptive): token-mean runs' comparisons and means."""
+    tm = _runs(token_mean)
+    return {
+        "finished_seeds": {e: sorted(r.seed for r in rs) for e, rs in by_estimator(tm).items()},
+        "comparisons": prereg.preregistered(tm, [], FACTOR)["secondary"],
+        "mean_final": {e: sum(prereg.final_metric(r) for r in rs) / len(rs) for e, rs in by_estimator(tm).items()},
+        "episode_mean_final_same_seeds": {
+            e: _mean_on(runs, e, {r.seed for r in by_estimator(tm).get(e, [])}) for e in by_estimator(tm)},
+    }
 
 
 def report(folder: Path, token_mean: Path | None = None, expect_seeds: int = 8) -> dict[str, Any]:
@@ -44,19 +77,11 @@ def report(folder: Path, token_mean: Path | None = None, expect_seeds: int = 8) 
     complete = bool(seeds) and all(len(s) >= expect_seeds for s in seeds.values()) and len(seeds) >= 4
     out: dict[str, Any] = {"folder": str(folder), "finished_seeds": seeds, "complete": complete,
                            "expected_seeds_per_arm": expect_seeds,
-                           "primary_metric": "final_eval.eval_success_rate (64 levels x 4, T = 1)",
-                           "temperature_1": prereg.preregistered(runs, PRIMARY, SECONDARY),
-                           "temperature_0.4": prereg.preregistered(runs, PRIMARY, SECONDARY,
-                                                                   metric=_at(0.4, folder))}
+                           "primary_metric": "final_eval.eval_success_rate (64 levels x 4, T = 1); "
+                                             "tested on the integer success counts 4 * sum(eval_level_success)",
+                           **temperature_tables(runs, folder)}
     if token_mean is not None and token_mean.is_dir():
-        tm = _runs(token_mean)
-        out["token_mean"] = {
-            "finished_seeds": {e: sorted(r.seed for r in rs) for e, rs in by_estimator(tm).items()},
-            "comparisons": prereg.preregistered(tm, [], FACTOR)["secondary"],
-            "mean_final": {e: sum(prereg.final_metric(r) for r in rs) / len(rs) for e, rs in by_estimator(tm).items()},
-            "episode_mean_final_same_seeds": {
-                e: _mean_on(runs, e, {r.seed for r in by_estimator(tm).get(e, [])}) for e in by_estimator(tm)},
-        }
+        out["token_mean"] = token_mean_table(runs, token_mean)
     return out
 
 

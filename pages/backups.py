@@ -6,6 +6,7 @@ import dataclasses
 
 import streamlit as st
 
+from crbc.estimators import registry as estimators
 from crbc.estimators.closure import DepthSweep
 from crbc.truth import accuracy
 from crbc.viz import accuracy as VA
@@ -24,6 +25,13 @@ st.caption(
     "step through the merged graph, V^(K)(s) = β · average of V^(K−1) over where the group went "
     "next, so what other rollouts discovered flows in. As K grows, V^(K) converges to the "
     "**closure** V, which one linear solve gives exactly.")
+_no_depth = [e.label for e in map(estimators.get, estimators.names())
+             if "depth" not in {name for name, _m, _d in e.params()} and e.name != "visit_local"]
+st.caption(
+    f"Depth K belongs to the CRBC family (visit-local is K = 0, crbc any K up to the closure). "
+    f"It means nothing for {', '.join(_no_depth)}: they have no backup to stop early. RewardFlow "
+    "iterates over the same graph too, but with a maximum over successors instead of this "
+    "average, to its own fixed point (docs/MATH.md section 11); the Lesson compares the two.")
 
 def truncate(sw: DepthSweep, k_max: int) -> DepthSweep:
     """The first K = 0..k_max members of a sweep (slices of its arrays; no new computation)."""

@@ -11,7 +11,7 @@ from crbc.viz import accuracy as VA
 from crbc.viz import charts, heatmaps
 from crbc.viz.heatmap_svg import Panel, credit_heatmaps_svg, heatmaps_svg
 from crbc.viz.step_detail import parse_cell, step_rows
-from ui import exact_truth, figure_cache, state, url, widgets
+from ui import exact_truth, figure_cache, report_download, state, url, widgets
 from ui.svg_view import svg_view
 
 st.title("Step credits")
@@ -222,6 +222,7 @@ if scatter_open:
                    "quadrants are steps they judge in opposite directions.")
 
 st.subheader("Download")
+report_download.group_button(ctx, "dl_report_credits")
 d1, d2, d3 = st.columns(3)
 est = d1.selectbox("Estimator to export", names, index=names.index(ctx.estimator),
                    key="export_est")

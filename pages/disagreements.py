@@ -13,7 +13,7 @@ from crbc.explain.table_rows import fmt
 from crbc.viz.html_charts import disagreement_bars_html
 from crbc.viz.html_table import grid_row
 from crbc.viz.lesson import format_rows, grouped_steps
-from ui import state, url, widgets
+from ui import report_download, state, url, widgets
 from ui.widgets import short, text
 
 SCOPES = ("this group", "all groups of the file")  # shown as they are: URL-bound
@@ -77,6 +77,7 @@ multi = scope == SCOPES[1] and len(groups) > 1
 st.markdown(f"**{cmp_.x_label}** against **{cmp_.y_label}** on {where}.")
 
 st.html(disagreement_bars_html(dis, top=15))  # HTML: this page loads no plotly.js
+report_download.group_button(ctx, "dl_report_dis")
 
 
 def _row_links(rows, cols_spec, cells, bold: tuple[int, ...], limits: list[int] | int = 80) -> None:

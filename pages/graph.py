@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from crbc.viz.graph import LABEL_ALL_MAX, anchor_graph_html
-from ui import exact_truth, state, static_assets, url
+from ui import exact_truth, report_download, state, static_assets, url
 
 st.title("Anchor graph")
 st.caption(
@@ -72,3 +72,4 @@ if colour_by != "estimate":
         "**Truth**: the policy's exact value of each anchor (its finite-horizon V_t, averaged over "
         "the times t the policy is there, weighted by how likely it is there). **Error**: red where "
         "the group's estimate is below the truth, blue where above (white: exact).")
+report_download.group_button(ctx, "dl_report_graph")

@@ -25,9 +25,9 @@ from crbc.viz.lesson import (
     solution_latex,
     system_latex,
 )
+from ui import lesson_rewardflow, state, url, widgets
 from ui import lesson_sections as S
 from ui import lesson_state as L
-from ui import state, url, widgets
 from ui.lesson_sections import predict
 from ui.svg_view import svg_view
 from ui.widgets import short, text
@@ -260,16 +260,19 @@ for r in foil:
     if r.hops is not None:
         ties.setdefault(r.hops, []).append(r)
 fooled = [grp for grp in ties.values() if len(grp) >= 2]
+foil_answered = not fooled  # without a question there is nothing to spoil
 if fooled:
     grp = max(fooled, key=lambda g: max(r.v_closure for r in g) - min(r.v_closure for r in g))
     hi = max(grp, key=lambda r: r.v_closure)
     lo = min(grp, key=lambda r: r.v_closure)
     a, b = sorted([short(hi.anchor, 80), short(lo.anchor, 80)])
-    if predict(f"lesson_pred_foil_{st.session_state.get('lesson_version', 0)}",
-               f"{a} and {b} are both {hi.hops} hop(s) from success. Which one does the "
-               "closure value higher?", [a, b, "the same"],
-               short(hi.anchor, 80) if hi.v_closure - lo.v_closure > 5e-5 else "the same",
-               "the closure counts how often each route worked, not how short the best one is."):
+    foil_answered = predict(
+        f"lesson_pred_foil_{st.session_state.get('lesson_version', 0)}",
+        f"{a} and {b} are both {hi.hops} hop(s) from success. Which one does the "
+        "closure value higher?", [a, b, "the same"],
+        short(hi.anchor, 80) if hi.v_closure - lo.v_closure > 5e-5 else "the same",
+        "the closure counts how often each route worked, not how short the best one is.")
+    if foil_answered:
         st.markdown(
             f"**{short(hi.anchor, 80)}** and **{short(lo.anchor, 80)}** are both {hi.hops} hop(s) from success, so "
             f"shortest path values them the same. But {hi.succeeded} of the "
@@ -291,6 +294,7 @@ if st.session_state.get("lesson_start", L.WORKED) != L.RARE:
 
     st.button("Continue on the rare-route sample", on_click=_load_rare, key="lesson_go_rare",
               icon=":material/alt_route:")
+lesson_rewardflow.foil(view, p, beta, reveal=foil_answered)
 st.markdown("Explore any anchor's arithmetic on the **Inspector** page, and where estimators "
             "disagree most on **Disagreements**.")
 box, shown = widgets.folded("The backup at the first anchor as a picture", key="lesson_backup_open")

@@ -19,7 +19,7 @@ import crbc.train.analysis as A
 from crbc.io.rollouts import RolloutFormatError
 from crbc.train.diagnostics import DIAGNOSTICS
 from crbc.viz import runs as V
-from ui import figure_cache, run_review, state, url, widgets
+from ui import figure_cache, report_download, run_review, state, url, widgets
 from ui.svg_view import svg_view
 
 MAX_ZIP_MB = 50
@@ -276,6 +276,8 @@ if st.session_state.get("runs_iter") not in its:
     st.session_state.pop("runs_iter", None)
 iteration = d2.selectbox("Iteration", its, key="runs_iter",
                          help="Or click a point of the curves above.")
+if Path(run.source).is_dir():  # a folder (an uploaded .zip has none to read the report from)
+    report_download.run_button(run.source, run.name, iteration, "runs_dl_report")
 
 st.markdown("**Estimator diagnostics per iteration** (computed on each iteration's batch; the "
             "dotted line is the chosen iteration)")

@@ -116,10 +116,12 @@ LAYERS = [
     {"estimators"},
     {"envs"},
     {"policy"},
-    {"explain"},
+    {"explain", "health"},
     {"truth", "integrations"},
-    {"train"},
+    {"train", "frame"},
+    {"audit"},
     {"viz"},
+    {"report"},
     {"cli"},
 ]
 RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}

@@ -57,6 +57,15 @@ def lesson() -> AppTest:
     return _app(page="pages/lesson.py")
 
 
+def test_lesson_truth_section_shows_rewardflow_beside_the_truth(lesson):
+    md = _md(lesson)
+    assert "rewardflow" in _tables(lesson)
+    # the shipped truth group (sokoban-weak) has a tie under the maximum: s0 (3 of 8) and s5 (1 of 4)
+    assert "RewardFlow gives **s0** and **s5** the same value" in md
+    assert "The truth agrees with the closure's order here: V = 0.3038 against 0.0487" in md
+    assert "true V (mean over visits)" in _tables(lesson)
+
+
 def test_lesson_walks_through_every_section(lesson):
     heads = [h.value for h in lesson.main.header]  # the sidebar has headers too
     assert [h.split(" · ")[0] for h in heads] == [str(i) for i in range(1, 10)]
@@ -132,6 +141,10 @@ def test_lesson_on_the_rare_route_sample(lesson):
     assert "**s1** and **s2** are both 1 hop(s) from success" in md
     assert "3 of the 4 rollouts through s1 succeeded, and only 1 of 4 through s2" in md
     assert "the closure prefers **up** while shortest path gives every action there the same credit" in md
+    # RewardFlow's maximum: the rare route lifts s2 as high as the reliable s1
+    assert "RewardFlow gives **s1** and **s2** the same value, V = 8.91" in md
+    assert "3 of the 4 rollouts through s1 succeeded, and only 1 of 4 through s2" in md
+    assert "V = 0.7277 against 0.245" in md
 
 
 def test_lesson_edits_do_not_touch_the_shared_source(lesson):

@@ -59,6 +59,7 @@ def test_run_folder_interrupt_and_resume_reproduce_the_uninterrupted_run(tiny_mo
     assert run.meta["schema"] == "crbc.run/1" and run.meta["config"]["estimator"] == "crbc"
     assert run.meta["model"] == tiny_model and "final_eval" in run.meta
     assert len(run.meta["final_eval"]["eval_level_success"]) == 2  # per held-out level, for paired tests
+    assert {"code_commit", "code_dirty"} <= set(run.meta)  # the code a run came from (None outside git)
     assert [m["iteration"] for m in run.metrics] == [0, 1]
     m0 = run.metrics[0]
     for key in ("success_rate", "mean_return", "mean_length", "loss", "kl", "clip_frac",

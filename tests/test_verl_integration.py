@@ -13,6 +13,7 @@ Without verl these tests skip, except under CI=true, where they fail.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import io
 import json
@@ -34,13 +35,14 @@ except ImportError as e:  # pragma: no cover - depends on the machine
                 allow_module_level=True)
 
 from crbc.cli.main import main  # noqa: E402  (after the skip above)
+from crbc.estimators.registry import names  # noqa: E402
 from crbc.integrations import verl as V  # noqa: E402
 from crbc.io.rollouts import Rollout, RolloutGroup, Step, write_rollouts  # noqa: E402
 
 from . import upstream as up  # noqa: E402
 
 PROMPT, RESPONSE = 6, 5
-ESTIMATORS = ["crbc", "visit_local", "gigpo", "shortest_path", "grpo"]
+ESTIMATORS = names()  # every registered estimator
 
 
 def chain_groups(seed: int, n_groups: int = 3, group_size: int = 5, max_steps: int = 7) -> list[RolloutGroup]:
@@ -158,6 +160,9 @@ def per_row(data: DataProto) -> np.ndarray:
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_reordered_and_copied_rows_match_the_credit_command(tmp_path, estimator):
     groups = chain_groups(seed=1)
+    if estimator == "rewardflow":  # a verl batch says nothing of truncation: failures end in z-
+        groups = [RolloutGroup(g.group, tuple(dataclasses.replace(r, truncated=False) for r in g.rollouts))
+                  for g in groups]
     want = cli_advantages(groups, tmp_path, estimator)
     rng = np.random.default_rng(7)
     data = trainer_pipeline(data_proto(groups, rng), rng)

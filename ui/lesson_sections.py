@@ -20,14 +20,14 @@ from crbc.io.rollouts import RolloutGroup, read_rollouts
 from crbc.process import Process, merge
 from crbc.viz.graph_svg import lesson_graph_svg
 from crbc.viz.lesson import format_rows
-from ui import exact_truth, state, widgets
+from ui import exact_truth, lesson_rewardflow, state, widgets
 from ui import lesson_state as L
 from ui.svg_view import svg_view
 from ui.widgets import short, text
 
 BIG = 10  # beyond this many anchors, the long per-anchor tables fold into expanders
 TRUTH_FILE = "sokoban-weak.jsonl"
-TRUTH_RIVALS = ("visit_local", "crbc", "shortest_path")
+TRUTH_RIVALS = ("visit_local", "crbc", "shortest_path", "rewardflow")
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ def truth_section(beta: float):
             "reachable board at every time step, and the true advantage A = Q − V of every move, "
             f"follow from one backward pass. Here is a real group, `{tgroup.group}` from "
             f"`{TRUTH_FILE}` ({sum(r.success for r in tgroup)} of {len(tgroup)} rollouts solved it), "
-            "with the truth beside visit-local, the closure and the shortest-path foil.")
+            "with the truth beside visit-local, the closure and the two foils (shortest path, RewardFlow).")
         tkey = f"lesson-truth:{TRUTH_FILE}:{tgroup.group}"
         tt, why = exact_truth.truth_for_group(tkey, tgroup, beta)
         if tt is None:
@@ -225,7 +225,7 @@ def truth_section(beta: float):
             from crbc.truth import accuracy
 
             tp = merge([tgroup])
-            tcred = {n: estimators.compute(n, tp, **({"beta": beta} if n != "shortest_path" else {}))
+            tcred = {n: estimators.compute(n, tp, **estimators.get(n).shared({"beta": beta}))
                      for n in TRUTH_RIVALS}
             rows = accuracy.truth_pairs(tp, tcred, tt.advantage_N, tt.anchor_advantage_N)
             view = LessonView.of(tp)
@@ -234,8 +234,10 @@ def truth_section(beta: float):
                 "One row per (anchor, action) at anchors where the group tried two or more actions, "
                 "most visited first. true A_t: the exact advantage, averaged over the steps where the "
                 "group took this action here; true A(s,a): the same averaged over every time the policy "
-                "may be here. visit_local and crbc: their Q − V (same units); shortest_path: its "
-                "normalised step advantage (its own units: read the sign and the order).")
+                "may be here. visit_local and crbc: their Q − V (same units); shortest_path and "
+                "rewardflow: their normalised step advantage (their own units: read the sign and "
+                "the order).")
+            lesson_rewardflow.with_truth(view, tp, tt.value_N, beta)
             agree = accuracy.group_agreement(tcred, tt.advantage_N)
             view.table([{"estimator": n, "sign agreement": agree[n]["sign"], "Spearman": agree[n]["spearman"],
                          "RMSE of Q − V": agree[n].get("rmse")} for n in TRUTH_RIVALS])

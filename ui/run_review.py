@@ -20,7 +20,7 @@ import streamlit as st
 import crbc.explain.run_review as RR
 import crbc.io.runs as R
 from crbc.errors import FormatError
-from ui import state, url
+from ui import report_download, state, url
 
 B = 50  # resamples per iteration: an overview (the Inspector uses 200 on one group)
 UPLOAD = "(the sidebar's upload)"
@@ -83,6 +83,7 @@ def _choose() -> tuple[str, str, dict, dict | None] | None:
         return None
     key = f"run:{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:16]}"
     loaders = {i: (lambda i=i: _groups(key, i, run)) for i in run.iterations_with_rollouts}
+    st.session_state["_review_run_dir"] = (key, str(path), run.name)  # for the report's download
     return key, f"run {run.name}", loaders, {m["iteration"]: m for m in run.metrics}
 
 
@@ -108,6 +109,9 @@ def render(open_in: list[tuple[str, str, str]]) -> None:
     if st.session_state.get("review_iter") not in its:
         st.session_state.pop("review_iter", None)
     iteration = st.selectbox("Iteration", its, key="review_iter")
+    folder = st.session_state.get("_review_run_dir")
+    if folder is not None and folder[0] == run_key:  # a run folder (not the sidebar's upload)
+        report_download.run_button(folder[1], folder[2], iteration, "review_dl_report")
     params = tuple(sorted(state.shared_params().items()))
     try:
         groups = loaders[iteration]()

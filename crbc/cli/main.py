@@ -25,8 +25,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "experiment": ("crbc.cli.experiment", "compare estimators over several seeded training runs"),
     "bench": ("crbc.cli.bench", "benchmark the estimators (prints JSON)"),
     "import": ("crbc.cli.import_", "a user's own rollouts (step table, verl / rLLM / ART dumps) -> crbc files"),
+    "audit": ("crbc.cli.audit", "every iteration of a run: credit health per estimator (crbc.audit/1)"),
     "truth": ("crbc.cli.truth", "the policy's exact per-step values and advantages (crbc.truth/1)"),
     "accuracy": ("crbc.cli.truth", "score every estimator against the exact truth as G grows"),
+    "report": ("crbc.cli.report", "a self-contained HTML report of a group or a run (no server needed)"),
 }
 
 

@@ -28,3 +28,9 @@ class ProgressBar:
         bar.update(done - bar.n)
         if bar.total is not None and done >= bar.total:
             bar.close()
+
+    def close(self, clear: bool = False) -> None:
+        """Stop the bar early; ``clear`` erases its line (before an error message, say)."""
+        if clear:
+            self._bar.leave = False
+        self._bar.close()

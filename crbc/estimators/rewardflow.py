@@ -95,7 +95,8 @@ def propagate(p: Process, r_N: np.ndarray, gamma: float) -> Propagation:
     if len(src_E):
         starts = np.flatnonzero(np.r_[True, src_E[1:] != src_E[:-1]])
         src_U = src_E[starts]
-        for sweeps in range(1, MAX_SWEEPS + 1):
+        while sweeps < MAX_SWEEPS:
+            sweeps += 1
             best_U = np.maximum.reduceat(gamma * v_X[dst_E], starts)
             new_U = np.maximum(v_X[src_U], best_U)
             if np.array_equal(new_U, v_X[src_U]):

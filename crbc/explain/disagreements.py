@@ -49,6 +49,7 @@ def _est_label(name: str, params: dict[str, Any]) -> str:
 COMPARISONS: dict[str, Comparison] = {c.name: c for c in (
     Comparison("crbc vs shortest_path", "crbc", "shortest_path"),
     Comparison("crbc vs gigpo", "crbc", "gigpo"),
+    Comparison("crbc vs rewardflow", "crbc", "rewardflow"),
     Comparison("K = 0 vs closure", "visit_local", "crbc"),
 )}
 

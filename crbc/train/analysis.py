@@ -14,9 +14,11 @@ held-out level.
 * :func:`paired_test`: estimator A vs B on the final held-out evaluation. With ``d[s, l]`` the
   difference of level l's success rate between A's and B's run of seed s (shape (S, L)), the
   estimate is ``mean(d)``; its 95% interval comes from a two-way bootstrap (seeds and levels
-  resampled independently, so both sources of variance count); the p-values come from sign-flip
-  permutation tests, over seeds on the per-seed means ``mean_l d[s, l]`` (exact, 2^S flips)
-  and over levels on the per-level means ``mean_s d[s, l]``.
+  resampled independently, so both sources of variance count); the p-values come from exact
+  sign-flip tests on integer success counts (:func:`sign_flip_p_counts`), over seeds on the
+  per-seed totals ``sum_l c[s, l]`` and over levels on the per-level totals ``sum_s c[s, l]``,
+  with ``c[s, l] = k_A[s, l] - k_B[s, l]`` the difference of level l's successful episodes.
+* :func:`sign_flip_p_counts`: the exact two-sided sign-flip p-value of integer differences.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -234,11 +237,58 @@ def level_success(r: Run) -> np.ndarray | None:
     return np.asarray(v, dtype=float) if isinstance(v, list) and v else None
 
 
+def level_counts(r: Run, record: dict[str, Any] | None = None) -> np.ndarray | None:
+    """Per-level successful episodes of the held-out evaluation after the last update, as
+    integers (shape (L,)): ``k_l = G * eval_level_success[l]`` with G the run's
+    ``config.eval_group_size`` (episodes per level). ``record`` is the evaluation dict to read
+    (default run.json ``final_eval``; e.g. an ``eval-t0.4.json``). None when not recorded, or
+    when a rate is not a whole number of episodes out of G (a rounded or foreign record)."""
+    rec = (r.meta.get("final_eval") or {}) if record is None else record
+    v = rec.get("eval_level_success")
+    g = rec.get("group_size") or (r.meta.get("config") or {}).get("eval_group_size")
+    if not (isinstance(v, list) and v and isinstance(g, int) and g > 0):
+        return None
+    x = np.asarray(v, dtype=float) * g
+    k = np.rint(x)
+    if not np.all(np.abs(x - k) < 1e-6):
+        return None
+    return k.astype(np.int64)
+
+
+def sign_flip_p_counts(d: Sequence[int]) -> float:
+    """Exact two-sided sign-flip p-value of integer paired differences ``d`` (shape (S,)).
+
+    ``p = #{e in {-1, +1}^S : |sum_i e_i d_i| >= |sum_i d_i|} / 2^S`` over all 2^S sign
+    patterns, compared in integers, so a pattern that ties the observed sum counts exactly
+    (float means of rounded rates can fall either side of a tie). The count is found by a
+    convolution over the attainable sums (a dict ``sum -> patterns``; O(S * range)), not by
+    listing the patterns, so S = 64 levels is exact too. Non-integers raise ValueError.
+    Empty ``d`` gives NaN; the smallest value is 2 / 2^S when no d_i is 0."""
+    d = list(d)
+    if any(int(x) != x for x in d):
+        raise ValueError("sign_flip_p_counts takes integer differences")
+    vals = [int(x) for x in d]
+    if not vals:
+        return float("nan")
+    ways: dict[int, int] = {0: 1}
+    for x in vals:
+        nxt: dict[int, int] = {}
+        for t, n in ways.items():
+            nxt[t + x] = nxt.get(t + x, 0) + n
+            nxt[t - x] = nxt.get(t - x, 0) + n
+        ways = nxt
+    obs = abs(sum(vals))
+    hits = sum(n for t, n in ways.items() if abs(t) >= obs)
+    return float(Fraction(hits, 2 ** len(vals)))
+
+
 def sign_flip_p(d: np.ndarray, rounds: int = 20_000, seed: int = 0) -> float:
     """Two-sided p-value of mean(d) = 0 by flipping the signs of the paired differences ``d``
     (``scipy.stats.permutation_test``, one sample): exact over all 2^n sign patterns when
     2^n <= ``rounds``, else ``rounds`` random patterns from ``seed``. The smallest exact value
-    is 2 / 2^n (0.0625 for 5 pairs, 0.0078 for 8)."""
+    is 2 / 2^n (0.0625 for 5 pairs, 0.0078 for 8). Float differences compare within a
+    tolerance, so rounded inputs can break exact ties: use :func:`sign_flip_p_counts` on
+    success counts whenever the runs carry them."""
     from scipy.stats import permutation_test
 
     d = np.asarray(d, dtype=float)
@@ -258,8 +308,10 @@ def paired_test(a: Sequence[Run], b: Sequence[Run], rounds: int = 10_000, seed: 
     """Estimator A's runs vs B's on the final held-out evaluation, paired by seed and level.
 
     Returns ``diff`` (mean over seeds and levels of A - B success), ``ci`` (95% two-way
-    bootstrap), ``p_seeds`` (sign flips of the per-seed means, exact), ``p_levels`` (sign flips
-    of the per-level means), ``seeds`` and ``levels`` used, and ``wins`` (seeds where A > B).
+    bootstrap), ``p_seeds`` (sign flips of the per-seed totals of success counts, exact),
+    ``p_levels`` (sign flips of the per-level totals, exact), ``seeds`` and ``levels`` used,
+    ``wins`` / ``losses`` (seeds where A > B / A < B) and ``exact`` (True when both p-values
+    come from integer counts; else the float test :func:`sign_flip_p` on the rates).
     """
     sa = {r.seed: level_success(r) for r in a}
     sb = {r.seed: level_success(r) for r in b}
@@ -274,9 +326,19 @@ def paired_test(a: Sequence[Run], b: Sequence[Run], rounds: int = 10_000, seed: 
     boot = np.empty(rounds)
     for k in range(rounds):
         boot[k] = d[rng.integers(S, size=S)][:, rng.integers(L, size=L)].mean()
-    per_seed = d.mean(1)
+    ka = {r.seed: level_counts(r) for r in a}
+    kb = {r.seed: level_counts(r) for r in b}
+    exact = all(ka.get(s) is not None and kb.get(s) is not None and len(ka[s]) == L == len(kb[s])
+                for s in common)
+    if exact:
+        c = np.stack([ka[s] - kb[s] for s in common])  # (S, L) integers
+        p_seeds, p_levels = sign_flip_p_counts(c.sum(1)), sign_flip_p_counts(c.sum(0))
+        per_seed = c.sum(1)
+    else:
+        per_seed = d.mean(1)
+        p_seeds, p_levels = sign_flip_p(per_seed), sign_flip_p(d.mean(0), seed=seed)
     return {"diff": float(d.mean()), "ci": [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))],
-            "p_seeds": sign_flip_p(per_seed), "p_levels": sign_flip_p(d.mean(0), seed=seed),
+            "p_seeds": p_seeds, "p_levels": p_levels, "exact": exact,
             "seeds": S, "levels": L, "wins": int(np.sum(per_seed > 0)), "losses": int(np.sum(per_seed < 0))}
 
 
@@ -329,6 +391,11 @@ def _num(m: float | None, ci: Sequence[float | None] | None = None) -> str:
     return f"{m:.2f}"
 
 
+def _p(p: float) -> str:
+    """A p-value to print: four decimals, or two significant digits below 0.0001."""
+    return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
+
+
 def paired_markdown(rows: Sequence[dict[str, Any]]) -> str:
     """The paired comparisons as Markdown (difference in points of held-out success)."""
     lines = ["| comparison | difference (points) [95% CI] | seeds A > B | p (sign flips over seeds) "
@@ -338,5 +405,5 @@ def paired_markdown(rows: Sequence[dict[str, Any]]) -> str:
             lines.append(f"| {r['a']} - {r['b']} | — | — | — | — |")
             continue
         lines.append(f"| {r['a']} - {r['b']} | {_pct(r['diff'], r['ci'], signed=True)} "
-                     f"| {r['wins']}/{r['seeds']} | {r['p_seeds']:.3f} | {r['p_levels']:.4f} |")
+                     f"| {r['wins']}/{r['seeds']} | {_p(r['p_seeds'])} | {_p(r['p_levels'])} |")
     return "\n".join(lines)

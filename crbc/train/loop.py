@@ -52,6 +52,7 @@ from crbc.train.checkpoint import (
     save_policy,
 )
 from crbc.train.ppo import LOSS_AGG_MODES, flatten, ppo_update
+from crbc.train.provenance import code_version
 
 EVAL_RNG = 20_260_901  #: sampling seed of every evaluation (common random numbers)
 
@@ -223,7 +224,9 @@ def _resume(s: _Session, log: Callable[[str], None]) -> None:
     if run.partial_tail is not None:
         log(f"dropping a half-written metrics line: {run.partial_tail[:60]!r}...")
     s.writer.truncate(ck)
-    s.writer.update_meta(config=asdict(s.cfg), resumed_at=_now())
+    v = code_version()
+    s.writer.update_meta(config=asdict(s.cfg), resumed_at=_now(), resumed_code_commit=v["code_commit"],
+                         resumed_code_dirty=v["code_dirty"])
     s.start = ck + 1
     log(f"resuming {s.out} after iteration {ck}")
 
@@ -237,7 +240,7 @@ def _create(s: _Session) -> None:
             "env": cfg.env, "estimator": cfg.estimator, "seed": cfg.seed,
             "held_out_seeds": f"{HELD_OUT_SEED}-{HELD_OUT_SEED + max(cfg.eval_seeds, 1) - 1}",
             "train_seeds": f"< {HELD_OUT_SEED}, numpy default_rng([seed, 1, iteration])",
-            "torch": torch.__version__}
+            "torch": torch.__version__, **code_version()}
     s.writer = RunWriter.create(s.out, meta)
 
 

@@ -1,0 +1,129 @@
+"""Credit health of one iteration: how well anchors merge and how the trainer's advantage agrees
+with the estimators' (docs/FORMATS.md, "Trainer metrics"; the columns of ``crbc.audit/1``).
+
+For the merged process of one iteration (N steps, G groups, S anchors) and the trainer's
+advantage ``trainer_N`` (NaN where a step has none):
+
+    shared_step_share   = mean over steps of [anchor visited by >= 2 rollouts of its group]
+    anchors_per_group   = S / G
+    none_share          = mean over steps of none_SA[step_sa]   (credit 0 by construction,
+                          docs/MATH.md section 10: :func:`crbc.estimators.bootstrap.structural_none`)
+    sure_share          = mean over steps of [interval excludes 0], the intervals of the first
+                          estimator listed, B = ``bootstrap`` resamples (only when bootstrap > 0)
+    trainer_spearman/E  = Spearman rank correlation (average ranks for ties) of trainer_N and
+                          E's ``advantage_N`` over the steps with a finite trainer advantage
+    trainer_sign_agreement/E = among those steps where both |trainer| > ZERO and |E| > ZERO,
+                          the share where the signs agree
+
+A key whose value is undefined (no trainer advantage, fewer than 2 steps, a constant side, no
+step where both are nonzero) is left out, so every value is a finite float. Numpy only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from crbc.estimators import registry
+from crbc.estimators.bootstrap import credit_intervals, structural_none
+from crbc.process import Process, merge_stats
+
+ZERO = 1e-9  #: |x| <= ZERO counts as a zero advantage in the sign agreement
+
+
+def average_ranks(x_N: np.ndarray) -> np.ndarray:
+    """(N,) 1-based ranks of ``x_N``; tied values share the mean of their ranks."""
+    order = np.argsort(x_N, kind="mergesort")
+    _, inv, counts = np.unique(x_N[order], return_inverse=True, return_counts=True)
+    mean_rank = np.cumsum(counts) - (counts - 1) / 2.0
+    out = np.empty(len(x_N))
+    out[order] = mean_rank[inv.ravel()]
+    return out
+
+
+def spearman(x_N: np.ndarray, y_N: np.ndarray) -> float | None:
+    """Pearson correlation of the average ranks of x and y; None when n < 2 or a side is constant."""
+    if len(x_N) < 2 or np.ptp(x_N) == 0 or np.ptp(y_N) == 0:
+        return None
+    rx, ry = average_ranks(x_N), average_ranks(y_N)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    return float(np.clip(rx @ ry / math.sqrt((rx @ rx) * (ry @ ry)), -1.0, 1.0))
+
+
+def sign_agreement(x_N: np.ndarray, y_N: np.ndarray, zero: float = ZERO) -> float | None:
+    """Share of steps with the same sign among those where |x| > zero and |y| > zero; None if none."""
+    both = (np.abs(x_N) > zero) & (np.abs(y_N) > zero)
+    if not both.any():
+        return None
+    return float(np.mean(np.sign(x_N[both]) == np.sign(y_N[both])))
+
+
+def params_for(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The entries of ``params`` that are fields of estimator ``name``'s config (validated when
+    the config is built: a bad value raises ``ValueError`` naming the field)."""
+    fields = {field for field, _, _ in registry.get(name).params()}
+    return {k: v for k, v in params.items() if k in fields}
+
+
+def unknown_params(names: Sequence[str], params: dict[str, Any]) -> list[str]:
+    """The names in ``params`` that no estimator of ``names`` has (sorted)."""
+    known = {field for n in names for field, _, _ in registry.get(n).params()}
+    return sorted(set(params) - known)
+
+
+def iteration_health(process: Process, trainer_advantage_N: np.ndarray | None,
+                     estimators: Sequence[str] = ("crbc", "gigpo"), bootstrap: int = 0, seed: int = 0,
+                     **params: Any) -> dict[str, float]:
+    """The health numbers of one iteration (module docstring), as a flat dict of floats.
+
+    Args:
+        process: the iteration's merged process (N steps).
+        trainer_advantage_N: (N,) the trainer's advantage per step in the process's order, NaN
+            where absent; None when the iteration has none (no ``trainer_*`` keys then).
+        estimators: registered names; each gets ``trainer_spearman/<name>`` and
+            ``trainer_sign_agreement/<name>``.
+        bootstrap: B resamples for ``sure_share`` (0: no intervals, no ``sure_share``).
+        seed: seed of the resampling (:func:`crbc.credit_intervals`).
+        **params: estimator parameters; each estimator takes those of its config
+            (:func:`params_for`); a name that no listed estimator has raises ``ValueError``.
+
+    Returns:
+        ``{"shared_step_share", "anchors_per_group", "none_share", ["sure_share"],
+        "trainer_spearman/<E>", "trainer_sign_agreement/<E>", ...}``, undefined keys left out.
+    """
+    names = list(estimators)
+    ests = [registry.get(n) for n in names]  # unknown names fail before any work
+    p = process
+    bad = unknown_params(names, params)
+    if bad:
+        raise ValueError(f"no estimator of {', '.join(names)} has a parameter {', '.join(bad)}")
+    configs = [est.config(**params_for(name, params)) for name, est in zip(names, ests, strict=True)]
+    if trainer_advantage_N is not None and len(trainer_advantage_N) != p.n_steps:
+        raise ValueError(f"trainer_advantage_N has {len(trainer_advantage_N)} values for {p.n_steps} steps")
+    out: dict[str, float] = {"shared_step_share": merge_stats(p).shared_step_share,
+                             "anchors_per_group": p.n_states / max(len(p.group_ids), 1)}
+    if p.n_steps:
+        out["none_share"] = float(structural_none(p)[p.step_sa].mean())
+    have = None if trainer_advantage_N is None else np.isfinite(trainer_advantage_N)
+    for k, (name, est, cfg) in enumerate(zip(names, ests, configs, strict=True)):
+        if bootstrap and k == 0:
+            ci = credit_intervals(p, name, n_resamples=int(bootstrap), seed=seed,
+                                  **params_for(name, params))
+            if p.n_steps:
+                out["sure_share"] = ci.sure_share()
+            adv_N = ci.credits.advantage_N
+        elif have is not None and have.any():
+            adv_N = est(p, cfg).advantage_N
+        else:
+            continue
+        if have is None or not have.any():
+            continue
+        x, y = trainer_advantage_N[have], adv_N[have]
+        for key, value in ((f"trainer_spearman/{name}", spearman(x, y)),
+                           (f"trainer_sign_agreement/{name}", sign_agreement(x, y))):
+            if value is not None:
+                out[key] = value
+    return out

@@ -1,0 +1,107 @@
+"""A run's per-iteration numbers for its report: the ``crbc.audit/1`` file beside the run when
+there is one, else a minimal summary computed here from ``metrics.jsonl`` and the iteration files.
+
+``crbc.audit/1`` (``python -m crbc audit``): one row per (iteration, estimator) with
+``iteration, estimator, groups, rollouts, steps, success_rate, shared_step_share,
+anchors_per_group, none_share, sure_share, trainer_spearman, trainer_sign_agreement, seconds``,
+as ``RUN_DIR/audit.parquet``, ``.csv`` or ``.jsonl``. The minimal summary has one row per
+iteration (``estimator`` empty): ``groups, rollouts, steps`` and ``shared_step_share`` (share of
+steps at anchors >= 2 rollouts of their group visit, :func:`crbc.process.merge_stats`),
+``anchors_per_group`` (distinct anchors / groups) where the iteration's rollouts are saved,
+``success_rate`` from the trainer's metrics line (else the rollouts' success share).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from crbc.errors import FormatError, RunFormatError
+from crbc.io.runs import Run
+
+AUDIT_FILES = ("audit.parquet", "audit.csv", "audit.jsonl")
+AUDIT_SCHEMA = "crbc.audit/1"
+#: columns that do not depend on the estimator (drawn once) and those that do (one line each)
+SHARED_COLUMNS = ("success_rate", "shared_step_share", "anchors_per_group", "groups", "rollouts", "steps")
+PER_ESTIMATOR = ("none_share", "sure_share", "trainer_spearman", "trainer_sign_agreement", "seconds")
+LABELS = {"success_rate": "success rate", "shared_step_share": "steps at shared anchors",
+          "anchors_per_group": "anchors per group", "groups": "groups", "rollouts": "rollouts",
+          "steps": "steps", "none_share": "steps with no evidence (credit 0 by construction)",
+          "sure_share": "sure steps (interval excludes 0)", "trainer_spearman": "Spearman ρ, trainer ~ estimator",
+          "trainer_sign_agreement": "sign agreement, trainer ~ estimator", "seconds": "audit seconds"}
+PERCENT = {"success_rate", "shared_step_share", "none_share", "sure_share", "trainer_sign_agreement"}
+
+
+def audit_file(run_dir: str | Path) -> Path | None:
+    """The first of :data:`AUDIT_FILES` that exists in ``run_dir``, else None."""
+    for name in AUDIT_FILES:
+        p = Path(run_dir) / name
+        if p.is_file():
+            return p
+    return None
+
+
+def read_audit(path: str | Path):
+    """A ``crbc.audit/1`` file as a DataFrame sorted by (iteration, estimator); a file without
+    ``iteration`` and ``estimator`` columns, or that cannot be read, raises
+    :class:`~crbc.errors.RunFormatError` naming it."""
+    import pandas as pd
+
+    path = Path(path)
+    try:
+        if path.suffix == ".parquet":
+            frame = pd.read_parquet(path)
+        elif path.suffix == ".csv":
+            frame = pd.read_csv(path)
+        else:
+            frame = pd.read_json(path, lines=True)
+    except (OSError, ValueError, ImportError) as e:
+        raise RunFormatError(f"cannot read the audit file ({' '.join(str(e).split())[:300]})", str(path)) from None
+    missing = {"iteration", "estimator"} - set(frame.columns)
+    if missing:
+        raise RunFormatError(f"not a {AUDIT_SCHEMA} table: no column {', '.join(sorted(missing))}", str(path))
+    frame["estimator"] = frame["estimator"].astype(str)
+    return frame.sort_values(["iteration", "estimator"], kind="mergesort").reset_index(drop=True)
+
+
+def minimal_summary(run: Run, progress=None):
+    """The minimal per-iteration summary (module docstring) of ``run``; ``progress(i, n)`` is
+    called after each iteration file. An iteration file that cannot be read leaves its row
+    with the trainer's numbers only."""
+    import pandas as pd
+
+    from crbc.process import merge, merge_stats
+
+    by_it = {int(m["iteration"]): m for m in run.metrics}
+    its = sorted(set(by_it) | set(run.iterations_with_rollouts))
+    rows = []
+    for k, it in enumerate(its):
+        row = {"iteration": it, "estimator": ""}
+        sr = by_it.get(it, {}).get("success_rate")
+        if isinstance(sr, (int, float)) and not isinstance(sr, bool) and math.isfinite(sr):
+            row["success_rate"] = float(sr)
+        if it in run.iterations_with_rollouts:
+            try:
+                groups = run.rollouts(it)
+            except (FormatError, OSError, KeyError):
+                groups = None
+            if groups:
+                st = merge_stats(merge(groups))
+                n_roll = sum(len(g) for g in groups)
+                row.update(groups=len(groups), rollouts=n_roll, steps=st.n_steps,
+                           shared_step_share=st.shared_step_share, anchors_per_group=st.n_anchors / len(groups))
+                row.setdefault("success_rate", sum(r.success and not r.truncated for g in groups
+                                                   for r in g.rollouts) / max(n_roll, 1))
+        rows.append(row)
+        if progress is not None:
+            progress(k + 1, len(its))
+    return pd.DataFrame(rows)
+
+
+def load(run: Run, progress=None):
+    """``(frame, origin)``: the audit file's table and its name, or the minimal summary and
+    ``"computed from metrics.jsonl and the iteration files"``."""
+    path = audit_file(run.source)
+    if path is not None:
+        return read_audit(path), path.name
+    return minimal_summary(run, progress), "computed from metrics.jsonl and the iteration files"

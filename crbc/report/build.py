@@ -1,0 +1,107 @@
+"""Assemble a report file: a group's page or a run's page, from objects or from a path.
+
+``report(src, ...)`` reads ``src``: a ``crbc.rollout/1`` file (``.jsonl``, ``.jsonl.gz``) gives
+a group report of ``group`` (an id or a 0-based index; default the first group that mixes
+successes and failures), a run folder (``run.json`` inside) a run report.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from crbc.errors import UsageError
+from crbc.io.rollouts import RolloutGroup
+from crbc.report import group as G
+from crbc.report.page import Section, page
+from crbc.viz.style import esc
+
+
+def default_params() -> dict[str, Any]:
+    """Every shared estimator parameter at its registry default (beta, depth, sigma_min, w_G, w_S,
+    ...): the studio's sidebar and the command line both start from these, so the same group and
+    parameters give the same file."""
+    from crbc.estimators.registry import shared_param_specs
+
+    return {name: default for name, (_meta, default) in shared_param_specs().items()}
+
+
+def pick_group(groups: Sequence[RolloutGroup], group: str | int | None) -> int:
+    """The index of ``group`` in ``groups``: an id, or a 0-based index (an int or digits that
+    are no group's id); None: the first group whose rollouts neither all succeed nor all fail,
+    else 0. An unknown id raises :class:`UsageError` naming a few known ones."""
+    ids = [g.group for g in groups]
+    if group is None:
+        return next((i for i, g in enumerate(groups) if 0.0 < g.success_rate < 1.0), 0)
+    if str(group) in ids:
+        return ids.index(str(group))
+    if isinstance(group, int) or str(group).isdigit():
+        k = int(group)
+        if 0 <= k < len(groups):
+            return k
+    shown = ", ".join(repr(i) for i in ids[:5]) + (", ..." if len(ids) > 5 else "")
+    raise UsageError(f"no group {str(group)[:200]!r} (there are {len(ids)}: {shown})")
+
+
+def default_truth(policy_root: str | None = None):
+    """The truth function :func:`crbc.report.group.group_view` calls: the exact truth of a
+    generated toy group (crbc.truth; loads the tiny policy named in the group's meta, resolved
+    from the working directory or ``policy_root``)."""
+    cache = {}
+
+    def truth(group: RolloutGroup, anchors, beta: float):
+        from crbc.truth import TruthCache, group_truth_arrays
+
+        if "c" not in cache:
+            cache["c"] = TruthCache(policy_root=policy_root)
+        return group_truth_arrays(group, anchors, beta, cache["c"])
+
+    return truth
+
+
+def group_report(group: RolloutGroup, *, estimators: Sequence[str] | None = None,
+                 params: Mapping[str, Any] | None = None, truth: bool | Any = True,
+                 policy_root: str | None = None, source: str = "") -> str:
+    """The HTML file of one group (see :mod:`crbc.report.group`). ``truth``: True computes the
+    exact truth where the group's meta allows it, False never, or a function
+    ``truth(group, anchors, beta) -> GroupTruth``. ``source``: where the group came from (shown)."""
+    fn = default_truth(policy_root) if truth is True else (truth or None)
+    view = G.group_view(group, estimators, {**default_params(), **dict(params or {})}, fn)
+    sub = (f"A report of group <b>{esc(group.group[:200])}</b>"
+           + (f" from {esc(source[:300])}" if source else "") + ": its anchor graph, every estimator's step "
+           "credits, the Bellman backups from K = 0 to the closure and where the estimators disagree.")
+    return page(f"crbc report: {group.group[:120]}", G.sections(view), subtitle=sub)
+
+
+def run_report(run_dir: str | os.PathLike, *, estimators: Sequence[str] = ("crbc", "gigpo"),
+               iteration: int | None = None, params: Mapping[str, Any] | None = None,
+               top: int = 5, progress=None) -> str:
+    """The HTML file of a ``crbc.run/1`` folder (see :mod:`crbc.report.run`)."""
+    from crbc.report import run as RUN
+
+    return RUN.run_report(run_dir, estimators=estimators, iteration=iteration,
+                          params={**default_params(), **dict(params or {})}, top=top, progress=progress)
+
+
+def report(src: str | os.PathLike, *, group: str | int | None = None, iteration: int | None = None,
+           estimators: Sequence[str] | None = None, params: Mapping[str, Any] | None = None,
+           truth: bool = True) -> str:
+    """The report of ``src``: a run folder (``run.json`` inside) or a rollout file."""
+    path = Path(src)
+    if path.is_dir():
+        if not (path / "run.json").is_file():
+            raise UsageError(f"{src}: a folder must be a crbc.run/1 run (no run.json in it)")
+        return run_report(path, estimators=tuple(estimators or ("crbc", "gigpo")), iteration=iteration,
+                          params=params)
+    from crbc.io.rollouts import read_rollouts
+
+    groups = read_rollouts(path)
+    k = pick_group(groups, group)
+    root = str(path.resolve().parent.parent)
+    return group_report(groups[k], estimators=estimators, params=params, truth=truth, policy_root=root,
+                        source=path.name)
+
+
+__all__ = ["Section", "group_report", "pick_group", "report", "run_report"]

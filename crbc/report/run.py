@@ -1,0 +1,182 @@
+"""A run's report: the audit's curves over the iterations, the trainer's own metrics, and the
+groups of one iteration worth a look, each with its own section (graph, credits, backups,
+disagreements) linked from the table.
+
+Groups worth a look (of iteration ``I``, default the last with saved rollouts): those whose
+rollouts mix successes and failures first, then by the mean over their steps of
+|A_S^crbc − A_S^gigpo| (the first two estimators of the report), largest first; the ``top``
+first are written out in full. The exact truth is left out (a training iteration's policy
+weights are not saved).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from crbc.errors import UsageError
+from crbc.explain import disagreements as compare
+from crbc.io.runs import Run, read_run
+from crbc.process import merge, merge_stats
+from crbc.report import audit_table as AT
+from crbc.report import group as G
+from crbc.report.page import Section, page, render
+from crbc.report.text import facts
+from crbc.viz.charts import est_color
+from crbc.viz.style import esc
+from crbc.viz.svg_charts import Mark, Series, grid_svg, line_chart_svg
+
+TRAINER_METRICS = ("eval_success_rate", "success_rate", "mean_return", "mean_length", "loss", "kl")
+TABLE_MAX = 200  #: groups listed in the table at most
+
+
+def _series(frame, column: str, estimators: Sequence[str]) -> list[Series]:
+    """One line of ``column`` over iterations: a single one for a column that does not depend
+    on the estimator (its first estimator's rows), else one per estimator (its colour)."""
+    out = []
+    names = list(dict.fromkeys(frame["estimator"]))
+    shared = column in AT.SHARED_COLUMNS or names == [""]
+    for name in names[:1] if shared else names:
+        rows = frame[frame["estimator"] == name]
+        y = rows[column].astype(float).to_numpy()
+        if not np.isfinite(y).any():
+            continue
+        many = len(y) > 60
+        out.append(Series("all" if shared else name, rows["iteration"].to_numpy(), y,
+                          "#31333f" if shared else est_color(name, "#7f7f7f") or "#7f7f7f",
+                          markers=not many, point_tips=not many or len(y) <= 400, width=1.6))
+    return out
+
+
+def curves_html(frame, origin: str, estimators: Sequence[str], iteration: int | None) -> str:
+    """Small multiples of every column of the audit (or the minimal summary) over iterations."""
+    cols = [c for c in AT.SHARED_COLUMNS + AT.PER_ESTIMATOR if c in frame.columns]
+    panels, titles, legend = [], [], {}
+    marks = [Mark(iteration, "", "#ff7f0e")] if iteration is not None else []
+    for c in cols:
+        ss = _series(frame, c, estimators)
+        if not ss:
+            continue
+        for s in ss:
+            if s.name != "all":
+                legend[s.name] = Series(s.name, [], [], s.color)
+        panels.append(line_chart_svg(ss, x_title="iteration", percent_y=c in AT.PERCENT, width=400, height=210,
+                                     show_legend=False, x_marks=marks))
+        titles.append(AT.LABELS.get(c, c))
+    if not panels:
+        return f'<p class="note">No numbers per iteration ({esc(origin)}).</p>'
+    return (f'<p class="note">Source: {esc(origin)}. '
+            + ("The orange line marks the iteration whose groups are shown below." if marks else "") + "</p>"
+            + grid_svg(panels, titles, cols=3, legend=list(legend.values())))
+
+
+def trainer_html(run: Run, iteration: int | None) -> str:
+    """The trainer's own metrics (metrics.jsonl) over iterations, those of
+    :data:`TRAINER_METRICS` the run has."""
+    panels, titles = [], []
+    marks = [Mark(iteration, "", "#ff7f0e")] if iteration is not None else []
+    for m in TRAINER_METRICS:
+        its, vals = run.series(m)
+        if not len(its):
+            continue
+        panels.append(line_chart_svg([Series(m, its, vals, "#31333f", markers=len(its) <= 60, width=1.6)],
+                                     x_title="iteration", percent_y="success" in m, width=400, height=210,
+                                     show_legend=False, x_marks=marks))
+        titles.append(m)
+    if not panels:
+        return '<p class="note">The run records none of the usual trainer metrics.</p>'
+    return grid_svg(panels, titles, cols=3)
+
+
+def rank_groups(groups, estimators: Sequence[str], params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per group (see the module docstring for the order): index, group, rollouts,
+    steps, success, shared (share of steps at shared anchors), disagreement (mean |Δ A_S| of
+    the first two estimators; NaN with fewer than two)."""
+    p = merge(groups)
+    dis_G = np.full(len(groups), np.nan)
+    if len(estimators) >= 2:
+        cmp_ = compare.Comparison(f"{estimators[0]} vs {estimators[1]}", estimators[0], estimators[1])
+        shared = {k: params[k] for k in ("beta", "sigma_min", "depth") if k in params}
+        d = compare.disagreements(p, cmp_, **shared)
+        ids = {g: i for i, g in enumerate(p.group_ids)}
+        tot, cnt = np.zeros(len(groups)), np.zeros(len(groups))
+        for s in d.steps:
+            k = ids[s.group]
+            tot[k] += abs(s.delta)
+            cnt[k] += 1
+        dis_G = tot / np.maximum(cnt, 1)
+    rows = []
+    for k, g in enumerate(groups):
+        st = merge_stats([g])
+        rows.append({"index": k, "group": g.group, "rollouts": len(g), "steps": st.n_steps,
+                     "success": g.success_rate, "shared": st.shared_step_share, "disagreement": float(dis_G[k])})
+    rows.sort(key=lambda r: (not 0.0 < r["success"] < 1.0,
+                             -(0.0 if math.isnan(r["disagreement"]) else r["disagreement"]), r["index"]))
+    return rows
+
+
+def groups_table_html(rows: Sequence[Mapping[str, Any]], linked: Mapping[int, str], label: str) -> str:
+    """The ranked groups as a table; a group written out below links to its section."""
+    head = ["#", "group", "rollouts", "steps", "success", "steps at shared anchors", f"mean |Δ A_S| {label}"]
+    out = ['<div class="crbc-table-wrap" style="max-height:460px;overflow-y:auto"><table class="crbc-table">'
+           '<thead style="position:sticky;top:0;background:#fff"><tr>'
+           + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    for rank, r in enumerate(rows[:TABLE_MAX], start=1):
+        name = esc(r["group"][:120])
+        cell = f'<a href="#{esc(linked[r["index"]])}">{name}</a>' if r["index"] in linked else name
+        d = "" if math.isnan(r["disagreement"]) else f"{r['disagreement']:.3f}"
+        out.append(f"<tr><td class=\"num\">{rank}</td><td>{cell}</td><td class=\"num\">{r['rollouts']}</td>"
+                   f"<td class=\"num\">{r['steps']}</td><td class=\"num\">{r['success']:.0%}</td>"
+                   f"<td class=\"num\">{r['shared']:.0%}</td><td class=\"num\">{d}</td></tr>")
+    out.append("</tbody></table></div>")
+    more = "" if len(rows) <= TABLE_MAX else f'<p class="note">… and {len(rows) - TABLE_MAX} more groups.</p>'
+    from crbc.viz.html_table import STYLE
+
+    return STYLE + "".join(out) + more
+
+
+def run_report(run_dir: str | os.PathLike, *, estimators: Sequence[str] = ("crbc", "gigpo"),
+               iteration: int | None = None, params: Mapping[str, Any] | None = None, top: int = 5,
+               progress=None) -> str:
+    """The HTML file of the run in ``run_dir`` (module docstring). ``iteration``: whose groups
+    are ranked (default the last with saved rollouts; one without raises UsageError);
+    ``estimators``: those computed for each written-out group (the first two are compared);
+    ``top``: groups written out in full; ``progress(i, n)``: see
+    :func:`crbc.report.audit_table.minimal_summary`."""
+    run = read_run(run_dir)
+    params = dict(params or {})
+    estimators = list(estimators)
+    frame, origin = AT.load(run, progress)
+    saved = list(run.iterations_with_rollouts)
+    if iteration is None and saved:
+        iteration = saved[-1]
+    if iteration is not None and iteration not in saved:
+        raise UsageError(f"iteration {iteration} has no saved rollouts in {run_dir} "
+                         f"(saved: {', '.join(map(str, saved[:10]))}{', ...' if len(saved) > 10 else ''})")
+    cfg = run.config
+    head = facts({"run": run.name[:120], "estimator": cfg.get("estimator", "?"), "seed": cfg.get("seed", "?"),
+                  "iterations": len(run.metrics), "iterations with rollouts": len(saved)})
+    secs = [Section("curves", "Audit over iterations", head + curves_html(frame, origin, estimators, iteration)),
+            Section("trainer", "The trainer's metrics", trainer_html(run, iteration))]
+    if iteration is not None:
+        groups = run.rollouts(iteration)
+        rows = rank_groups(groups, estimators, params)
+        chosen = [r["index"] for r in rows[:top]]
+        linked = {k: f"g{k}" for k in chosen}
+        label = f"{estimators[0]} ~ {estimators[1]}" if len(estimators) >= 2 else ""
+        secs.append(Section("groups", f"Iteration {iteration}: the groups worth a look",
+                            '<p class="note">Groups whose rollouts mix successes and failures first (there the '
+                            'estimators have something to compare), then by how much the first two estimators '
+                            f'disagree on their steps. The first {len(chosen)} are written out below (click a name).</p>'
+                            + groups_table_html(rows, linked, label)))
+        for rank, k in enumerate(chosen, start=1):
+            view = G.group_view(groups[k], estimators, params, None)
+            body = "".join(render(s) for s in G.sections(view, f"g{k}-", level=3))
+            secs.append(Section(linked[k], f"Group {rank}: {groups[k].group[:100]}", body, 2, "group-section"))
+    sub = f"A report of the run <b>{esc(run.name[:200])}</b> ({esc(Path(run.source).name[:200])})."
+    return page(f"crbc report: run {run.name[:100]}", secs, subtitle=sub)

@@ -1,0 +1,79 @@
+"""The estimator-accuracy comparison of docs/RESULTS.md from the shipped `accuracy-*.json` files.
+
+    python -m devtools.accuracy_compare [--a crbc] [--others rewardflow,shortest_path,gigpo]
+
+Prints two markdown tables: the mean Spearman correlation with the exact step advantage A_t per
+setting and G (95% bootstrap interval over levels, from the file), and the paired difference
+``a - b`` per level (mean, 95% percentile bootstrap over levels with 2,000 resamples, seed 0, and
+on how many levels ``a`` is ahead). Levels where either side has no Spearman (a constant signal)
+are left out of the pair.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SETTINGS = (("sokoban-weak", "sokoban-6x6, weak model"), ("sokoban-strong", "sokoban-6x6, strong model"),
+            ("gridworld", "gridworld-6x6"))
+GS = ("8", "16", "32")
+
+
+def _load(setting: str) -> dict:
+    return json.loads((ROOT / "sample_rollouts" / f"accuracy-{setting}.json").read_text(encoding="utf-8"))
+
+
+def _row(data: dict, name: str, g: str) -> dict:
+    """The summary row of estimator ``name`` (its default variant) at group size ``g``."""
+    return next(r for r in data["rows"] if r["name"] == name and r["params"] == {} and str(r["G"]) == g
+                and r["metric"] == "spearman" and r["target"] == "step")
+
+
+def means_table(names: list[str]) -> str:
+    lines = ["| setting | G | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    for setting, label in SETTINGS:
+        data = _load(setting)
+        for g in GS:
+            rows = {n: _row(data, n, g) for n in names}
+            best = max(names, key=lambda n: rows[n]["mean"])
+            cells = [f"{'**' if n == best else ''}{rows[n]['mean']:.3f}{'**' if n == best else ''} "
+                     f"[{rows[n]['lo']:.2f}, {rows[n]['hi']:.2f}]" for n in names]
+            lines.append(f"| {label if g == GS[0] else ''} | {g} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def paired_table(a: str, others: list[str]) -> str:
+    lines = ["| setting | G | " + " | ".join(f"{a} - {b}" for b in others) + " |", "|---|---|" + "---|" * len(others)]
+    for setting, label in SETTINGS:
+        per = _load(setting)["per_level"]
+        for g in GS:
+            cells = []
+            for b in others:
+                x = np.asarray(per[a][g]["step"]["spearman"], dtype=float)
+                y = np.asarray(per[b][g]["step"]["spearman"], dtype=float)
+                ok = np.isfinite(x) & np.isfinite(y)
+                d = x[ok] - y[ok]
+                boot = d[np.random.default_rng(0).integers(0, len(d), (2000, len(d)))].mean(1)
+                lo, hi = np.percentile(boot, [2.5, 97.5])
+                cells.append(f"{d.mean():+.3f} [{lo:+.3f}, {hi:+.3f}], {int((d > 0).sum())}/{len(d)}")
+            lines.append(f"| {label if g == GS[0] else ''} | {g} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--a", default="crbc")
+    ap.add_argument("--others", default="rewardflow,shortest_path,gigpo")
+    args = ap.parse_args()
+    others = args.others.split(",")
+    print(means_table([args.a, *others]))
+    print()
+    print(paired_table(args.a, others))
+
+
+if __name__ == "__main__":
+    main()
