@@ -4,7 +4,7 @@
 success threshold, reads the files all or nothing and returns ``(Source | None, error | None)``.
 The read (``crbc.io.importers.read_uploads``, or the ``crbc.rollout/1`` reader), the anchor key
 and the merge statistics run in a worker process with a time and memory limit and the studio's
-decoded-size budget (:mod:`crbc.io.worker`), with progress and a Cancel in the sidebar, so one
+decoded-size budget (:mod:`crbc.sandbox.upload`), with progress and a Cancel in the sidebar, so one
 upload never stalls the other sessions. A refused upload's message names the file, row and
 column (``crbc.FormatError``) or the budget, never a traceback. An import with several iterations keeps them all in
 the session (``_crbc_imported``: key, label, {iteration: groups}) for the Training runs page; the
@@ -17,7 +17,8 @@ import hashlib
 
 import streamlit as st
 
-from crbc.io import budgets, worker
+from crbc.io import budgets
+from crbc.sandbox import upload as worker
 from crbc.io.anchor_keys import RegexError, compile_regex
 from crbc.process import MergeStats, merge_stats
 from ui.state import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, Source
@@ -38,7 +39,7 @@ READ_LIMITS = worker.Limits(seconds=60.0, memory_bytes=1500 * budgets.MB, budget
 
 def _in_worker(source: str | None, files: dict[str, bytes], regex: str | None,
                threshold: float | None) -> worker.ReadResult:
-    """Read, key and merge the files in a worker process (crbc.io.worker: time and memory
+    """Read, key and merge the files in a worker process (crbc.sandbox.upload: time and memory
     limits, the studio's decoded-size budget) while the sidebar shows progress and a Cancel.
     Cancel (or leaving the page) reruns the script, which kills the worker in ``finally``."""
     shown = ", ".join(files) if len(files) <= 2 else f"{len(files)} files"

@@ -37,7 +37,7 @@ from typing import Any
 
 from crbc.io import budgets
 
-PRELOAD = ["crbc.io.worker", "crbc.io.importers", "crbc.io.parquet_rollouts", "crbc.process", "pyarrow.parquet"]
+PRELOAD = ["crbc.sandbox.upload", "crbc.io.importers", "crbc.io.parquet_rollouts", "crbc.process", "pyarrow.parquet"]
 
 
 @dataclass(frozen=True)
