@@ -18,10 +18,10 @@ import pytest
 from crbc.cli.main import main
 from crbc.errors import BudgetError, FormatError
 from crbc.io import budgets
-from crbc.sandbox import upload as worker
 from crbc.io.anchor_keys import AnchorKeyError, RegexError, anchor_key, compile_regex, regex_key
 from crbc.io.importers import read_source, read_uploads
 from crbc.io.importers.rows import ImportFormatError
+from crbc.sandbox import upload as worker
 
 DATA = Path(__file__).parent / "data" / "importers"
 SMALL = budgets.Budget("test", file_bytes=10**6, decoded_bytes=2 * 10**6, rows=1000, text_chars=5000)

@@ -18,9 +18,9 @@ import hashlib
 import streamlit as st
 
 from crbc.io import budgets
-from crbc.sandbox import upload as worker
 from crbc.io.anchor_keys import RegexError, compile_regex
 from crbc.process import MergeStats, merge_stats
+from crbc.sandbox import upload as worker
 from ui.state import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, Source
 
 #: format key -> (label, file types, importer source or None for crbc.rollout/1)
