@@ -35,8 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from crbc.estimators import registry
-from crbc.health import iteration_health, params_for, unknown_params
+from crbc.health import checked_estimators, iteration_health, params_for
 from crbc.io.runs import ROLLOUTS_DIR, iteration_files, read_run
 
 AUDIT_SCHEMA = "crbc.audit/1"
@@ -246,17 +245,7 @@ def audit_run(run_dir: str | os.PathLike, estimators: Sequence[str] = ("crbc", "
 
     pd = pandas()
     run_dir = Path(run_dir)
-    names = [estimators] if isinstance(estimators, str) else list(estimators)
-    if not names:
-        raise ValueError("audit needs at least one estimator")
-    ests = [registry.get(n) for n in names]
-    bad = unknown_params(names, params)
-    if bad:
-        raise ValueError(f"no estimator of {', '.join(names)} has a parameter {', '.join(bad)}")
-    for n, e in zip(names, ests, strict=True):
-        e.config(**params_for(n, params))
-    if not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
-        raise ValueError(f"bootstrap must be an integer >= 0, got {bootstrap!r}")
+    names = checked_estimators(estimators, params, bootstrap, "audit")
     if workers is not None and (not isinstance(workers, (int, np.integer)) or workers < 1):
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
     path = output_path(run_dir, out)

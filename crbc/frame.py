@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from crbc.estimators import registry
-from crbc.health import params_for, unknown_params
+from crbc.health import checked_estimators, params_for
 from crbc.io.anchor_keys import AnchorKeySpec, rekey
 from crbc.io.columns import Columns
 from crbc.io.rollouts import RolloutGroup
@@ -151,16 +151,9 @@ def step_frame(source: Any, estimators: Sequence[str] | str = ("crbc",), *, boot
         ``pandas.DataFrame`` with ``COLUMNS`` (+ ``truth``), ``N x len(estimators)`` rows.
     """
     pd = pandas()
-    names = [estimators] if isinstance(estimators, str) else list(estimators)
-    if not names:
-        raise ValueError("step_frame needs at least one estimator")
+    names = checked_estimators(estimators, params, bootstrap, "step_frame")
     ests = [registry.get(n) for n in names]
-    bad = unknown_params(names, params)
-    if bad:
-        raise ValueError(f"no estimator of {', '.join(names)} has a parameter {', '.join(bad)}")
     configs = [e.config(**params_for(n, params)) for n, e in zip(names, ests, strict=True)]
-    if not isinstance(bootstrap, (int, np.integer)) or bootstrap < 0:
-        raise ValueError(f"bootstrap must be an integer >= 0, got {bootstrap!r}")
     raw = source_groups(source)
     from crbc.truth.solve import DEFAULT_BETA
 

@@ -74,6 +74,25 @@ def unknown_params(names: Sequence[str], params: dict[str, Any]) -> list[str]:
     return sorted(set(params) - known)
 
 
+def checked_estimators(estimators: str | Sequence[str], params: dict[str, Any], bootstrap: Any,
+                       what: str) -> list[str]:
+    """The estimator names of ``estimators`` (one name or several), checked: at least one, each
+    registered, every entry of ``params`` a field of some of them and valid for each that has it,
+    ``bootstrap`` an integer >= 0. Raises ``ValueError`` (``UnknownEstimatorError``) naming ``what``
+    was called and the offending name or value."""
+    names = [estimators] if isinstance(estimators, str) else list(estimators)
+    if not names:
+        raise ValueError(f"{what} needs at least one estimator")
+    bad = unknown_params(names, params)
+    if bad:
+        raise ValueError(f"no estimator of {', '.join(names)} has a parameter {', '.join(bad)}")
+    for n in names:
+        registry.get(n).config(**params_for(n, params))
+    if not isinstance(bootstrap, (int, np.integer)) or isinstance(bootstrap, bool) or bootstrap < 0:
+        raise ValueError(f"bootstrap must be an integer >= 0, got {bootstrap!r}")
+    return names
+
+
 def iteration_health(process: Process, trainer_advantage_N: np.ndarray | None,
                      estimators: Sequence[str] = ("crbc", "gigpo"), bootstrap: int = 0, seed: int = 0,
                      **params: Any) -> dict[str, float]:

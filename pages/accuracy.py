@@ -12,6 +12,7 @@ import json
 import streamlit as st
 
 from crbc.viz import accuracy as VA
+from crbc.viz.reliability import calibration_rows, interval_note, load_report, reliability_svg
 from ui import state, url, warm_imports, widgets
 from ui.svg_view import svg_view
 
@@ -24,6 +25,11 @@ def _shipped(path: str, stamp: float) -> dict:
     del stamp  # part of the key: a re-run file is re-read
     with open(path, encoding="utf-8") as f:
         return json.load(f)
+
+
+@st.cache_data(show_spinner=False, max_entries=2)
+def _reliability_svg(report_json: str) -> str:
+    return reliability_svg(json.loads(report_json))
 
 
 @st.cache_resource(show_spinner=False, max_entries=2)
@@ -100,6 +106,24 @@ else:
     chosen = st.selectbox("Results file", names, key="acc_file") if len(names) > 1 else names[0]
     path = files[names.index(chosen)]
     _show(_shipped(str(path), path.stat().st_mtime), metric, target, "shipped")
+
+st.subheader("How sure is a credit: the interval's level, measured")
+_report = load_report(state.SHIPPED_DIR)
+if _report is None:
+    st.info("No shipped calibration report (`sample_rollouts/interval-calibration.json`). Make one "
+            "with `python -m benchmarks.calibration_data && python -m benchmarks.calibrate_intervals "
+            "report`.")
+else:
+    st.markdown(
+        "What `credit --bootstrap` calls a 90% interval (crbc's closure; `--interval calibrated`, the "
+        "default): the credit plus or minus a fitted multiple of its spread over 200 posterior draws "
+        "of the group and of an allowance for the closure's own bias (docs/MATH.md section 10.1). "
+        "Its widening was fitted on one set of levels; below, how often it held the exact "
+        "anchor-level truth A(s, a) on other, held-out levels, against the plain resampling range "
+        "(`--interval range`, dotted). " + interval_note(_report, 0.9))
+    svg_view(_reliability_svg(json.dumps(_report, sort_keys=True)), key="acc_reliability")
+    with st.expander("The numbers (coverage at 80 / 90 / 95%, sure share and sure-sign agreement at 90%)"):
+        widgets.table(calibration_rows(_report))
 
 st.subheader("A small live run")
 env = st.session_state.get("gen_env") or "sokoban-6x6-v0"

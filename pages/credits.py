@@ -68,19 +68,22 @@ def _open_in_inspector(n: int) -> None:
 # ---- evidence (crbc.credit_intervals): not-sure cells washed out, and the "sure only" view
 m1, m2 = st.columns([2, 3])
 marks_on = m1.toggle("Evidence: wash out the cells that are not sure", value=True, key="credits_marks",
-                     help="Sure: the 90% interval of the step's credit, from resampling this group's "
-                          "own rollouts, excludes 0. A cell keeps its colour when its credit is sure; "
-                          "an unsure cell, or one whose credit is 0 by construction, is washed out "
-                          "(hover a cell for its evidence). It says nothing about actions no one tried.")
+                     help="Sure: the step's 90% interval excludes 0 (crbc: the calibrated interval, "
+                          "measured on toy tasks to hold the truth about 90% of the time, see the "
+                          "Estimator accuracy page; other estimators: the resampling range of this "
+                          "group's rollouts, not calibrated). A cell keeps its colour when its credit "
+                          "is sure; an unsure cell, or one whose credit is 0 by construction (none), "
+                          "is washed out (hover a cell for its evidence).")
 sure_only = m2.toggle("Sure only", key="credits_sure_only", disabled=not marks_on,
                       help="Blank every cell whose credit is not sure.")
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _evidence(key: str, name: str, params: tuple, _process):
-    from crbc.estimators.bootstrap import credit_intervals
+    from crbc.estimators.bootstrap import DEFAULT_B, credit_intervals
 
-    return credit_intervals(_process, name, n_resamples=100, seed=0, **dict(params)).evidence_N
+    # the validated default B (docs/MATH.md section 10.1), the default method of the estimator
+    return credit_intervals(_process, name, n_resamples=DEFAULT_B, seed=0, **dict(params)).evidence_N
 
 
 def _ev(name: str):

@@ -13,7 +13,7 @@ import streamlit as st
 
 import crbc.explain.arithmetic as E
 import crbc.explain.lesson_tables as T
-from crbc.estimators.bootstrap import credit_intervals, pair_table
+from crbc.estimators.bootstrap import DEFAULT_B, DEFAULT_LEVEL, credit_intervals, pair_table
 from crbc.explain import disagreements as compare
 from crbc.explain import observation as O
 from crbc.explain.anchor_names import anchor_labels
@@ -21,6 +21,7 @@ from crbc.explain.table_rows import depth_name, fmt
 from crbc.viz.graph_svg import graph_svg
 from crbc.viz.html_charts import backup_tree_svg, interval_panels_html
 from crbc.viz.lesson import arithmetic_markdown, format_rows
+from crbc.viz.reliability import interval_note, load_report
 from crbc.viz.style import board_html, board_rows, is_board
 from ui import figure_cache, state, url, widgets
 from ui.svg_view import svg_view
@@ -32,7 +33,8 @@ from ui.widgets import short
 DEPTHS = sorted(state.depth_options(), key=lambda k: not k.isdigit())  # stable: 0..64 keep their order
 SORTS = ("visits", "disagreement")
 GRAPH_MAX_ANCHORS = 400
-B, LEVEL = 200, 0.9  # resamples and level of the intervals (docs/MATH.md section 10)
+B, LEVEL = DEFAULT_B, DEFAULT_LEVEL  # the validated default: B = 200, level 0.9 (docs/MATH.md s. 10.1)
+CALIBRATION = load_report(state.SHIPPED_DIR)  # the measured coverage (sample_rollouts/interval-calibration.json)
 OBS_SHOWN = 1200  # characters of a long observation shown before "see all"
 
 
@@ -145,15 +147,24 @@ def _anchor_view() -> None:
     # ---- how sure: error bars on Q and Q - V per action (crbc.credit_intervals)
     ci = _intervals(ctx.key, tuple(sorted({"beta": beta, "depth": depth, "sigma_min": sigma_min}.items())), p)
     pairs = pair_table(ci, state)
-    st.markdown(f"**How sure is each action's credit here** ({LEVEL:.0%} intervals, {B} resamples)")
+    kind = "calibrated intervals" if ci.method == "calibrated" else "resampling ranges, not calibrated"
+    st.markdown(f"**How sure is each action's credit here** ({LEVEL:.0%} {kind}, {B} draws)")
     st.html(interval_panels_html(pairs, LEVEL))
     widgets.table(pd.DataFrame(pairs).rename(columns={"credit": "Q − V", "lo": "Q − V lo", "hi": "Q − V hi"})
                   .round(4))
-    st.caption("The interval comes from resampling this group's own rollouts with replacement and "
-               "recomputing: it says how much the credit moves with which rollouts happened to be "
-               "drawn, not how good an action is that no one tried here (the group is silent about "
-               "those). sure: the interval excludes 0; none: the credit is 0 by construction (one "
-               "action observed, or every continuation from here has the same outcome).")
+    none_text = ("none: the credit is 0 by construction (one action observed here, or no observed "
+                 "continuation from here reaches success).")
+    if ci.method == "calibrated":
+        st.caption("The interval is the credit plus or minus a fitted multiple of its spread over "
+                   f"{B} posterior draws of this group (every rollout reweighted, plus a little mass "
+                   "on a continuation and an action no rollout showed) and of an allowance for the "
+                   "closure's own bias. " + interval_note(CALIBRATION, LEVEL)
+                   + " sure: the interval excludes 0; " + none_text)
+    else:
+        st.caption("At a finite depth K the interval is a resampling range (this group's rollouts "
+                   "drawn with replacement, the central percentile range of the recomputed credit): "
+                   "it says how much the credit moves with which rollouts were drawn, not where the "
+                   "truth is; its coverage was not measured. sure: the range excludes 0; " + none_text)
 
     # ---- what the policy saw: the observation of a visit, with what changed since the step before
     if not is_board(ar.anchor):

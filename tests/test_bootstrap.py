@@ -63,7 +63,7 @@ def test_fast_percentile_equals_slow_twin(name, params, seed):
     p = merge(groups)
     n_b = 12
     chosen = RS.resample_rollouts(p, n_b, seed)
-    fast = BS.credit_intervals(groups, name, n_b, 0.9, seed=seed, **params)
+    fast = BS.credit_intervals(groups, name, n_b, 0.9, seed=seed, method="range", **params)
     slow, slow_q = slow_samples(groups, name, chosen, **params)
     slow = np.where(np.abs(slow) <= BS.SNAP, 0.0, slow)
     np.testing.assert_array_equal(np.isnan(fast.samples_BSA), np.isnan(slow))
@@ -101,16 +101,16 @@ def test_worked_example_golden():
     """s0: actions a (once) and b; s1: c, d (once each); s2: e (twice), g. Every anchor reaches
     both outcomes; a single-action anchor does not occur, so no step is ``none``."""
     groups = read_rollouts(EXAMPLE)
-    ci = BS.credit_intervals(groups, "crbc", 200, 0.9, seed=0)
+    ci = BS.credit_intervals(groups, "crbc", 200, 0.9, seed=0, method="range")
     assert ci.evidence_N.tolist() == ["unsure"] * 10
     # (s1, c) of rollout 1: with c1, c2 copies of rollouts 1 and 2 in a resample of 5 (c1 >= 1),
     # Q - V = beta - beta c1 / (c1 + c2) = 0.98 c2 / (c1 + c2). It is 0 when c2 = 0 (chance
     # (4/5)^5 = 0.33), and above 2/3 only for (c1, c2) = (1, 3), (1, 4): chance 0.0208 / 0.672 =
     # 3% < 5%, while 2/3 itself, (1, 2), has 13%: the 90% interval is [0, 0.98 * 2/3] by hand
     assert ci.lo_N[1] == 0.0 and ci.hi_N[1] == pytest.approx(0.98 * 2 / 3, abs=1e-12)
-    again = BS.credit_intervals(groups, "crbc", 200, 0.9, seed=0)
+    again = BS.credit_intervals(groups, "crbc", 200, 0.9, seed=0, method="range")
     np.testing.assert_array_equal(ci.lo_N, again.lo_N)
-    other = BS.credit_intervals(groups, "crbc", 200, 0.9, seed=1)
+    other = BS.credit_intervals(groups, "crbc", 200, 0.9, seed=1, method="range")
     assert not np.array_equal(np.nan_to_num(ci.samples_BSA), np.nan_to_num(other.samples_BSA))
     grpo = BS.credit_intervals(groups, "grpo", 10)
     assert set(grpo.evidence_N) == {"none"} and np.isnan(grpo.lo_N).all()
@@ -123,12 +123,12 @@ def test_sure_and_none_classes():
     # have one action and one reachable outcome: none
     rs = [Rollout("g", i, (Step("s0", "win" if i % 2 else "lose"), Step("wl"[i % 2 == 0], "x")),
                   bool(i % 2)) for i in range(12)]
-    ci = BS.credit_intervals([RolloutGroup("g", tuple(rs))], "crbc", 100, 0.9, seed=0)
+    ci = BS.credit_intervals([RolloutGroup("g", tuple(rs))], "crbc", 100, 0.9, seed=0, method="range")
     ev = dict(zip([(st.anchor, st.action) for r in rs for st in r.steps], ci.evidence_N, strict=True))
     assert ev[("s0", "win")] == ev[("s0", "lose")] == "sure" and ev[("w", "x")] == ev[("l", "x")] == "none"
     for method in BS.METHODS:
         bayes = BS.credit_intervals([RolloutGroup("g", tuple(rs))], "crbc", 50, 0.9, seed=0, method=method)
-        assert (bayes.occurs_SA == 50).all() or method == "percentile"
+        assert (bayes.occurs_SA == 50).all() or method == "range"
     rows = BS.pair_table(ci, int(ci.process.step_state[0]))
     assert {r["action"] for r in rows} == {"win", "lose"} and all(r["q_lo"] <= r["q"] <= r["q_hi"] for r in rows)
 

@@ -59,8 +59,8 @@ def slow_health(groups, trainer, estimators, **params):
         for r in g.rollouts:
             for s in r.steps:
                 shared.append(len(visitors[s.anchor]) >= 2)
-                none.append(len(actions[s.anchor]) < 2 or not (reaches(s.anchor, "z+", set())
-                                                              and reaches(s.anchor, "z-", set())))
+                # none (docs/MATH.md s. 10): one action, or no observed path to success
+                none.append(len(actions[s.anchor]) < 2 or not reaches(s.anchor, "z+", set()))
     out = {"shared_step_share": float(np.mean(shared)), "anchors_per_group": float(np.mean(n_anchors)),
            "none_share": float(np.mean(none))}
     for name in estimators:

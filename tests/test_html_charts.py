@@ -65,7 +65,9 @@ def test_disagreement_bars_escape_a_hostile_anchor_and_say_when_empty():
 
 def test_interval_panels_place_each_dot_on_one_scale_and_mark_zero():
     g = alfworld_like_group(seed=3)
-    ci = crbc.credit_intervals([g], "crbc", n_resamples=30)
+    ci = crbc.credit_intervals([g], "crbc", n_resamples=30, method="range")  # Q and Q - V both have one
+    cal = crbc.credit_intervals([g], "crbc", n_resamples=30)  # calibrated: Q - V only, Q's shown as a dash
+    assert interval_panels_html(pair_table(cal, int(cal.process.sa_state[0])), 0.9).count('class="crbc-interval"')
     p = ci.process
     s = int(p.sa_state[int(p.n_sa.argmax())])
     rows = pair_table(ci, s)

@@ -15,6 +15,8 @@ from crbc.explain import growing_group as GG
 from crbc.explain.anchor_names import node_labels
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import merge
+from crbc.viz.reliability import interval_note, load_report
+from ui import state
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -30,9 +32,10 @@ def render(group: RolloutGroup, truth, beta: float, sigma_min: float, table: Cal
     st.subheader("How sure is a credit: the interval shrinks as the group grows")
     st.markdown(
         "A credit computed from a few rollouts can look confident and still rest on one lucky "
-        "visit. Resample the group's own rollouts with replacement, recompute, and the spread of "
-        "the credit is its interval (90% here). Below: the same (anchor, action) on the same level, "
-        "computed from the first G rollouts of the group, for growing G.")
+        "visit. Reweight the group's own rollouts at random (plus a little mass on what no rollout "
+        "showed), recompute, and widen the spread of the credit by a factor fitted on toy levels: "
+        "that is its calibrated interval (90% here). Below: the same (anchor, action) on the same "
+        "level, computed from the first G rollouts of the group, for growing G.")
     p = merge([group])
     pair = GG.busiest_pair(p)
     if pair is None:
@@ -50,6 +53,5 @@ def render(group: RolloutGroup, truth, beta: float, sigma_min: float, table: Cal
     table(rows)
     st.caption("Read down the rows: the interval narrows as G grows, because each resample draws "
                "from more rollouts. sure: the interval excludes 0; none: the credit is 0 by "
-               "construction. covers the truth: whether the interval holds the level's exact A(s,a) (on 100 held-out levels the 90% interval holds it only 47-62% of the time, G = 8-32: docs/RESULTS.md). The interval only knows the group's own rollouts: it is silent about "
-               "actions no one tried, and from an anchor whose every observed continuation fails "
-               "the credit is 0 in every resample, so a narrow interval there is not the truth.")
+               "construction. covers the truth: whether the interval holds the level's exact A(s,a). "
+               + interval_note(load_report(state.SHIPPED_DIR), 0.9))

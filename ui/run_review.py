@@ -20,9 +20,10 @@ import streamlit as st
 import crbc.explain.run_review as RR
 import crbc.io.runs as R
 from crbc.errors import FormatError
+from crbc.estimators.bootstrap import DEFAULT_B
 from ui import report_download, state, url
 
-B = 50  # resamples per iteration: an overview (the Inspector uses 200 on one group)
+B = DEFAULT_B  # resamples per iteration: the validated default (docs/MATH.md section 10.1)
 UPLOAD = "(the sidebar's upload)"
 DIR = "(a run folder on this machine)"
 
@@ -133,10 +134,11 @@ def render(open_in: list[tuple[str, str, str]]) -> None:
                         f"visit ({rv.n_anchors} anchors). Near 0: the anchor key merges nothing.")
     cols[2].metric("evidence coverage", _pct(rv.coverage),
                    help="Share of steps whose crbc credit is not 0 by construction (evidence not "
-                        "'none': ≥ 2 actions at the anchor and both outcomes reachable from it).")
+                        "'none': ≥ 2 actions at the anchor and success reachable from it).")
     cols[3].metric("sure steps", _pct(rv.sure_share),
-                   help=f"Share of steps whose {0.9:.0%} interval excludes 0 ({B} resamples of each "
-                        "group's own rollouts). Few sure steps: a larger group would pay.")
+                   help=f"Share of steps whose {0.9:.0%} calibrated interval excludes 0 ({B} posterior "
+                        "draws of each group; calibrated on toy tasks, see the Estimator accuracy "
+                        "page). Few sure steps: a larger group would pay.")
     cols[4].metric("groups", f"{rv.n_groups}", help=f"{rv.n_rollouts} rollouts, {rv.n_steps} steps")
     if rv.trainer_steps:
         st.markdown(f"**The trainer's advantage against each estimator's A_final** "

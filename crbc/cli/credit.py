@@ -74,9 +74,12 @@ def _add_bootstrap_arguments(p: argparse.ArgumentParser) -> None:
                    help="also write credit_interval and evidence from B resamples (e.g. 200)")
     g.add_argument("--level", type=float, default=None, help="central interval level in (0, 1) (0.9)")
     g.add_argument("--seed", type=int, default=None, help="seed of the resampling (0)")
-    g.add_argument("--interval", choices=("percentile", "bayes"), default=None,
-                   help="percentile: rollouts resampled with replacement (default); bayes: "
-                        "Bayesian bootstrap of the observed transitions")
+    g.add_argument("--interval", choices=("calibrated", "range", "bayes", "percentile"), default=None,
+                   help="calibrated: the interval whose level was measured on toy tasks (crbc's "
+                        "closure; default there); range: the percentile range of rollout resamples, "
+                        "a resampling range, not a calibrated interval (default for other estimators; "
+                        "'percentile' is its old name); bayes: the range of the Bayesian bootstrap "
+                        "of the observed transitions")
 
 
 def _check_bootstrap(args: argparse.Namespace) -> None:
@@ -105,12 +108,12 @@ def run_credit(args: argparse.Namespace) -> int:
     process = from_columns(cols)
     intervals = None
     if args.bootstrap is not None:
-        from crbc.estimators.bootstrap import DEFAULT_LEVEL, DEFAULT_METHOD, credit_intervals
+        from crbc.estimators.bootstrap import DEFAULT_LEVEL, credit_intervals
 
         intervals = credit_intervals(process, args.estimator, args.bootstrap,
                                      DEFAULT_LEVEL if args.level is None else args.level,
                                      0 if args.seed is None else args.seed,
-                                     args.interval or DEFAULT_METHOD, **params)
+                                     args.interval, **params)
         credits = intervals.credits
     else:
         credits = est(process, cfg)

@@ -153,8 +153,8 @@ def add_accuracy_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads (1)")
     p.add_argument("--intervals", type=int, default=0, metavar="B",
                    help="also score credit intervals from B resamples per group (0: off)")
-    p.add_argument("--interval-methods", dest="interval_methods", default="percentile,bayes",
-                   help="interval methods to score (percentile,bayes)")
+    p.add_argument("--interval-methods", dest="interval_methods", default="calibrated,range",
+                   help="interval methods to score (calibrated,range; also bayes)")
     p.add_argument("--interval-level", dest="interval_level", type=_number, default=0.9,
                    help="central level of the intervals (0.9)")
     p.add_argument("-o", "--output", metavar="ACCURACY.json", help="JSON results file")
@@ -202,8 +202,8 @@ def run_accuracy_cmd(args: argparse.Namespace) -> int:
     if args.bootstrap < 1 or args.threads < 1:
         raise UsageError("--bootstrap and --threads must be >= 1")
     methods = tuple(m.strip() for m in args.interval_methods.split(",") if m.strip())
-    if args.intervals < 0 or not methods or set(methods) - {"percentile", "bayes"}:
-        raise UsageError("--intervals must be >= 0 and --interval-methods a list of percentile, bayes")
+    if args.intervals < 0 or not methods or set(methods) - {"calibrated", "range", "bayes", "percentile"}:
+        raise UsageError("--intervals must be >= 0 and --interval-methods a list of calibrated, range, bayes")
     if not 0 < args.interval_level < 1:
         raise UsageError(f"--interval-level must be in (0, 1), got {args.interval_level}")
     cfg = AccuracyConfig(env=args.env, model=args.model, seeds=seeds,

@@ -16,8 +16,11 @@ Interval of a pair: the central ``level`` percentile interval of c_b over the re
 pair occurs, none if it occurs in fewer than half of them. Evidence of a step (of its pair):
 
     none    the credit is 0 by construction on the group: one action observed at the anchor, or
-            every observed continuation from it (the anchors and boundaries it reaches on the
-            merged graph) has the same outcome: only z- or only z+ is reachable
+            no observed continuation from it (the anchors and boundaries it reaches on the
+            merged graph) reaches z+; the estimator's credit there is exactly 0. (An anchor from
+            which every continuation succeeds is not ``none``: with beta < 1 its actions differ
+            by how soon they succeed.) For a step-advantage signal (gigpo, shortest_path):
+            no path to z+ and the signal exactly 0 on every step of the pair
     sure    the interval excludes 0 (lo > 0 or hi < 0)
     unsure  otherwise (including a pair without an interval)
 
@@ -39,10 +42,34 @@ from crbc.estimators.credits import Credits
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process, merge
 
-METHODS = RS.METHODS
+#: interval methods: ``calibrated`` (the default for crbc's closure; docs/MATH.md section 10.1),
+#: ``range`` (the percentile range of rollout resamples: a resampling range, not a calibrated
+#: interval) and ``bayes`` (the percentile range of the Bayesian bootstrap of transitions)
+METHODS = ("calibrated", "range", "bayes")
+ALIASES = {"percentile": "range"}  #: the range's former name, still accepted
 EVIDENCE = ("sure", "unsure", "none")
 SNAP = 1e-12
-DEFAULT_B, DEFAULT_LEVEL, DEFAULT_METHOD = 200, 0.9, "percentile"
+DEFAULT_B, DEFAULT_LEVEL, DEFAULT_METHOD = 200, 0.9, "calibrated"
+
+
+def default_method(estimator: str, params: dict[str, Any] | None = None) -> str:
+    """``calibrated`` where it was fitted (crbc's closure, depth None), else ``range``."""
+    return "calibrated" if calibrated_applies(estimator, params or {}) else "range"
+
+
+def calibrated_applies(estimator: str, params: dict[str, Any]) -> bool:
+    return estimator == "crbc" and params.get("depth") is None
+
+
+def resolve_method(method: str | None, estimator: str, params: dict[str, Any]) -> str:
+    """The method to run: None gives :func:`default_method`; ``percentile`` is ``range``."""
+    m = default_method(estimator, params) if method is None else ALIASES.get(method, method)
+    if m not in METHODS:
+        raise ValueError(f"interval method must be one of {', '.join(METHODS)}, got {method!r}")
+    if m == "calibrated" and not calibrated_applies(estimator, params):
+        raise ValueError("the calibrated interval is fitted for crbc's closure (depth inf) only; "
+                         "use --interval range for this estimator")
+    return m
 MAX_CELLS = 4_000_000  #: resampled steps (B x steps) per batched call; larger batches are cut by groups
 
 
@@ -106,18 +133,18 @@ class CreditIntervals:
         return {"credit_interval": iv, "evidence": self.evidence_N[sl].tolist()}
 
 
-def check_args(n_resamples: int, level: float, method: str) -> None:
+def check_args(n_resamples: int, level: float, method: str | None) -> None:
     if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
         raise ValueError(f"the number of resamples B must be an integer >= 1, got {n_resamples!r}")
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
-    if method not in METHODS:
+    if method is not None and ALIASES.get(method, method) not in METHODS:
         raise ValueError(f"interval method must be one of {', '.join(METHODS)}, got {method!r}")
 
 
 def credit_intervals(groups: Sequence[RolloutGroup] | Process, estimator: str = "crbc",
                      n_resamples: int = DEFAULT_B, level: float = DEFAULT_LEVEL, seed: int | None = 0,
-                     method: str = DEFAULT_METHOD, **params: Any) -> CreditIntervals:
+                     method: str | None = None, **params: Any) -> CreditIntervals:
     """Intervals and evidence classes of ``estimator``'s step credits (module docstring).
 
     All B resamples of the groups are one batched computation per chunk of groups of at most
@@ -126,12 +153,17 @@ def credit_intervals(groups: Sequence[RolloutGroup] | Process, estimator: str = 
     ``groups``: rollout groups or a merged process; ``params``: the estimator's config fields;
     ``n_resamples`` B >= 1; ``level`` in (0, 1); ``seed``: each group's resamples come from its
     own numpy Generator seeded by (seed, crc32(group id)), so the same seed gives the same
-    intervals, whatever the other groups of the batch (None: fresh entropy); ``method`` ``percentile`` (rollouts resampled with replacement, the
-    contract) or ``bayes`` (Bayesian bootstrap of the observed transitions).
+    intervals, whatever the other groups of the batch (None: fresh entropy); ``method``:
+    ``calibrated`` (B posterior draws, :mod:`crbc.estimators.posterior`, then the fitted
+    interval of :mod:`crbc.estimators.calibration`; crbc's closure only), ``range`` (rollouts
+    resampled with replacement, the central percentile range; ``percentile`` is its former
+    name) or ``bayes`` (the percentile range of the Bayesian bootstrap of the observed
+    transitions); None: ``calibrated`` where it applies, else ``range``.
     """
     check_args(n_resamples, level, method)
     est = registry.get(estimator)
     cfg = est.config(**params)
+    method = resolve_method(method, estimator, dataclasses.asdict(cfg))
     p = groups if isinstance(groups, Process) else merge(groups)
     credits = est(p, cfg)
     kind = signal_of(estimator)
@@ -143,7 +175,15 @@ def credit_intervals(groups: Sequence[RolloutGroup] | Process, estimator: str = 
         parts = []
         for g0, g1 in RS.chunks(p, n_resamples, MAX_CELLS):
             sub = RS.group_range(p, g0, g1)
-            w_BN, chosen = RS.step_weights(sub, n_resamples, method, base)
+            if method == "calibrated":
+                from crbc.estimators import calibration as CAL
+                from crbc.estimators.posterior import posterior_draws
+
+                parts.append(posterior_draws(sub, n_resamples, base, cfg.beta, CAL.ALPHA, CAL.KAPPA,
+                                             CAL.ALPHA_PI))
+                continue
+            w_BN, chosen = RS.step_weights(sub, n_resamples, "percentile" if method == "range" else method,
+                                           base)
             parts.append(_samples(sub, est, cfg, kind, w_BN, chosen))
         samples = np.concatenate([c for c, _ in parts], axis=1)
         if parts[0][1] is not None:
@@ -179,7 +219,7 @@ def _samples(p: Process, est, cfg, kind: str, w_BN: np.ndarray, chosen: np.ndarr
         return _replicated(p, est, cfg, kind, chosen)
     fields = dataclasses.asdict(cfg)
     if kind != "step_advantage" or not {"mode", "epsilon"} <= set(fields):
-        raise ValueError(f"estimator {est.name!r} has no 'bayes' interval; use 'percentile'")
+        raise ValueError(f"estimator {est.name!r} has no 'bayes' interval; use 'range'")
     a_BN = RS.weighted_step_term(p, est(p, cfg).q_N, w_BN, fields["mode"], fields["epsilon"])
     w_BSA = RS.sums(p.step_sa, len(p.n_sa), w_BN)
     mean_BSA = RS.ratio(RS.sums(p.step_sa, len(p.n_sa), w_BN * a_BN), w_BSA)
@@ -205,20 +245,12 @@ def _replicated(p: Process, est, cfg, kind: str, chosen_BR: np.ndarray
 
 
 def structural_none(p: Process) -> np.ndarray:
-    """``none_SA``: the pair's credit is 0 by construction (module docstring): its anchor has one
-    observed action, or reaches only one of z+ / z- on the merged graph (numpy fixed point)."""
-    reach = []
-    for target in (p.z_plus, p.z_minus):
-        r_X = np.zeros(p.n_states + 2, dtype=bool)
-        r_X[target] = True
-        while True:
-            new_S = np.bincount(p.step_state, weights=r_X[p.step_next], minlength=p.n_states) > 0
-            if (new_S == r_X[:p.n_states]).all():
-                break
-            r_X[:p.n_states] = new_S
-        reach.append(r_X[:p.n_states])
-    none_S = (p.n_actions < 2) | ~(reach[0] & reach[1])
-    return none_S[p.sa_state]
+    """``none_SA`` of a credit (Q - V) signal: :func:`crbc.estimators.closure.zero_credit` (one
+    observed action at the anchor, or no observed path from it to z+; the estimator snaps the
+    credit of these pairs to exactly 0)."""
+    from crbc.estimators.closure import zero_credit
+
+    return zero_credit(p)
 
 
 def percentile_interval(samples_BSA: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -252,14 +284,27 @@ def summarise(credits: Credits, samples_BSA: np.ndarray, q_BSA: np.ndarray | Non
     """Intervals and evidence from the per-resample pair credits (shared by the fast path and
     any other way of producing ``samples_BSA``)."""
     p = credits.process
-    lo, hi, occurs = percentile_interval(samples_BSA, level)
+    if method == "calibrated":
+        from crbc.estimators.calibration import calibrated_interval
+
+        occurs = np.isfinite(samples_BSA).sum(axis=0)
+        g_SA = np.bincount(p.rollout_group, minlength=len(p.group_ids))[p.state_group[p.sa_state]]
+        lo, hi = calibrated_interval(credits.credit_SA, samples_BSA, credits.value_S[p.sa_state], level, g_SA)
+        q_BSA = None  # Q's spread over the draws is not a calibrated interval: none is shown
+    else:
+        lo, hi, occurs = percentile_interval(samples_BSA, level)
     if kind is None:
         none = np.ones(len(p.n_sa), dtype=bool)
         point = np.zeros(len(p.n_sa))
     else:
-        none = structural_none(p)
         x_N = credits.credit_N if kind == "credit" else credits.step_advantage_N
         point = np.bincount(p.step_sa, weights=x_N, minlength=len(p.n_sa)) / p.n_sa
+        none = structural_none(p)
+        if kind != "credit":  # a step advantage is 0 by construction only where it is 0 on every step
+            from crbc.estimators.closure import reaches_success
+
+            nonzero = np.bincount(p.step_sa, weights=(x_N != 0).astype(float), minlength=len(p.n_sa)) > 0
+            none = ~reaches_success(p)[p.sa_state] & ~nonzero
     ev = np.where(none, "none", np.where((lo > 0) | (hi < 0), "sure", "unsure"))
     q_lo = q_hi = None
     if q_BSA is not None:

@@ -171,6 +171,36 @@ def _solve_blocks(p: Process, beta: float, dense_G: np.ndarray) -> np.ndarray:
     return np.where(dense_S, sol[np.minimum(pos_S, len(sol) - 1)] if len(sol) else 0.0, 0.0)
 
 
+def reaches_success(p: Process) -> np.ndarray:
+    """``ok_S``: anchor s has an observed path to z+ on the merged graph (numpy fixed point of
+    ``ok(s) = any over the steps from s of [next is z+ or an ok anchor]``), shape (S,)."""
+    r_X = np.zeros(p.n_states + 2, dtype=bool)
+    r_X[p.z_plus] = True
+    while True:
+        new_S = np.bincount(p.step_state, weights=r_X[p.step_next], minlength=p.n_states) > 0
+        if (new_S == r_X[:p.n_states]).all():
+            return new_S
+        r_X[:p.n_states] = new_S
+
+
+def zero_credit(p: Process) -> np.ndarray:
+    """``zero_SA``: the pair's credit Q - V is 0 by construction for every member of the family:
+    its anchor has one observed action (V = Q), or no observed path from it reaches z+ (every
+    value downstream is 0, so V = Q = 0). An anchor from which every continuation succeeds is
+    not here: with beta < 1 its actions differ by how soon they succeed."""
+    return ((p.n_actions < 2) | ~reaches_success(p))[p.sa_state]
+
+
+def snap_zero(p: Process, v_S: np.ndarray, q_SA: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(V_S, Q_SA, A_SA)`` with the structural zeros made exact: V = Q = 0 where no path reaches
+    z+, A = 0 on :func:`zero_credit` pairs (a solve leaves float noise of ~1e-17 there)."""
+    dead_S = ~reaches_success(p)
+    v_S = np.where(dead_S, 0.0, v_S)
+    q_SA = np.where(dead_S[p.sa_state], 0.0, q_SA)
+    a_SA = np.where(zero_credit(p), 0.0, q_SA - v_S[p.sa_state])
+    return v_S, q_SA, a_SA
+
+
 def estimate(p: Process, beta: float, depth: int | None = None, method: str = "auto"
              ) -> tuple[np.ndarray, np.ndarray]:
     """``(V_S, Q_SA)`` of the CRBC family member of depth K (Eq. 10); ``None`` = the closure.

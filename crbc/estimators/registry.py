@@ -272,8 +272,7 @@ def grpo(p: Process, cfg: GRPOConfig) -> Credits:
 
 def _crbc_credits(name: str, p: Process, beta: float, depth: int | None, sigma_min: float,
                   w_group: float, w_step: float, group_norm: str, params: dict[str, Any]) -> Credits:
-    v_S, q_SA = C.estimate(p, beta, depth)
-    a_SA = q_SA - v_S[p.sa_state]
+    v_S, q_SA, a_SA = C.snap_zero(p, *C.estimate(p, beta, depth))  # structural zeros exact
     a_s_SA, sigma_S = C.normalise(p, a_SA, sigma_min)
     a_g_R = B.trajectory_advantage(p, group_norm)
     a_s_N = a_s_SA[p.step_sa]

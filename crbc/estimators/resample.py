@@ -144,9 +144,12 @@ def weighted_family(p: Process, w_BN: np.ndarray, beta: float, depth: int | None
     return v_BS, q_BSA, w_BSA
 
 
-def solve_weighted(p: Process, w_BN: np.ndarray, w_BS: np.ndarray, beta: float) -> np.ndarray:
+def solve_weighted(p: Process, w_BN: np.ndarray, w_BS: np.ndarray, beta: float,
+                   extra_BS: np.ndarray | None = None) -> np.ndarray:
     """``V_BS``: the closure of every weighted process, ``(I - beta M_b) V_b = b_b`` with
-    ``M_b(s,x) = sum_{steps s->x} w / W_b(s)`` and ``b_b(s) = beta W_b(s -> z+) / W_b(s)``.
+    ``M_b(s,x) = sum_{steps s->x} w / W_b(s)`` and ``b_b(s) = beta (W_b(s -> z+) + E_b(s)) / W_b(s)``;
+    ``extra_BS`` = E_b(s) (default 0) is the value mass of successors outside the graph (the
+    unseen successors of :mod:`crbc.estimators.posterior`, whose weight the caller adds to W_b(s)).
 
     One flat buffer holds the B x G blocks, resample-major, each group's block at the offset it
     has in every resample, so the blocks of one size are a (B, k, n, n) view of it: one
@@ -161,7 +164,10 @@ def solve_weighted(p: Process, w_BN: np.ndarray, w_BS: np.ndarray, beta: float) 
     inv_BS = ratio(np.ones_like(w_BS), w_BS)
     inner = p.step_next < n
     coef_BN = -beta * w_BN[:, inner] * inv_BS[:, p.step_state[inner]]
-    rhs_BS = beta * sums(p.step_state, n, w_BN * (p.step_next == p.z_plus)[None, :]) * inv_BS
+    rhs_BS = beta * sums(p.step_state, n, w_BN * (p.step_next == p.z_plus)[None, :])
+    if extra_BS is not None:
+        rhs_BS = rhs_BS + beta * extra_BS
+    rhs_BS = rhs_BS * inv_BS
     v_BS = np.zeros((n_b, n))
     s_in, x_in = p.step_state[inner], p.step_next[inner]
     dense_in = dense_G[g_S[s_in]]

@@ -139,7 +139,7 @@ def _shared_N(p: Process) -> np.ndarray:
 
 
 def review_iteration(groups: Sequence[RolloutGroup], estimators: Sequence[str] | None = None,
-                     interval_estimator: str = "crbc", n_resamples: int = 50, seed: int = 0,
+                     interval_estimator: str = "crbc", n_resamples: int = 200, seed: int = 0,
                      **params: Any) -> IterationReview:
     """:class:`IterationReview` of one iteration's groups (module docstring).
 

@@ -191,7 +191,7 @@ class AccuracyConfig:
     #: credit intervals (docs/MATH.md section 10, :mod:`crbc.truth.interval_accuracy`): B resamples
     #: per group (0: not scored), their methods and level
     intervals: int = 0
-    interval_methods: tuple[str, ...] = ("percentile", "bayes")
+    interval_methods: tuple[str, ...] = ("calibrated", "range")
     interval_level: float = 0.9
 
     def __post_init__(self):

@@ -88,6 +88,8 @@ def interval_rows(groups: Sequence[RolloutGroup], a_N: np.ndarray, G: int, cfg: 
     rows, per_level = [], {}
     for name in interval_estimators(cfg.estimators):
         for method in cfg.interval_methods:
+            if method == "calibrated" and name != "crbc":  # fitted for crbc's closure only
+                continue
             label = f"{name} [{method}]"
             scores = score_intervals(groups, a_N, name, cfg.intervals, cfg.interval_level, method,
                                      cfg.rng_seed)

@@ -20,8 +20,8 @@ def step_rows(credits: Mapping[str, Credits], n: int, evidence: Mapping[str, np.
               truth_N: np.ndarray | None = None) -> list[dict[str, str]]:
     """One row per estimator for step ``n`` (an index into the process's steps, 0 <= n <
     ``n_steps``): its A_S, A_final and Q − V (— where the estimator has no value function) and,
-    when ``evidence`` has the estimator, the step's evidence ("sure": the 90 % interval of its
-    credit excludes 0). With ``truth_N`` (the exact A_t per step) a last row "truth" carries A_t
+    when ``evidence`` has the estimator, the step's evidence ("sure": the step's interval at
+    the default level excludes 0). With ``truth_N`` (the exact A_t per step) a last row "truth" carries A_t
     in the Q − V column, the scale it shares."""
     evidence = evidence or {}
     rows = []
