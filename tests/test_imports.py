@@ -113,6 +113,7 @@ LAYERS = [
     {"errors", "actions"},
     {"io"},
     {"process"},
+    {"sandbox"},
     {"estimators"},
     {"envs"},
     {"policy"},
