@@ -122,6 +122,7 @@ LAYERS = [
     {"errors", "actions"},
     {"io"},
     {"process"},
+    {"sandbox"},
     {"estimators"},
     {"envs"},
     {"policy"},

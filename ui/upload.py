@@ -1,10 +1,12 @@
 """The sidebar's upload: crbc.rollout/1 files and the importers' inputs (step tables, other trainers' dumps).
 
 :func:`upload_source` draws the format choice, the file uploader, the anchor regex and the
-success threshold, reads the files all or nothing (``crbc.io.importers.read_uploads``; a
-``crbc.rollout/1`` file through :func:`ui.state.load_upload`) and returns
-``(Source | None, error | None)``. A refused upload's message names the file, row and column
-(``crbc.FormatError``), never a traceback. An import with several iterations keeps them all in
+success threshold, reads the files all or nothing and returns ``(Source | None, error | None)``.
+The read (``crbc.io.importers.read_uploads``, or the ``crbc.rollout/1`` reader), the anchor key
+and the merge statistics run in a worker process with a time and memory limit and the studio's
+decoded-size budget (:mod:`crbc.sandbox.upload`), with progress and a Cancel in the sidebar, so one
+upload never stalls the other sessions. A refused upload's message names the file, row and
+column (``crbc.FormatError``) or the budget, never a traceback. An import with several iterations keeps them all in
 the session (``_crbc_imported``: key, label, {iteration: groups}) for the Training runs page; the
 sidebar serves the chosen iteration. :func:`merge_line` is the line under the data source.
 """
@@ -12,14 +14,13 @@ sidebar serves the chosen iteration. :func:`merge_line` is the line under the da
 from __future__ import annotations
 
 import hashlib
-import re
 
 import streamlit as st
 
-from crbc.errors import FormatError
-from crbc.io.anchor_keys import AnchorKeyError, rekey
-from crbc.process import merge_stats
-from ui import state
+from crbc.io import budgets
+from crbc.io.anchor_keys import RegexError, compile_regex
+from crbc.process import MergeStats, merge_stats
+from crbc.sandbox import upload as worker
 from ui.state import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, Source
 
 #: format key -> (label, file types, importer source or None for crbc.rollout/1)
@@ -33,39 +34,57 @@ FORMATS = {
 NOTHING_MERGED = 0.01  # below this share of steps at shared anchors, the key merges nothing
 
 
-@st.cache_resource(show_spinner="Reading the upload...", max_entries=8)
-def _imported(key: str, source: str, _files: dict[str, bytes], regex: str | None,
-              threshold: float | None) -> dict:
-    from crbc.io.importers import read_uploads
+READ_LIMITS = worker.Limits(seconds=60.0, memory_bytes=1500 * budgets.MB, budget=budgets.STUDIO)
 
-    return read_uploads(source, _files, anchor=regex, success_threshold=threshold)
+
+def _in_worker(source: str | None, files: dict[str, bytes], regex: str | None,
+               threshold: float | None) -> worker.ReadResult:
+    """Read, key and merge the files in a worker process (crbc.sandbox.upload: time and memory
+    limits, the studio's decoded-size budget) while the sidebar shows progress and a Cancel.
+    Cancel (or leaving the page) reruns the script, which kills the worker in ``finally``."""
+    shown = ", ".join(files) if len(files) <= 2 else f"{len(files)} files"
+    box = st.sidebar.container()
+    if box.button("Cancel reading", key="upload_cancel", icon=":material/cancel:"):
+        return worker.ReadResult(error=f"{shown}: reading cancelled; nothing was loaded")
+    bar = box.progress(0.0, text=f"Reading {shown}...")
+    job = worker.start_read(source, files, regex, threshold, READ_LIMITS)
+    try:
+        while not job.poll(0.25):
+            p = job.progress
+            bar.progress(min(job.elapsed / READ_LIMITS.seconds, 1.0),
+                         text=f"Reading {shown}: {p.get('rows', 0):,} rows, {budgets.mb(p.get('bytes', 0))} "
+                              f"decoded ({job.elapsed:.0f} s of at most {READ_LIMITS.seconds:.0f} s)")
+        return job.result()
+    finally:
+        job.cancel()
+        box.empty()
 
 
 def _read(kind: str, files: dict[str, bytes], regex: str | None, threshold: float | None,
           key: str) -> tuple[dict | None, str | None]:
-    """``({iteration: groups}, None)`` or ``(None, message)``; nothing is half-loaded."""
+    """``({iteration: groups}, None)`` or ``(None, message)``; nothing is half-loaded. The result
+    is kept in this session only (``_crbc_upload_read``: key, groups, merge statistics), never
+    in a cache that every session shares."""
+    held = st.session_state.get("_crbc_upload_read")
+    if held is not None and held[0] == key:
+        return held[1], None
     total = sum(len(d) for d in files.values())
     if total > MAX_UPLOAD_BYTES:
-        return None, (f"{', '.join(files)}: {total / 2**20:.1f} MB in all; the limit is "
+        return None, (f"{', '.join(files)}: {budgets.mb(total)} in all; the limit is "
                       f"{MAX_UPLOAD_MB} MB. Split the upload.")
     if regex:
         try:
-            re.compile(regex)
-        except re.error as e:
-            return None, f"anchor regex {regex!r}: not a regular expression ({e})"
-    source = FORMATS[kind][2]
+            compile_regex(regex)
+        except RegexError as e:
+            return None, str(e)
     try:
-        if source is None:
-            out: dict = {}
-            for name, data in files.items():
-                groups, err = state.load_upload(name, data)
-                if err:
-                    return None, err
-                out.setdefault(None, []).extend(rekey(groups, regex or None))
-            return out, None
-        return _imported(key, source, files, regex or None, threshold), None
-    except (FormatError, AnchorKeyError, ValueError, OSError) as e:
-        return None, str(e)
+        res = _in_worker(FORMATS[kind][2], files, regex or None, threshold)
+    except Exception as e:  # noqa: BLE001 (never a traceback on the page: one line, no paths)
+        return None, f"{', '.join(files)}: could not be read ({type(e).__name__}); nothing was loaded"
+    if res.error:
+        return None, res.error
+    st.session_state["_crbc_upload_read"] = (key, res.groups, res.stats)
+    return res.groups, None
 
 
 def upload_source() -> tuple[Source | None, str | None]:
@@ -92,6 +111,7 @@ def upload_source() -> tuple[Source | None, str | None]:
                                     disabled=not use_thr) if source is not None else None
     if not ups:
         st.session_state.pop("_crbc_imported", None)
+        st.session_state.pop("_crbc_upload_read", None)
         sb.caption("crbc.rollout/1: one JSON object per line (group, steps, success). Step tables "
                    "and dumps: see docs/FORMATS.md.")
         return None, None
@@ -102,6 +122,7 @@ def upload_source() -> tuple[Source | None, str | None]:
     imported, err = _read(kind, files, regex, thr, key)
     if err:
         st.session_state.pop("_crbc_imported", None)
+        st.session_state.pop("_crbc_upload_read", None)
         return None, err
     its = sorted(imported, key=lambda i: (i is None, i if i is not None else 0))
     shown = ", ".join(files) if len(files) <= 2 else f"{len(files)} files"
@@ -126,7 +147,13 @@ def _stats(key: str, _groups: tuple):
 
 def merge_line(src: Source) -> None:
     """Under the data source: how well the anchor key merges, and a warning when it merges nothing."""
-    ms = _stats(src.key, src.groups)
+    held = st.session_state.get("_crbc_upload_read")
+    base, _, it = src.key.rpartition("#")
+    if held is not None and held[0] == base and held[2]:  # computed by the upload's worker
+        stat = held[2].get(None if it == "None" else int(it)) if it else None
+        ms = MergeStats(*stat) if stat else _stats(src.key, src.groups)
+    else:
+        ms = _stats(src.key, src.groups)
     st.sidebar.caption(f"anchors: {ms.n_anchors}, steps at anchors shared by ≥ 2 rollouts: "
                        f"{ms.shared_step_share:.0%}")
     if ms.n_steps and ms.shared_step_share < NOTHING_MERGED:
