@@ -34,12 +34,14 @@ run: $(VENV)/.runtime-stamp
 test: $(VENV)/.dev-stamp
 	$(PY) -m pytest -q
 
-# the quick loop while editing: everything but the tests marked slow (training, long runs)
+# the quick loop while editing: everything but the tests marked slow (training, long runs) and
+# the browser tests (headless Chromium)
 test-fast: $(VENV)/.dev-stamp
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow and not browser"
 
+# every Python file of the repo (ruff finds them; .venv and generated folders are excluded)
 lint: $(VENV)/.dev-stamp
-	$(PY) -m ruff check crbc tests pages app.py benchmarks
+	$(PY) -m ruff check .
 
 bench: $(VENV)/.runtime-stamp
 	$(PY) -m crbc bench

@@ -3,7 +3,7 @@
 In headless Debian Chromium against ``streamlit run app.py`` on 127.0.0.1:
 
 - ``pages``: for each page, from navigation to *page ready* (its title shown, the script's run
-  marker on the page, nothing stale, every plotly chart and the pyvis graph drawn;
+  marker on the page, nothing stale, every SVG view and the anchor graph drawn;
   devtools.apprunner.READY):
   ``cold`` = the first visit of that page on a fresh server (its caches empty; pages visited in
   the order listed, so the first one also pays what the server's import thread has not finished),
@@ -11,7 +11,7 @@ In headless Debian Chromium against ``streamlit run app.py`` on 127.0.0.1:
   ``warm`` = what a user clicking through the open app sees: the median of ``--repeats`` visits
   by the sidebar's navigation within one browser session that has shown the page once before;
   ``fresh_session`` = the median of ``--repeats`` visits each in a new browser session (a new
-  tab: the browser loads and compiles Streamlit's and plotly's JavaScript again, about 1.3 s for
+  tab: the browser loads and compiles Streamlit's JavaScript again, about 1.3 s for
   an empty Streamlit page on this machine); ``script_ms`` = the script's own time on the
   server for the warm visits (app.py writes it into the page), so ready - script = transport
   and drawing in the browser;
@@ -44,132 +44,22 @@ import threading
 import time
 from pathlib import Path
 
-from devtools.apprunner import (
-    GRAPH_COLORS,
-    READY,
-    RUN_NO,
-    RequestLog,
-    drag_slider,
-    launch,
-    running_app,
-    wait_plotly,
+from benchmarks.bench_browser import (
+    DEPTH_KEYS,
+    PAGES,
+    TIMEOUT,
+    after,
+    depth_key,
+    new_context,
+    visit,
+    warm_navigation,
 )
-
-PAGES = [  # (url path, title the page's h1 starts with); Rollouts is the default page, at "/"
-    ("", "Rollouts"), ("lesson", "Lesson"), ("graph", "Anchor graph"),
-    ("backups", "Bellman backups"), ("credits", "Step credits"), ("inspector", "Anchor inspector"),
-    ("disagreements", "Disagreements"), ("runs", "Training runs"),
-]
-NAV_LABELS = {  # url path -> its link text in the sidebar's navigation (app.PAGES)
-    "": "Rollouts", "lesson": "Lesson", "graph": "Anchor graph", "backups": "Bellman backups",
-    "credits": "Step credits", "inspector": "Inspector", "disagreements": "Disagreements",
-    "runs": "Training runs",
-}
-SCRIPT_MS = "() => { const m = document.querySelector('.crbc-run[data-script-ms]'); return m ? +m.dataset.scriptMs : null; }"
-TIMEOUT = 120_000
-WHY_NOT_READY = """(title) => {
-  const main = document.querySelector('[data-testid=stMain]');
-  if (!main) return 'no main';
-  const h1 = main.querySelector('h1');
-  const why = [];
-  if (!h1 || !h1.textContent.startsWith(title)) why.push('h1=' + (h1 ? h1.textContent.slice(0, 60) : null));
-  if (document.querySelector('[data-testid=stStatusWidgetRunningIcon], [data-testid=stStatusWidgetRunningManIcon]'))
-    why.push('running');
-  if (main.querySelector('[data-stale=true]')) why.push('stale element');
-  if (main.querySelector('[data-testid=stSkeleton]')) why.push('skeleton');
-  let i = 0;
-  for (const gd of main.querySelectorAll('.js-plotly-plot')) {
-    if (!gd._fullLayout || !gd.querySelector('.main-svg')) why.push('plotly chart ' + i + ' not drawn');
-    i++;
-  }
-  for (const c of main.querySelectorAll('.stBidiComponent'))
-    if (!c.querySelector('.crbc-svg-view > svg')) why.push('an SVG view not drawn');
-  for (const f of main.querySelectorAll('iframe')) {
-    let d = null;
-    try { d = f.contentDocument; } catch (e) { continue; }
-    if (!d || !d.body) { why.push('iframe without body'); continue; }
-    if (d.querySelector('#mynetwork') && d.body.getAttribute('data-graph-ready') !== '1') why.push('pyvis not ready');
-  }
-  const err = main.querySelector('[data-testid=stException], [data-testid=stAlertContentError]');
-  if (err) why.push('error: ' + err.textContent.slice(0, 200));
-  return why.join('; ') || 'ready now';
-}"""
-
-
-def _ctx(browser):
-    return browser.new_context(viewport={"width": 1400, "height": 1000})
-
-
-def visit(browser, base: str, slug: str, title: str) -> tuple[float, float | None]:
-    """Seconds to page ready in a fresh browser session, and the script's server time (ms)."""
-    ctx = _ctx(browser)
-    pg = ctx.new_page()
-    t = time.perf_counter()
-    pg.goto(f"{base}/{slug}")
-    pg.wait_for_selector(".crbc-run", state="attached", timeout=TIMEOUT)
-    pg.wait_for_function(READY, arg=title, timeout=TIMEOUT)
-    dt = time.perf_counter() - t
-    ms = pg.evaluate(SCRIPT_MS)
-    ctx.close()
-    return dt, ms
-
-
-def navigate(pg, slug: str, title: str) -> tuple[float, float | None]:
-    """Seconds from a click on the page's sidebar link to page ready (a new run marker), within
-    the session of ``pg``; and the script's server time (ms)."""
-    before = pg.evaluate(RUN_NO)
-    t = time.perf_counter()
-    pg.locator("[data-testid=stSidebarNavLink]", has_text=NAV_LABELS[slug]).first.click()
-    try:
-        pg.wait_for_function(f"() => ({RUN_NO})() > {before}", timeout=TIMEOUT)
-        pg.wait_for_function(READY, arg=title, timeout=TIMEOUT)
-    except Exception as e:  # say which page and what on it is not ready, then fail
-        raise RuntimeError(f"page {slug or 'rollouts'!r} never ready: {pg.evaluate(WHY_NOT_READY, title)}") from e
-    return time.perf_counter() - t, pg.evaluate(SCRIPT_MS)
-
-
-def warm_navigation(browser, base: str, repeats: int, query: str = "") -> dict[str, list[tuple[float, float | None]]]:
-    """Every page by the sidebar in one session: a first round (not timed) so each page has been
-    seen, then ``repeats`` timed rounds. ``query`` (e.g. ``?sample=x.jsonl``) opens the session."""
-    ctx = _ctx(browser)
-    pg = ctx.new_page()
-    pg.goto(f"{base}/{PAGES[0][0]}{query}")
-    pg.wait_for_selector(".crbc-run", state="attached", timeout=TIMEOUT)
-    pg.wait_for_function(READY, arg=PAGES[0][1], timeout=TIMEOUT)
-    out: dict[str, list[tuple[float, float | None]]] = {slug: [] for slug, _ in PAGES}
-    for rnd in range(repeats + 1):
-        for slug, title in PAGES:
-            r = navigate(pg, slug, title)
-            if rnd:
-                out[slug].append(r)
-    ctx.close()
-    return out
-
-
-#: keys pressed on the Inspector's depth slider (0, 1, ..., 64, inf): K = 0, 1, 2, the closure, 0
-DEPTH_KEYS = ["Home", "ArrowRight", "ArrowRight", "End", "Home"]
-
-
-def depth_key(pg, key: str) -> None:
-    """Press ``key`` on the Inspector's depth slider (focused first)."""
-    pg.locator(".st-key-inspect_K input[type=range], .st-key-inspect_K [role=slider]").first.focus()
-    pg.keyboard.press(key)
-
-
-def after(pg, title: str, action, marker: bool = True) -> float:
-    """Milliseconds from ``action()`` to the page ready again after a new run."""
-    before = pg.evaluate(RUN_NO)
-    t = time.perf_counter()
-    action()
-    if marker:
-        pg.wait_for_function(f"() => ({RUN_NO})() > {before}", timeout=TIMEOUT)
-    pg.wait_for_function(READY, arg=title, timeout=TIMEOUT)
-    return (time.perf_counter() - t) * 1000
+from devtools.apprunner import GRAPH_COLORS, READY, RequestLog, drag_slider, launch, running_app
 
 
 def interactions(browser, base: str, repeats: int) -> dict:
     out: dict[str, list[float]] = {}
-    ctx = _ctx(browser)
+    ctx = new_context(browser)
     pg = ctx.new_page()
     pg.set_default_timeout(TIMEOUT)
 
@@ -193,13 +83,11 @@ def interactions(browser, base: str, repeats: int) -> dict:
         rec("lesson_flip_button", lambda: after(pg, "Lesson", lambda: pg.locator(".st-key-lesson_flip button").click()))
     for _ in range(repeats):
         def chip():
-            xy = pg.evaluate("""() => {
-              const gd = document.querySelector('[class*=st-key-lesson_graph_] .js-plotly-plot');
-              gd.scrollIntoView({block: 'center'});  // a click outside the viewport hits nothing
-              const i = gd.data.findIndex(d => d.name === 'outcomes');
-              const L = gd._fullLayout, r = gd.getBoundingClientRect();
-              return [r.left + L.xaxis._offset + L.xaxis.d2p(gd.data[i].x[0]),
-                      r.top + L.yaxis._offset + L.yaxis.d2p(gd.data[i].y[0])];
+            xy = pg.evaluate("""() => {  // the first rollout's outcome chip (crbc.viz.graph_svg)
+              const chip = document.querySelector('[class*=st-key-lesson_graph_] [data-pick^="outcome:"]');
+              chip.scrollIntoView({block: 'center'});  // a click outside the viewport hits nothing
+              const r = chip.getBoundingClientRect();
+              return [r.left + r.width / 2, r.top + r.height / 2];
             }""")
             pg.mouse.click(xy[0], xy[1])
         rec("lesson_graph_chip_flip", lambda: after(pg, "Lesson", chip))
@@ -224,7 +112,7 @@ def interactions(browser, base: str, repeats: int) -> dict:
     # Bellman backups: the depth slider (a fragment: wait for the graph's colours to change)
     pg.goto(f"{base}/backups")
     pg.wait_for_function(READY, arg="Bellman backups", timeout=TIMEOUT)
-    wait_plotly(pg)
+    pg.wait_for_function(GRAPH_COLORS, timeout=TIMEOUT)  # the graph's SVG is drawn
     for f in [0.5, 0.2, 0.8, 0.35, 0.65][:max(repeats, 2)]:
         def slide(f=f) -> float:
             before = pg.evaluate(GRAPH_COLORS)

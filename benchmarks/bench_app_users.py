@@ -3,7 +3,7 @@
 The four files of devtools/user_like.py (ALFWorld-like, WebShop-like, a 16 x 50 group with 150+
 anchors, 64 groups) are served as the samples folder (``CRBC_SAMPLES_DIR``). Per file: in-session
 navigation to every page (median and maximum over ``--repeats``, and the script's server time),
-a deep link to every page in a fresh browser context (cold caches: Streamlit's and plotly's
+a deep link to every page in a fresh browser context (cold caches: Streamlit's
 JavaScript fetched and compiled again) and in a new tab of a browser that has shown the studio
 before (its caches warm, a new Streamlit session: a shared link opened by someone who uses the
 studio), the interactions of issue 23, and the two
@@ -15,21 +15,10 @@ from __future__ import annotations
 
 import os
 import statistics
-import time
 from pathlib import Path
 
-from benchmarks.bench_app import (
-    DEPTH_KEYS,
-    PAGES,
-    READY,
-    TIMEOUT,
-    _ctx,
-    after,
-    depth_key,
-    visit,
-    warm_navigation,
-)
-from devtools.apprunner import drag_slider, launch, running_app
+from benchmarks import bench_browser as B
+from devtools.apprunner import READY, drag_slider, launch, running_app
 
 
 def _median_ms(runs: list[tuple[float, float | None]]) -> float | None:
@@ -63,7 +52,7 @@ def _from_release(pg, fraction: float) -> float:
     pg.mouse.move(tb["x"] + tb["width"] / 2, tb["y"] + tb["height"] / 2)
     pg.mouse.down()
     pg.mouse.move(box["x"] + box["width"] * fraction, tb["y"] + tb["height"] / 2, steps=8)
-    return after(pg, "Rollouts", pg.mouse.up)
+    return B.after(pg, "Rollouts", pg.mouse.up)
 
 
 SLIDER = ".st-key-step input[type=range], .st-key-step [role=slider]"
@@ -82,7 +71,7 @@ def _to_first_step(pg) -> None:
     def home() -> None:
         s.focus()
         pg.keyboard.press("Home")
-    after(pg, "Rollouts", home)
+    B.after(pg, "Rollouts", home)
 
 
 def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
@@ -91,9 +80,9 @@ def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
     the thumb's release, and one step by the arrow key), click a rollout's row, change
     the Inspector's depth, click a Step credits heatmap cell (opens the Inspector). Median and
     maximum over ``repeats``; a failure is reported, not fatal."""
-    ctx = _ctx(browser)
+    ctx = B.new_context(browser)
     pg = ctx.new_page()
-    pg.set_default_timeout(TIMEOUT)
+    pg.set_default_timeout(B.TIMEOUT)
     out: dict[str, list[float]] = {}
     failures: dict[str, str] = {}
 
@@ -107,8 +96,8 @@ def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
 
     def goto(slug: str, title: str) -> None:
         pg.goto(f"{base}/{slug}{query}")
-        pg.wait_for_selector(".crbc-run", state="attached", timeout=TIMEOUT)
-        pg.wait_for_function(READY, arg=title, timeout=TIMEOUT)
+        pg.wait_for_selector(".crbc-run", state="attached", timeout=B.TIMEOUT)
+        pg.wait_for_function(READY, arg=title, timeout=B.TIMEOUT)
 
     goto("", "Rollouts")
     n_rows = 0  # the group's rollouts: one row key per rollout (a key may hold two buttons)
@@ -117,10 +106,10 @@ def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
     lengths = [int(x) for x in pg.evaluate(ROW_LENGTHS)]  # the rows' length column
     if n_rows and len(lengths) == n_rows:  # scrub the longest rollout (a 1-step one has no slider)
         k = lengths.index(max(lengths))
-        after(pg, "Rollouts", lambda: pg.locator(f".st-key-rollouts_row_{k} button").first.click())
+        B.after(pg, "Rollouts", lambda: pg.locator(f".st-key-rollouts_row_{k} button").first.click())
     for f in [0.6, 0.2, 0.9, 0.4, 0.7][:max(repeats, 2)]:
         _to_first_step(pg)
-        rec("rollouts_step_scrub", lambda f=f: after(pg, "Rollouts", lambda: drag_slider(pg, ".st-key-step", f)))
+        rec("rollouts_step_scrub", lambda f=f: B.after(pg, "Rollouts", lambda: drag_slider(pg, ".st-key-step", f)))
     for f in [0.3, 0.8, 0.5, 0.2, 0.6][:max(repeats, 2)]:  # the same, timed from the mouse's release
         _to_first_step(pg)
         rec("rollouts_step_scrub_from_release", lambda f=f: _from_release(pg, f))
@@ -130,7 +119,7 @@ def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
         def key() -> None:
             pg.locator(SLIDER).first.focus()
             pg.keyboard.press("ArrowRight")
-        rec("rollouts_step_arrow_key", lambda key=key: after(pg, "Rollouts", key))
+        rec("rollouts_step_arrow_key", lambda key=key: B.after(pg, "Rollouts", key))
     rows = [r for r in [2, 4, 1, 3, 0] if not n_rows or r < n_rows]  # the group's own rollouts
     for row in rows[:max(repeats, 2)]:
         def click_row(row=row) -> None:
@@ -139,25 +128,25 @@ def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
                 btn.first.click()
             else:  # more than 24 rollouts: the data grid (first column of the row)
                 pg.locator("[data-testid=stDataFrame] canvas").first.click(position={"x": 30, "y": 36 + 35 * row})
-        rec("rollouts_row_click", lambda click_row=click_row: after(pg, "Rollouts", click_row))
+        rec("rollouts_row_click", lambda click_row=click_row: B.after(pg, "Rollouts", click_row))
     goto("inspector", "Anchor inspector")
-    for key in DEPTH_KEYS[:max(repeats, 2) + 1]:  # one key on the depth slider: 0, 1, 2, inf, 0
-        rec("inspector_depth_change", lambda key=key: after(pg, "Anchor inspector", lambda: depth_key(pg, key)))
+    for key in B.DEPTH_KEYS[:max(repeats, 2) + 1]:  # one key on the depth slider: 0, 1, 2, inf, 0
+        rec("inspector_depth_change", lambda key=key: B.after(pg, "Anchor inspector", lambda: B.depth_key(pg, key)))
     goto("credits", "Step credits")
     pg.wait_for_function(f"() => ({READY})('Step credits') && document.querySelector('.st-key-heat_credits [data-pick]')")
     for step in [1, 3, 2, 4, 5][:max(repeats, 2)]:
         def cell(step=step) -> float:  # the step panel under the heatmaps (a fragment rerun)
             xy = pg.evaluate(CELL_XY, step)
-            return after(pg, "Step credits", lambda: pg.mouse.click(xy[0], xy[1]))
+            return B.after(pg, "Step credits", lambda: pg.mouse.click(xy[0], xy[1]))
         rec("credits_cell_click", cell)
     for _ in range(max(repeats, 2)):
         def to_inspector() -> float:  # the panel's button: a page change
             goto("credits", "Step credits")
             if not pg.locator(".st-key-credits_open_inspector button").count():
                 xy = pg.evaluate(CELL_XY, 1)
-                after(pg, "Step credits", lambda: pg.mouse.click(xy[0], xy[1]))
+                B.after(pg, "Step credits", lambda: pg.mouse.click(xy[0], xy[1]))
             btn = pg.locator(".st-key-credits_open_inspector button").first
-            return after(pg, "Anchor inspector", btn.click)
+            return B.after(pg, "Anchor inspector", btn.click)
         rec("credits_step_to_inspector", to_inspector)
     ctx.close()
     res: dict = {k: {"median_ms": round(statistics.median(v), 1), "max_ms": max(v), "all_ms": v}
@@ -165,19 +154,6 @@ def user_interactions(browser, base: str, query: str, repeats: int) -> dict:
     if failures:
         res["failed"] = failures
     return res
-
-
-def new_tab(ctx, base: str, path: str, title: str) -> float:
-    """Seconds to page ready for ``path`` opened in a new tab of browser context ``ctx`` (its
-    HTTP and code caches as they are; a new Streamlit session)."""
-    pg = ctx.new_page()
-    t = time.perf_counter()
-    pg.goto(f"{base}/{path}")
-    pg.wait_for_selector(".crbc-run", state="attached", timeout=TIMEOUT)
-    pg.wait_for_function(READY, arg=title, timeout=TIMEOUT)
-    dt = time.perf_counter() - t
-    pg.close()
-    return dt
 
 
 def user_data(repeats: int, only: list[str] | None = None, interact: bool = True) -> dict:
@@ -202,17 +178,17 @@ def user_data(repeats: int, only: list[str] | None = None, interact: bool = True
                     continue
                 q = f"?sample={path.name}"
                 try:
-                    nav = warm_navigation(b, base, repeats, q)
+                    nav = B.warm_navigation(b, base, repeats, q)
                 except Exception as e:  # noqa: BLE001 - report the page that never became ready
                     out["files"][name] = {"failed": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"}
                     continue
-                deep = {slug or "rollouts": visit(b, base, f"{slug}{q}", title)[0] for slug, title in PAGES}
-                warm_ctx = _ctx(b)  # a browser that has shown every page once (not timed)
-                for slug, title in PAGES:
-                    new_tab(warm_ctx, base, f"{slug}{q}", title)
-                tab = {slug or "rollouts": statistics.median(new_tab(warm_ctx, base, f"{slug}{q}", title)
+                deep = {slug or "rollouts": B.visit(b, base, f"{slug}{q}", title)[0] for slug, title in B.PAGES}
+                warm_ctx = B.new_context(b)  # a browser that has shown every page once (not timed)
+                for slug, title in B.PAGES:
+                    B.new_tab(warm_ctx, base, f"{slug}{q}", title)
+                tab = {slug or "rollouts": statistics.median(B.new_tab(warm_ctx, base, f"{slug}{q}", title)
                                                              for _ in range(max(repeats, 1)))
-                       for slug, title in PAGES}
+                       for slug, title in B.PAGES}
                 warm_ctx.close()
                 out["files"][name] = {
                     (slug or "rollouts"): {"in_session_median_s": round(statistics.median(r[0] for r in runs), 3),
@@ -228,7 +204,7 @@ def user_data(repeats: int, only: list[str] | None = None, interact: bool = True
                     slug, title, extra = heavy
                     try:
                         out["files"][name][f"{slug}?{extra}"] = {
-                            f"visit_{i + 1}_s": round(visit(b, base, f"{slug}{q}&{extra}", title)[0], 3)
+                            f"visit_{i + 1}_s": round(B.visit(b, base, f"{slug}{q}&{extra}", title)[0], 3)
                             for i in range(2)}
                     except Exception as e:  # noqa: BLE001
                         out["files"][name][f"{slug}?{extra}"] = {"failed": str(e).splitlines()[0][:300]}

@@ -6,8 +6,12 @@
 recorder: one DataProto of G groups x n rollouts x T steps (observations of 300-800 characters
 drawn from a pool of 60 per group, so rollouts of a group share states, as ALFWorld's do;
 advantages (B, 256) over a response mask), put through ``add_step_index``, copies and a
-reorder, then ``RunRecorder.record`` timed per format (best of ``--repeat``), and the time to
-open that iteration again (``read_run(...).rollouts``).
+reorder, then ``RunRecorder.record`` timed per format (best of ``--repeat``; it includes the
+credit health it returns for the trainer's logger: ``crbc.health.iteration_health`` with crbc
+and gigpo, and ``--bootstrap`` resamples for ``sure_share``), the health alone on the same batch,
+and the time to open that iteration again (``read_run(...).rollouts``). Wall and CPU seconds
+(``time.process_time``: on a shared machine, CPU time says what the work costs, wall time what
+the load made of it).
 storage: a few iterations of ``--store-rows`` step rows with 500-character observations,
 written as ``iter-NNNN.jsonl.gz`` (the gzip of the JSON Lines file, level 6) and as
 ``iter-NNNN.parquet``: bytes, write time, time to open one iteration (``Run.rollouts``),
@@ -30,7 +34,10 @@ import numpy as np
 import torch
 from verl import DataProto
 
+from crbc.health import iteration_health
 from crbc.integrations import verl as V
+from crbc.integrations.recorder import batch_steps
+from crbc.integrations.trainer_metrics import steps_process
 from crbc.io.rollouts import Rollout, RolloutGroup, Step, dumps_rollout
 from crbc.io.runs import read_run
 
@@ -90,21 +97,33 @@ def bench_recorder(args, rng) -> dict:
     data = data_proto(trajectories(args.groups, args.group_size, args.steps, rng), rng)
     out = {"rows": len(data)}
     for fmt in ("jsonl", "parquet"):
-        times, opens = [], []
+        times, cpus, opens = [], [], []
         for _ in range(args.repeat):
             tmp = Path(tempfile.mkdtemp())
-            rec = V.RunRecorder(tmp / "run", {"env": "alfworld-like"}, format=fmt)
-            t0 = time.perf_counter()
-            path = rec.record(data, 0, {"actor/loss": np.float32(0.1)})
+            rec = V.RunRecorder(tmp / "run", {"env": "alfworld-like"}, format=fmt, bootstrap=args.bootstrap)
+            t0, c0 = time.perf_counter(), time.process_time()
+            health = rec.record(data, 0, {"actor/loss": np.float32(0.1)})
             times.append(time.perf_counter() - t0)
-            size = path.stat().st_size
+            cpus.append(time.process_time() - c0)
+            size = rec.last_path.stat().st_size
             t0 = time.perf_counter()
             groups = read_run(tmp / "run").rollouts(0)
             opens.append(time.perf_counter() - t0)
             shutil.rmtree(tmp)
         assert sum(len(g) for g in groups) == args.groups * args.group_size
-        out[fmt] = {"record_seconds": round(min(times), 3), "file_bytes": size,
+        out[fmt] = {"record_seconds": round(min(times), 3), "record_cpu_seconds": round(min(cpus), 3),
+                    "file_bytes": size,
                     "open_iteration_seconds": round(min(opens), 3)}
+    out["health"] = {k: round(v, 4) for k, v in health.items()}
+    st = batch_steps(data)
+    times, cpus = [], []
+    for _ in range(args.repeat):
+        t0, c0 = time.perf_counter(), time.process_time()
+        iteration_health(steps_process(st), st.advantage, bootstrap=args.bootstrap)
+        times.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    out["health_alone_seconds"] = round(min(times), 3)
+    out["health_alone_cpu_seconds"] = round(min(cpus), 3)
     return out
 
 
@@ -155,6 +174,7 @@ def main() -> None:
     p.add_argument("--store-rows", type=int, default=6400)
     p.add_argument("--store-iterations", type=int, default=3)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--bootstrap", type=int, default=0, help="resamples for crbc/sure_share (0: none)")
     p.add_argument("--only", choices=("recorder", "storage"))
     args = p.parse_args()
     rng = np.random.default_rng(0)

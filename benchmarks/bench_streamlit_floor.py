@@ -11,7 +11,8 @@ studio writes) is served by this machine's Streamlit, and headless Chromium meas
   scrub), and ``fragment_slider_drag``: the same from a drag's start;
 - ``new_tab``: a page opened in a new tab of a browser that has shown the app before, and
   ``new_tab_plotly``: the same for a page whose only chart is one three-bar plotly figure (what
-  loading plotly.js into a tab costs).
+  loading plotly.js into a tab costs; only where plotly is installed: it is no dependency of the
+  studio any more).
 
 Whatever the studio's page or click takes beyond these is the studio's own; these themselves are
 Streamlit's round trip and the browser's drawing, which no page code can remove.
@@ -21,6 +22,7 @@ Usage: .venv/bin/python -m benchmarks.bench_streamlit_floor [--repeats 7]
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -30,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.bench_app import after
+from benchmarks.bench_browser import after
 from devtools.apprunner import READY, drag_slider, free_port, launch
 
 APP = '''
@@ -123,9 +125,12 @@ def measure(repeats: int) -> dict:
                 for f in [0.3, 0.7, 0.5, 0.2, 0.8, 0.4, 0.6][:repeats]:
                     out["fragment_slider_drag"].append(
                         after(pg, title, lambda f=f: drag_slider(pg, ".st-key-step", f)))
-                tabs: dict[str, list[float]] = {"new_tab": [], "new_tab_plotly": []}
+                pages = [("new_tab", "beta", "Beta")]
+                if importlib.util.find_spec("plotly") is not None:
+                    pages.append(("new_tab_plotly", "gamma", "Gamma"))
+                tabs: dict[str, list[float]] = {name: [] for name, _, _ in pages}
                 for _ in range(repeats):
-                    for name, path, title in (("new_tab", "beta", "Beta"), ("new_tab_plotly", "gamma", "Gamma")):
+                    for name, path, title in pages:
                         tab = ctx.new_page()
                         t = time.perf_counter()
                         tab.goto(f"{base}/{path}")

@@ -40,3 +40,8 @@ class UnknownEstimatorError(KeyError, ValueError):
 
     def __str__(self) -> str:  # KeyError would print the repr
         return str(self.args[0])
+
+
+class BudgetError(RolloutFormatError):
+    """An input decodes to more than a reader's budget allows (crbc.io.budgets): the message names
+    the file, what ran over (file bytes, decoded bytes, rows, one text) and the budget."""

@@ -17,6 +17,9 @@ advantage ``trainer_N`` (NaN where a step has none):
 
 A key whose value is undefined (no trainer advantage, fewer than 2 steps, a constant side, no
 step where both are nonzero) is left out, so every value is a finite float. Numpy only.
+
+:func:`later_shared_share` and :func:`merge_warning` tell a trainer when its anchor key merges
+almost nothing beyond each rollout's first step (observations that carry their history).
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ from crbc.estimators.bootstrap import credit_intervals, structural_none
 from crbc.process import Process, merge_stats
 
 ZERO = 1e-9  #: |x| <= ZERO counts as a zero advantage in the sign agreement
+#: below this share of later steps at shared anchors, the key is said to merge almost nothing.
+#: 10%, not less: textarena Sokoban transcripts (history in every observation), groups of 4,
+#: share 8% of their later steps as exact text, where two rollouts happened to write the same
+#: first reply, against 54% under the board key (tests/test_trainer_anchor_key.py)
+MERGE_WARNING_SHARE = 0.10
 
 
 def average_ranks(x_N: np.ndarray) -> np.ndarray:
@@ -50,7 +58,9 @@ def spearman(x_N: np.ndarray, y_N: np.ndarray) -> float | None:
         return None
     rx, ry = average_ranks(x_N), average_ranks(y_N)
     rx, ry = rx - rx.mean(), ry - ry.mean()
-    return float(np.clip(rx @ ry / math.sqrt((rx @ rx) * (ry @ ry)), -1.0, 1.0))
+    # elementwise sums, not `@`: OpenBLAS threads its dot product on long vectors, and on a
+    # loaded trainer host those threads made this 3x slower (benchmarks/bench_recorder.py)
+    return float(np.clip(np.sum(rx * ry) / math.sqrt(np.sum(rx * rx) * np.sum(ry * ry)), -1.0, 1.0))
 
 
 def sign_agreement(x_N: np.ndarray, y_N: np.ndarray, zero: float = ZERO) -> float | None:
@@ -146,3 +156,30 @@ def iteration_health(process: Process, trainer_advantage_N: np.ndarray | None,
             if value is not None:
                 out[key] = value
     return out
+
+
+def shared_steps(p: Process) -> np.ndarray:
+    """(N,) bool: the step's anchor is visited by >= 2 distinct rollouts of its group (the rule
+    of :func:`crbc.process.merge_stats`)."""
+    width = max(len(p.rollout_group), 1)
+    pair = np.unique(p.step_state.astype(np.int64) * width + p.step_rollout)
+    rollouts_S = np.bincount(pair // width, minlength=p.n_states)
+    return rollouts_S[p.step_state] >= 2
+
+
+def later_shared_share(p: Process) -> float:
+    """Share of the steps after each rollout's first one (``step_t >= 2``) whose anchor >= 2
+    rollouts of the group visit; NaN when no rollout has a second step. Every rollout of a group
+    usually starts from the same observation, so the first step says nothing about the key."""
+    later = p.step_t >= 2
+    return float(shared_steps(p)[later].mean()) if later.any() else math.nan
+
+
+def merge_warning(p: Process, threshold: float = MERGE_WARNING_SHARE) -> bool:
+    """True when some group has >= 2 rollouts, some rollout has a second step, and
+    :func:`later_shared_share` is below ``threshold``: the anchor key (e.g. observations that
+    carry their whole history) merges almost nothing, and CRBC's step credit is then close to 0."""
+    if np.bincount(p.rollout_group).max(initial=0) < 2:
+        return False
+    share = later_shared_share(p)
+    return not math.isnan(share) and share < threshold

@@ -115,14 +115,6 @@ class RequestLog:
 # --------------------------------------------------------------------------------------------
 # waiting for things to be drawn
 
-PLOTLY_DRAWN = """(sel) => {
-  const gds = document.querySelectorAll(sel + ' .js-plotly-plot');
-  if (!gds.length) return false;
-  return Array.from(gds).every(gd => gd.querySelector('.main-svg') && gd._fullLayout &&
-                                     gd.querySelector('.xaxislayer-above, .xtick, .scatterlayer'));
-}"""
-
-
 def wait_idle(page, timeout_ms: int = 60000) -> None:
     """Wait until the app has finished its current run (no 'running' status widget)."""
     page.wait_for_selector("[data-testid=stApp]", timeout=timeout_ms)
@@ -132,12 +124,8 @@ def wait_idle(page, timeout_ms: int = 60000) -> None:
         timeout=timeout_ms)
 
 
-def wait_plotly(page, scope: str = "[data-testid=stMain]", timeout_ms: int = 60000) -> None:
-    page.wait_for_function(PLOTLY_DRAWN, arg=scope, timeout=timeout_ms)
-
-
-def wait_pyvis(page, timeout_ms: int = 60000):
-    """Wait until the pyvis iframe has drawn its canvas; returns the frame."""
+def wait_graph_frame(page, timeout_ms: int = 60000):
+    """Wait until the anchor graph's iframe (vis-network) has drawn its canvas; returns the frame."""
     page.wait_for_selector("[data-testid=stMain] iframe", timeout=timeout_ms)
     deadline = time.time() + timeout_ms / 1000
     while time.time() < deadline:
@@ -151,7 +139,7 @@ def wait_pyvis(page, timeout_ms: int = 60000):
             except Exception:  # frame navigated or detached while we looked
                 pass
         time.sleep(0.1)
-    raise TimeoutError("the pyvis graph did not draw")
+    raise TimeoutError("the anchor graph did not draw")
 
 
 # the fill colours of the Bellman backups graph's anchors (its SVG, crbc.viz.graph_svg), as one string
@@ -174,7 +162,7 @@ def drag_slider(page, container: str, fraction: float) -> None:
 
 
 # the page is ready: its title shown (h1 starts with the argument), the app idle, nothing stale,
-# every plotly chart and the pyvis graph drawn
+# every SVG view and the anchor graph drawn
 READY = """(title) => {
   const main = document.querySelector('[data-testid=stMain]');
   if (!main) return false;
@@ -183,8 +171,6 @@ READY = """(title) => {
   if (document.querySelector('[data-testid=stStatusWidgetRunningIcon], [data-testid=stStatusWidgetRunningManIcon]'))
     return false;
   if (main.querySelector('[data-stale=true]') || main.querySelector('[data-testid=stSkeleton]')) return false;
-  for (const gd of main.querySelectorAll('.js-plotly-plot'))
-    if (!gd._fullLayout || !gd.querySelector('.main-svg')) return false;
   // ui.svg_view: its script puts the server's SVG into the component after the element arrives
   for (const c of main.querySelectorAll('.stBidiComponent'))
     if (!c.querySelector('.crbc-svg-view > svg')) return false;

@@ -317,3 +317,12 @@ def random_group(rng: np.random.Generator, name: str = "g", max_rollouts: int = 
         score = float(rng.choice([0.0, 1.0, 2.5, -1.0])) if scores else None
         rollouts.append(Rollout(name, i, tuple(steps), success, truncated, score))
     return RolloutGroup(name, tuple(rollouts))
+
+
+def check_solver(v_S: np.ndarray, p, groups: list[RolloutGroup], beta: float) -> None:
+    """Assert that ``v_S`` (a solver's values of the process ``p`` merged from ``groups``) is
+    :func:`closure_values` of every group, anchor by anchor, to 1e-9."""
+    want = {(g.group, s): v for g in groups for s, v in closure_values(g, beta).items()}
+    got = {(p.group_ids[p.state_group[k]], p.state_anchor[k]): v_S[k] for k in range(p.n_states)}
+    assert got.keys() == want.keys()
+    np.testing.assert_allclose([got[k] for k in want], list(want.values()), rtol=0, atol=1e-9)

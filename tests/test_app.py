@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from tests.apptest import open_app  # noqa: E402
 from ui import state  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,14 +19,7 @@ PAGES = ["pages/rollouts.py", "pages/graph.py", "pages/backups.py", "pages/credi
 
 
 def _app(page: str | None = None, **query) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for k, v in query.items():
-        at.query_params[k] = v
-    at.run()
-    if page:
-        at.switch_page(page).run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
+    return open_app(page, **query)
 
 
 def _set(at: AppTest, kind: str, key: str, value) -> AppTest:

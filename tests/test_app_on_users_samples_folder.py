@@ -9,21 +9,14 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from crbc.io.rollouts import write_rollouts  # noqa: E402
 from devtools.user_like import big_group, many_groups  # noqa: E402
+from tests.apptest import open_app  # noqa: E402
 from tests.html_tables import tables
 from ui import state, widgets  # noqa: E402
-
-APP = str(state.ROOT / "app.py")
 
 
 def _app(tmp_path, monkeypatch, page: str, **query: str) -> AppTest:
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = AppTest.from_file(APP, default_timeout=180)
-    for k, v in query.items():
-        at.query_params[k] = v
-    at.run()
-    at.switch_page(page).run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
+    return open_app(page, timeout=180, **query)
 
 
 def test_the_lesson_opens_on_a_samples_folder_without_its_worked_example(tmp_path, monkeypatch):

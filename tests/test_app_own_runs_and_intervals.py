@@ -86,7 +86,7 @@ def test_refused_uploads_name_file_row_and_column():
     _, err = upload._read("rollout", {"bad.jsonl": b'{"group": "g"}\n'}, None, None, "t2")
     assert err.startswith("bad.jsonl:1:")
     _, err = upload._read("steps", {"mine.csv": b"x"}, "(", None, "t3")
-    assert "not a regular expression" in err
+    assert "not a valid regular expression" in err
     rows = [{"uid": "g", "traj_uid": f"t{i}", "step_index": t, "anchor_obs": f"chat ... Now: room {t}",
              "action": "go", "success": i == 0, "advantages": 0.5 - i} for i in range(2) for t in range(3)]
     data = "\n".join(json.dumps(r) for r in rows).encode()

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.apptest import open_app
 from tests.html_tables import tables
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,13 +35,6 @@ def test_text_makes_markdown_literal(raw, shown):
     from ui.widgets import text
 
     assert text(raw) == shown
-
-
-def test_plotly_text_is_escaped_and_cut():
-    from crbc.viz.style import plain
-
-    assert plain('<a href="http://x">y</a> & z') == '&lt;a href="http://x"&gt;y&lt;/a&gt; &amp; z'
-    assert plain("x" * 500).endswith("…") and len(plain("x" * 500)) == 201
 
 
 def test_heatmap_hover_holds_no_html_of_the_user():
@@ -141,12 +135,7 @@ def test_credits_page_offers_the_whole_file_with_anchors():
 
     from crbc.io.rollouts import read_rollouts
 
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params["sample"] = "sokoban-weak.jsonl"
-    at.run()
-    at.switch_page("pages/credits.py")
-    at.run()
-    assert not at.exception, [e.message for e in at.exception]
+    at = open_app("pages/credits.py", sample="sokoban-weak.jsonl")
     from ui import state
 
     groups = read_rollouts(state.SAMPLES_DIR / "sokoban-weak.jsonl")
@@ -224,13 +213,7 @@ def test_binned_means_and_picks():
 # ---------------------------------------------------------------- items 7-8: small ones
 
 def _lesson() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params["lesson_start"] = "worked example"
-    at.run()
-    at.switch_page("pages/lesson.py")
-    at.run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
+    return open_app("pages/lesson.py", lesson_start="worked example")
 
 
 def test_lesson_deepest_k_keeps_the_depth_shown():

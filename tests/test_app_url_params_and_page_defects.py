@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.apptest import open_app
 from tests.html_tables import grid_rows, tables
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -19,15 +20,7 @@ APP = str(ROOT / "app.py")
 
 
 def _app(page: str | None = None, **query) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    for k, v in query.items():
-        at.query_params[k] = v
-    at.run()
-    if page:
-        at.switch_page(page)
-        at.run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
+    return open_app(page, **query)
 
 
 def _text(at: AppTest) -> str:
@@ -209,12 +202,7 @@ def test_a_rejected_upload_reports_up_to_ten_bad_lines_and_is_not_kept():
     ("pages/graph.py", {"graph_colour": "plaid"}),
 ])
 def test_hostile_url_parameters_fall_back_with_a_notice(page, query):
-    at = AppTest.from_file(APP, default_timeout=120)
-    for k, v in query.items():
-        at.query_params[k] = v
-    at.run()
-    at.switch_page(page).run()
-    assert not at.exception, [e.message for e in at.exception]
+    at = open_app(page, **query)
     text = _all_text(at)
     assert "ignored url parameter" in text.lower(), text[-500:]
     for k in query:

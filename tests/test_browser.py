@@ -1,7 +1,7 @@
 """End to end in a real browser: the studio's four views in headless Debian Chromium.
 
 Starts ``streamlit run app.py`` on a free port of 127.0.0.1, opens every page, waits until the
-plotly axes and the pyvis canvas have drawn, drags the depth slider and checks the graph
+SVG views and the anchor graph's canvas have drawn, drags the depth slider and checks the graph
 changed, uploads a broken file and checks the error, and records every request the page makes:
 any request to a host other than 127.0.0.1 fails. Screenshots go to ``test-artifacts/``.
 """
@@ -18,16 +18,15 @@ from devtools.apprunner import (
     RequestLog,
     drag_slider,
     running_app,
+    wait_graph_frame,
     wait_idle,
-    wait_plotly,
-    wait_pyvis,
 )
 from devtools.synthetic import random_walk_group
 from tests.conftest import require_chromium
 
 pytestmark = pytest.mark.browser
 TIMEOUT_MS = 60_000
-OWN_PAGES = {"Rollouts": "html", "Anchor graph": "pyvis", "Bellman backups": "svg",
+OWN_PAGES = {"Rollouts": "html", "Anchor graph": "vis", "Bellman backups": "svg",
              "Step credits": "svg"}
 
 
@@ -84,9 +83,7 @@ def test_every_page_draws(app_url, page, artifacts_dir):
     for i, title in enumerate(titles):
         _nav(page, title)
         kind = OWN_PAGES.get(title)
-        if kind == "plotly":
-            wait_plotly(page)
-        elif kind == "svg":  # server-built drawings (ui/svg_view.py), no plotly.js on the page
+        if kind == "svg":  # server-built drawings (ui/svg_view.py), no plotly.js on the page
             page.wait_for_selector(".crbc-svg-view svg .crbc-moved, .crbc-svg-view svg circle", timeout=TIMEOUT_MS)
             assert page.locator(".js-plotly-plot").count() == 0
         elif kind == "html":
@@ -94,8 +91,8 @@ def test_every_page_draws(app_url, page, artifacts_dir):
             # the steps table is folded and built when opened
             page.get_by_text("All steps of this rollout as a table").first.click()
             page.wait_for_selector(".crbc-table td", timeout=TIMEOUT_MS)
-        elif kind == "pyvis":
-            frame = wait_pyvis(page, TIMEOUT_MS)
+        elif kind == "vis":
+            frame = wait_graph_frame(page, TIMEOUT_MS)
             assert frame.evaluate("() => document.querySelectorAll('#mynetwork canvas').length") == 1
             # vis-network comes from the studio's own /app/static (ui/static_assets.py), not inlined
             assert frame.evaluate("() => [...document.scripts].some(s => s.src.endsWith('/app/static/vis-network.min.js'))")

@@ -1,4 +1,4 @@
-"""The anchor graph page (pyvis HTML) drawn by headless Chromium: readable labels on a 39-anchor
+"""The anchor graph page (vis-network HTML) drawn by headless Chromium: readable labels on a 39-anchor
 group and the anchor search (issue 12, defect 5)."""
 
 from __future__ import annotations

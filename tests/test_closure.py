@@ -110,6 +110,17 @@ def _flatten(rows):
     return np.array([x for r in rows for x in r], dtype=float).reshape(-1, 5)
 
 
+def _assert_matches_reference(fast, per_group, check_group_advantage=True):
+    """``fast`` (a Credits) against the slow twin's ``(rows, A_G or A_E)`` of each group, in order:
+    V, Q, Q - V, A_S, A_final per step and the group term per rollout, to 1e-9."""
+    rows = [row for r, _ in per_group for row in r]
+    got = np.stack([fast.value_N, fast.q_N, fast.credit_N, fast.step_advantage_N, fast.advantage_N], 1)
+    np.testing.assert_allclose(got, _flatten(rows), rtol=0, atol=1e-9)
+    if check_group_advantage:
+        np.testing.assert_allclose(fast.group_advantage_R, [a for _, ag in per_group for a in ag],
+                                   rtol=0, atol=1e-9)
+
+
 def _random_batch(seed, n=1000, **kw):
     rng = np.random.default_rng(seed)
     return [ref.random_group(rng, name=f"g{i}", **kw) for i in range(n)]
@@ -119,15 +130,7 @@ def _random_batch(seed, n=1000, **kw):
 def test_crbc_matches_reference_on_1000_random_groups(beta, depth):
     groups = _random_batch(seed=int(beta * 1000) + (depth or 99))
     fast = compute("crbc", groups, beta=beta, depth=depth)
-    rows, a_g = [], []
-    for g in groups:
-        r, ag = ref.crbc_credits(g, beta=beta, depth=depth)
-        rows += r
-        a_g += ag
-    want = _flatten(rows)
-    got = np.stack([fast.value_N, fast.q_N, fast.credit_N, fast.step_advantage_N, fast.advantage_N], 1)
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(fast.group_advantage_R, a_g, rtol=0, atol=1e-9)
+    _assert_matches_reference(fast, [ref.crbc_credits(g, beta=beta, depth=depth) for g in groups])
 
 
 def test_visit_local_matches_reference():
@@ -144,27 +147,17 @@ def test_visit_local_matches_reference():
 def test_gigpo_matches_reference(mode, penalty):
     groups = _random_batch(seed=11, n=1000, p_invalid=0.15)
     fast = compute("gigpo", groups, mode=mode, invalid_penalty=penalty)
-    rows, a_e = [], []
-    for g in groups:
-        r, ae = ref.step_return_credits(g, ref.gigpo_returns(g), mode=mode, invalid_penalty=penalty)
-        rows += r
-        a_e += ae
-    want = _flatten(rows)
-    got = np.stack([fast.value_N, fast.q_N, fast.credit_N, fast.step_advantage_N, fast.advantage_N], 1)
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(fast.group_advantage_R, a_e, rtol=0, atol=1e-9)
+    _assert_matches_reference(fast, [ref.step_return_credits(g, ref.gigpo_returns(g), mode=mode,
+                                                             invalid_penalty=penalty) for g in groups])
 
 
 @pytest.mark.parametrize("penalty", [0.1, 0.0])
 def test_shortest_path_matches_reference(penalty):
     groups = _random_batch(seed=13, n=1000, p_invalid=0.15)
     fast = compute("shortest_path", groups, invalid_penalty=penalty)
-    rows = []
-    for g in groups:
-        rows += ref.step_return_credits(g, ref.shortest_path_returns(g), invalid_penalty=penalty)[0]
-    want = _flatten(rows)
-    got = np.stack([fast.value_N, fast.q_N, fast.credit_N, fast.step_advantage_N, fast.advantage_N], 1)
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
+    _assert_matches_reference(fast, [ref.step_return_credits(g, ref.shortest_path_returns(g),
+                                                             invalid_penalty=penalty) for g in groups],
+                              check_group_advantage=False)
 
 
 @pytest.mark.parametrize("norm_by_std", [True, False])
@@ -367,11 +360,7 @@ def test_every_solver_matches_dense_reference(method, beta):
     groups += [ref.random_group(rng, name=f"big{i}", max_rollouts=8, max_len=60, n_anchors=200)
                for i in range(3)]
     p = merge(groups)
-    v_S = C.solve_values(p, beta, method)
-    want = {(g.group, s): v for g in groups for s, v in ref.closure_values(g, beta).items()}
-    got = {(p.group_ids[p.state_group[k]], p.state_anchor[k]): v_S[k] for k in range(p.n_states)}
-    assert got.keys() == want.keys()
-    np.testing.assert_allclose([got[k] for k in want], list(want.values()), rtol=0, atol=1e-9)
+    ref.check_solver(C.solve_values(p, beta, method), p, groups, beta)
 
 
 def test_unknown_solver():

@@ -10,7 +10,14 @@ import pytest
 from scipy.stats import spearmanr
 
 import crbc
-from crbc.health import iteration_health, sign_agreement, spearman
+from crbc.health import (
+    iteration_health,
+    later_shared_share,
+    merge_warning,
+    shared_steps,
+    sign_agreement,
+    spearman,
+)
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 
 
@@ -128,3 +135,39 @@ def test_spearman_and_sign_edge_cases():
     assert spearman(np.array([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0])) == pytest.approx(-1.0)
     assert sign_agreement(np.array([0.0, 1.0]), np.array([1.0, 0.0])) is None
     assert sign_agreement(np.array([1.0, -1.0, 2.0]), np.array([1.0, 1.0, 0.0])) == 0.5
+
+
+def walks(seed: int, n_groups: int = 4, size: int = 6) -> list[RolloutGroup]:
+    """Walks on a chain from cell 0 (goal 3): rollouts of a group meet on the same cells."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for g in range(n_groups):
+        rs = []
+        for i in range(size):
+            pos, steps = 0, []
+            for _ in range(int(rng.integers(2, 9))):
+                a = str(rng.choice(["left", "right", "stay"]))
+                steps.append(Step(f"c{pos}", a))
+                pos = max(0, pos + (a == "right") - (a == "left"))
+                if pos >= 3:
+                    break
+            rs.append(Rollout(f"g{g}", i, tuple(steps), pos >= 3))
+        out.append(RolloutGroup(f"g{g}", tuple(rs)))
+    return out
+
+
+def test_merge_warning_on_observations_with_history():
+    groups = walks(6)
+    p = crbc.merge(groups)
+    assert not merge_warning(p) and later_shared_share(p) > 0.5
+    # the same walks, each observation carrying the rollout's own history: only step 0 is shared
+    hist = [RolloutGroup(g.group, tuple(Rollout(r.group, r.rollout, tuple(
+        Step(f"{r.rollout}:" * (t > 0) + "|".join(s.anchor for s in r.steps[:t + 1]), s.action)
+        for t, s in enumerate(r.steps)), r.success) for r in g)) for g in groups]
+    q = crbc.merge(hist)
+    assert later_shared_share(q) == 0.0 and merge_warning(q)
+    assert shared_steps(q).sum() == sum(len(g) for g in groups)  # every first step, nothing else
+    assert shared_steps(p).mean() == pytest.approx(crbc.merge_stats(p).shared_step_share)
+    # groups of one rollout share nothing by nature: no warning
+    alone = crbc.merge([RolloutGroup(g.group, g.rollouts[:1]) for g in hist])
+    assert not merge_warning(alone)

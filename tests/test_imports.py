@@ -72,19 +72,28 @@ def test_streamlit_only_in_app_and_pages():
         assert "streamlit" not in _imports(path), f"{path} imports streamlit"
 
 
-def test_plotting_only_in_viz():
-    for path in (ROOT / "crbc").rglob("*.py"):
-        if "viz" in path.relative_to(ROOT / "crbc").parts:
-            continue
-        bad = _imports(path) & {"plotly", "pyvis"}
-        assert not bad, f"{path} imports {bad}"
+def test_no_plotly_nor_pyvis():
+    """Neither is a dependency (requirements.txt): colours are crbc.viz.palette, the anchor graph
+    is crbc.viz.graph_html's own page around the vendored vis-network."""
+    for folder in ("crbc", "ui", "pages", "devtools", "tests"):
+        for path in (ROOT / folder).rglob("*.py"):
+            bad = _imports(path) & {"plotly", "pyvis"}
+            assert not bad, f"{path} imports {bad}"
+    import re
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]
+    pinned = [line for line in (ROOT / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
+    names = {re.split(r"[<>=!~\[ ;]", r.strip(), maxsplit=1)[0].lower() for r in declared + pinned if r.strip()}
+    assert "numpy" in names and not names & {"plotly", "pyvis"}
 
 
 def test_torch_only_in_policy_generate_train():
     allowed = {"policy", "train"}
     for path in (ROOT / "crbc").rglob("*.py"):
         rel = path.relative_to(ROOT / "crbc").parts
-        if rel[0] in allowed or rel == ("integrations", "verl.py"):  # the torch-side trainer glue
+        if rel[0] in allowed:  # the verl glue imports the trainer's torch only when called
             continue
         # module-level torch imports are forbidden; lazy ones inside functions are checked by the
         # subprocess tests above for the modules the core and the credit command load
@@ -113,6 +122,7 @@ LAYERS = [
     {"errors", "actions"},
     {"io"},
     {"process"},
+    {"sandbox"},
     {"estimators"},
     {"envs"},
     {"policy"},
@@ -190,3 +200,114 @@ def test_the_library_never_imports_the_studio_tests_or_benchmarks():
         assert not _imports(path) & {"ui", "pages", "tests", "benchmarks", "app"}, path
     for path in (ROOT / "tests").glob("*.py"):
         assert "benchmarks" not in _imports(path), f"{path}: helpers shared with benchmarks live in devtools/"
+
+
+# ---------------------------------------------------------------- the module graph of crbc
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _module_graph() -> tuple[dict[str, dict[str, int]], list[str]]:
+    """(edges, private): ``edges[a][b]`` = a line of ``a`` that imports crbc module ``b``, at
+    module level or inside a function (lazy) alike; ``private`` lists every ``from x import _name``
+    where ``x`` is another module than the importing one (``path:line x._name``). ``from p import
+    m`` counts as importing the module ``p.m`` when that is one, else the module ``p``; relative
+    imports are resolved. Imports under ``if TYPE_CHECKING:`` never run and are left out."""
+    modules = {_module_name(p): p for p in (ROOT / "crbc").rglob("*.py")}
+    edges: dict[str, dict[str, int]] = {}
+    private: list[str] = []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        typing_only = {id(n) for guard in ast.walk(tree) if isinstance(guard, ast.If)
+                       and ast.unparse(guard.test).split(".")[-1] == "TYPE_CHECKING"
+                       for stmt in guard.body for n in ast.walk(stmt)}
+        for node in ast.walk(tree):
+            if id(node) in typing_only:
+                continue
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+                    base = base[:len(base) - (node.level - 1)]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                targets = []
+                for a in node.names:
+                    if f"{source}.{a.name}" in modules:
+                        targets.append(f"{source}.{a.name}")
+                        continue
+                    targets.append(source)
+                    if a.name.startswith("_") and source != name and source.split(".")[0] == "crbc":
+                        private.append(f"{path.relative_to(ROOT)}:{node.lineno} {source}.{a.name}")
+            else:
+                continue
+            for t in targets:
+                if t in modules and t != name:
+                    edges.setdefault(name, {}).setdefault(t, node.lineno)
+    return edges, private
+
+
+def _cycles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in list(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycle_not_even_a_lazy_one():
+    """No two crbc modules import each other, directly or around a ring, counting the imports
+    inside functions too (a lazy import that closes a cycle hides a layering mistake)."""
+    edges, _ = _module_graph()
+    bad = [" -> ".join(f"{a} (line {edges[a][b]}) -> {b}" for a in comp for b in edges.get(a, {}) if b in comp)
+           for comp in _cycles(edges)]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_private_name_is_imported_from_another_module():
+    """``from crbc.x import _name`` in any module but crbc.x itself: make the name public (or
+    move it to the module that needs it)."""
+    _, private = _module_graph()
+    assert not private, "\n".join(private)
+
+
+def test_the_graph_checks_can_fail():
+    edges = {"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 3}, "d": {"a": 4}}
+    assert _cycles(edges) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b": 1}, "b": {}}) == []
+    edges, _ = _module_graph()
+    assert "crbc.io.columns" in edges["crbc.io.rollouts"]  # lazy and module-level imports both count
+    assert "crbc.estimators.registry" in edges.get("crbc.cli.credit", {})
+    assert "crbc.integrations.recorder" not in edges.get("crbc.integrations.trainer_metrics", {})  # type-only

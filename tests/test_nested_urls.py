@@ -51,3 +51,11 @@ def test_code_is_one_code_span_holding_exactly_the_text(raw):
     spans = [t for t in tokens if t.type == "code_inline"]
     assert len(spans) == 1 and [t.type for t in tokens] == ["text", "code_inline", "text"]
     assert spans[0].content == raw.replace("\n", " ") or (raw == " " and spans[0].content.strip() == "")
+
+
+def test_the_default_pages_own_address_goes_to_the_root():
+    from ui.nested_urls import redirect_target
+
+    assert redirect_target("/nonexistent", "rollouts", "", b"source=upload&group=g") == "/?source=upload&group=g"
+    assert redirect_target("/nonexistent", "rollouts", "/app", b"") == "/app/"
+    assert redirect_target("/nonexistent", "lesson", "", b"") is None

@@ -32,11 +32,14 @@ def test_recorded_batch_reads_back_with_the_trainers_advantages(tmp_path, fmt):
     data = trainer_pipeline(data_proto(groups, rng), rng)  # step_index, copies, reorder
     V.compute_advantage(data, "crbc")
     rec = V.RunRecorder(tmp_path / "run", {"env": "chain", "config": {"estimator": "crbc"}}, format=fmt)
-    path = rec.record(data, 7, {"actor/loss": np.float32(0.25), "timing/adv": 0.01, "note": [1, 2]})
+    health = rec.record(data, 7, {"actor/loss": np.float32(0.25), "timing/adv": 0.01, "note": [1, 2]})
+    path = rec.last_path
     assert path.name == f"iter-0007.{fmt}"
     run = crbc.read_run(tmp_path / "run")
     assert run.iterations_with_rollouts == (7,) and run.estimator == "crbc" and run.meta["env"] == "chain"
-    assert run.metrics == [{"actor/loss": 0.25, "timing/adv": 0.01, "iteration": 7}]
+    # the metrics line holds the trainer's numbers and the credit health the call returned
+    assert run.metrics == [{"actor/loss": 0.25, "timing/adv": 0.01, **health, "iteration": 7}]
+    assert health["crbc/trainer_spearman/crbc"] == pytest.approx(1.0)
     got = run.rollouts(7)
     assert [g.group for g in got] == sorted(f"uid-{g.group}" for g in groups)
     want = {(f"uid-{g.group}", f"{g.group}#{r.rollout}"): r for g in groups for r in g}

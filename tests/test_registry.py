@@ -20,6 +20,7 @@ import pytest
 
 from crbc.cli.credit import add_credit_arguments, parameter_flags
 from crbc.cli.main import main
+from crbc.estimators import builtin
 from crbc.estimators import registry as estimators
 from crbc.estimators.closure import group_advantage
 from crbc.estimators.credits import Credits
@@ -223,16 +224,16 @@ def test_parse_text():
 
 def test_a_config_checks_its_fields():
     with pytest.raises(ValueError, match="beta must be a number in \\(0, 1\\]"):
-        estimators.CRBCConfig(beta=1.5)
+        builtin.CRBCConfig(beta=1.5)
     with pytest.raises(ValueError, match="mode must be one of mean_std_norm, mean_norm"):
-        estimators.GiGPOConfig(mode="x")
-    assert [f for f, _, _ in params_of(estimators.GRPOConfig)] == ["norm_by_std"]
+        builtin.GiGPOConfig(mode="x")
+    assert [f for f, _, _ in params_of(builtin.GRPOConfig)] == ["norm_by_std"]
     with pytest.raises(ValueError, match="norm_by_std must be true or false"):
-        estimators.GRPOConfig(norm_by_std=1)
+        builtin.GRPOConfig(norm_by_std=1)
     with pytest.raises(ValueError, match="group_norm must be one of grpo, drgrpo, rloo, steps"):
-        estimators.CRBCConfig(group_norm="z")
+        builtin.CRBCConfig(group_norm="z")
     with pytest.raises(ValueError, match="invalid_penalty must be"):
-        estimators.ShortestPathConfig(invalid_penalty=-0.1)
+        builtin.ShortestPathConfig(invalid_penalty=-0.1)
 
 
 def test_the_documented_flags_exist():

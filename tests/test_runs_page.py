@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 import crbc.io.run_writer as RW  # noqa: E402
 import crbc.io.runs as R
 from crbc.io.rollouts import read_rollouts
+from tests.apptest import open_app
 from ui import state  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,12 +49,7 @@ def page(tmp_path, monkeypatch) -> AppTest:
 
     _write_runs(tmp_path / "runs")
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = AppTest.from_file(APP, default_timeout=90)
-    at.run()
-    at.switch_page("pages/runs.py")
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    return open_app("pages/runs.py", timeout=90)
 
 
 def test_runs_page_shows_curves_table_and_diagnostics(page):
@@ -89,11 +85,7 @@ def test_drill_down_opens_a_group_in_the_other_pages(page):
 def test_runs_page_without_runs(tmp_path, monkeypatch):
 
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = AppTest.from_file(APP, default_timeout=90)
-    at.run()
-    at.switch_page("pages/runs.py")
-    at.run()
-    assert not at.exception
+    at = open_app("pages/runs.py", timeout=90)
     assert any("No run selected" in i.value for i in at.info)
 
 
@@ -104,11 +96,7 @@ def test_a_broken_run_is_refused_on_the_page(tmp_path, monkeypatch):
     lines = bad.read_text().splitlines()
     bad.write_text("\n".join([lines[0], "{oops", lines[2]]) + "\n")
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = AppTest.from_file(APP, default_timeout=90)
-    at.run()
-    at.switch_page("pages/runs.py")
-    at.run()
-    assert not at.exception
+    at = open_app("pages/runs.py", timeout=90)
     assert any("metrics.jsonl:2" in e.value for e in at.error)
 
 
@@ -123,11 +111,7 @@ def test_experiments_are_shown_one_at_a_time(tmp_path, monkeypatch):
     w.write_rollouts(0, read_rollouts(WORKED))
     w.append_metrics({"iteration": 0, "success_rate": 0.9})
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = AppTest.from_file(APP, default_timeout=90)
-    at.run()
-    at.switch_page("pages/runs.py")
-    at.run()
-    assert not at.exception, at.exception
+    at = open_app("pages/runs.py", timeout=90)
     assert at.selectbox(key="runs_exp").options == ["exp-b", "exp-a"]  # the newest first
     assert at.selectbox(key="runs_exp").value == "exp-b"
     at.selectbox(key="runs_exp").set_value("exp-a").run()
@@ -175,11 +159,7 @@ def test_an_experiment_with_evaluations_opens_on_held_out_success_with_its_stati
         w.update_meta(final_eval={"after_iteration": 1, "eval_success_rate": e1,
                                   "eval_level_success": [e1, e1, e1 - 0.1, e1 + 0.1]})
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = AppTest.from_file(APP, default_timeout=90)
-    at.run()
-    at.switch_page("pages/runs.py")
-    at.run()
-    assert not at.exception, at.exception
+    at = open_app("pages/runs.py", timeout=90)
     assert at.selectbox(key="runs_metric").value == "eval_success_rate"
     assert at.radio(key="runs_band").value == "ci"
     text = "\n".join(m.value for m in at.markdown)

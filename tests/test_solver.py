@@ -17,11 +17,7 @@ from . import reference as ref
 
 def _check(groups, beta, method):
     p = merge(groups)
-    v_S = C.solve_values(p, beta, method)
-    want = {(g.group, s): v for g in groups for s, v in ref.closure_values(g, beta).items()}
-    got = {(p.group_ids[p.state_group[k]], p.state_anchor[k]): v_S[k] for k in range(p.n_states)}
-    assert got.keys() == want.keys()
-    np.testing.assert_allclose([got[k] for k in want], list(want.values()), rtol=0, atol=1e-9)
+    ref.check_solver(C.solve_values(p, beta, method), p, groups, beta)
 
 
 def _singletons():

@@ -1,4 +1,4 @@
-"""ui/static_assets.py: the studio serves vis-network itself, copied whole from pyvis."""
+"""ui/static_assets.py: the studio serves vis-network itself, copied whole from crbc/viz/vendor."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def test_publish_copies_each_file_whole_and_only_when_it_differs(tmp_path):
     before = js.stat().st_mtime_ns
     static_assets.publish(files, out)  # unchanged: not rewritten
     assert js.stat().st_mtime_ns == before
-    js.write_text("stale")  # a different file (another pyvis version) is replaced
+    js.write_text("stale")  # a different file (another vis-network version) is replaced
     static_assets.publish(files, out)
     assert js.read_bytes() == files["vis-network.min.js"].read_bytes()
 

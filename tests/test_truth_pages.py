@@ -14,21 +14,14 @@ pytest.importorskip("streamlit")
 pytest.importorskip("torch")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from tests.apptest import open_app  # noqa: E402
 from tests.html_tables import tables
 
 ROOT = Path(__file__).resolve().parent.parent
-APP = str(ROOT / "app.py")
 
 
 def _app(page: str | None = None, **query) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=180)
-    for k, v in query.items():
-        at.query_params[k] = v
-    at.run()
-    if page:
-        at.switch_page(page).run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
+    return open_app(page, timeout=180, **query)
 
 
 def _texts(at: AppTest) -> str:

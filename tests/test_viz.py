@@ -14,7 +14,6 @@ from crbc.explain.anchor_names import is_short
 from crbc.io.rollouts import Rollout, RolloutGroup, Step, read_rollouts
 from crbc.process import merge
 from crbc.viz import charts, heatmaps
-from crbc.viz.board import board_figure
 from crbc.viz.graph import anchor_graph_html, external_urls, layout, rollout_edges
 from crbc.viz.style import V_SCALE, board_html, is_board, v_color
 from devtools.synthetic import random_walk_group
@@ -44,13 +43,6 @@ def test_board_detection_and_html_escapes():
     evil = "<script>alert(1)</script>"
     assert "<script>" not in board_html(evil)
     assert is_short("s0") and not is_short(board)
-
-
-def test_board_figure_draws_one_cell_per_symbol():
-    fig = board_figure("#####\n#PX_#\n#_O√#\n#####")
-    assert len(fig.layout.shapes) == 20
-    assert fig.layout.yaxis.scaleanchor == "x"
-    assert board_figure("s0").layout.annotations[0].text == "s0"
 
 
 def test_v_colours_are_the_fixed_scale():
@@ -214,7 +206,7 @@ def test_timeline_scatter_and_exports(walk):
 def test_viz_never_imports_streamlit():
     import subprocess
     import sys
-    code = ("import crbc.viz.graph, crbc.viz.charts, crbc.viz.board, crbc.viz.style, sys; "
+    code = ("import crbc.viz.graph, crbc.viz.charts, crbc.viz.style, sys; "
             "print('streamlit' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -367,35 +359,6 @@ def test_sure_only_on_binned_columns_keeps_a_bin_with_a_sure_step():
         row = m[i, b * w:(b + 1) * w]
         assert abs(m[i, t - 1]) == np.nanmax(np.abs(row))  # the bin's strongest step
         assert cell.value == pytest.approx(np.nanmean(row), abs=6e-4)
-
-
-def _subplots_with_object_customdata(make_subplots, go):
-    """Two panels, one line with a gap and per-point [iteration, name] customdata (None at the gap)."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=["a", "b"])
-    cd = np.empty((3, 2), dtype=object)
-    cd[:] = [[0, "run a"], [None, None], [2, "run b"]]
-    fig.add_trace(go.Scatter(x=np.array([0.0, np.nan, 2.0]), y=np.array([0.1, np.nan, 0.3]), customdata=cd),
-                  row=1, col=2)
-    return fig
-
-
-def test_a_snapshot_sends_the_same_json_as_its_figure(walk):
-    """style.snapshot (the figure cache's JSON-ready copy) must draw exactly what the figure it
-    copies draws: same JSON, for figures of numpy arrays, lists, object arrays and subplots."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    from crbc.viz.style import snapshot
-
-    _, p = walk
-    c = estimators.compute("crbc", p)
-    figs = [go.Figure(go.Scatter(x=np.arange(p.n_steps), y=c.step_advantage_N, mode="markers",
-                                 customdata=np.stack([p.step_rollout, p.step_t], axis=1))),
-            _subplots_with_object_customdata(make_subplots, go)]
-    for fig in figs:
-        snap = snapshot(fig)
-        assert json.loads(snap.to_json()) == json.loads(fig.to_json())
-        assert json.loads(snapshot(snap).to_json()) == json.loads(fig.to_json())
 
 
 def test_layout_is_computed_once_per_process_and_equals_a_fresh_computation(walk):

@@ -28,13 +28,20 @@ from urllib.parse import parse_qsl, urlencode
 __all__ = ["NOT_FOUND_PARAM", "install", "redirect_target"]
 
 NOT_FOUND_PARAM = "not_found"
+#: the default page's own name: Streamlit serves the default page only at the root, so a link to
+#: ``/rollouts`` showed "Page not found"; it is redirected to the root with its query string
+DEFAULT_ALIASES = frozenset({"rollouts"})
 
 
 def redirect_target(directory: str, path: str, root_path: str, query_string: bytes) -> str | None:
     """Where a GET for ``path`` (relative to the static folder ``directory``) is redirected, or
     None to serve it as Streamlit would: ``{root_path}/?{query}&not_found=/{path}`` when ``path``
-    has two or more parts, names no file and is not under ``_stcore``."""
+    has two or more parts, names no file and is not under ``_stcore``; ``{root_path}/?{query}``
+    for the default page's own name (DEFAULT_ALIASES)."""
     parts = [p for p in path.replace("\\", "/").split("/") if p]
+    if len(parts) == 1 and parts[0] in DEFAULT_ALIASES:
+        qs = query_string.decode("latin-1")
+        return f"{root_path.rstrip('/')}/" + (f"?{qs}" if qs else "")
     if len(parts) < 2 or "_stcore" in parts or os.path.isfile(os.path.join(directory, *parts)):
         return None
     query = [(k, v) for k, v in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)

@@ -52,8 +52,8 @@ SAMPLES_DIR = Path(os.environ.get("CRBC_SAMPLES_DIR") or ROOT / "sample_rollouts
 #: shipped folder, whatever ``CRBC_SAMPLES_DIR`` says
 SHIPPED_DIR = ROOT / "sample_rollouts"
 MODELS_DIR = ROOT / "models"
-MAX_UPLOAD_MB = 20
-MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
+MAX_UPLOAD_MB = 20  #: MB = 10**6 bytes, as the file uploader counts them (and crbc.io.budgets)
+MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 10**6
 SAMPLE_ORDER = ("sokoban-weak.jsonl", "sokoban-strong.jsonl", "gridworld.jsonl", "worked-example.jsonl")
 NOTHING_LOADED = ("No rollout group is loaded. Choose a data source in the sidebar: a shipped sample, "
                   "an upload (crbc.rollout/1, a run's iteration file, step tables, dumps), a live "
@@ -80,7 +80,7 @@ def model_dirs() -> list[Path]:
 def load_upload(name: str, data: bytes) -> tuple[list[RolloutGroup] | None, str | None]:
     """Validate an uploaded file: ``(groups, None)`` or ``(None, error message)``; all or nothing."""
     if len(data) > MAX_UPLOAD_BYTES:
-        return None, (f"{name}: the file is {len(data) / 2**20:.1f} MB; the limit is "
+        return None, (f"{name}: the file is {len(data) / 10**6:.2f} MB; the limit is "
                       f"{MAX_UPLOAD_MB} MB. Split it into smaller files.")
     try:
         return list(_parse(digest(data), name, data)), None

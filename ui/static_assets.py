@@ -1,8 +1,8 @@
 """Files the studio serves itself: Streamlit's static serving (``server.enableStaticServing`` in
 .streamlit/config.toml) publishes ``static/`` beside app.py at ``<base>/app/static/``.
 
-The anchor graph's vis-network script and stylesheet (about 700 kB, from the installed pyvis
-package; :func:`crbc.viz.graph_html.vis_assets`) are copied there once per process, so a graph
+The anchor graph's vis-network script and stylesheet (about 700 kB, vendored in crbc/viz/vendor;
+:func:`crbc.viz.graph_html.vis_assets`) are copied there once per process, so a graph
 view sends only its data and the browser fetches and compiles the library once. The folder is
 generated (git ignores it); if it cannot be written, or static serving is off, pages fall back
 to the self-contained graph (vis-network inlined).

@@ -1,27 +1,28 @@
 """The sidebar's upload: crbc.rollout/1 files and the importers' inputs (step tables, other trainers' dumps).
 
 :func:`upload_source` draws the format choice, the file uploader, the anchor regex and the
-success threshold, reads the files all or nothing (``crbc.io.importers.read_uploads``; a
-``crbc.rollout/1`` file through :func:`ui.state.load_upload`) and returns
-``(Source | None, error | None)``; a run's Parquet iteration file (``iter-NNNN.parquet``) reads as
-the crbc.rollout/1 groups it holds. The anchor key is the sidebar's (:mod:`ui.anchor_key`). A
-refused upload's message names the file, row and column (``crbc.FormatError``), never a traceback. An import with several iterations keeps them all in
+success threshold, reads the files all or nothing and returns ``(Source | None, error | None)``;
+a run's Parquet iteration file (``iter-NNNN.parquet``) reads as the crbc.rollout/1 groups it holds.
+The anchor key is the sidebar's one field (:mod:`ui.anchor_key`), which also draws the merge line.
+The read (``crbc.io.importers.read_uploads``, or the ``crbc.rollout/1`` reader), the anchor key
+and the merge statistics run in a worker process with a time and memory limit and the studio's
+decoded-size budget (:mod:`crbc.sandbox.upload`), with progress and a Cancel in the sidebar, so one
+upload never stalls the other sessions. A refused upload's message names the file, row and
+column (``crbc.FormatError``) or the budget, never a traceback. An import with several iterations keeps them all in
 the session (``_crbc_imported``: key, label, {iteration: groups}) for the Training runs page; the
-sidebar serves the chosen iteration.
+sidebar serves the chosen iteration. :func:`merge_line` is the line under the data source.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 
 import streamlit as st
 
-from crbc.errors import FormatError
-from crbc.io.anchor_keys import AnchorKeyError, rekey
-from crbc.io.parquet_rollouts import read_parquet_rollouts
+from crbc.io import budgets
+from crbc.io.anchor_keys import RegexError, compile_regex
 from crbc.io.runs import ITER_RE
-from ui import state
+from crbc.sandbox import upload as worker
 from ui.state import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, Source
 
 #: format key -> (label, file types, importer source or None for crbc.rollout/1)
@@ -34,46 +35,61 @@ FORMATS = {
 }
 
 
-@st.cache_resource(show_spinner="Reading the upload...", max_entries=8)
-def _imported(key: str, source: str, _files: dict[str, bytes], regex: str | None,
-              threshold: float | None) -> dict:
-    from crbc.io.importers import read_uploads
+READ_LIMITS = worker.Limits(seconds=60.0, memory_bytes=1500 * budgets.MB, budget=budgets.STUDIO)
 
-    return read_uploads(source, _files, anchor=regex, success_threshold=threshold)
+
+def _in_worker(source: str | None, files: dict[str, bytes], regex: str | None,
+               threshold: float | None) -> worker.ReadResult:
+    """Read, key and merge the files in a worker process (crbc.sandbox.upload: time and memory
+    limits, the studio's decoded-size budget) while the sidebar shows progress and a Cancel.
+    Cancel (or leaving the page) reruns the script, which kills the worker in ``finally``."""
+    shown = ", ".join(files) if len(files) <= 2 else f"{len(files)} files"
+    box = st.sidebar.container()
+    if box.button("Cancel reading", key="upload_cancel", icon=":material/cancel:"):
+        return worker.ReadResult(error=f"{shown}: reading cancelled; nothing was loaded")
+    bar = box.progress(0.0, text=f"Reading {shown}...")
+    job = worker.start_read(source, files, regex, threshold, READ_LIMITS)
+    try:
+        while not job.poll(0.25):
+            p = job.progress
+            bar.progress(min(job.elapsed / READ_LIMITS.seconds, 1.0),
+                         text=f"Reading {shown}: {p.get('rows', 0):,} rows, {budgets.mb(p.get('bytes', 0))} "
+                              f"decoded ({job.elapsed:.0f} s of at most {READ_LIMITS.seconds:.0f} s)")
+        return job.result()
+    finally:
+        job.cancel()
+        box.empty()
 
 
 def _read(kind: str, files: dict[str, bytes], regex: str | None, threshold: float | None,
           key: str) -> tuple[dict | None, str | None]:
-    """``({iteration: groups}, None)`` or ``(None, message)``; nothing is half-loaded."""
+    """``({iteration: groups}, None)`` or ``(None, message)``; nothing is half-loaded. The result
+    is kept in this session only (``_crbc_upload_read``: key, groups, merge statistics), never
+    in a cache that every session shares."""
+    held = st.session_state.get("_crbc_upload_read")
+    if held is not None and held[0] == key:
+        return held[1], None
     total = sum(len(d) for d in files.values())
     if total > MAX_UPLOAD_BYTES:
-        return None, (f"{', '.join(files)}: {total / 2**20:.1f} MB in all; the limit is "
+        return None, (f"{', '.join(files)}: {budgets.mb(total)} in all; the limit is "
                       f"{MAX_UPLOAD_MB} MB. Split the upload.")
     if regex:
         try:
-            re.compile(regex)
-        except re.error as e:
-            return None, f"anchor regex {regex!r}: not a regular expression ({e})"
-    source = FORMATS[kind][2]
+            compile_regex(regex)
+        except RegexError as e:
+            return None, str(e)
     try:
-        if source is None:
-            out: dict = {}
-            for name, data in files.items():
-                if name.endswith(".parquet"):  # a run's iteration (RunRecorder, crbc import)
-                    groups = read_parquet_rollouts(name, data)
-                else:
-                    groups, err = state.load_upload(name, data)
-                    if err:
-                        return None, err
-                out.setdefault(None, []).extend(rekey(groups, regex or None))
-            return out, None
-        return _imported(key, source, files, regex or None, threshold), None
-    except (FormatError, AnchorKeyError, ValueError, OSError) as e:
-        msg = str(e)
-        if source is not None and any(ITER_RE.match(n) for n in files):
+        res = _in_worker(FORMATS[kind][2], files, regex or None, threshold)
+    except Exception as e:  # noqa: BLE001 (never a traceback on the page: one line, no paths)
+        return None, f"{', '.join(files)}: could not be read ({type(e).__name__}); nothing was loaded"
+    if res.error:
+        msg = res.error
+        if FORMATS[kind][2] is not None and any(ITER_RE.match(n) for n in files):
             msg += (" (a run's iteration file iter-NNNN: choose the format crbc.rollout/1, or open "
                     "its run folder as the source)")
         return None, msg
+    st.session_state["_crbc_upload_read"] = (key, res.groups, res.stats)
+    return res.groups, None
 
 
 def upload_source(regex: str = "") -> tuple[Source | None, str | None]:
@@ -97,6 +113,7 @@ def upload_source(regex: str = "") -> tuple[Source | None, str | None]:
                                     disabled=not use_thr) if source is not None else None
     if not ups:
         st.session_state.pop("_crbc_imported", None)
+        st.session_state.pop("_crbc_upload_read", None)
         sb.caption("crbc.rollout/1: one JSON object per line (group, steps, success). Step tables "
                    "and dumps: see docs/FORMATS.md.")
         return None, None
@@ -107,6 +124,7 @@ def upload_source(regex: str = "") -> tuple[Source | None, str | None]:
     imported, err = _read(kind, files, regex, thr, key)
     if err:
         st.session_state.pop("_crbc_imported", None)
+        st.session_state.pop("_crbc_upload_read", None)
         return None, err
     its = sorted(imported, key=lambda i: (i is None, i if i is not None else 0))
     shown = ", ".join(files) if len(files) <= 2 else f"{len(files)} files"

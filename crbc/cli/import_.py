@@ -9,20 +9,22 @@ with 2 and one line naming the file, the row and the column.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
 from crbc.errors import UsageError
+from crbc.io.anchor_keys import RegexError, compile_regex
 from crbc.io.importers import SOURCES, parse_columns_map, read_source
 from crbc.io.importers.output import write_imported
 from crbc.io.importers.steps import MAX_INPUT_BYTES
 
 
-def _regex(text: str) -> re.Pattern[str]:
+def _regex(text: str) -> str:
+    """The pattern, once RE2 accepts it (crbc.io.anchor_keys.compile_regex)."""
     try:
-        return re.compile(text)
-    except re.error as e:
-        raise argparse.ArgumentTypeError(f"not a valid regular expression ({e})") from None
+        compile_regex(text, "the regex")
+    except RegexError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -51,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
                            action=args.action_regex, success_threshold=args.success_threshold,
                            limit=args.max_bytes)
     meta = {"config": {"source": args.source}, "imported_from": [str(s) for s in args.sources],
-            "anchor_regex": args.anchor_regex.pattern if args.anchor_regex else None}
+            "anchor_regex": args.anchor_regex}
     out = write_imported(args.output, imported, meta, format=args.format)
     n_groups = sum(len(g) for g in imported.values())
     print(f"wrote {out}: {len(imported)} iteration(s), {n_groups} group(s)", file=sys.stderr)

@@ -32,7 +32,9 @@ __all__ = [
     "env_ids",
     "from_xsb",
     "make",
+    "register_env",
     "spec",
+    "unregister_env",
     "to_xsb",
 ]
 
@@ -80,6 +82,19 @@ _REGISTRY: dict[str, EnvSpec] = {
         ),
     )
 }
+
+
+def register_env(s: EnvSpec) -> None:
+    """Make ``make(s.env_id)`` build ``s.entry`` (an id already registered is refused). An env
+    whose class implements :meth:`TextEnv.dynamics` gets the exact truth (:mod:`crbc.truth`)."""
+    if s.env_id in _REGISTRY:
+        raise ValueError(f"env id {s.env_id!r} is already registered")
+    _REGISTRY[s.env_id] = s
+
+
+def unregister_env(env_id: str) -> None:
+    """Remove a registered env (tests)."""
+    _REGISTRY.pop(env_id, None)
 
 
 def env_ids() -> tuple[str, ...]:

@@ -20,6 +20,8 @@ Conventions common to every environment here:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,12 +36,30 @@ DEFAULT_MAX_STEPS = 15
 _SEED_BOUND = 2**31
 
 
+@dataclass(frozen=True)
+class Dynamics:
+    """A level's exact dynamics on integer state keys, for the exact truth (:mod:`crbc.truth.space`).
+
+    ``start``: the key of the level's start. ``step(key, k) -> (key', gain)``: the successor under
+    action ``ACTIONS[k]`` (a blocked move returns ``key``) and its reward beyond the step penalty
+    and the solve bonus (e.g. +1 for a box pushed onto a target). ``render(key)``: the board text
+    (the anchor ``reset``/``step`` would show). ``solved(key)``: terminal success. ``dead(key)``:
+    success is impossible from there (its value is 0 exactly).
+    """
+
+    start: int
+    step: Callable[[int, int], tuple[int, float]]
+    render: Callable[[int], str]
+    solved: Callable[[int], bool]
+    dead: Callable[[int], bool]
+
+
 class TextEnv(ABC):
     """Base class: seeding, step counting, rewards common to all envs, end-of-episode rules.
 
     Subclasses keep the episode's state in ``self.level`` (an object with ``render()``) and
     implement :meth:`_new_task`, :meth:`_move`, :meth:`_solved`, :meth:`legend`,
-    :meth:`optimal_actions` and :meth:`optimal_distance`.
+    :meth:`optimal_actions` and :meth:`optimal_distance`; :meth:`dynamics` too for the exact truth.
     """
 
     level: Any = None
@@ -92,6 +112,12 @@ class TextEnv(ABC):
     @abstractmethod
     def legend(self) -> str:
         """One paragraph describing the symbols and the four actions, for LLM prompts."""
+
+    def dynamics(self) -> Dynamics | None:
+        """The exact dynamics of this episode's level from its start (call after ``reset``, before
+        stepping), which :mod:`crbc.truth.space` enumerates; None (the default): the env has no
+        exact truth."""
+        return None
 
     @abstractmethod
     def optimal_actions(self) -> list[str]:

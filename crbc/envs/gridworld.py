@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from crbc.envs.base import ACTIONS, DEFAULT_MAX_STEPS, DELTAS, TextEnv
+from crbc.envs.base import ACTIONS, DEFAULT_MAX_STEPS, DELTAS, Dynamics, TextEnv
 
 Cell = tuple[int, int]
 
@@ -158,6 +158,25 @@ class GridWorldEnv(TextEnv):
 
     def optimal_distance(self) -> int | None:
         return self._distances().get(self.level.player)
+
+    def dynamics(self) -> Dynamics:
+        """Keys ``row * width + column`` of the player; a move into a wall stays; no gain beyond
+        the step penalty and the solve bonus; never dead."""
+        level = self._require_level()
+        w = level.width
+        goal = level.goal[0] * w + level.goal[1]
+        offsets = [DELTAS[a] for a in ACTIONS]
+
+        def step(key: int, k: int) -> tuple[int, float]:
+            r, c = divmod(key, w)
+            cell = (r + offsets[k][0], c + offsets[k][1])
+            return (key if cell in level.walls else cell[0] * w + cell[1]), 0.0
+
+        def render(key: int) -> str:
+            return GridLevel(level.height, w, level.walls, level.goal, divmod(key, w)).render()
+
+        return Dynamics(start=level.player[0] * w + level.player[1], step=step, render=render,
+                        solved=lambda key: key == goal, dead=lambda key: False)
 
     def optimal_actions(self) -> list[str]:
         dist = self._distances()

@@ -9,8 +9,11 @@ are built from it. :func:`compute` is the front door::
 
     credits = compute("crbc", groups, beta=0.98, depth=None)
 
-Adding an estimator: a config class (fields declared with :func:`crbc.estimators.params.param`) and a
-function decorated with :func:`register`; nothing else.
+This module is the registration machinery only. The built-in estimators register themselves in
+:mod:`crbc.estimators.builtin` (imported by the package, so any import of ``crbc.estimators``
+registers them). Adding an estimator: a config class (fields declared with
+:func:`crbc.estimators.params.param`) and a function decorated with :func:`register`, in
+``builtin`` or in a module of your own; nothing else.
 
 Shapes: ``_N`` per step (rollout after rollout, as in the input), ``_R`` per rollout, ``_S`` per
 anchor, ``_SA`` per observed (anchor, action) pair; see :mod:`crbc.process`.
@@ -25,12 +28,9 @@ from typing import Any
 
 import numpy as np
 
-import crbc.estimators.baselines as B
-import crbc.estimators.closure as C
-import crbc.estimators.rewardflow as RF
 from crbc.errors import UnknownEstimatorError
 from crbc.estimators.credits import CREDIT_SCHEMA, Credits
-from crbc.estimators.params import Checked, Param, param, params_of
+from crbc.estimators.params import Param, params_of
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process, merge
 
@@ -161,223 +161,3 @@ def shared_param_specs() -> dict[str, tuple[Param, Any]]:
                                  "estimator but describes it differently")
             out.setdefault(name, (meta, default))
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# configs (defaults: CRBC Sec. 5.1; GiGPO and GraphGPO papers). One line per parameter.
-
-_MODES = ("mean_std_norm", "mean_norm")
-_BETA = dict(lo=0.0, lo_open=True, hi=1.0, shared=True, label="beta (discount)", ui_min=0.80,
-             step=0.005, fmt="%.3f", slider=True)
-_SIGMA_MIN = dict(lo=0.0, lo_open=True, shared=True, label="sigma_min", ui_min=0.001, ui_max=10.0,
-                  step=0.01, fmt="%.3f")
-_W_GROUP = dict(shared=True, label="w_G (weight of A_G)", ui_min=-10.0, ui_max=10.0, step=0.5)
-_W_STEP = dict(shared=True, label="w_S (weight of A_S, CRBC family)", ui_min=-20.0, ui_max=20.0, step=0.5)
-_GROUP_NORM = dict(choices=B.GROUP_NORMS)
-_GROUP_NORM_HELP = "trajectory advantage A_G: grpo (paper), drgrpo (no std), rloo, steps (verl-agent's rows)"
-_PENALTY = dict(lo=0.0)
-_PENALTY_HELP = "subtracted from an invalid step's episode score and step return (verl-agent; 0 = off)"
-
-
-@dataclass(frozen=True)
-class GRPOConfig(Checked):
-    """GRPO as verl computes it (docs/MATH.md section 7); A_G broadcast to every step."""
-
-    norm_by_std: bool = param(True, "divide by the group's standard deviation (false: Dr. GRPO)")
-
-
-@dataclass(frozen=True)
-class CRBCConfig(Checked):
-    """CRBC (Eq. 9, 10, 13, 14): closure credit, its normalisation and the combination with A_G."""
-
-    beta: float = param(0.98, "discount per step; V is the beta-discounted chance of success", **_BETA)
-    depth: int | None = param(None, "finite depth K of the backup, or 'inf' for the exact closure",
-                              kind=int, lo=0, none="inf", shared=True,
-                              label="depth K of crbc (inf = exact closure)", ui_max=64)
-    sigma_min: float = param(0.1, "floor of the per-anchor scale that divides the step credit",
-                             **_SIGMA_MIN)
-    w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
-    w_step: float = param(5.0, "weight of the step credit A_S", **_W_STEP)
-    group_norm: str = param("grpo", _GROUP_NORM_HELP, **_GROUP_NORM)
-
-
-@dataclass(frozen=True)
-class VisitLocalConfig(Checked):
-    """Visit-local averaging = CRBC at K = 0 (Eq. 6, 13); fields as :class:`CRBCConfig`."""
-
-    beta: float = param(0.98, "discount per step; V is the beta-discounted chance of success", **_BETA)
-    sigma_min: float = param(0.1, "floor of the per-anchor scale that divides the step credit",
-                             **_SIGMA_MIN)
-    w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
-    w_step: float = param(5.0, "weight of the step credit A_S", **_W_STEP)
-    group_norm: str = param("grpo", _GROUP_NORM_HELP, **_GROUP_NORM)
-
-
-@dataclass(frozen=True)
-class GiGPOConfig(Checked):
-    """GiGPO step advantage (arXiv 2505.10978, as verl-agent computes it)."""
-
-    gamma: float = param(0.95, "step-return discount", lo=0.0, lo_open=True, hi=1.0)
-    mode: str = param("mean_std_norm", "per-anchor normalisation", choices=_MODES)
-    w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
-    w_step: float = param(1.0, "omega, weight of the step advantage A_S")
-    epsilon: float = param(1e-6, "guard added to the anchor's standard deviation", lo=0.0, lo_open=True)
-    invalid_penalty: float = param(0.1, _PENALTY_HELP, **_PENALTY)
-
-
-@dataclass(frozen=True)
-class ShortestPathConfig(Checked):
-    """Shortest-path step returns (GraphGPO): ``reward_scale * gamma_g ** d(x)`` for successor x;
-    normalisation and combination as GiGPO."""
-
-    gamma_g: float = param(0.8, "per-hop decay of the return", lo=0.0, lo_open=True, hi=1.0)
-    reward_scale: float = param(10.0, "step return at distance 0 from success")
-    mode: str = param("mean_std_norm", "per-anchor normalisation", choices=_MODES)
-    w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
-    w_step: float = param(1.0, "omega, weight of the step advantage A_S")
-    epsilon: float = param(1e-6, "guard added to the anchor's standard deviation", lo=0.0, lo_open=True)
-    invalid_penalty: float = param(0.1, _PENALTY_HELP, **_PENALTY)
-
-
-@dataclass(frozen=True)
-class RewardFlowConfig(Checked):
-    """RewardFlow's decay propagation (arXiv 2603.18859; its Sokoban recipe's settings):
-    ``V = max(r, gamma * max over successors V)``, step signal ``V(next) - V(s)``, then GiGPO's
-    penalty, per-anchor normalisation and episode term."""
-
-    gamma: float = param(0.9, "decay per hop of the propagated reward (RewardFlow's Sokoban recipe)",
-                         lo=0.0, lo_open=True, hi=1.0)
-    mode: str = param("mean_norm", "per-anchor normalisation (upstream's default: mean_norm)", choices=_MODES)
-    w_group: float = param(1.0, "weight of the trajectory advantage A_G", **_W_GROUP)
-    w_step: float = param(1.0, "omega, weight of the step advantage A_S")
-    invalid_penalty: float = param(0.1, _PENALTY_HELP, **_PENALTY)
-
-
-def _params(cfg) -> dict[str, Any]:
-    return dataclasses.asdict(cfg)
-
-
-# --------------------------------------------------------------------------------------------
-# the estimators
-
-
-@register("grpo", GRPOConfig, "GRPO: the trajectory advantage A_G on every step, no step credit",
-          has_value=False, needs_actions=False, label="GRPO", color="#7f7f7f")
-def grpo(p: Process, cfg: GRPOConfig) -> Credits:
-    """``A_final(i,t) = A_G(i)``, verl's ``compute_grpo_outcome_advantage`` over the group's
-    rollouts (:func:`crbc.estimators.baselines.verl_grpo`; a group of one: mean 0, std 1); ``A_S = 0``."""
-    a_g_R = B.verl_grpo(p, cfg.norm_by_std)
-    return Credits("grpo", _params(cfg), p, np.zeros(p.n_steps), a_g_R[p.step_rollout].copy(), a_g_R)
-
-
-def _crbc_credits(name: str, p: Process, beta: float, depth: int | None, sigma_min: float,
-                  w_group: float, w_step: float, group_norm: str, params: dict[str, Any]) -> Credits:
-    v_S, q_SA, a_SA = C.snap_zero(p, *C.estimate(p, beta, depth))  # structural zeros exact
-    a_s_SA, sigma_S = C.normalise(p, a_SA, sigma_min)
-    a_g_R = B.trajectory_advantage(p, group_norm)
-    a_s_N = a_s_SA[p.step_sa]
-    return Credits(
-        name, params, p,
-        step_advantage_N=a_s_N,
-        advantage_N=w_group * a_g_R[p.step_rollout] + w_step * a_s_N,
-        group_advantage_R=a_g_R,
-        value_N=v_S[p.step_state], q_N=q_SA[p.step_sa], credit_N=a_SA[p.step_sa],
-        value_S=v_S, q_SA=q_SA, credit_SA=a_SA, step_advantage_SA=a_s_SA, sigma_S=sigma_S)
-
-
-@register("crbc", CRBCConfig, "CRBC: Q - V of the cross-rollout Bellman closure (exact, or depth K)",
-          label="CRBC", color="#2a6fdb")
-def crbc(p: Process, cfg: CRBCConfig) -> Credits:
-    """Closure credit (Eq. 9): solve ``(I - beta M) V = b``, ``Q = B V``, ``A = Q - V``;
-    finite depth K (Eq. 10) when ``cfg.depth`` is set; then Eq. 13-14:
-    ``A_final = w_G A_G + w_S [|acts(s)| >= 2] A / max(sigma(s), sigma_min)``, A_G by ``group_norm``."""
-    return _crbc_credits("crbc", p, cfg.beta, cfg.depth, cfg.sigma_min, cfg.w_group, cfg.w_step,
-                         cfg.group_norm, _params(cfg))
-
-
-@register("visit_local", VisitLocalConfig, "Visit-local averaging: CRBC at depth K = 0",
-          label="visit-local", color="#17becf")
-def visit_local(p: Process, cfg: VisitLocalConfig) -> Credits:
-    """``Q0(s,a)`` = mean realised return ``beta^(T-t+1) R`` of the pair, ``V0 = sum_a mu Q0``
-    (Eq. 4, 6), then the same gate, normalisation and combination as :func:`crbc`."""
-    return _crbc_credits("visit_local", p, cfg.beta, 0, cfg.sigma_min, cfg.w_group, cfg.w_step,
-                         cfg.group_norm, _params(cfg))
-
-
-discounted_returns = B.discounted_returns  # kept importable from here
-
-
-def _step_return_credits(name: str, p: Process, t: B.StepReturnTerms, cfg, value_S=None) -> Credits:
-    """GiGPO's combination ``A = w_G A_E + omega A_S`` (docs/MATH.md section 7). Credit file: value =
-    mean step return at the anchor, q = this step's return, credit = q - value, group_advantage =
-    A_E of the rollout's valid rows."""
-    value_N = t.mean_S[p.step_state]
-    return Credits(name, _params(cfg), p,
-                   step_advantage_N=t.a_s_N,
-                   advantage_N=cfg.w_group * t.a_e_N + cfg.w_step * t.a_s_N,
-                   group_advantage_R=t.a_e_R,
-                   value_N=value_N, q_N=t.ret_N, credit_N=t.ret_N - value_N,
-                   value_S=t.mean_S if value_S is None else value_S)
-
-
-@register("gigpo", GiGPOConfig, "GiGPO: per-occurrence discounted step return, normalised at each anchor",
-          needs_actions=False, label="GiGPO", color="#ff7f0e")
-def gigpo(p: Process, cfg: GiGPOConfig) -> Credits:
-    """verl-agent's GiGPO (:func:`crbc.estimators.baselines.gigpo_terms`): step rewards r (``10 R_i`` on the
-    last step of a group without rewards), ``G_t = sum_{k>=t} gamma^(k-t) r_k``, the invalid-action
-    penalty, the episode term A_E over the group's step rows, A_S over each anchor's occurrences,
-    ``A = w_G A_E + omega A_S`` (GiGPO Eq. 3-8)."""
-    t = B.gigpo_terms(p, cfg.gamma, cfg.mode, cfg.invalid_penalty, cfg.epsilon)
-    return _step_return_credits("gigpo", p, t, cfg)
-
-
-def hop_distance(p: Process) -> np.ndarray:
-    """Fewest observed edges from each node to z+ on the merged graph, counts ignored.
-
-    Returns ``d`` of length S + 2 (anchors, z+, z-); ``inf`` where z+ cannot be reached."""
-    import scipy.sparse as sp  # here, not at import: the credit command of crbc needs no scipy
-    from scipy.sparse.csgraph import dijkstra
-
-    n = p.n_states + 2
-    # edges reversed (successor -> anchor) so one search from z+ gives every distance to z+
-    g = sp.csr_matrix((np.ones(p.n_steps), (p.step_next, p.step_state)), shape=(n, n))
-    return dijkstra(g, directed=True, indices=p.z_plus, unweighted=True)
-
-
-@register("shortest_path", ShortestPathConfig,
-          "Shortest path (GraphGPO): 10 * 0.8^hops from the successor to success, normalised like GiGPO",
-          label="shortest path", color="#9467bd")
-def shortest_path(p: Process, cfg: ShortestPathConfig) -> Credits:
-    """``q = reward_scale * gamma_g ** d(x_t)`` (0 when x_t cannot reach z+), ``d`` the hop distance
-    to z+ on the merged graph; penalty, episode term, normalisation and combination as GiGPO.
-    ``value_S`` is the display value ``gamma_g ** d(s)``."""
-    d = hop_distance(p)
-    with np.errstate(over="ignore"):
-        reach = np.isfinite(d)
-        v_ext = np.where(reach, cfg.gamma_g ** np.where(reach, d, 0.0), 0.0)
-    score_R = B.episode_scores(p, B.step_rewards(p))
-    t = B.step_return_terms(p, cfg.reward_scale * v_ext[p.step_next], score_R, cfg.mode,
-                            cfg.invalid_penalty, cfg.epsilon)
-    return _step_return_credits("shortest_path", p, t, cfg, value_S=v_ext[:p.n_states])
-
-
-@register("rewardflow", RewardFlowConfig,
-          "RewardFlow: reward propagated by a maximum over the group's state graph, as a potential difference",
-          needs_actions=False, label="RewardFlow", color="#8c564b")
-def rewardflow(p: Process, cfg: RewardFlowConfig) -> Credits:
-    """RewardFlow (:mod:`crbc.estimators.rewardflow`): ``V = max(r, gamma max_succ V)`` on the
-    group's graph, ``d = V(next) - V(s)`` (own reward on a truncated rollout's last step), then
-    GiGPO's machinery on d: penalty, ``A_S`` over the anchor's occurrences, ``A_E`` over the
-    group's rows, ``A = w_G A_E + omega A_S``. Credit file: value = V(s), q = V(next) (NaN, written
-    null, where there is no next node), credit = d after the penalty."""
-    r_N = B.step_rewards(p)
-    prop = RF.propagate(p, r_N, cfg.gamma)
-    t = B.step_return_terms(p, prop.d_N, B.episode_scores(p, r_N), cfg.mode, cfg.invalid_penalty)
-    has_next = prop.next_N >= 0
-    q_N = np.where(has_next, prop.v_X[np.where(has_next, prop.next_N, 0)], np.nan)
-    return Credits("rewardflow", _params(cfg), p,
-                   step_advantage_N=t.a_s_N,
-                   advantage_N=cfg.w_group * t.a_e_N + cfg.w_step * t.a_s_N,
-                   group_advantage_R=t.a_e_R,
-                   value_N=prop.v_X[p.step_state], q_N=q_N, credit_N=t.ret_N,
-                   value_S=prop.v_X[:p.n_states])

@@ -2,7 +2,7 @@
 
 V, Q, A, sigma and A_S are read from the ``crbc`` :class:`~crbc.estimators.registry.Credits` at the
 chosen depth (never recomputed here); this module writes them out as formulas with the numbers
-substituted, for the inspector and the lesson. numpy only: no streamlit, no plotly. Related:
+substituted, for the inspector and the lesson. numpy only: no streamlit. Related:
 :mod:`crbc.explain.lesson_tables` (the group as tables), :mod:`crbc.explain.disagreements` (where estimators disagree),
 :mod:`crbc.explain.what_if` (what-if edits of a group), :mod:`crbc.explain.anchor_names` (how anchors are named),
 :mod:`crbc.explain.table_rows` (typed rows, ``fmt``).

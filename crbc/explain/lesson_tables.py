@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 import crbc.estimators.closure as C
-from crbc.estimators.registry import compute, hop_distance
+from crbc.estimators.builtin import hop_distance
+from crbc.estimators.registry import compute
 from crbc.explain.anchor_names import (
     group_rollout_ids,
     group_states,

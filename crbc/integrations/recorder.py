@@ -11,6 +11,11 @@ dtype and an 8x8 thumbnail in the rollout's ``meta.anchor_arrays``), ``action``
 ``advantages[b, first response token]`` (``response_mask``, else the response part of
 ``attention_mask``: verl-agent's ``compute_response_mask``). Copies from
 ``adjust_batch(mode="copy")`` share (uid, traj_uid, step_index) and are written once.
+
+With an anchor key (``RunRecorder(anchor=regex or callable)``, :mod:`crbc.io.anchor_keys`) each
+step's anchor is the key of its ``anchor_obs`` text and the text itself is kept as the step's
+``obs``. :meth:`RunRecorder.record` returns the iteration's credit health for the trainer's
+logger (:mod:`crbc.integrations.trainer_metrics`, docs/FORMATS.md "Trainer metrics").
 """
 
 from __future__ import annotations
@@ -25,7 +30,10 @@ from typing import Any
 import numpy as np
 
 from crbc.actions import INVALID_ACTION
-from crbc.integrations.step_rows import column, stable_key
+from crbc.health import unknown_params
+from crbc.integrations.step_rows import column, key_anchors, stable_key
+from crbc.integrations.trainer_metrics import describe_key, trainer_metrics
+from crbc.io.anchor_keys import AnchorKeySpec, anchor_key
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 from crbc.io.run_writer import RunWriter, json_clean
 from crbc.io.runs import ROLLOUTS_DIR, RUN_FILE, read_run, rollouts_name
@@ -104,6 +112,7 @@ class BatchSteps:
     step inside the rollout. anchor, action: (K,) object str. response: (K,) object or None.
     reward, advantage, score: (K,) float64, NaN where absent. success: (K,) bool.
     starts: (R + 1,) first step of each rollout, then K. notes: array anchor -> note.
+    obs: (K,) object str, the observation text an anchor key was taken from (None without a key).
     """
 
     group: np.ndarray
@@ -119,6 +128,7 @@ class BatchSteps:
     success: np.ndarray
     starts: np.ndarray
     notes: dict[str, dict[str, Any]]
+    obs: np.ndarray | None = None
 
     def metas(self, step: int | None) -> list[str]:
         """(R,) the rollouts' meta as JSON text (sorted keys, as the Parquet writer stores it)."""
@@ -143,8 +153,10 @@ def _floats(x: Any, name: str, n: int) -> np.ndarray:
     return column(x, name, n).astype(np.float64)
 
 
-def batch_steps(data: Any, success_threshold: float | None = None, warn: bool = True) -> BatchSteps:
-    """The :class:`BatchSteps` of a ``DataProto`` of step rows (see the module docstring)."""
+def batch_steps(data: Any, success_threshold: float | None = None, warn: bool = True,
+                anchor: AnchorKeySpec = None) -> BatchSteps:
+    """The :class:`BatchSteps` of a ``DataProto`` of step rows (see the module docstring);
+    ``anchor``: an anchor key for text observations (None: the text itself)."""
     n = len(data)
     need = {k: _field(data, k) for k in ("uid", "traj_uid", "anchor_obs")}
     for k, v in need.items():
@@ -185,10 +197,15 @@ def batch_steps(data: Any, success_threshold: float | None = None, warn: bool = 
     first_r = np.maximum.accumulate(np.where(new_g, np.arange(len(g_r)), 0))
     rollout_r = np.arange(len(g_r)) - first_r
     notes: dict[str, dict[str, Any]] = {}
-    anchors = column(need["anchor_obs"], "anchor_obs", n)
-    anc = anchors.tolist() if anchors.ndim == 1 else list(anchors)
-    anchor_K = np.array([anc[b] if type(anc[b]) is str else anchor_text(anc[b], notes)
-                         for b in perm.tolist()], dtype=object)
+    obs_K = None
+    if anchor is not None:
+        key_B, text_B = key_anchors(column(need["anchor_obs"], "anchor_obs", n), anchor, "anchor_obs")
+        anchor_K, obs_K = key_B[perm], text_B[perm]
+    else:
+        anchors = column(need["anchor_obs"], "anchor_obs", n)
+        anc = anchors.tolist() if anchors.ndim == 1 else list(anchors)
+        anchor_K = np.array([anc[b] if type(anc[b]) is str else anchor_text(anc[b], notes)
+                             for b in perm.tolist()], dtype=object)
     act = _field(data, "action")
     action_K = (np.array([str(x) for x in column(act, "action", n)[perm].tolist()], dtype=object)
                 if act is not None else np.full(len(perm), "", dtype=object))
@@ -220,7 +237,7 @@ def batch_steps(data: Any, success_threshold: float | None = None, warn: bool = 
         response=None if resp is None else np.array([str(x) for x in column(resp, "response", n)[perm].tolist()],
                                                     dtype=object),
         reward=_floats(_field(data, "rewards"), "rewards", n)[perm], advantage=adv_B[perm],
-        score=score_B[first_of_r], success=ok_B[first_of_r], starts=starts, notes=notes)
+        score=score_B[first_of_r], success=ok_B[first_of_r], starts=starts, notes=notes, obs=obs_K)
 
 
 def _opt(x: float) -> float | None:
@@ -232,7 +249,8 @@ def steps_groups(st: BatchSteps, step: int | None = None) -> list[RolloutGroup]:
     import json
 
     resp = st.response.tolist() if st.response is not None else [None] * len(st.anchor)
-    steps = list(map(Step, st.anchor.tolist(), st.action.tolist(), [None] * len(resp), resp,
+    obs = st.obs.tolist() if st.obs is not None else [None] * len(resp)
+    steps = list(map(Step, st.anchor.tolist(), st.action.tolist(), obs, resp,
                      map(_opt, st.reward.tolist()), map(_opt, st.advantage.tolist())))
     groups: dict[str, list[Rollout]] = {}
     for a, b, meta in zip(st.starts[:-1].tolist(), st.starts[1:].tolist(), st.metas(step), strict=True):
@@ -250,7 +268,7 @@ def steps_table(st: BatchSteps, step: int | None = None):
     lens = np.diff(st.starts)
     return columns_table({
         "group": st.group, "rollout": st.rollout, "step": st.t, "anchor": st.anchor,
-        "action": st.action, "obs": np.full(k, None, dtype=object),
+        "action": st.action, "obs": st.obs if st.obs is not None else np.full(k, None, dtype=object),
         "response": st.response if st.response is not None else np.full(k, None, dtype=object),
         "reward": st.reward, "trainer_advantage": st.advantage, "success": st.success,
         "truncated": np.zeros(k, dtype=bool), "score": st.score,
@@ -258,19 +276,42 @@ def steps_table(st: BatchSteps, step: int | None = None):
 
 
 class RunRecorder:
-    """Records verl training batches into a run folder, one iteration per training step.
+    """Records verl training batches into a run folder, one iteration per training step, and
+    returns each iteration's credit health for the trainer's logger.
 
-    ``RunRecorder(run_dir, meta=None, format="parquet", success_threshold=None)``; then
-    ``recorder.record(batch, step, metrics)`` after ``compute_advantage``. An existing run is
-    continued; recording a step at or before the last one recorded (a resumed trainer) first
-    forgets the iterations from that step on.
+    ``RunRecorder(run_dir, meta=None, format="parquet", success_threshold=None, anchor=None,
+    estimators=("crbc", "gigpo"), bootstrap=0, seed=0, params=None)``; then
+    ``metrics.update(recorder.record(batch, step))`` after ``compute_advantage``. ``anchor``: an
+    anchor key (a regex or a callable ``text -> str``, as ``compute_advantage(anchor=...)``);
+    ``estimators``, ``bootstrap``, ``seed``, ``params``: what :func:`crbc.health.iteration_health`
+    compares with the trainer's advantage (``bootstrap`` > 0 adds ``crbc/sure_share``).
+    ``format="parquet"`` needs pyarrow (``pip install "crbc[parquet]"``); ``"jsonl"`` does not.
+    An existing run is continued; recording a step at or before the last one recorded (a resumed
+    trainer) first forgets the iterations from that step on.
     """
 
     def __init__(self, run_dir: str | Path, meta: dict[str, Any] | None = None, format: str = "parquet",
-                 success_threshold: float | None = None):
+                 success_threshold: float | None = None, anchor: AnchorKeySpec = None,
+                 estimators: tuple[str, ...] = ("crbc", "gigpo"), bootstrap: int = 0, seed: int = 0,
+                 params: dict[str, Any] | None = None):
         self.path = Path(run_dir)
         self.format, self.success_threshold = format, success_threshold
         rollouts_name(0, format)  # refuses an unknown format now, not at the first step
+        if format == "parquet":
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                raise ImportError('RunRecorder(format="parquet") needs pyarrow: pip install "crbc[parquet]" '
+                                  '(verl\'s own requirements include it), or record format="jsonl"') from None
+        anchor_key(anchor)  # a bad key (not a regex or a callable, a bad pattern) fails now
+        bad = unknown_params(tuple(estimators), dict(params or {}))  # unknown estimator names raise here
+        if bad:
+            raise ValueError(f"RunRecorder(params=...): no estimator of {', '.join(estimators)} has a "
+                             f"parameter {', '.join(bad)}")
+        self.anchor = anchor
+        self.health = {"estimators": tuple(estimators), "bootstrap": bootstrap, "seed": seed,
+                       "params": dict(params or {})}
+        self.last_path: Path | None = None
         if (self.path / RUN_FILE).exists():
             self.writer = RunWriter.open(self.path)
             run = read_run(self.path)
@@ -278,6 +319,9 @@ class RunRecorder:
         else:
             meta = dict(meta or {})
             config = {"estimator": "trainer", "source": "verl recorder", **meta.pop("config", {})}
+            if anchor is not None:
+                config.setdefault("anchor_key", getattr(anchor, "pattern", None) or
+                                  (anchor if isinstance(anchor, str) else getattr(anchor, "__name__", "callable")))
             self.writer = RunWriter.create(self.path, {
                 "name": meta.pop("name", self.path.name), "config": config,
                 "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **meta})
@@ -285,7 +329,7 @@ class RunRecorder:
         self._warned = False
 
     def steps(self, data: Any) -> BatchSteps:
-        st = batch_steps(data, self.success_threshold, warn=not self._warned)
+        st = batch_steps(data, self.success_threshold, warn=not self._warned, anchor=self.anchor)
         self._warned = self._warned or _field(data, "step_index") is None
         return st
 
@@ -294,10 +338,16 @@ class RunRecorder:
         does not depend on how ``_balance_batch`` shuffled the rows)."""
         return steps_groups(self.steps(data), step)
 
-    def record(self, data: Any, step: int, metrics: dict[str, Any] | None = None) -> Path:
-        """Write iteration ``step`` (rollouts, then its metrics line). Returns the rollout file."""
+    def record(self, data: Any, step: int, metrics: dict[str, Any] | None = None) -> dict[str, float]:
+        """Write iteration ``step`` (rollouts, then its metrics line: ``metrics`` and the credit
+        health) and return the credit health as ``{"crbc/<name>": float}`` (docs/FORMATS.md,
+        "Trainer metrics", plus ``crbc/merge_warning`` and ``crbc/record_seconds``, the time this
+        call took). The rollout file written is ``self.last_path``."""
+        t0 = time.perf_counter()
         step = int(step)
         st = self.steps(data)
+        key_name = describe_key(self.anchor)
+        health = trainer_metrics(st, key_name=key_name, **self.health)
         if step <= self._last:
             self.writer.truncate(step - 1)
         if self.format == "parquet":
@@ -307,8 +357,9 @@ class RunRecorder:
                                           steps_table(st, step))
         else:
             path = self.writer.write_rollouts(step, steps_groups(st, step), format=self.format)
-        record = {k: v for k, v in json_clean(dict(metrics or {})).items()
+        health["crbc/record_seconds"] = time.perf_counter() - t0
+        record = {k: v for k, v in json_clean({**dict(metrics or {}), **health}).items()
                   if isinstance(v, (int, float, str, bool)) or v is None}
         self.writer.append_metrics({**record, "iteration": step})
-        self._last = step
-        return path
+        self._last, self.last_path = step, path
+        return health

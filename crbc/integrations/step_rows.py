@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from crbc.actions import INVALID_ACTION
+from crbc.io.anchor_keys import AnchorKeyError, AnchorKeySpec, anchor_key
 from crbc.process import Process, build_process
 
 DIGEST_BYTES = 16
@@ -267,6 +268,46 @@ def layout(uid: Any, traj: Any, anchors: Any, success: Any = None, *, step_index
     return Layout(p, row_step_B, step_row_N, n - n_steps)
 
 
+def key_anchors(anchors: Any, spec: AnchorKeySpec, name: str = "anchor_obs") -> tuple[np.ndarray, np.ndarray]:
+    """``(key_B, text_B)``: each row's anchor key under ``spec`` and the observation text it came
+    from, both (B,) object arrays of str.
+
+    ``spec`` is what :func:`crbc.io.anchor_keys.anchor_key` takes (the same keys as ``crbc
+    import --anchor-regex`` and the studio): a regex (the last match, its first group if it has
+    one) or a callable ``text -> str``. Rows must hold text (``str``, or UTF-8 ``bytes``); a key is
+    computed once per distinct text. A row that is not text, a text the regex does not match, or
+    a callable that returns something else than a ``str`` raises :class:`AnchorKeyError` naming
+    ``name`` and the row."""
+    key = anchor_key(spec)
+    col = column(anchors, name, None)
+    if col.ndim != 1:
+        raise AnchorKeyError(f"{name}: an anchor key applies to text observations, but the rows hold "
+                             f"arrays of shape {col.shape[1:]} (drop the key: arrays are hashed as they are)")
+    text_B = np.empty(len(col), dtype=object)
+    key_B = np.empty(len(col), dtype=object)
+    cache: dict[str, str] = {}
+    for i, x in enumerate(col.tolist()):
+        if isinstance(x, (bytes, bytearray)):
+            try:
+                x = bytes(x).decode("utf-8")
+            except UnicodeDecodeError:
+                raise AnchorKeyError(f"{name}[{i}]: bytes that are not UTF-8 text cannot be keyed") from None
+        if not isinstance(x, str):
+            raise AnchorKeyError(f"{name}[{i}]: an anchor key applies to text observations, not "
+                                 f"{type(x).__name__}")
+        k = cache.get(x)
+        if k is None:
+            try:
+                k = key(x)
+            except AnchorKeyError as e:
+                raise AnchorKeyError(f"{name}[{i}]: {e}") from None
+            if not isinstance(k, str):
+                raise AnchorKeyError(f"{name}[{i}]: the anchor key returned {type(k).__name__}, not str")
+            cache[x] = k
+        text_B[i], key_B[i] = x, k
+    return key_B, text_B
+
+
 def _text(x: Any, key: bytes) -> str:
     """A readable name: the value itself for strings and numbers, else its digest."""
     if isinstance(x, np.generic):
@@ -283,4 +324,4 @@ def scatter(layout_: Layout, x_N: np.ndarray) -> np.ndarray:
     return np.asarray(x_N)[layout_.row_step_B]
 
 
-__all__: Sequence[str] = ("Layout", "column", "keys", "layout", "scatter", "stable_key")
+__all__: Sequence[str] = ("Layout", "column", "key_anchors", "keys", "layout", "scatter", "stable_key")

@@ -24,24 +24,34 @@ What the real pipeline does to the rows, and what happens here (docs/VERL.md has
   ``gigpo`` and ``shortest_path`` apply their own ``invalid_penalty`` to the raw inputs.
 * anchors (``anchor_obs``) may be strings, bytes or arrays of any shape (Sokoban's images arrive
   as one (B, H, W, 3) object array): each row is hashed stably (:mod:`crbc.integrations.step_rows`).
+  Text observations that carry their history (a chat transcript, textarena's
+  ``LLMObservationWrapper``) are never equal: ``anchor=`` takes an anchor key (a regex, its last
+  match; or a callable ``text -> str``; :mod:`crbc.io.anchor_keys`), and a key that merges almost
+  nothing beyond each rollout's first step is warned about (``warnings`` and the ``crbc`` logger,
+  :func:`crbc.health.merge_warning`).
 
 :class:`RunRecorder` (:mod:`crbc.integrations.recorder`) writes each training batch into a
-``crbc.run/1`` folder. torch is imported here; ``verl`` itself is not (only the ``DataProto``
-interface is used).
+``crbc.run/1`` folder. ``verl`` itself is never imported (only the ``DataProto``
+interface is used). torch is the trainer's own and is imported only when
+:func:`compute_advantage` runs, so importing this module needs neither torch nor verl.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from crbc.estimators.registry import Credits, get
 from crbc.integrations import step_rows as rows
 from crbc.integrations.recorder import RunRecorder
+from crbc.integrations.trainer_metrics import describe_key, warn_merge
+from crbc.io.anchor_keys import AnchorKeySpec
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["BatchKeys", "RunRecorder", "add_step_index", "compute_advantage", "layout", "response_mask"]
 
@@ -141,7 +151,8 @@ def episode_scores(data: Any, keys: BatchKeys, trainer_penalty: float) -> tuple[
 
 
 def layout(data: Any, estimator: str, keys: BatchKeys = BatchKeys(),
-           success_threshold: float | None = None, trainer_penalty: float = 0.0) -> rows.Layout:
+           success_threshold: float | None = None, trainer_penalty: float = 0.0,
+           anchor: AnchorKeySpec = None) -> rows.Layout:
     """The process of a ``DataProto``'s rows (see :func:`compute_advantage`)."""
     score, score_name = episode_scores(data, keys, trainer_penalty)
     reward = _field(data, keys.reward)
@@ -161,9 +172,12 @@ def layout(data: Any, estimator: str, keys: BatchKeys = BatchKeys(),
                        "(_balance_batch) or copied (adjust_batch), so the step order cannot be "
                        "recovered; call crbc.integrations.verl.add_step_index(batch) on the rollout "
                        "loop's output, before adjust_batch")
+    anchors = _require(data, keys.anchor, "anchors")
+    if anchor is not None:
+        anchors, _ = rows.key_anchors(anchors, anchor, keys.anchor)
     return rows.layout(
         _require(data, keys.uid, "task group ids"), _require(data, keys.traj, "trajectory ids"),
-        _require(data, keys.anchor, "anchors"), success, step_index=step_index, scores=score,
+        anchors, success, step_index=step_index, scores=score,
         actions=action, valid=_field(data, keys.valid), rewards=reward, need_success=need_success,
         names={"uid": keys.uid, "traj": keys.traj, "anchors": keys.anchor, "success": keys.success,
                "step_index": keys.step_index, "scores": score_name, "actions": keys.action,
@@ -172,7 +186,8 @@ def layout(data: Any, estimator: str, keys: BatchKeys = BatchKeys(),
 
 def compute_advantage(data: Any, estimator: str | Enum = "crbc", config: Any = None, *,
                       keys: BatchKeys = BatchKeys(), success_threshold: float | None = None,
-                      trainer_penalty: float = 0.0, return_credits: bool = False, **params: Any):
+                      trainer_penalty: float = 0.0, anchor: AnchorKeySpec = None,
+                      return_credits: bool = False, **params: Any):
     """Write ``data.batch["advantages"]`` and ``["returns"]`` (B, L), float32, on the rows' device.
 
     ``advantages[b, l] = A_final(step of row b) * response_mask[b, l]`` and ``returns`` is the
@@ -181,16 +196,24 @@ def compute_advantage(data: Any, estimator: str | Enum = "crbc", config: Any = N
     fields (``beta=0.98, w_step=5.0``, ...). ``success_threshold``: without a ``success`` field,
     R_i = [S_i >= threshold] (ALFWorld: 10). ``trainer_penalty``: the coefficient the trainer
     already subtracted from ``token_level_rewards`` on invalid rows (used only when the episode
-    score has to be read from them). Returns ``data`` (and the :class:`Credits` with
+    score has to be read from them). ``anchor``: an anchor key for text observations, as for
+    ``crbc import --anchor-regex`` (a regex: its last match, the first group if it has one; or a
+    callable ``text -> str``; from the config block, ``anchor: '<regex>'``); each row's key is
+    taken from its ``anchor_obs`` text. When the key merges almost nothing beyond each rollout's
+    first step (:func:`crbc.health.merge_warning`), a warning goes to ``warnings`` and to the
+    ``crbc`` logger, once per key. Returns ``data`` (and the :class:`Credits` with
     ``return_credits``).
     """
     name = estimator.value if isinstance(estimator, Enum) else str(estimator)
     est = get(name)
     if config is not None and params:
         raise ValueError(f"give either a config or parameters, not both (got {', '.join(params)})")
-    lay = layout(data, name, keys, success_threshold, trainer_penalty)
+    lay = layout(data, name, keys, success_threshold, trainer_penalty, anchor)
+    warn_merge(lay.process, describe_key(anchor))
     credits: Credits = est(lay.process, config=config, **params)
     adv_B = rows.scatter(lay, credits.advantage_N)
+    import torch  # here, not at import: the trainer's own torch, only when called
+
     mask = response_mask(data)
     tok = _field(data, keys.token_rewards)
     dtype = tok.dtype if isinstance(tok, torch.Tensor) and tok.is_floating_point() else torch.float32

@@ -4,23 +4,48 @@ Three kinds (:func:`anchor_key`): the exact text (the default), a regular expres
 **last** match in the text, its first group if the pattern has one: observations that carry
 their history, such as textarena's ``LLMObservationWrapper`` transcripts, keep the current state
 at the end), or any Python callable ``text -> str``. :func:`rekey` applies a key to groups.
+
+A pattern is a user's input and the texts are a user's data, so patterns run on RE2
+(``google-re2``): matching costs time linear in the text whatever the pattern, where Python's
+``re`` can backtrack for minutes (``(x+x+)+y`` on 29 ``x``) while holding the interpreter.
+RE2 takes ``re``'s syntax except backreferences (``\\1``, ``(?P=name)``), lookaround
+(``(?=``, ``(?!``, ``(?<=``, ``(?<!``) and possessive or atomic groups; those are refused with
+:class:`RegexError` saying so (:func:`compile_regex`). Two differences in what a pattern
+matches: ``$`` (without ``(?m)``) matches only at the very end, not before a final newline, and
+``\\w``, ``\\d``, ``\\s`` are ASCII classes. As a second guard each key has a time budget
+(:data:`TIME_BUDGET_S` of matching in all, over every text it keys).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+import time
 from collections.abc import Callable, Sequence
-from typing import Union
+from typing import Any, Union
 
 from crbc.io.rollouts import RolloutGroup
 
 AnchorKey = Callable[[str], str]
 AnchorKeySpec = Union[None, str, "re.Pattern[str]", AnchorKey]
 
+TIME_BUDGET_S = 60.0  #: seconds of matching one regex key may spend over all the texts it keys
+MAX_PATTERN_CHARS = 10_000  #: the longest pattern accepted
+_FLAGS = {re.IGNORECASE: "i", re.DOTALL: "s", re.MULTILINE: "m"}
+#: constructs RE2 does not run, and what to tell the user
+_UNSUPPORTED = (
+    (re.compile(r"\\[1-9]|\(\?P=\w+\)"), "backreferences (\\1, (?P=name))"),
+    (re.compile(r"\(\?<?[=!]"), "lookahead and lookbehind ((?=...), (?!...), (?<=...), (?<!...))"),
+    (re.compile(r"\(\?>|[*+?}][+]"), "atomic groups and possessive quantifiers ((?>...), a*+)"),
+)
+
 
 class AnchorKeyError(ValueError):
     """The key cannot be taken from this text (a regex that does not match it)."""
+
+
+class RegexError(ValueError):
+    """A pattern that cannot run in linear time, does not compile, or ran out of its time budget."""
 
 
 def exact(text: str) -> str:
@@ -28,16 +53,63 @@ def exact(text: str) -> str:
     return text
 
 
-def regex_key(pattern: str | re.Pattern[str]) -> AnchorKey:
+def _options():
+    import re2
+
+    opts = re2.Options()
+    opts.log_errors = False  # RE2 would print every refused pattern on standard error
+    return opts
+
+
+def compile_regex(pattern: str | re.Pattern[str], what: str = "anchor regex"):
+    """``pattern`` compiled by RE2 (a ``re.Pattern``'s IGNORECASE, DOTALL and MULTILINE flags
+    become inline flags). Raises :class:`RegexError` naming ``what`` and the pattern for a
+    construct RE2 does not run (saying which), a pattern RE2 cannot compile, or other flags."""
+    import re2
+
+    if isinstance(pattern, re.Pattern):
+        flags = pattern.flags & ~re.UNICODE
+        inline = "".join(c for f, c in _FLAGS.items() if flags & f)
+        if flags & ~sum(_FLAGS):
+            raise RegexError(f"{what} {pattern.pattern!r}: only the flags IGNORECASE, DOTALL and "
+                             "MULTILINE are supported")
+        text = (f"(?{inline})" if inline else "") + pattern.pattern
+    elif isinstance(pattern, str):
+        text = pattern
+    else:
+        raise TypeError(f"a regex is a str or a compiled pattern, not {type(pattern).__name__}")
+    if len(text) > MAX_PATTERN_CHARS:
+        raise RegexError(f"{what}: the pattern has {len(text):,} characters; at most "
+                         f"{MAX_PATTERN_CHARS:,}")
+    try:
+        return re2.compile(text, _options())
+    except re2.error as e:
+        reason = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+        for rx, name in _UNSUPPORTED:
+            if rx.search(text):
+                raise RegexError(f"{what} {text!r}: {name} are not supported (patterns run in linear "
+                                 f"time with RE2, which has no backtracking)") from None
+        raise RegexError(f"{what} {text!r}: not a valid regular expression (RE2: {reason})") from None
+
+
+def regex_key(pattern: str | re.Pattern[str], budget_s: float = TIME_BUDGET_S) -> AnchorKey:
     """A key from the last match of ``pattern``: its first group when it has groups, else the
-    whole match. Raises :class:`AnchorKeyError` on a text without a match (and ``re.error`` at
-    once for a bad pattern)."""
-    rx = re.compile(pattern) if isinstance(pattern, str) else pattern
+    whole match. Raises :class:`RegexError` at once for a pattern RE2 refuses
+    (:func:`compile_regex`), :class:`AnchorKeyError` on a text without a match, and
+    :class:`RegexError` once the key has spent ``budget_s`` seconds matching in all."""
+    rx = compile_regex(pattern)
+    spent = [0.0]
 
     def key(text: str) -> str:
-        last = None
-        for last in rx.finditer(text):  # noqa: B007 (we want the last one)
-            pass
+        t0 = time.perf_counter()
+        last: Any = None
+        for n, last in enumerate(rx.finditer(text)):  # noqa: B007 (we want the last one)
+            if n & 1023 == 1023 and spent[0] + time.perf_counter() - t0 > budget_s:
+                break
+        spent[0] += time.perf_counter() - t0
+        if spent[0] > budget_s:
+            raise RegexError(f"anchor regex {rx.pattern!r} spent more than its time budget of "
+                             f"{budget_s:g} s matching")
         if last is None:
             shown = text if len(text) <= 60 else text[:28] + " ... " + text[-27:]
             raise AnchorKeyError(f"--anchor-regex {rx.pattern!r} does not match {shown!r}")
@@ -48,7 +120,8 @@ def regex_key(pattern: str | re.Pattern[str]) -> AnchorKey:
 
 
 def anchor_key(spec: AnchorKeySpec = None) -> AnchorKey:
-    """The key function of ``spec``: None (exact text), a regex (str or compiled), or a callable.
+    """The key function of ``spec``: None (exact text), a regex (str or compiled; run by RE2,
+    see :func:`regex_key`), or a callable.
 
     A callable must return a ``str`` for every anchor text; :func:`rekey` checks it.
     """

@@ -31,13 +31,15 @@ from typing import Annotated, Any, Literal
 import msgspec
 import numpy as np
 
-from crbc.io.rollouts import (
+from crbc.io import budgets
+from crbc.io.records import (
     MAX_TEXT_CHARS,
     SCHEMA,
     Rollout,
     RolloutFormatError,
     RolloutGroup,
     Step,
+    reference_parse_rollouts,
     validate_line,
 )
 
@@ -288,11 +290,14 @@ def _decode_lines(lines: Iterable[bytes], source: str, keep_text: bool) -> Colum
     seen: set[tuple[str, int]] = set()
     order: dict[str, int] = {}
     out = _Builder(keep_text)
+    meter = budgets.meter()  # decoded bytes and rows of untrusted input (crbc.io.budgets)
     for lineno, raw in enumerate(lines, start=1):
         if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):  # UTF-8 byte-order mark (Windows)
             raw = raw[3:]
         if not raw or raw.isspace():
             continue
+        meter.add_bytes(len(raw), source)
+        meter.add_rows(1, source)
         try:
             rec = decode(raw)
         except ValueError:  # msgspec's DecodeError and ValidationError are ValueErrors
@@ -332,7 +337,6 @@ def parse_columns(data: str | bytes, source: str = "<input>", keep_text: bool = 
         try:
             lines = data.encode("utf-8").split(b"\n")
         except UnicodeEncodeError:  # lone surrogates: the reference reader takes the text itself
-            from crbc.io.rollouts import reference_parse_rollouts
             return Columns.from_groups(reference_parse_rollouts(data, source), keep_text)
     return _nonempty(decode_lines(lines, source, keep_text), source, "the input is empty")
 

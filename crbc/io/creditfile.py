@@ -45,7 +45,29 @@ def check_finite(credits) -> None:
         bad = np.isinf(a) if name == "q" else ~np.isfinite(a)
         if bad.any():
             raise ValueError(f"Out of range float values are not JSON compliant (field {name!r}, "
-                             f"{int(bad.sum())} value(s))")
+                             f"{int(bad.sum())} value(s){_where(credits, name, bad)})")
+
+
+def _where(credits, name: str, bad: np.ndarray) -> str:
+    """``; first at group G rollout R step T; the input's largest |reward| ... |score| ...``:
+    where the first bad value is and the input magnitudes that overflowed (float64 ends near
+    1.8e308, and a sum or a square of rewards near it does not fit)."""
+    p = credits.process
+    try:
+        i = int(np.flatnonzero(bad)[0])
+        if name == "group_advantage":
+            r, step = i, None
+        else:
+            r, step = int(p.step_rollout[i]), int(p.step_t[i])
+        g = p.group_ids[int(p.rollout_group[r])]
+        at = f"group {g!r} rollout {int(p.rollout_index[r])}" + ("" if step is None else f" step {step}")
+        rw = np.abs(p.step_reward[np.isfinite(p.step_reward)])
+        sc = np.abs(p.rollout_score[np.isfinite(p.rollout_score)])
+        mags = f"steps[].reward up to {rw.max():.3g}" if rw.size else "no steps[].reward"
+        mags += f", score up to {sc.max():.3g}" if sc.size else ""
+        return f"; first at {at}; estimator {credits.estimator!r} overflows on the input's {mags}"
+    except (AttributeError, IndexError, TypeError, ValueError):
+        return ""
 
 
 def _cut(values: np.ndarray, first: np.ndarray, last: np.ndarray) -> tuple[bytes, list[int], list[int]]:

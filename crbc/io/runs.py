@@ -49,7 +49,7 @@ RUN_FILE = "run.json"
 METRICS_FILE = "metrics.jsonl"
 ROLLOUTS_DIR = "rollouts"
 ITER_RE = re.compile(r"^iter-(\d{4,})\.(jsonl|jsonl\.gz|parquet)$")
-MAX_ZIP_BYTES = 200 * 2**20  #: refuse uploaded run archives that expand beyond this
+MAX_ZIP_BYTES = 200 * 10**6  #: refuse uploaded run archives that expand beyond this
 MAX_GZ_BYTES = 1 << 30  #: refuse a compressed rollout file that expands beyond this
 
 
@@ -166,11 +166,16 @@ def iteration_files(folder: Path) -> dict[int, Path]:
     return dict(sorted(out.items()))
 
 
-def gunzip(data: bytes, source: str, limit: int = MAX_GZ_BYTES) -> bytes:
+def gunzip(data: bytes, source: str, limit: int | None = None) -> bytes:
     """Decompress a gzip member, refusing corrupt data and anything that expands beyond ``limit``
-    (a decompression bomb in an upload) with an error that names ``source``."""
+    (a decompression bomb in an upload) with an error that names ``source``. ``limit=None``:
+    the current decoded-size budget (crbc.io.budgets), which the output is charged to."""
     import zlib
 
+    if limit is None:
+        from crbc.io import budgets
+
+        return budgets.meter().gunzip(data, source)
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
     try:
         out = d.decompress(data, limit + 1)
@@ -292,8 +297,12 @@ def read_run_zip(data: bytes, source: str = "upload.zip") -> Run:
         raise RunFormatError(f"not a zip archive ({e})", source) from None
     with z:
         infos = [i for i in z.infolist() if not i.is_dir()]
-        if sum(i.file_size for i in infos) > MAX_ZIP_BYTES:
-            raise RunFormatError(f"the archive expands beyond {MAX_ZIP_BYTES // 2**20} MB", source)
+        from crbc.io import budgets
+
+        expanded = sum(i.file_size for i in infos)
+        if expanded > MAX_ZIP_BYTES:
+            raise RunFormatError(f"the archive expands beyond {budgets.mb(MAX_ZIP_BYTES)}", source)
+        budgets.meter().add_bytes(expanded, source)
         names = [i.filename for i in infos]
         metas = sorted((n for n in names if n.rsplit("/", 1)[-1] == RUN_FILE), key=len)
         if not metas:

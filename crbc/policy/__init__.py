@@ -10,10 +10,10 @@ Importing this package does not import torch or transformers (the CLI imports
 from __future__ import annotations
 
 import importlib
-import threading
 from pathlib import Path
 
 from crbc.actions import ACTIONS, INVALID_ACTION
+from crbc.policy.load_lock import LOAD_LOCK
 from crbc.policy.prompting import parse_chat, parse_tiny
 
 __all__ = ["ACTIONS", "INVALID_ACTION", "load_policy", "parse_chat", "parse_tiny", "Policy",
@@ -21,10 +21,6 @@ __all__ = ["ACTIONS", "INVALID_ACTION", "load_policy", "parse_chat", "parse_tiny
 
 _LAZY = {"Policy": ".base", "TinyPolicy": ".tiny", "ChatPolicy": ".chat"}
 
-#: One model load at a time in this process. transformers builds a model on the "meta" device
-#: through process-wide state, so two threads loading at once (two app sessions opening pages
-#: that need the truth) can get "Cannot copy out of meta tensor; no data!".
-_LOAD_LOCK = threading.RLock()
 
 
 def __getattr__(name: str):
@@ -43,7 +39,7 @@ def load_policy(path: str | Path, device: str = "cpu", max_new_tokens: int | Non
     folder = Path(path)
     if not folder.is_dir():
         raise FileNotFoundError(f"model folder not found: {path}")
-    with _LOAD_LOCK:
+    with LOAD_LOCK:
         return _load(folder, str(path), device, max_new_tokens)
 
 

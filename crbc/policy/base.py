@@ -291,11 +291,7 @@ def _memo_fill(model, seqs: list[tuple[int, ...]], memo: NextTokenMemo, pad_id: 
     spec = continue_after and memo.speculate > 0
     out = model(input_ids=ids, attention_mask=mask, position_ids=position_ids, use_cache=spec,
                 logits_to_keep=1)
-    logits = out.logits[:, -1, :].float().cpu()
-    _record(memo, seqs, logits)
-    if not spec:
-        return
-    rows, toks = _speculated(logits, seqs, memo, stop)
+    rows, toks = _record_then_speculate(memo, seqs, out.logits[:, -1, :].float().cpu(), spec, stop)
     if not rows:
         return
     sel = torch.tensor(rows, dtype=torch.long, device=dev)
@@ -312,6 +308,14 @@ def _record(memo: NextTokenMemo, keys: list[tuple[int, ...]], logits: torch.Tens
     memo.forwards += len(keys)
     for i, q in enumerate(keys):
         memo.table[q] = logits[i]
+
+
+def _record_then_speculate(memo: NextTokenMemo, seqs: list[tuple[int, ...]], logits: torch.Tensor,
+                           spec: bool, stop: set[int]) -> tuple[list[int], list[int]]:
+    """:func:`_record` the next-token ``logits`` of ``seqs``; then, with ``spec``, the (row,
+    token) continuations to read next (:func:`_speculated`), else none."""
+    _record(memo, seqs, logits)
+    return _speculated(logits, seqs, memo, stop) if spec else ([], [])
 
 
 def _speculated(logits: torch.Tensor, seqs: list[tuple[int, ...]], memo: NextTokenMemo,
@@ -337,11 +341,7 @@ def _memo_fill_lean(model, seqs: list[tuple[int, ...]], memo: NextTokenMemo, pad
 
     spec = continue_after and memo.speculate > 0
     logits, prefix = lean.prefill(model, seqs, pad_id, keep=spec)
-    logits = logits.cpu()
-    _record(memo, seqs, logits)
-    if not spec:
-        return
-    rows, toks = _speculated(logits, seqs, memo, stop)
+    rows, toks = _record_then_speculate(memo, seqs, logits.cpu(), spec, stop)
     if not rows:
         return
     _record(memo, [seqs[i] + (t,) for i, t in zip(rows, toks, strict=True)],

@@ -14,6 +14,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
 from crbc.policy.base import Policy
+from crbc.policy.load_lock import LOAD_LOCK
 from crbc.policy.prompting import chat_response, chat_user_message, parse_chat
 
 DEFAULT_CHAT_MAX_NEW_TOKENS = 24
@@ -59,8 +60,6 @@ def load_chat(path: str | Path, name: str | None = None, device: str = "cpu",
     if not has_chat_template(tokenizer):
         raise ValueError(f"{path}: the tokenizer has no chat template")
     hf_logging.disable_progress_bar()
-    from crbc.policy import _LOAD_LOCK
-
-    with _LOAD_LOCK:  # transformers' meta-device construction is not thread-safe
+    with LOAD_LOCK:  # transformers' meta-device construction is not thread-safe
         model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True).to(device).eval()
     return ChatPolicy(model, tokenizer, str(path) if name is None else name, max_new_tokens)

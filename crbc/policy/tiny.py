@@ -23,6 +23,7 @@ from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTraine
 from transformers.utils import logging as hf_logging
 
 from crbc.policy.base import Policy
+from crbc.policy.load_lock import LOAD_LOCK
 from crbc.policy.prompting import (
     ACTIONS,
     BOARD_CHARS,
@@ -136,9 +137,7 @@ def save_tiny(model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, path:
 def load_tiny(path: str | Path, name: str | None = None, device: str = "cpu") -> TinyPolicy:
     """Load a tiny policy folder offline (``local_files_only=True``)."""
     hf_logging.disable_progress_bar()
-    from crbc.policy import _LOAD_LOCK
-
-    with _LOAD_LOCK:  # transformers' meta-device construction is not thread-safe
+    with LOAD_LOCK:  # transformers' meta-device construction is not thread-safe
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         model = LlamaForCausalLM.from_pretrained(path, local_files_only=True).to(device).eval()
     return TinyPolicy(model, tokenizer, str(path) if name is None else name)

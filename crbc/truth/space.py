@@ -14,7 +14,7 @@ Shapes: ``_S`` per state, ``_SA`` per (state, action) with the action axis of le
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,9 +22,8 @@ import numpy as np
 
 from crbc.actions import INVALID_ACTION
 from crbc.envs import ACTIONS, SOLVE_BONUS, STEP_PENALTY, make
-from crbc.envs.gridworld import GridLevel, GridWorldEnv
-from crbc.envs.sokoban import SokobanEnv, SokobanLevel
-from crbc.envs.sokoban.encoding import decode, encode, has_dead_box, push, room_of
+from crbc.envs.base import Dynamics
+from crbc.envs.sokoban import SokobanLevel
 
 #: The action axis of every truth array: the four moves, then ``invalid`` (a no-op step).
 TRUTH_ACTIONS: tuple[str, ...] = (*ACTIONS, INVALID_ACTION)
@@ -77,60 +76,13 @@ class StateSpace:
         return {b: i for i, b in enumerate(self.boards)}
 
 
-# --------------------------------------------------------------------------------------------
-# per-env transition functions on integer keys
-
-
-@dataclass(frozen=True)
-class _Dynamics:
-    """Integer-keyed dynamics of one level: start key, step(key, k) -> (key, reward beyond the
-    step penalty and solve bonus), render, solved, dead."""
-
-    start: int
-    step: Callable[[int, int], tuple[int, float]]
-    render: Callable[[int], str]
-    solved: Callable[[int], bool]
-    dead: Callable[[int], bool]
-
-
-def _sokoban_dynamics(level: SokobanLevel) -> _Dynamics:
-    room = room_of(level)
-
-    def step(key: int, k: int) -> tuple[int, float]:
-        nxt = push(room, key, k)
-        return (key, 0.0) if nxt is None else (nxt[0], float(nxt[1]))
-
-    return _Dynamics(
-        start=encode(level, room), step=step,
-        render=lambda key: decode(level, room, key).render(),
-        solved=lambda key: key // room.n_cells == room.target_mask,
-        dead=lambda key: has_dead_box(room, key))
-
-
-def _grid_dynamics(level: GridLevel) -> _Dynamics:
-    w = level.width
-    goal = level.goal[0] * w + level.goal[1]
-    offsets = [(-1, 0), (1, 0), (0, -1), (0, 1)]  # ACTIONS order: up, down, left, right
-
-    def step(key: int, k: int) -> tuple[int, float]:
-        r, c = divmod(key, w)
-        cell = (r + offsets[k][0], c + offsets[k][1])
-        return (key if cell in level.walls else cell[0] * w + cell[1]), 0.0
-
-    def render(key: int) -> str:
-        return GridLevel(level.height, w, level.walls, level.goal, divmod(key, w)).render()
-
-    return _Dynamics(start=level.player[0] * w + level.player[1], step=step, render=render,
-                     solved=lambda key: key == goal, dead=lambda key: False)
-
-
-def _dynamics(env: Any) -> _Dynamics:
-    if isinstance(env, SokobanEnv):
-        return _sokoban_dynamics(env.initial_level)
-    if isinstance(env, GridWorldEnv):
-        return _grid_dynamics(env.level)
-    raise TruthError(f"{env.env_id}: no exact dynamics for this environment type "
-                     f"({type(env).__name__}); the truth supports gridworld and Sokoban")
+def _dynamics(env: Any) -> Dynamics:
+    """The env's own exact dynamics (:meth:`crbc.envs.base.TextEnv.dynamics`)."""
+    dyn = env.dynamics()
+    if dyn is None:
+        raise TruthError(f"{env.env_id}: no exact dynamics for this environment type "
+                         f"({type(env).__name__}); its dynamics() returns None")
+    return dyn
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Tables and charts of computed credits and depth sweeps (no estimator math here): plotly for
+"""Tables and charts of computed credits and depth sweeps (no estimator math here): HTML for
 the per-step credit views, SVG (:mod:`crbc.viz.svg_charts`) for the curves over the depth K."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from crbc.estimators.registry import Credits, UnknownEstimatorError, get
 from crbc.explain.anchor_names import anchor_labels
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process
-from crbc.viz.style import HIGHLIGHT, OUTCOME_COLORS, TRUTH_COLOR
+from crbc.viz.style import HIGHLIGHT, OUTCOME_COLORS, TRUTH_COLOR, symmetric_range
 from crbc.viz.svg_charts import Mark, Series, line_chart_svg
 
 TRAINER_COLOR = "#6b6f76"  #: the trainer's own advantage beside the estimators
@@ -87,15 +87,9 @@ def steps_table(group: RolloutGroup, r: int, c: Credits) -> pd.DataFrame:
     })
 
 
-def symmetric_range(*arrays) -> float:
-    """The largest |finite value| over the arrays (1 when there is none): a symmetric colour range."""
-    vals = [np.abs(a[np.isfinite(a)]).max() for a in arrays if a is not None and np.isfinite(a).any()]
-    return float(max(vals)) if vals and max(vals) > 0 else 1.0
-
-
 def step_credit_bars_html(c: Credits, r: int, step: int | None = None, field: str = "step_advantage",
                           height: int = 160) -> str:
-    """One rollout's per-step credit as plain HTML bars (no plotly.js to load, nothing that an
+    """One rollout's per-step credit as plain HTML bars (no script, nothing that an
     HTML sanitiser strips): blue above zero, red below, the current step outlined; each bar's
     tooltip names the step's action and value."""
     import html as _html

@@ -1,6 +1,6 @@
 """The merged empirical process of one group drawn as a graph: the public names of the drawings.
 
-The pyvis page (:mod:`crbc.viz.graph_html`, the Anchor graph page) and the SVG drawings
+The vis-network page (:mod:`crbc.viz.graph_html`, the Anchor graph page) and the SVG drawings
 (:mod:`crbc.viz.graph_svg`: the Inspector, the Bellman backups, the Lesson) share
 :func:`layout`: anchors in layers by their hop distance from the start anchor(s), the two
 absorbing boundaries (z+ success, z- failure) in a last column on the right. Positions are
@@ -15,9 +15,6 @@ from crbc.viz.layout import (  # noqa: F401  (re-exported: the graph drawings' p
     X_GAP,
     Y_GAP,
     Layout,
-    _check_single,
-    _edges,
-    _fmt,
     crossings,
     layout,
     rollout_edges,

@@ -1,9 +1,11 @@
-"""The merged empirical process of one group as an interactive pyvis (vis-network) page.
+"""The merged empirical process of one group as an interactive vis-network page.
 
-Positions come from :func:`crbc.viz.layout.layout` and physics is off, so the graph never moves
-between reruns. The page is offline: vis-network is inlined (or, for the studio, loaded from its
-own server: ``assets_url``), every CDN reference is removed, and user text is never HTML (node
-and edge tooltips are built with ``textContent``).
+The page is this module's own template (:data:`_PAGE`) around vis-network 9.1.2, vendored in
+``crbc/viz/vendor/`` (its licence header kept: Apache-2.0 or MIT). Positions come from
+:func:`crbc.viz.layout.layout` and physics is off, so the graph never moves between reruns. The
+page is offline: vis-network is inlined (or, for the studio, loaded from its own server:
+``assets_url``), and user text is never HTML (node and edge data reach the page as JSON with
+``<``, ``>``, ``&`` and ``'`` escaped; tooltips are built with ``textContent``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 
 from crbc.explain.anchor_names import anchor_labels
 from crbc.process import Process
-from crbc.viz.layout import LABEL_ALL_MAX, _check_single, _edges, _fmt, layout, rollout_edges
+from crbc.viz.layout import LABEL_ALL_MAX, check_single, fmt_value, layout, rollout_edges, transitions
 from crbc.viz.style import (
     BOARD_COLORS,
     BOARD_UNKNOWN,
@@ -34,11 +36,32 @@ from crbc.viz.style import (
     v_color,
 )
 
-_CDN = re.compile(r"<(link|script)\b[^>]*(?:href|src)\s*=\s*[\"']https?://[^>]*>(\s*</script>)?",
-                  re.IGNORECASE | re.DOTALL)
+VENDOR = Path(__file__).resolve().parent / "vendor"  #: vis-network.min.js and vis-network.css
+
+# the page: {assets} vis-network's script and stylesheet (inline or linked), {style} this page's
+# CSS, {body} the legend and the search box, {nodes} / {edges} / {options} JSON, {script} _TOOLTIP_JS
+_PAGE = """<!DOCTYPE html>
+<html>
+<head>
+<meta charset="utf-8">
+{assets}
+{style}
+</head>
+<body>{body}
+<div id="mynetwork"></div>
+<script type="text/javascript">
+var nodes = new vis.DataSet({nodes});
+var edges = new vis.DataSet({edges});
+var container = document.getElementById('mynetwork');
+var options = {options};
+var network = new vis.Network(container, {{nodes: nodes, edges: edges}}, options);
+{script}
+</script>
+</body>
+</html>
+"""
 
 _TOOLTIP_JS = """
-<script>
 (function () {
   var COLORS = %(colors)s, UNKNOWN = %(unknown)s;
   function tooltip(n) {
@@ -119,7 +142,6 @@ _TOOLTIP_JS = """
     if (changed) { network.once('afterDrawing', ready); network.redraw(); } else { ready(); }
   });
 })();
-</script>
 """
 
 
@@ -140,7 +162,7 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
                       height_px: int = 640, max_edge_labels: int = 60,
                       value_name: str = "V", min_label_px: int = 12, signed: bool = False,
                       assets_url: str | None = None) -> str:
-    """The merged process as an offline pyvis page.
+    """The merged process as an offline vis-network page (``<!DOCTYPE html>`` ... ``</html>``).
 
     Nodes: anchors sized by visits N(s), coloured by ``value_S`` on the V scale, plus the two
     absorbing boundaries. Edges: one per pair of nodes, labelled by every action seen between
@@ -158,9 +180,7 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
     ``vis-network.min.js`` and ``vis-network.css`` (:func:`vis_assets`) from there instead, so a
     browser fetches and compiles them once, not with every graph it is sent.
     """
-    from pyvis.network import Network
-
-    _check_single(p)
+    check_single(p)
     lay = layout(p)
     n = p.n_states
     labels = anchor_labels(p)
@@ -171,27 +191,27 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
         path = set(rollout_edges(p, highlight_rollout))
     on_path_nodes = {a for a, _, _ in path} | {x for _, _, x in path}
     label_all = n <= LABEL_ALL_MAX
-    net = Network(height=f"{height_px}px", width="100%", directed=True, cdn_resources="in_line",
-                  bgcolor="#ffffff")
+    nodes: list[dict] = []
+    edges: list[dict] = []
     xs = np.concatenate([lay.x_S, lay.x_B])
     ys = np.concatenate([lay.y_S, lay.y_B])
     for s in range(n):
         text = p.state_anchor[s]
         board = text if is_board(text) else ""
-        info = (f"{labels[s]}: {value_name} = {_fmt(value_S[s])}\nvisits N(s) = {int(p.n_s[s])}, "
+        info = (f"{labels[s]}: {value_name} = {fmt_value(value_S[s])}\nvisits N(s) = {int(p.n_s[s])}, "
                 f"actions seen = {int(p.n_actions[s])}, layer {int(lay.layer_S[s])}")
-        net.add_node(int(s), label=labels[s] if (label_all or s in on_path_nodes) else " ",  # pyvis: "" -> the id
-                     name=labels[s], x=float(xs[s]), y=float(ys[s]),
-                     size=float(8 + 22 * np.sqrt(p.n_s[s] / n_max)), color=colors[s],
-                     physics=False, fixed=True, shape="dot", info=info, board=board,
-                     text="" if board else cut(text), font={"size": 13}, borderWidth=1)
+        nodes.append(dict(id=int(s), label=labels[s] if (label_all or s in on_path_nodes) else " ",
+                          name=labels[s], x=float(xs[s]), y=float(ys[s]),
+                          size=float(8 + 22 * np.sqrt(p.n_s[s] / n_max)), color=colors[s],
+                          physics=False, fixed=True, shape="dot", info=info, board=board,
+                          text="" if board else cut(text), font={"size": 13}, borderWidth=1))
     for b, (name, col) in enumerate([("z+ success", Z_PLUS_COLOR), ("z- failure", Z_MINUS_COLOR)]):
-        net.add_node(n + b, label=name, x=float(lay.x_B[b]), y=float(lay.y_B[b]), shape="box",
-                     color=col, physics=False, fixed=True, font={"color": "white", "size": 15},
-                     info=f"{name}: absorbing boundary, V = {1 - b}", board="", text="")
+        nodes.append(dict(id=n + b, label=name, x=float(lay.x_B[b]), y=float(lay.y_B[b]), shape="box",
+                          color=col, physics=False, fixed=True, font={"color": "white", "size": 15},
+                          info=f"{name}: absorbing boundary, V = {1 - b}", board="", text=""))
     n_sa = {(int(p.sa_state[i]), int(p.sa_action[i])): int(p.n_sa[i]) for i in range(len(p.n_sa))}
     merged: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for a, act, x, c in _edges(p):
+    for a, act, x, c in transitions(p):
         merged.setdefault((a, x), []).append((act, c))
     neighbours: dict[int, list[tuple[float, float]]] = {}
     for a, x in merged:
@@ -222,47 +242,44 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
             opts["smooth"] = {"enabled": True, "type": "curvedCW", "roundness": 0.2}
         else:
             opts["smooth"] = {"enabled": False}
-        net.add_edge(int(a), int(x), **opts)
-    net.toggle_physics(False)
-    net.set_options(json.dumps({
+        edges.append({"from": int(a), "to": int(x), **opts})
+    options = {
         "physics": {"enabled": False},
         "interaction": {"hover": True, "tooltipDelay": 80, "navigationButtons": False},
         "edges": {"arrows": {"to": {"enabled": True, "scaleFactor": 0.6}}},
-    }))
-    page = net.generate_html(notebook=False)
-    if assets_url is not None:
-        page = _link_assets(page, assets_url)
+    }
     names = [labels[s] for s in range(n)]
-    return _offline(page, height_px, names, min_label_px, legend=_legend(value_S, value_name, signed))
+    return _page(nodes, edges, options, _assets(assets_url), height_px, names, min_label_px,
+                 _legend(value_S, value_name, signed))
 
 
 def vis_assets() -> dict[str, Path]:
-    """The two files pyvis inlines into a page (its vis-network 9.1.2 build), by file name."""
-    import pyvis
-
-    d = Path(pyvis.__file__).resolve().parent / "templates" / "lib" / "vis-9.1.2"
-    return {name: d / name for name in ("vis-network.min.js", "vis-network.css")}
+    """The two files of vis-network 9.1.2 the page needs (vendored), by file name."""
+    return {name: VENDOR / name for name in ("vis-network.min.js", "vis-network.css")}
 
 
 @functools.cache
 def _inlined(name: str) -> str:
-    """``name``'s text as pyvis's template inlines it (Jinja drops one trailing newline)."""
+    """``name``'s text as the page inlines it (one trailing newline dropped)."""
     text = vis_assets()[name].read_text(encoding="utf-8")
     return text[:-1] if text.endswith("\n") else text
 
 
-def _link_assets(page: str, url: str) -> str:
-    """Replace the inlined vis-network script and stylesheet of a pyvis page by references to
+def _assets(url: str | None) -> str:
+    """vis-network's script and stylesheet: inlined (``url`` None), else references to
     ``url``/vis-network.min.js and ``url``/vis-network.css."""
+    if url is None:
+        return (f"<script>{_inlined('vis-network.min.js')}</script>\n"
+                f"<style>{_inlined('vis-network.css')}</style>")
     base = html.escape(url.rstrip("/"), quote=True)
-    for inline, ref in ((f"<script>{_inlined('vis-network.min.js')}</script>",
-                         f'<script src="{base}/vis-network.min.js"></script>'),
-                        (f"<style>{_inlined('vis-network.css')}</style>",
-                         f'<link rel="stylesheet" href="{base}/vis-network.css">')):
-        if inline not in page:
-            raise RuntimeError("unexpected pyvis template: vis-network is not inlined where expected")
-        page = page.replace(inline, ref, 1)
-    return page
+    return (f'<script src="{base}/vis-network.min.js"></script>\n'
+            f'<link rel="stylesheet" href="{base}/vis-network.css">')
+
+
+def _json(x: object) -> str:
+    """JSON safe inside a ``<script>`` element: ``<``, ``>``, ``&`` and ``'`` as \\u escapes."""
+    return (json.dumps(x, sort_keys=True).replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("&", "\\u0026").replace("'", "\\u0027"))
 
 
 def _legend(value_S: np.ndarray, value_name: str, signed: bool) -> tuple[str, list[str], str, str]:
@@ -286,22 +303,16 @@ def _defang(page: str) -> str:
                     else m.group(0).split("://", 1)[1], page)
 
 
-def _offline(page: str, height_px: int, names: list[str] | None = None, min_label_px: int = 12,
-             legend: tuple[str, list[str], str, str] | None = None) -> str:
-    """Remove every external reference (CDN css/js) and pyvis's empty headings; add tooltips,
-    the node-colour legend (default: V(s) on the V scale) and the anchor search box."""
-    title, grad, lo, hi = legend or ("node colour: V(s)", v_color(np.linspace(0, 1, 9)), "0", "1")
-    page = _defang(_CDN.sub("", page))
-    page = re.sub(r"<center>\s*<h1>\s*</h1>\s*</center>", "", page)
-    js = _TOOLTIP_JS % {"colors": json.dumps(BOARD_COLORS), "unknown": json.dumps(BOARD_UNKNOWN),
-                        "min_px": int(min_label_px)}
-    marker = "network = new vis.Network(container, data, options);"
-    if marker not in page:
-        raise RuntimeError("unexpected pyvis template: cannot find the network constructor")
-    page = page.replace(marker, marker + "\n" + js.replace("<script>", "").replace("</script>", ""), 1)
-    style = (f"<style>body{{margin:0;font-family:sans-serif}} #mynetwork{{height:{height_px}px;"
-             "border:none} .card{border:none} #vlegend{position:absolute;z-index:10;left:12px;top:10px;"
-             "font:12px sans-serif;color:#333;background:rgba(255,255,255,.85);padding:4px 6px}"
+def _page(nodes: list[dict], edges: list[dict], options: dict, assets: str, height_px: int,
+          names: list[str], min_label_px: int, legend: tuple[str, list[str], str, str]) -> str:
+    """:data:`_PAGE` filled in: the graph, tooltips, the node-colour legend and the anchor search;
+    no URL in it that a browser could fetch (:func:`_defang`)."""
+    title, grad, lo, hi = legend
+    script = _TOOLTIP_JS % {"colors": json.dumps(BOARD_COLORS), "unknown": json.dumps(BOARD_UNKNOWN),
+                            "min_px": int(min_label_px)}
+    style = (f"<style>body{{margin:0;font-family:sans-serif}} #mynetwork{{width:100%;height:{height_px}px;"
+             "background-color:#ffffff;border:none;position:relative} #vlegend{position:absolute;z-index:10;"
+             "left:12px;top:10px;font:12px sans-serif;color:#333;background:rgba(255,255,255,.85);padding:4px 6px}"
              "#vlegend .bar{width:160px;height:10px;background:linear-gradient(to right,"
              + ",".join(grad) + ")}"
              "#crbc-find{position:absolute;z-index:10;right:12px;top:10px;font:12px sans-serif;"
@@ -309,13 +320,13 @@ def _offline(page: str, height_px: int, names: list[str] | None = None, min_labe
              "#crbc-find input{width:150px;font:12px sans-serif;padding:2px 4px}</style>")
     box = (f"<div id='vlegend'>{html.escape(title)}<div class='bar'></div>"
            f"<span>{html.escape(lo)}</span><span style='float:right'>{html.escape(hi)}</span></div>")
-    options = "".join(f'<option value="{html.escape(nm, quote=True)}">' for nm in (names or []))
+    opts = "".join(f'<option value="{html.escape(nm, quote=True)}">' for nm in names)
     search = ('<div id="crbc-find"><label>Find anchor <input id="crbc-search" list="crbc-anchors" '
               'placeholder="s12, or part of its key" autocomplete="off"></label>'
-              f'<datalist id="crbc-anchors">{options}</datalist>'
+              f'<datalist id="crbc-anchors">{opts}</datalist>'
               '<div id="crbc-search-msg" style="color:#666"></div></div>')
-    page = page.replace("</head>", style + "</head>", 1)
-    return page.replace("<body>", "<body>" + box + search, 1)
+    return _defang(_PAGE.format(assets=assets, style=style, body=box + search, nodes=_json(nodes),
+                                edges=_json(edges), options=json.dumps(options), script=script))
 
 
 def external_urls(page: str) -> list[str]:

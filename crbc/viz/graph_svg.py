@@ -3,7 +3,7 @@ Bellman backups' graph (:func:`graph_svg`) and the Lesson's graph, which is also
 panel (:func:`lesson_graph_svg`).
 
 The picture of the shared :func:`crbc.viz.layout.layout` (layers left to right, the boundaries
-z+ and z- in a last column), built as SVG text on the server so the page needs no plotly.js.
+z+ and z- in a last column), built as SVG text on the server (no script on the page).
 Every clickable element carries ``data-pick`` (sent back by :func:`ui.svg_view.svg_view`) and
 a tooltip; every user string is HTML-escaped.
 """
@@ -14,7 +14,7 @@ import numpy as np
 
 from crbc.explain.anchor_names import anchor_labels
 from crbc.process import Process
-from crbc.viz.layout import LABEL_ALL_MAX, X_GAP, Y_GAP, _check_single, _fmt, layout, rollout_edges
+from crbc.viz.layout import LABEL_ALL_MAX, X_GAP, Y_GAP, check_single, fmt_value, layout, rollout_edges
 from crbc.viz.style import (
     HIGHLIGHT,
     NO_VALUE_COLOR,
@@ -32,7 +32,7 @@ SHOWN_WIDTH_PX = 600.0  # the width the drawing is made for: node and text sizes
 
 def _tooltip(label: str, anchor: str, v: float, visits: int, value_name: str) -> str:
     lines = [cut(row, 120) for row in anchor[:4000].split("\n")[:8]]
-    return esc(f"{label}  {value_name} = {_fmt(v)}, visits {visits}\n" + "\n".join(lines))
+    return esc(f"{label}  {value_name} = {fmt_value(v)}, visits {visits}\n" + "\n".join(lines))
 
 
 def _boundaries(bx: np.ndarray, by: np.ndarray, side: float, u: float, names: tuple[str, str]) -> str:
@@ -96,7 +96,7 @@ def graph_svg(p: Process, value_S: np.ndarray, *, selected: int | None = None, v
     selected anchor's and the highlighted path's (every anchor names itself in its tooltip).
     Sizes are in units of the drawing, scaled so that at ``shown_width_px`` pixels wide a label
     is 12 px."""
-    _check_single(p)
+    check_single(p)
     lay = layout(p)
     n = p.n_states
     labels = anchor_labels(p)

@@ -38,10 +38,11 @@ from crbc.estimators.registry import Credits
 from crbc.explain.anchor_names import anchor_labels
 from crbc.process import Process
 from crbc.viz.binning import MAX_COLUMNS, bin_width, binned
-from crbc.viz.charts import field_N, symmetric_range
+from crbc.viz.charts import field_N
 from crbc.viz.heatmaps import step_matrix
 from crbc.viz.intervals import by_cell
-from crbc.viz.style import CREDIT_SCALE, NO_VALUE_COLOR, OUTCOME_COLORS, esc
+from crbc.viz.palette import sample
+from crbc.viz.style import CREDIT_SCALE, NO_VALUE_COLOR, OUTCOME_COLORS, esc, symmetric_range
 
 WIDTH = 880           #: width of the drawing (units); about a wide Streamlit column in pixels
 ROWS_HEIGHT = 288.0   #: a panel's rows share this height (16 rollouts: 18 units each) ...
@@ -71,10 +72,8 @@ class Panel:
 def _palettes() -> tuple[np.ndarray, np.ndarray]:
     """(colours, washed colours) of the credit scale at :data:`LEVELS` evenly spaced points, as
     ``#rrggbb`` strings; a washed colour is ``(1 - WASH) * colour + WASH * white``."""
-    from plotly.colors import sample_colorscale
-
     rgb = np.array([[float(v) for v in c[c.index("(") + 1:-1].split(",")]
-                    for c in sample_colorscale(CREDIT_SCALE, np.linspace(0, 1, LEVELS).tolist(), colortype="rgb")])
+                    for c in sample(CREDIT_SCALE, np.linspace(0, 1, LEVELS).tolist())])
     washed = (1 - WASH) * rgb + WASH * 255.0
 
     def hexes(a: np.ndarray) -> np.ndarray:

@@ -11,7 +11,8 @@ import numpy as np
 
 from crbc.estimators.registry import Credits
 from crbc.process import Process
-from crbc.viz.charts import field_N, symmetric_range
+from crbc.viz.charts import field_N
+from crbc.viz.style import symmetric_range
 
 
 def step_matrix(p: Process, values_N: np.ndarray | None) -> np.ndarray:

@@ -1,8 +1,7 @@
 """Small charts as static HTML and SVG, built on the server and shown with ``st.html``.
 
-A page whose only charts are these loads no plotly.js: in a new browser tab that is 1.1-1.4 s
-less on this project's 2-core laptop (``benchmarks/bench_streamlit_floor.py``, ``new_tab`` against
-``new_tab_plotly``), and a rerun redraws them as fast as any other HTML. They are for the
+A page of these loads no charting library: a new browser tab draws them at once, and a rerun
+redraws them as fast as any other HTML. They are for the
 figures that need no zoom or selection: the disagreement ranking, an anchor's credit intervals
 and its backup tree. Every user string (anchor, action, group id) is HTML-escaped and cut short,
 with the whole of it in the element's tooltip; no element loads anything from anywhere.

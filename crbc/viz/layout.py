@@ -2,8 +2,9 @@
 
 Layer (column) = fewest hops from a start anchor; the order inside a layer comes from
 barycentre sweeps that reduce edge crossings (Sugiyama, Tagawa and Toda 1981); the two absorbing
-boundaries (z+ success, z- failure) take a last column on the right. Shared by the pyvis page and
-the plotly figure in :mod:`crbc.viz.graph`, so both draw the same picture.
+boundaries (z+ success, z- failure) take a last column on the right. Shared by the vis-network page
+(:mod:`crbc.viz.graph_html`) and the SVG drawings (:mod:`crbc.viz.graph_svg`), so all draw the
+same picture.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ class Layout:
     y_B: np.ndarray
 
 
-def _check_single(p: Process) -> None:
+def check_single(p: Process) -> None:
+    """Refuse a process merged from several groups (a graph drawing shows one group)."""
     if len(p.group_ids) != 1:
         raise ValueError("graph drawings take the process of a single group")
 
@@ -53,7 +55,7 @@ def layout(p: Process) -> Layout:
 
 def compute_layout(p: Process) -> Layout:
     """:func:`layout` without the per-process memo."""
-    _check_single(p)
+    check_single(p)
     n = p.n_states
     starts = np.unique(p.step_state[p.rollout_offsets[:-1]])
     inner = p.step_next < n
@@ -149,12 +151,13 @@ def rollout_edges(p: Process, r: int) -> list[tuple[int, int, int]]:
                     p.step_next[sl].tolist(), strict=True))
 
 
-def _edges(p: Process) -> list[tuple[int, int, int, int]]:
+def transitions(p: Process) -> list[tuple[int, int, int, int]]:
     """Distinct observed transitions as (anchor, action index, successor, count)."""
     sa, nxt, cnt = p.transitions()
     return [(int(p.sa_state[a]), int(p.sa_action[a]), int(x), int(c))
             for a, x, c in zip(sa.tolist(), nxt.tolist(), cnt.tolist(), strict=True)]
 
 
-def _fmt(v: float) -> str:
+def fmt_value(v: float) -> str:
+    """A value as the drawings print it: three decimals, ``n/a`` for None or a non-finite one."""
     return "n/a" if v is None or not np.isfinite(v) else f"{v:.3f}"

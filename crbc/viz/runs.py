@@ -2,7 +2,7 @@
 
 Pure builders: they take :class:`crbc.train.analysis.Curve` / :class:`crbc.io.runs.Run` objects (computed by
 :mod:`crbc.train.analysis`) and return SVG strings (:mod:`crbc.viz.svg_charts`, shown by
-:func:`ui.svg_view.svg_view`: no plotly.js on the page) or pandas tables; no estimates are
+:func:`ui.svg_view.svg_view`) or pandas tables; no estimates are
 computed here. A point that opens a run's iteration carries ``data-pick`` = :func:`pick_value`
 (read back with :func:`parse_pick`).
 """

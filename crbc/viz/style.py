@@ -10,9 +10,10 @@ from __future__ import annotations
 import html
 
 import numpy as np
-from plotly.colors import sample_colorscale
 
-V_SCALE = "Viridis"
+from crbc.viz.palette import sample
+
+V_SCALE = "Viridis"  #: a name in crbc.viz.palette.SCALES
 CREDIT_SCALE = "RdBu"
 V_RANGE = (0.0, 1.0)
 Z_PLUS_COLOR = "#2e9e44"   # success boundary
@@ -43,22 +44,9 @@ BOARD_NAMES = {
 BOARD_UNKNOWN = "#d5d8dc"
 
 
-PLAIN_MAX = 200  # characters of a user string drawn in a figure (hover, label, tick)
-
-
 def cut(text: str, limit: int = 2000) -> str:
     """A long user string's beginning, with "…" and its length (tooltips and labels stay small)."""
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
-
-
-def plain(s: object, limit: int = PLAIN_MAX) -> str:
-    """A user string (anchor, action, group id) for plotly text, hover or tick labels: ``<``, ``>``
-    and ``&`` as entities, so plotly's HTML subset (links, bold, line breaks) is never applied to
-    it and plotly shows the characters as they are; cut to ``limit`` characters (with "…")."""
-    s = str(s)
-    if len(s) > limit:
-        s = s[:limit] + "…"
-    return html.escape(s, quote=False)
 
 
 def esc(text: object) -> str:
@@ -71,14 +59,17 @@ def v_color(v: float | np.ndarray) -> list[str]:
     """Colours of values on the V scale (clipped to [0, 1])."""
     vals = np.clip(np.atleast_1d(np.asarray(v, dtype=float)), 0.0, 1.0)
     vals = np.where(np.isfinite(vals), vals, 0.0)
-    return sample_colorscale(V_SCALE, vals.tolist(), colortype="rgb")
+    return sample(V_SCALE, vals.tolist())
 
 
-def symmetric_range(x: np.ndarray) -> float:
-    """Half-width of a colour range centred on 0 for a signed quantity: the largest finite |x|,
-    at least 1e-3 (so an all-zero or all-NaN input still has a range)."""
-    a = np.abs(np.asarray(x, dtype=float))
-    return max(float(a[np.isfinite(a)].max()) if np.isfinite(a).any() else 0.0, 1e-3)
+def symmetric_range(*arrays: np.ndarray | None) -> float:
+    """Half-width of a colour (or axis) range centred on 0 for signed quantities:
+    ``max(max_i |x_i|, 1e-3)`` over the finite values of all ``arrays`` (None skipped), so noise
+    below 1e-3 stays near the centre; 1 when no array has a finite non-zero value."""
+    finite = [a[np.isfinite(a)] for a in (np.asarray(x, dtype=float) for x in arrays if x is not None)]
+    vals = [float(np.abs(a).max()) for a in finite if a.size]
+    top = max(vals) if vals else 0.0
+    return max(top, 1e-3) if top > 0 else 1.0
 
 
 def signed_color(x: float | np.ndarray, zmax: float | None = None) -> list[str]:
@@ -87,8 +78,7 @@ def signed_color(x: float | np.ndarray, zmax: float | None = None) -> list[str]:
     vals = np.where(np.isfinite(np.atleast_1d(np.asarray(x, dtype=float))),
                     np.atleast_1d(np.asarray(x, dtype=float)), 0.0)
     z = zmax if zmax else (float(np.abs(vals).max()) or 1.0)
-    return sample_colorscale(CREDIT_SCALE, (0.5 + 0.5 * np.clip(vals / z, -1, 1)).tolist(),
-                             colortype="rgb")
+    return sample(CREDIT_SCALE, (0.5 + 0.5 * np.clip(vals / z, -1, 1)).tolist())
 
 
 def is_board(text: str) -> bool:
@@ -130,20 +120,3 @@ def board_legend_html() -> str:
                      f"{BOARD_COLORS[ch]};border:1px solid #999;margin:0 3px 0 8px;"
                      f"vertical-align:middle'></span>{html.escape(name)} <code>{html.escape(ch)}</code>")
     return "<div style='font-size:12px;color:#555;line-height:1.8'>" + "".join(items) + "</div>"
-
-
-def png_config(filename: str) -> dict:
-    """Plotly config with a single modebar button that saves the chart as PNG, in the browser
-    (plotly.js renders the image client-side: no server, no network)."""
-    return {"displaylogo": False, "modeBarButtons": [["toImage"]],
-            "toImageButtonOptions": {"format": "png", "filename": filename, "scale": 2}}
-
-
-def snapshot(fig):
-    """A figure in the form plotly sends it (numeric arrays already base64 typed arrays), as a
-    figure again: drawing it converts nothing more, where a figure of many numpy arrays pays
-    about 0.3 ms per array each time it is turned into JSON. For figures that are kept and sent
-    many times (the studio's figure cache); its JSON equals the original's."""
-    import plotly.graph_objects as go
-
-    return go.Figure(fig.to_dict(), _validate=False)

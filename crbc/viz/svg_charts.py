@@ -1,4 +1,4 @@
-"""Line charts as static SVG (shown by :func:`ui.svg_view.svg_view`): no plotly.js on the page.
+"""Line charts as static SVG (shown by :func:`ui.svg_view.svg_view`), built on the server.
 
 For the curves over the depth K (the Lesson's A^(K), the Bellman backups' errors and coverage)
 and over training iterations (:mod:`crbc.viz.runs`): a few series of at most a few thousand

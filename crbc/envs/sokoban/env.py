@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from crbc.envs.base import DEFAULT_MAX_STEPS, TextEnv
-from crbc.envs.sokoban.encoding import apply_action
+from crbc.envs.base import DEFAULT_MAX_STEPS, Dynamics, TextEnv
+from crbc.envs.sokoban.encoding import apply_action, decode, encode, has_dead_box, push, room_of
 from crbc.envs.sokoban.generator import generate_level
 from crbc.envs.sokoban.level import SokobanConfig, SokobanLevel
 from crbc.envs.sokoban.solver import SokobanSolution, solve
@@ -71,6 +71,23 @@ class SokobanEnv(TextEnv):
 
     def optimal_distance(self) -> int | None:
         return self.solution().distance(self.level)
+
+    def dynamics(self) -> Dynamics:
+        """Keys of the packed boards of :mod:`crbc.envs.sokoban.encoding`: a push's gain is its
+        change of boxes on targets; a box stuck on a dead cell makes the state dead."""
+        self._require_level()
+        level = self.initial_level
+        room = room_of(level)
+
+        def step(key: int, k: int) -> tuple[int, float]:
+            nxt = push(room, key, k)
+            return (key, 0.0) if nxt is None else (nxt[0], float(nxt[1]))
+
+        return Dynamics(
+            start=encode(level, room), step=step,
+            render=lambda key: decode(level, room, key).render(),
+            solved=lambda key: key // room.n_cells == room.target_mask,
+            dead=lambda key: has_dead_box(room, key))
 
     def optimal_actions(self) -> list[str]:
         return self.solution().optimal_actions(self.level)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from crbc.errors import FormatError
+from crbc.io import budgets
 from crbc.io.anchor_keys import AnchorKeySpec
 from crbc.io.importers.rows import DEFAULT_COLUMNS, Imported, ImportFormatError, parse_columns_map
 
@@ -36,11 +37,12 @@ __all__ = ["DEFAULT_COLUMNS", "SOURCES", "ImportFormatError", "Imported", "parse
 def read_source(name: str, paths: Sequence[str | os.PathLike], *, columns: Mapping[str, str] | None = None,
                 anchor: AnchorKeySpec = None, action: AnchorKeySpec = None,
                 success_threshold: float | None = None, limit: int | None = None,
-                **options: Any) -> Imported:
+                budget: budgets.Budget | None = None, **options: Any) -> Imported:
     """``{iteration: [RolloutGroup]}`` of ``paths`` read as source ``name`` (a key of SOURCES).
 
     columns (field -> column) applies to ``steps`` only. anchor / action: the anchor key and the
-    action key (None exact text, a regex, or a callable text -> str).
+    action key (None exact text, a regex, or a callable text -> str). budget: the decoded-size
+    budget of the whole read (crbc.io.budgets; None: an enclosing scope's, else the CLI's).
     """
     if name not in SOURCES:
         raise ValueError(f"unknown source {name!r} (sources: {', '.join(SOURCES)})")
@@ -50,8 +52,9 @@ def read_source(name: str, paths: Sequence[str | os.PathLike], *, columns: Mappi
         options["columns"] = columns
     elif columns is not None and dict(columns) != DEFAULT_COLUMNS:
         raise ValueError(f"--map applies to --from steps only, not to {name!r}")
-    return reader(paths, anchor=anchor, success_threshold=success_threshold, action=action,
-                  limit=limit, **options)
+    with budgets.scope(budget):
+        return reader(paths, anchor=anchor, success_threshold=success_threshold, action=action,
+                      limit=limit, **options)
 
 
 def read_uploads(name: str, files: Mapping[str, bytes], **options: Any) -> Imported:

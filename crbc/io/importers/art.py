@@ -20,9 +20,10 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from crbc.io import budgets
 from crbc.io.anchor_keys import AnchorKeySpec
 from crbc.io.importers.rows import Imported, ImportFormatError, Row, build
-from crbc.io.importers.steps import check_size, parquet_rows
+from crbc.io.importers.steps import NESTED, check_size, parquet_rows
 
 SUCCESS_METRICS = ("success", "solved", "won", "is_correct", "correct")
 COLUMNS = {"group": "group_index", "rollout": "row", "anchor": "messages.content", "action": "messages",
@@ -50,6 +51,8 @@ def _json_obj(text: object, r: Row, col: str) -> dict:
         obj = json.loads(text) if isinstance(text, str) else text
     except ValueError as e:
         raise ImportFormatError(f"not valid JSON ({e})", r.source, r.row, col) from None
+    except RecursionError:
+        raise ImportFormatError(NESTED, r.source, r.row, col) from None
     if not isinstance(obj, dict):
         raise ImportFormatError("expected a JSON object", r.source, r.row, col)
     return obj
@@ -102,7 +105,8 @@ def read_art(paths: Sequence[str | os.PathLike], anchor: AnchorKeySpec = None,
              success_threshold: float | None = None, action: AnchorKeySpec = None,
              limit: int | None = None, group_key: str | None = None) -> Imported:
     """``{step: [RolloutGroup]}`` of ART trajectory Parquet files (or folders holding them)."""
-    rows = [r for p in trajectory_files(paths) for r in art_rows(p, success_threshold, group_key, limit)]
-    if not rows:
-        raise ImportFormatError("no rows found (the input is empty)", ", ".join(map(str, paths)))
-    return build(rows, COLUMNS, anchor, success_threshold, action)
+    with budgets.scope():
+        rows = [r for p in trajectory_files(paths) for r in art_rows(p, success_threshold, group_key, limit)]
+        if not rows:
+            raise ImportFormatError("no rows found (the input is empty)", ", ".join(map(str, paths)))
+        return build(rows, COLUMNS, anchor, success_threshold, action)

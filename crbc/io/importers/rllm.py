@@ -22,9 +22,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from crbc.errors import FormatError
+from crbc.io import budgets
 from crbc.io.anchor_keys import AnchorKeySpec
 from crbc.io.importers.rows import Imported, ImportFormatError, Row, build
-from crbc.io.importers.steps import decode_text, read_bytes
+from crbc.io.importers.steps import NESTED, decode_text, read_bytes
 
 TRUNCATIONS = {"max_turns_exceeded", "max_response_length_exceeded", "max_prompt_length_exceeded",
                "timeout"}
@@ -62,8 +64,12 @@ def episode_rows(path: Path, limit: int | None = None) -> Iterator[Row]:
     source = str(path)
     try:
         ep = json.loads(decode_text(read_bytes(path, limit), source), parse_constant=_reject)
+    except FormatError:
+        raise
     except ValueError as e:
         raise ImportFormatError(f"not valid JSON ({e})", source) from None
+    except RecursionError:
+        raise ImportFormatError(NESTED, source) from None
     if not isinstance(ep, dict):
         raise ImportFormatError("expected an episode object", source)
     for k in ("episode_id", "trajectories"):
@@ -81,12 +87,13 @@ def episode_rows(path: Path, limit: int | None = None) -> Iterator[Row]:
             raise ImportFormatError("must be a non-empty list", source, None, f"trajectories[{k}].steps")
         reason = str(ep.get("termination_reason") or "")
         ok = ep.get("is_correct")
+        budgets.meter().add_rows(len(steps), source)
         for st in steps:
             row += 1
             if not isinstance(st, dict):
                 raise ImportFormatError("a step must be an object", source, row, f"trajectories[{k}].steps")
             yield Row(source, row, {
-                "task_id": task_id, "episode_id": eid if len(trajs) == 1 else f"{eid}/{k}",
+                "episode": eid, "task_id": task_id, "episode_id": eid if len(trajs) == 1 else f"{eid}/{k}",
                 "observation": _as_text(st.get("observation")), "action": _as_text(st.get("action")),
                 "reward": st.get("reward"), "model_response": _as_text(st.get("model_response")),
                 "is_correct": ok, "trajectory.reward": tr.get("reward"),
@@ -98,5 +105,19 @@ def read_rllm(paths: Sequence[str | os.PathLike], anchor: AnchorKeySpec = None,
               success_threshold: float | None = None, action: AnchorKeySpec = None,
               limit: int | None = None) -> Imported:
     """``{training_step: [RolloutGroup]}`` of rLLM episode files (or folders holding them)."""
-    rows = [r for p in episode_files(paths) for r in episode_rows(p, limit)]
-    return build(rows, COLUMNS, anchor, success_threshold, action)
+    with budgets.scope():
+        rows: list[Row] = []
+        first: dict[str, str] = {}  # episode id -> the file that holds it
+        for p in episode_files(paths):
+            try:
+                ep_rows = list(episode_rows(p, limit))
+            except RecursionError:
+                raise ImportFormatError(NESTED, str(p)) from None
+            eid = ep_rows[0].values["episode"] if ep_rows else None
+            if eid is not None and eid in first:
+                raise ImportFormatError(f"episode {eid!r} appears twice: here and in {first[eid]}",
+                                        str(p), None, "episode_id")
+            if eid is not None:
+                first[eid] = str(p)
+            rows.extend(ep_rows)
+        return build(rows, COLUMNS, anchor, success_threshold, action)

@@ -17,7 +17,8 @@ from typing import Any
 
 from crbc.actions import INVALID_ACTION
 from crbc.errors import RolloutFormatError
-from crbc.io.anchor_keys import AnchorKeyError, AnchorKeySpec, anchor_key, exact
+from crbc.io import budgets
+from crbc.io.anchor_keys import AnchorKeyError, AnchorKeySpec, RegexError, anchor_key, exact
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 
 #: field -> default column (verl-agent's names). docs/FORMATS.md's table, plus the optional
@@ -36,6 +37,7 @@ PER_TRAJECTORY = ("success", "score", "truncated")
 _OPTIONAL_PER_ROW = {"obs", "response", "trainer_advantage", "reward", "valid", "truncated"}
 
 Imported = dict[Any, list[RolloutGroup]]
+_TEXT_CHARS = [budgets.CLI.text_chars]  # the current build's limit per text (set by build)
 
 
 class ImportFormatError(RolloutFormatError):
@@ -78,6 +80,8 @@ def parse_columns_map(items: Iterable[str]) -> dict[str, str]:
 
 def _text(v: Any, r: Row, col: str) -> str:
     if isinstance(v, str):
+        if len(v) > _TEXT_CHARS[0]:
+            budgets.meter().text(len(v), r.source, r.row, col)
         return v
     if isinstance(v, bool) or v is None:
         raise ImportFormatError(f"must be text, got {v!r}", r.source, r.row, col)
@@ -94,7 +98,10 @@ def _number(v: Any, r: Row, col: str) -> float:
             raise ImportFormatError(f"must be a number, got {v!r}", r.source, r.row, col) from None
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ImportFormatError(f"must be a number, got {v!r}", r.source, r.row, col)
-    x = float(v)
+    try:
+        x = float(v)
+    except OverflowError:  # an integer beyond float64 (JSON allows any number of digits)
+        raise ImportFormatError(f"number out of range ({str(v)[:20]}...)", r.source, r.row, col) from None
     if not math.isfinite(x):
         raise ImportFormatError(f"non-finite number {v!r}", r.source, r.row, col)
     return x
@@ -139,6 +146,7 @@ def build(rows: Iterable[Row], columns: Mapping[str, str] | None = None, anchor:
     """
     cols = {**{f: "\0" + f for f in DEFAULT_COLUMNS}, **(DEFAULT_COLUMNS if columns is None else columns)}
     key, action_key = anchor_key(anchor), anchor_key(action)
+    _TEXT_CHARS[0] = budgets.meter().budget.text_chars
     key_cache: dict[str, str] = {}
     rows = list(rows)
     if not rows:
@@ -168,7 +176,7 @@ def build(rows: Iterable[Row], columns: Mapping[str, str] | None = None, anchor:
         if k is None:
             try:
                 k = key(text)
-            except AnchorKeyError as e:
+            except (AnchorKeyError, RegexError) as e:
                 raise ImportFormatError(str(e), r.source, r.row, cols["anchor"]) from None
             if not isinstance(k, str):
                 raise ImportFormatError(f"the anchor key returned {type(k).__name__}, not str",
@@ -180,6 +188,8 @@ def build(rows: Iterable[Row], columns: Mapping[str, str] | None = None, anchor:
                 action = action_key(action)
             except AnchorKeyError:  # an output the key cannot parse executes no action
                 action = INVALID_ACTION
+            except RegexError as e:
+                raise ImportFormatError(str(e), r.source, r.row, cols["action"]) from None
         if "valid" in present and _get(r, cols["valid"]) is not None and not _flag(_get(r, cols["valid"]), r, cols["valid"]):
             action = INVALID_ACTION
         opt = {f: _get(r, cols[f]) for f in ("obs", "response", "reward", "trainer_advantage")}

@@ -16,33 +16,39 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from crbc.io import budgets
 from crbc.io.anchor_keys import AnchorKeySpec
 from crbc.io.importers.rows import Imported, ImportFormatError, Row, build
 
-MAX_INPUT_BYTES = 1 << 30  #: refuse an input file (or its gzip expansion) beyond 1 GiB
+MAX_INPUT_BYTES = budgets.CLI.file_bytes  #: refuse an input file beyond this (the CLI's budget)
 PARQUET_MAGIC = b"PAR1"
 
 
 def check_size(path: Path, limit: int | None = None) -> int:
-    """The file's size; refuses a missing file or one beyond ``limit`` (default MAX_INPUT_BYTES)."""
-    limit = MAX_INPUT_BYTES if limit is None else limit
+    """The file's size; refuses a missing file, or one beyond ``limit`` or the current budget's
+    ``file_bytes`` (crbc.io.budgets)."""
     try:
         size = path.stat().st_size
     except OSError as e:
         raise ImportFormatError(f"cannot read file ({e.strerror})", str(path)) from None
-    if size > limit:
-        raise ImportFormatError(f"the file is {size / 2**20:.0f} MB, over the limit of "
-                                f"{limit / 2**20:.0f} MB", str(path))
+    if limit is not None and size > limit:
+        raise ImportFormatError(f"the file is {budgets.mb(size)}, over the limit of {budgets.mb(limit)}",
+                                str(path))
+    budgets.meter().file(size, str(path))
     return size
 
 
 def read_bytes(path: Path, limit: int | None = None) -> bytes:
-    """The file's bytes, gunzipped when it is gzip (both within the size limit)."""
+    """The file's bytes, gunzipped when it is gzip, charged to the current decoded budget."""
     check_size(path, limit)
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ImportFormatError(f"cannot read file ({e.strerror})", str(path)) from None
+    m = budgets.meter()
     if data[:2] == b"\x1f\x8b":
-        from crbc.io.runs import gunzip
-        data = gunzip(data, str(path), MAX_INPUT_BYTES if limit is None else limit)
+        return m.gunzip(data, str(path))
+    m.add_bytes(len(data), str(path))
     return data
 
 
@@ -55,6 +61,9 @@ def decode_text(data: bytes, source: str) -> str:
         raise ImportFormatError(f"not valid UTF-8 ({e.reason})", source, line) from None
 
 
+NESTED = "not valid JSON (nested too deeply: arrays or objects inside each other beyond Python's limit)"
+
+
 def _constant(name: str) -> float:
     """NaN and infinities parse as floats, so the field that reads them names the column."""
     return float(name)
@@ -62,13 +71,17 @@ def _constant(name: str) -> float:
 
 def jsonl_rows(data: bytes, source: str) -> Iterator[Row]:
     """One :class:`Row` per non-blank line (row = line number)."""
+    m = budgets.meter()
     for lineno, line in enumerate(decode_text(data, source).splitlines(), start=1):
         if not line.strip():
             continue
+        m.add_rows(1, source)
         try:
             obj = json.loads(line, parse_constant=_constant)
         except ValueError as e:
             raise ImportFormatError(f"not valid JSON ({e})", source, lineno) from None
+        except RecursionError:
+            raise ImportFormatError(NESTED, source, lineno) from None
         if not isinstance(obj, dict):
             raise ImportFormatError(f"expected a JSON object, got {type(obj).__name__}", source, lineno)
         yield Row(source, lineno, obj)
@@ -76,6 +89,7 @@ def jsonl_rows(data: bytes, source: str) -> Iterator[Row]:
 
 def csv_rows(data: bytes, source: str) -> Iterator[Row]:
     """One :class:`Row` per record after the header (row = record number, 1-based)."""
+    m = budgets.meter()
     reader = csv.reader(io.StringIO(decode_text(data, source), newline=""))
     try:
         header = next(reader)
@@ -87,6 +101,7 @@ def csv_rows(data: bytes, source: str) -> Iterator[Row]:
         for n, rec in enumerate(reader, start=1):
             if not rec:
                 continue
+            m.add_rows(1, source)
             if len(rec) != len(header):
                 raise ImportFormatError(f"{len(rec)} cells, the header has {len(header)}", source, n)
             yield Row(source, n, dict(zip(header, rec, strict=True)))
@@ -95,25 +110,32 @@ def csv_rows(data: bytes, source: str) -> Iterator[Row]:
 
 
 def parquet_rows(path: Path, source: str, columns: Sequence[str] | None = None) -> Iterator[Row]:
-    """One :class:`Row` per Parquet row (row = 1-based); only ``columns`` that exist are read."""
+    """One :class:`Row` per Parquet row (row = 1-based); only ``columns`` that exist are read,
+    in batches under the current budget (:func:`crbc.io.parquet_budget.budgeted_batches`)."""
     with open(path, "rb") as f:
         head = f.read(4)
         f.seek(-4 if path.stat().st_size >= 8 else 0, os.SEEK_END)
         tail = f.read(4)
     if head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
         raise ImportFormatError("not a Parquet file (no PAR1 magic at its start and end)", source)
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from crbc.io.parquet_budget import budgeted_batches
 
-    try:
-        pf = pq.ParquetFile(path)
-        names = pf.schema_arrow.names
-        want = [c for c in names if columns is None or c in columns]
-        table = pf.read(columns=want)
-    except (pa.ArrowException, OSError) as e:
-        raise ImportFormatError(f"not a readable Parquet file ({e})", source) from None
-    for n, rec in enumerate(table.to_pylist(), start=1):
-        yield Row(source, n, rec)
+    n = 0
+    for batch in budgeted_batches(path, source, columns):
+        names = batch.schema.names
+        for values in zip(*(column_values(c) for c in batch.columns), strict=True):
+            n += 1
+            yield Row(source, n, dict(zip(names, values, strict=True)))
+
+
+def column_values(col) -> list:
+    """A batch's column as Python values; a dictionary column's rows share one str per text."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(col.type):
+        texts = col.dictionary.to_pylist()
+        return [None if i is None else texts[i] for i in col.indices.to_pylist()]
+    return col.to_pylist()
 
 
 def table_rows(path: str | os.PathLike, columns: Sequence[str] | None = None,
@@ -145,8 +167,9 @@ def read_steps(paths: Sequence[str | os.PathLike], columns: Mapping[str, str] | 
 
     cols = dict(DEFAULT_COLUMNS if columns is None else columns)
     rows: list[Row] = []
-    for p in paths:
-        rows.extend(table_rows(p, list(cols.values()), limit))
-    if not rows:
-        raise ImportFormatError("no rows found (the input is empty)", ", ".join(map(str, paths)))
-    return build(rows, cols, anchor, success_threshold, action)
+    with budgets.scope():
+        for p in paths:
+            rows.extend(table_rows(p, list(cols.values()), limit))
+        if not rows:
+            raise ImportFormatError("no rows found (the input is empty)", ", ".join(map(str, paths)))
+        return build(rows, cols, anchor, success_threshold, action)

@@ -19,6 +19,7 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from crbc.io import budgets
 from crbc.io.anchor_keys import AnchorKeySpec
 from crbc.io.importers.rows import Imported, ImportFormatError, Row, build
 from crbc.io.importers.steps import jsonl_rows, read_bytes
@@ -68,7 +69,8 @@ def read_verl(paths: Sequence[str | os.PathLike], anchor: AnchorKeySpec = None,
     if success_threshold is None:
         raise ValueError("verl dumps carry no success flag: give --success-threshold "
                          "(success = score >= X)")
-    rows = [r for p in dump_files(paths) for r in verl_rows(p, limit)]
-    if not rows:
-        raise ImportFormatError("no rows found (the input is empty)", ", ".join(map(str, paths)))
-    return build(rows, {**COLUMNS, **_DERIVED}, anchor, success_threshold, action)
+    with budgets.scope():
+        rows = [r for p in dump_files(paths) for r in verl_rows(p, limit)]
+        if not rows:
+            raise ImportFormatError("no rows found (the input is empty)", ", ".join(map(str, paths)))
+        return build(rows, {**COLUMNS, **_DERIVED}, anchor, success_threshold, action)

@@ -1,0 +1,303 @@
+"""Soak benchmark on loopback (not a test): students keep working while three hostile sessions
+attack the same server. Prints JSON.
+
+Students (``--students``, headless Chromium contexts on 127.0.0.1) walk Lesson -> Anchor graph ->
+Bellman backups -> Step credits -> Rollouts over and over until ``--minutes`` are up. After
+``--calm`` of the time, three hostile sessions upload through the sidebar, as a person would:
+
+- ``regex``: a step table whose observations are 29 ``x``, with the anchor regex ``(x+x+)+y``
+  (Python's ``re`` backtracks for about a minute on it);
+- ``bomb``: a 0.6 MB Parquet step table whose dictionary-encoded observation column decodes to
+  6 GB (3,000,000 rows of one 2,000-character string);
+- ``largest``: the largest valid upload, a 19.5 MB step table of about 55,000 tiny groups.
+
+Reported: students' page-ready times (median, p95, max) before the attacks and while they
+run (from the first upload until the last attacker has its answer, plus 5 s), every error any
+student saw, whether a student's sidebar ever showed an upload (another session's data), the
+attackers' messages and times, the server's resident memory (the server process alone, and its
+worker processes) at start, peak and end, and with ``--burst N`` the time for N new sessions
+opening the Lesson at the same moment. Bounded: every wait has a timeout, the run stops by
+itself, only 127.0.0.1 is contacted.
+
+Usage: .venv/bin/python -m benchmarks.bench_soak [--students 10 --minutes 2]   (short mode)
+       .venv/bin/python -m benchmarks.bench_soak --students 30 --minutes 10 --burst 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from devtools.apprunner import CHROMIUM, CHROMIUM_ARGS, READY, RUN_NO, running_server
+
+WALK = [("graph", "Anchor graph"), ("backups", "Bellman backups"), ("credits", "Step credits"),
+        ("rollouts", "Rollouts"), ("lesson", "Lesson")]
+ERRORS = """() => Array.from(document.querySelectorAll(
+  '[data-testid=stException], [data-testid=stAlertContentError]')).map(e => e.innerText.slice(0, 300))"""
+#: the server's own time for the last script run (app.py's hidden marker), in ms
+SCRIPT_MS = ("() => { const m = Array.from(document.querySelectorAll('.crbc-run')).pop();"
+             " return m ? +m.dataset.scriptMs || 0 : 0; }")
+ANSWER = """() => {
+  const err = document.querySelector('[data-testid=stMain] [data-testid=stAlertContentError]');
+  if (err) {
+    const pre = document.querySelector('[data-testid=stMain] pre, [data-testid=stMain] code');
+    return err.innerText + ' ' + (pre ? pre.innerText : '');
+  }
+  const sb = document.querySelector('[data-testid=stSidebar]');
+  if (sb && sb.innerText.includes('Loaded: upload') && sb.innerText.includes('anchors:')) return 'LOADED';
+  return null;
+}"""
+
+
+def attack_files(folder: Path) -> dict[str, tuple[Path, str | None]]:
+    """The three hostile uploads: name -> (file, anchor regex)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    regex = folder / "xs.jsonl"
+    regex.write_text("\n".join(json.dumps({"uid": "g", "traj_uid": str(i), "anchor_obs": "x" * 29, "action": "a",
+                                           "success": i % 2}) for i in range(6)) + "\n")
+    n = 3_000_000
+    bomb = folder / "bomb.parquet"
+    obs = pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), pa.array(["x" * 2000]))
+    pq.write_table(pa.table({"uid": pa.array(["g"] * n).dictionary_encode(),
+                             "traj_uid": pa.array(["t"] * n).dictionary_encode(), "anchor_obs": obs,
+                             "success": pa.array([True] * n)}), bomb, compression="zstd")
+    largest = folder / "largest.jsonl"
+    with open(largest, "w") as f:
+        g = 0
+        while f.tell() < 19_500_000:
+            for r in range(2):
+                for t in range(2):
+                    f.write(json.dumps({"uid": f"task-{g}", "traj_uid": f"{g}-{r}", "step_index": t,
+                                        "anchor_obs": f"room {t} of task {g % 500}", "action": "go",
+                                        "success": r == 0}) + "\n")
+            g += 1
+    return {"regex": (regex, r"(x+x+)+y"), "bomb": (bomb, None), "largest": (largest, None)}
+
+
+def summary(xs: list[float]) -> dict:
+    xs = sorted(xs)
+    if not xs:
+        return {"n": 0}
+    return {"n": len(xs), "median": round(statistics.median(xs), 2),
+            "p95": round(xs[min(len(xs) - 1, int(0.95 * (len(xs) - 1) + 0.5))], 2), "max": round(xs[-1], 2)}
+
+
+async def student(browser, base: str, i: int, stop_at: float, out: dict) -> None:
+    """Walk the pages until ``stop_at``; a page that times out is an error, then the student
+    reloads the Lesson and goes on (so one slow moment does not end the measurement)."""
+    ctx = await browser.new_context(viewport={"width": 1280, "height": 900})
+    page = await ctx.new_page()
+    page.set_default_timeout(60_000)
+    k, fresh = 0, True
+    try:
+        while time.perf_counter() < stop_at:
+            try:
+                if fresh:
+                    t = time.perf_counter()
+                    await page.goto(f"{base}/lesson")
+                    await page.wait_for_function(READY, arg="Lesson")
+                    out["pages"].append((t, time.perf_counter() - t, "lesson"))
+                    out["script"].append((t, (await page.evaluate(SCRIPT_MS)) / 1000))
+                    fresh = False
+                    continue
+                slug, title = WALK[k % len(WALK)]
+                k += 1
+                before = await page.evaluate(RUN_NO)
+                t = time.perf_counter()
+                # the default page's link is the root, so links are found by their text
+                await page.locator("[data-testid=stSidebarNavLink]").filter(has_text=title).first.click()
+                await page.wait_for_function(f"() => ({RUN_NO})() > {before}")
+                await page.wait_for_function(READY, arg=title)
+                out["pages"].append((t, time.perf_counter() - t, slug))
+                out["script"].append((t, (await page.evaluate(SCRIPT_MS)) / 1000))
+                seen = await page.evaluate(ERRORS)
+                out["errors"].extend(f"student {i} on {slug}: {e}" for e in seen)
+                if "upload" in (await page.locator("[data-testid=stSidebar]").inner_text()).split("Loaded:")[-1][:80]:
+                    out["foreign"].append(f"student {i} on {slug} saw an upload in its sidebar")
+                await asyncio.sleep(0.5)  # a student reads a little before the next click
+            except Exception as e:  # noqa: BLE001 (a timeout is an error the class would see)
+                out["errors"].append(f"student {i} at {time.perf_counter() - out['t0']:.0f} s: "
+                                     f"{type(e).__name__}: {str(e).splitlines()[0][:160]}")
+                fresh = True
+    finally:
+        await ctx.close()
+
+
+async def attacker(browser, base: str, name: str, path: Path, regex: str | None, out: dict) -> None:
+    ctx = await browser.new_context(viewport={"width": 1280, "height": 900})
+    page = await ctx.new_page()
+    page.set_default_timeout(180_000)
+    rec = out["attacks"][name] = {"file": path.name, "bytes": path.stat().st_size}
+    try:
+        await page.goto(f"{base}/rollouts?source=upload")
+        await page.wait_for_selector(".st-key-upload_kind [role=combobox]")
+        await page.locator(".st-key-upload_kind [role=combobox]").click()
+        await page.get_by_role("option", name="step table (JSONL, CSV, Parquet)").click()
+        await page.wait_for_selector("[class*=st-key-upload_file_steps] input[type=file]", state="attached")
+        if regex:
+            await page.get_by_text("Anchor key and success").click()
+            box = page.locator(".st-key-upload_regex input")
+            await box.fill(regex)
+            await box.press("Enter")
+            await page.wait_for_timeout(1500)
+        t = time.perf_counter()
+        rec["started"] = t
+        await page.locator("[class*=st-key-upload_file_steps] input[type=file]").set_input_files(str(path))
+        await page.wait_for_function(ANSWER, polling=250)
+        rec["seconds"] = round(time.perf_counter() - t, 2)
+        rec["answer"] = (await page.evaluate(ANSWER))[:400]
+        rec["traceback_shown"] = bool(await page.locator("[data-testid=stException]").count())
+    except Exception as e:  # noqa: BLE001
+        rec["answer"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+    finally:
+        rec["ended"] = time.perf_counter()
+        await ctx.close()
+
+
+async def burst(browser, base: str, n: int) -> list[float]:
+    async def one() -> float:
+        ctx = await browser.new_context(viewport={"width": 1280, "height": 900})
+        page = await ctx.new_page()
+        try:
+            t = time.perf_counter()
+            await page.goto(f"{base}/lesson", timeout=120_000)
+            await page.wait_for_function(READY, arg="Lesson", timeout=120_000)
+            return time.perf_counter() - t
+        except Exception:  # noqa: BLE001
+            return float("inf")
+        finally:
+            await ctx.close()
+
+    return list(await asyncio.gather(*(one() for _ in range(n))))
+
+
+async def run(base: str, a, files: dict) -> dict:
+    from playwright.async_api import async_playwright
+
+    out = {"pages": [], "script": [], "errors": [], "foreign": [], "attacks": {}}
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        # warm-up: one session draws the Lesson once (the server's first run imports the model
+        # stack and solves the truth group), before the clock starts
+        ctx = await browser.new_context()
+        page = await ctx.new_page()
+        t = time.perf_counter()
+        try:
+            await page.goto(f"{base}/lesson", timeout=300_000)
+            await page.wait_for_function(READY, arg="Lesson", timeout=300_000)
+            out["warmup_s"] = round(time.perf_counter() - t, 1)
+        except Exception as e:  # noqa: BLE001
+            out["warmup_s"] = f"{type(e).__name__} after {time.perf_counter() - t:.0f} s"
+        await ctx.close()
+        t0 = out["t0"] = time.perf_counter()
+        stop_at = t0 + 60 * a.minutes
+        tasks = []
+        for i in range(a.students):
+            tasks.append(asyncio.create_task(student(browser, base, i, stop_at, out)))
+            await asyncio.sleep(0.3)
+        await asyncio.sleep(max(0.0, t0 + 60 * a.minutes * a.calm - time.perf_counter()))
+        out["attack_start"] = time.perf_counter()
+        hostile = [asyncio.create_task(attacker(browser, base, k, p, rx, out)) for k, (p, rx) in files.items()]
+        await asyncio.gather(*hostile)
+        out["attack_end"] = time.perf_counter() + 5
+        await asyncio.gather(*tasks)
+        out["burst"] = await burst(browser, base, a.burst) if a.burst else []
+        await browser.close()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--students", type=int, default=10)
+    ap.add_argument("--minutes", type=float, default=2.0)
+    ap.add_argument("--calm", type=float, default=0.4, help="share of the time before the attacks")
+    ap.add_argument("--burst", type=int, default=0, help="sessions opening the Lesson at once at the end")
+    ap.add_argument("--memory-budget-mb", type=float, default=2000.0, help="the server's stated memory budget")
+    a = ap.parse_args()
+    if not Path(CHROMIUM).exists():
+        print(json.dumps({"error": f"{CHROMIUM} not found"}))
+        return 2
+    load0 = os.getloadavg()
+    with tempfile.TemporaryDirectory(prefix="crbc-soak-") as tmp:
+        files = attack_files(Path(tmp))
+        with running_server(timeout=120) as (base, proc):
+            own = lambda: rss_one(proc.pid)  # noqa: E731
+            mem = {"start": own(), "peak": 0.0, "workers_peak": 0.0}
+            stop = threading.Event()
+
+            def sample() -> None:
+                while not stop.is_set():
+                    with contextlib.suppress(Exception):
+                        s = own()
+                        mem["peak"] = max(mem["peak"], s)
+                        mem["workers_peak"] = max(mem["workers_peak"], sum(map(rss_one, children(proc.pid))))
+                    stop.wait(0.5)
+
+            th = threading.Thread(target=sample, daemon=True)
+            th.start()
+            out = asyncio.run(run(base, a, files))
+            stop.set()
+            th.join()
+            mem["end"] = own()
+    s, e = out["attack_start"], out["attack_end"]
+    before = [d for t, d, _ in out["pages"] if t < s]
+    during = [d for t, d, _ in out["pages"] if s <= t < e]
+    after = [d for t, d, _ in out["pages"] if t >= e]
+    attacks = {k: {x: v for x, v in r.items() if x not in ("started", "ended")} for k, r in out["attacks"].items()}
+    mb, md = summary(before).get("median"), summary(during).get("median")
+    result = {
+        "students": a.students, "minutes": a.minutes, "burst": a.burst, "warmup_s": out["warmup_s"],
+        "page_ready_s": {"before_attacks": summary(before), "during_attacks": summary(during),
+                         "after_attacks": summary(after)},
+        "during_over_before_median": round(md / mb, 2) if mb and md else None,
+        "server_script_s": {"before_attacks": summary([d for t, d in out["script"] if t < s]),
+                            "during_attacks": summary([d for t, d in out["script"] if s <= t < e]),
+                            "after_attacks": summary([d for t, d in out["script"] if t >= e])},
+        "attacks": attacks, "attack_window_s": round(e - s, 1),
+        "student_errors": out["errors"], "foreign_data_seen": out["foreign"],
+        "server_rss_mb": {k: round(v, 1) for k, v in mem.items()}, "memory_budget_mb": a.memory_budget_mb,
+        "lesson_burst_s": summary(out["burst"]) | {"all_within_10s": all(x <= 10 for x in out["burst"])}
+        if a.burst else None,
+        "loadavg_before": [round(x, 2) for x in load0], "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
+    }
+    print(json.dumps(result, indent=2))
+    return 0 if not out["errors"] else 1
+
+
+def rss_one(pid: int) -> float:
+    """Resident memory of the process ``pid`` alone, in MB (0 if gone)."""
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def children(pid: int) -> list[int]:
+    """Every descendant of ``pid`` (from /proc)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{p}/task"):
+                with contextlib.suppress(OSError), open(f"/proc/{p}/task/{task}/children") as f:
+                    kids = [int(c) for c in f.read().split()]
+                    out += kids
+                    todo += kids
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())

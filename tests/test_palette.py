@@ -1,0 +1,59 @@
+"""crbc.viz.palette draws the colours plotly's sample_colorscale drew (recorded here from plotly
+7.1.0 once, so this runs without plotly)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from crbc.viz.palette import RDBU, VIRIDIS, sample
+from crbc.viz.style import signed_color, symmetric_range, v_color
+
+STEPS = [i / 20 for i in range(21)]
+# plotly 7.1.0's sample_colorscale(name, STEPS, colortype="rgb"), as "r,g,b" triples
+OLD = {name: [f"rgb({t.replace(',', ', ')})" for t in triples.split()] for name, triples in {
+    "Viridis": "68,1,84 70,19,100 72,36,116 68,52,126 64,66,134 59,81,138 53,95,140 47,108,142 42,120,142 38,131,142 34,144,140 "
+               "31,157,137 40,168,131 50,179,123 70,190,111 96,200,96 124,209,79 156,216,59 188,223,42 221,227,40 253,231,37",
+    "RdBu": "103,0,31 140,12,37 178,24,43 196,60,60 214,96,77 229,130,103 244,165,130 248,192,164 253,219,199 250,233,223 247,247,247 "
+            "228,238,243 209,229,240 178,213,231 146,197,222 107,172,208 67,147,195 50,125,184 33,102,172 19,75,135 5,48,97",
+}.items()}
+# sha256 of "|".join(sample_colorscale(name, np.linspace(0, 1, 1001).tolist(), colortype="rgb"))
+OLD_1001 = {"Viridis": "18fcf3f996348d4c024f8c2e5a746707c4eaf1860b7500c9963d042c4008a0e7",
+            "RdBu": "ded4e12d51bb2fb2e4de3014b3122a29fff55eced3f41225e2b8c5fc10789bf7"}
+# sha256 of "|".join(...) of heatmap_svg._palettes() (201 levels, then washed), drawn with plotly
+OLD_HEATMAP = ("3b85e4aa9ea7d1c761cd5c17a7ac7ff9a44111039ec17469e9b4958b45be460c",
+               "cf5c4c5886517a26f575c1cc5a979beae0d4c80d90ae472248b393df6ab11c50")
+
+
+def _digest(colours) -> str:
+    return hashlib.sha256("|".join(colours).encode()).hexdigest()
+
+
+@pytest.mark.parametrize("name", ["Viridis", "RdBu"])
+def test_scales_draw_the_old_plotly_colours(name):
+    assert sample(name, STEPS) == OLD[name]
+    assert _digest(sample(name, np.linspace(0, 1, 1001).tolist())) == OLD_1001[name]
+
+
+def test_the_studio_colours_are_the_old_ones():
+    from crbc.viz.heatmap_svg import _palettes
+
+    assert tuple(_digest(a) for a in _palettes()) == OLD_HEATMAP
+    assert v_color([0.0, 0.5, 2.0]) == [OLD["Viridis"][0], OLD["Viridis"][10], OLD["Viridis"][20]]
+    assert signed_color([-2.0, 0.0, 1.0], 2.0) == [OLD["RdBu"][0], OLD["RdBu"][10], OLD["RdBu"][15]]
+
+
+def test_scales_are_well_formed():
+    for scale in (VIRIDIS, RDBU):
+        pos = [p for p, _ in scale]
+        assert pos[0] == 0.0 and pos[-1] == 1.0 and pos == sorted(pos)
+    assert sample(RDBU, [0.5]) == ["rgb(247, 247, 247)"]  # white at the centre
+
+
+def test_one_symmetric_range():
+    assert symmetric_range(np.array([-3.0, 1.0]), np.array([2.0, np.nan])) == 3.0
+    assert symmetric_range(np.array([np.nan])) == symmetric_range(np.zeros(3)) == 1.0  # nothing
+    assert symmetric_range(np.array([1e-6])) == 1e-3  # noise stays near the centre
+    assert symmetric_range(None, np.array([-0.5])) == 0.5

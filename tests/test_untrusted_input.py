@@ -1,0 +1,241 @@
+"""Untrusted input: user regexes in linear time (RE2), decoded-size budgets in every reader,
+nesting refused cleanly, duplicate rLLM episodes, and the worker process the studio reads in.
+
+Every refusal names the file and the budget (or row and column) and writes nothing.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from crbc.cli.main import main
+from crbc.errors import BudgetError, FormatError
+from crbc.io import budgets
+from crbc.io.anchor_keys import AnchorKeyError, RegexError, anchor_key, compile_regex, regex_key
+from crbc.io.importers import read_source, read_uploads
+from crbc.io.importers.rows import ImportFormatError
+from crbc.sandbox import upload as worker
+
+DATA = Path(__file__).parent / "data" / "importers"
+SMALL = budgets.Budget("test", file_bytes=10**6, decoded_bytes=2 * 10**6, rows=1000, text_chars=5000)
+
+
+def rows_jsonl(n: int = 4, obs: str = "x" * 29) -> bytes:
+    return "\n".join(json.dumps({"uid": "g", "traj_uid": str(i), "anchor_obs": obs, "action": "a",
+                                 "success": i % 2}) for i in range(n)).encode()
+
+
+def cli(*args) -> tuple[int, str]:
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        rc = main(["import", *map(str, args)])
+    return rc, err.getvalue()
+
+
+# --------------------------------------------------------------------------------------------
+# regexes
+
+
+@pytest.mark.parametrize("pattern,text", [(r"(x+x+)+y", "x" * 29), (r"(\s*\w+\s*)+:", "one two three four five six seven"),
+                                          (r"(a|aa)+$", "a" * 5000 + "b")])
+def test_catastrophic_patterns_run_in_linear_time(pattern, text):
+    key = anchor_key(pattern)
+    t = time.perf_counter()
+    with pytest.raises(AnchorKeyError, match="does not match"):
+        key(text * 20)
+    assert time.perf_counter() - t < 0.5  # Python's re takes minutes on the first two
+
+
+@pytest.mark.parametrize("pattern,construct", [(r"(a)\1", "backreferences"), (r"(?P<n>a)(?P=n)", "backreferences"),
+                                               (r"a(?=b)", "lookahead"), (r"(?<!a)b", "lookahead and lookbehind"),
+                                               (r"a++", "possessive")])
+def test_constructs_re2_cannot_run_are_named(pattern, construct):
+    with pytest.raises(RegexError, match=re.escape(construct)):
+        compile_regex(pattern)
+
+
+def test_re_patterns_keep_their_flags_and_the_key_has_a_time_budget():
+    assert anchor_key(re.compile("board (b)", re.IGNORECASE))("BOARD B") == "B"
+    with pytest.raises(RegexError, match="flags"):
+        anchor_key(re.compile("a b", re.VERBOSE))
+    key = regex_key("x*", budget_s=0.0)  # any matching at all exceeds a zero budget
+    with pytest.raises(RegexError, match="time budget"):
+        key("abc" * 10_000)
+
+
+def test_the_cli_refuses_a_bad_pattern_and_runs_a_hostile_one_fast(tmp_path):
+    src = tmp_path / "x.jsonl"
+    src.write_bytes(rows_jsonl())
+    rc, err = cli(src, "-o", tmp_path / "o.jsonl", "--anchor-regex", r"(a)\1")
+    assert rc == 2 and "backreferences" in err
+    t = time.perf_counter()
+    rc, err = cli(src, "-o", tmp_path / "o.jsonl", "--anchor-regex", r"(x+x+)+y")
+    assert rc == 2 and "row 1" in err and "anchor_obs" in err and time.perf_counter() - t < 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.jsonl"]
+
+
+# --------------------------------------------------------------------------------------------
+# decoded-size budgets
+
+
+def dictionary_bomb(path: Path, n_rows: int, chars: int = 2000) -> Path:
+    """A small Parquet step table whose anchor column is one long string used by every row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    anchor = pa.DictionaryArray.from_arrays(pa.array([0] * n_rows, pa.int32()), pa.array(["x" * chars]))
+    pq.write_table(pa.table({"uid": ["g"] * n_rows, "traj_uid": [str(i % 7) for i in range(n_rows)],
+                             "anchor_obs": anchor, "success": [True] * n_rows}), path, compression="zstd")
+    return path
+
+
+def test_a_parquet_dictionary_bomb_stops_at_the_decoded_budget(tmp_path):
+    bomb = dictionary_bomb(tmp_path / "bomb.parquet", 20_000)
+    assert bomb.stat().st_size < 100_000  # 40 MB of text in a tiny file
+    big = budgets.Budget("test", file_bytes=10**6, decoded_bytes=10 * 10**6, rows=10**6)
+    with pytest.raises(BudgetError, match=r"bomb.parquet: decodes to more than 10 MB of data, the test's budget"):
+        read_source("steps", [bomb], budget=big)
+    with pytest.raises(BudgetError, match="more than 1,000 rows"):  # the metadata's row count, first
+        read_source("steps", [bomb], budget=SMALL)
+
+
+@pytest.mark.slow
+def test_the_cli_refuses_a_bomb_within_seconds_and_writes_nothing(tmp_path):
+    bomb = dictionary_bomb(tmp_path / "bomb.parquet", 600_000)  # 1.2 GB decoded, CLI budget 1000 MB
+    t = time.perf_counter()
+    rc, err = cli(bomb, "-o", tmp_path / "out")
+    assert rc == 2 and "bomb.parquet" in err and "1000 MB" in err and "budget" in err
+    assert time.perf_counter() - t < 120
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bomb.parquet"]
+
+
+def test_gzip_text_and_rows_budgets(tmp_path):
+    gz = tmp_path / "steps.jsonl"  # really gzip: 3 MB of one observation
+    gz.write_bytes(gzip.compress(rows_jsonl(1, "y" * 3_000_000)))
+    with pytest.raises(BudgetError, match="steps.jsonl: decodes to more than 2 MB"):
+        read_source("steps", [gz], budget=SMALL)
+    long = tmp_path / "long.jsonl"
+    long.write_bytes(rows_jsonl(2, "z" * 6000))
+    with pytest.raises(BudgetError, match=r"long.jsonl:1: anchor_obs: a text of 6,000 characters.*5,000"):
+        read_source("steps", [long], budget=SMALL)
+    many = tmp_path / "many.csv"
+    many.write_text("uid,traj_uid,anchor_obs,success\n" + "g,1,a,1\n" * 1001)
+    with pytest.raises(BudgetError, match="many.csv: more than 1,000 rows"):
+        read_source("steps", [many], budget=SMALL)
+    with pytest.raises(BudgetError, match="the file is"):
+        read_uploads("steps", {"big.jsonl": b" " * (10**6 + 1)}, budget=SMALL)
+
+
+def test_upload_size_label_and_check_agree():
+    from ui import state
+
+    assert state.MAX_UPLOAD_BYTES == state.MAX_UPLOAD_MB * 10**6 == budgets.STUDIO.file_bytes
+    groups, err = state.load_upload("a.jsonl", b" " * int(19.996 * 2**20))  # 20.97 MB
+    assert groups is None and "20.97 MB" in err and "20 MB" in err
+
+
+def test_rollout_and_run_readers_charge_the_budget(tmp_path):
+    from crbc.io.parquet_rollouts import write_parquet_rollouts
+    from crbc.io.rollouts import Rollout, RolloutGroup, Step, parse_rollouts
+    from crbc.io.runs import gunzip
+
+    g = RolloutGroup("g", tuple(Rollout("g", i, (Step("s" * 3000, "a"),), i == 0) for i in range(800)))
+    write_parquet_rollouts(tmp_path / "r.parquet", [g])
+    from crbc.io.parquet_rollouts import read_parquet_rollouts
+
+    with budgets.scope(SMALL), pytest.raises(BudgetError, match="r.parquet: decodes to more than 2 MB"):
+        read_parquet_rollouts(tmp_path / "r.parquet")
+    line = json.dumps({"group": "g", "steps": [{"anchor": "a", "action": "b"}], "success": True})
+    with budgets.scope(SMALL), pytest.raises(BudgetError, match="more than 1,000 rows"):
+        parse_rollouts("\n".join([line.replace('"g"', f'"g{i}"') for i in range(1001)]), "many.jsonl")
+    with budgets.scope(SMALL), pytest.raises(BudgetError, match="it.jsonl.gz: decodes to more than 2 MB"):
+        gunzip(gzip.compress(b" " * 3 * 10**6), "it.jsonl.gz")
+
+
+# --------------------------------------------------------------------------------------------
+# nesting and duplicates
+
+
+def test_nesting_is_refused_cleanly_by_every_importer(tmp_path):
+    deep = "[" * 100_000 + "]" * 100_000
+    steps = tmp_path / "steps.jsonl"
+    steps.write_text('{"uid": "g", "traj_uid": "1", "anchor_obs": ' + deep + ', "success": 1}\n')
+    verl = tmp_path / "3.jsonl"
+    verl.write_text('{"uid": "p_0_0", "input": ' + deep + "}\n")
+    rllm = tmp_path / "ep.json"
+    rllm.write_text('{"episode_id": "t:0", "trajectories": ' + deep + "}")
+    for name, path, kw in (("steps", steps, {}), ("verl", verl, {"success_threshold": 1.0}), ("rllm", rllm, {})):
+        with pytest.raises(ImportFormatError, match="nested too deeply"):
+            read_source(name, [path], **kw)
+        rc, err = cli(path, "--from", name, "-o", tmp_path / "o.jsonl", *(["--success-threshold", "1"] if kw else []))
+        assert rc == 2 and path.name in err and "nested too deeply" in err and "Traceback" not in err
+
+
+def test_duplicate_rllm_episodes_are_refused_naming_both(tmp_path):
+    src = DATA / "rllm_episode_log" / "episodes" / "train_step_3_epoch_0"
+    first = sorted(p for p in src.glob("episode_*.json"))[0]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    shutil.copy(first, tmp_path / "a" / "one.json")
+    shutil.copy(first, tmp_path / "b" / "two.json")
+    with pytest.raises(ImportFormatError, match=r"two.json: column 'episode_id': episode .* appears twice: here and in .*one.json"):
+        read_source("rllm", [tmp_path])
+
+
+# --------------------------------------------------------------------------------------------
+# the worker process
+
+
+def test_the_worker_reads_keys_and_merges(tmp_path):
+    res = worker.read_limited("steps", {"x.jsonl": rows_jsonl()}, anchor=r"(x)$")
+    assert res.error is None and res.stats[None][1] == 1  # one anchor after the key
+    (groups,) = res.groups.values()
+    assert [len(g) for g in groups] == [4] and groups[0].rollouts[0].steps[0].anchor == "x"
+
+
+def test_the_worker_refuses_within_its_budgets(tmp_path):
+    bomb = dictionary_bomb(tmp_path / "bomb.parquet", 20_000).read_bytes()
+    t = time.perf_counter()
+    res = worker.read_limited("steps", {"bomb.parquet": bomb}, limits=worker.Limits(
+        seconds=300, memory_bytes=80 * 10**6, budget=budgets.CLI))  # no budget but the memory limit
+    assert res.groups is None and res.error.startswith("bomb.parquet: ") and "80 MB" in res.error
+    res = worker.read_limited("steps", {"slow.jsonl": rows_jsonl(20_000)}, limits=worker.Limits(seconds=0.05))
+    assert res.error == "slow.jsonl: reading took longer than the time budget of 0.05 s; stopped, nothing was loaded"
+    assert time.perf_counter() - t < 120
+
+
+def test_a_cancelled_worker_is_gone():
+    job = worker.start_read("steps", {"x.jsonl": rows_jsonl(20_000)})
+    job.cancel()
+    assert not job.proc.is_alive() and not Path(job.folder).exists()
+    assert job._final["error"].endswith("cancelled; nothing was loaded")
+
+
+def test_errors_never_carry_a_traceback_or_a_server_path(tmp_path):
+    res = worker.read_limited("verl", {"3.jsonl": b'{"uid": "p_0_0", "input": ' + b"[" * 100_000 + b"}\n"},
+                              threshold=1.0)
+    assert res.error.startswith("3.jsonl: row 1: ") and "nested too deeply" in res.error
+    assert "/tmp" not in res.error and "Traceback" not in res.error
+    assert issubclass(BudgetError, FormatError)
+
+
+def test_the_studio_shows_no_error_details_and_keeps_uploads_per_session():
+    import inspect
+    import tomllib
+
+    from ui import upload
+
+    config = tomllib.loads((Path(__file__).parent.parent / ".streamlit" / "config.toml").read_text())
+    assert config["client"]["showErrorDetails"] == "none" and config["runner"]["postScriptGC"] is False
+    src = inspect.getsource(upload)
+    assert "worker.start_read" in src and "cache_resource(show_spinner=\"Reading" not in src
