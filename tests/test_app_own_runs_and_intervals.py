@@ -34,6 +34,7 @@ def _merge_captions(at: AppTest) -> list[str]:
     return [c.value for c in at.sidebar.caption if c.value.startswith("anchors ")]
 
 
+@pytest.mark.slow
 def test_sidebar_merge_line_and_the_merges_nothing_warning(tmp_path, monkeypatch):
     write_rollouts(tmp_path / "alf.jsonl", [alfworld_like_group(seed=1)])
     history = RolloutGroup("h", tuple(Rollout("h", i, tuple(Step(f"turn {t} of chat {i}: room {t}", "a")
@@ -97,6 +98,7 @@ def test_refused_uploads_name_file_row_and_column():
     assert groups[0].rollouts[1].steps[0].trainer_advantage == -0.5
 
 
+@pytest.mark.slow
 def test_runs_page_reviews_the_sidebars_run(tmp_path, monkeypatch):
     path = alfworld_like_run(tmp_path / "runs" / "alf-verl-agent", iterations=3, groups=3)
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
@@ -127,6 +129,7 @@ def test_runs_page_reviews_the_sidebars_run(tmp_path, monkeypatch):
     assert at.selectbox(key="run_iter").value == 0
 
 
+@pytest.mark.slow
 def test_a_run_folder_outside_the_roots_is_refused(tmp_path, monkeypatch):
     alfworld_like_run(tmp_path / "elsewhere" / "alf", iterations=1, groups=1)
     at = _app(tmp_path, monkeypatch)
@@ -181,6 +184,7 @@ def _audit_rows(iterations: int) -> list[dict]:
             for i in range(iterations) for e in ("crbc", "gigpo")]
 
 
+@pytest.mark.slow
 def test_runs_page_draws_the_whole_history_from_the_audit_beside_the_run(tmp_path, monkeypatch):
     import pandas as pd
 
@@ -208,6 +212,7 @@ def test_runs_page_draws_the_whole_history_from_the_audit_beside_the_run(tmp_pat
     assert not at.exception and any("audit.parquet" in e.value for e in at.error)
 
 
+@pytest.mark.slow
 def test_disagreements_offer_the_trainer_against_every_estimator(tmp_path, monkeypatch):
     path = alfworld_like_run(tmp_path / "runs" / "alf", iterations=1, groups=2)
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
