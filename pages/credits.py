@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import streamlit as st
-
 import numpy as np
+import streamlit as st
 
 from crbc.estimators import registry as estimators
 from crbc.explain.anchor_names import anchor_labels

@@ -78,21 +78,17 @@ def _compute(view: RunView, params: tuple) -> None:
     c1, c2 = st.columns([1, 2], vertical_alignment="center")
     if view.folder is not None and find_audit(view.folder) is None and c1.button(f"Compute the audit ({len(view.iterations)} iterations)",
                                              key="runs_audit_go", type="primary", icon=":material/query_stats:"):
+        from crbc.audit import audit_run
+
+        bar = st.progress(0.0, text="Auditing every iteration...")
         try:
-            from crbc.audit import audit_run
-        except ImportError:
-            st.info("audit not available in this build: review the iterations here instead (below), "
-                    "or run `python -m crbc audit RUN_DIR` where it is installed.")
-        else:
-            bar = st.progress(0.0, text="Auditing every iteration...")
-            try:
-                # one process (a shared server), the review's B, the default estimators
-                audit_run(view.folder, bootstrap=B, workers=1,
-                          progress=lambda k, n: bar.progress(k / max(n, 1), text=f"{k} of {n} iterations"))
-            except ERRORS as e:
-                st.error(f"The audit failed: {e}")
-                return
-            st.rerun()
+            # one process (a shared server), the review's B, the default estimators
+            audit_run(view.folder, bootstrap=B, workers=1,
+                      progress=lambda k, n: bar.progress(k / max(n, 1), text=f"{k} of {n} iterations"))
+        except ERRORS as e:
+            st.error(f"The audit failed: {e}")
+            return
+        st.rerun()
     c2.caption("The audit (`python -m crbc audit RUN_DIR`) computes every iteration once and writes "
                "`audit.parquet` beside the run; the page then draws the whole history at once.")
     if left and st.button(f"Review the {len(left)} iteration(s) here (about a second each; kept for this "
