@@ -79,7 +79,8 @@ def _shot(pg, artifacts_dir, name: str) -> None:
 
 @pytest.mark.parametrize("bound", ["runs_run", "runs_metric"])
 def test_open_in_another_page_after_choosing_a_run(app_url, page, artifacts_dir, bound):
-    page.goto(f"{app_url}/runs")
+    # an experiment whose arms ship rollouts (the newest folder, the RewardFlow arm, has one such run)
+    page.goto(f"{app_url}/runs?runs_exp=sokoban-6x6-prereg")
     wait_ready(page, "Training runs", TIMEOUT_MS)
     n = run_no(page)
     if bound == "runs_run":
@@ -97,7 +98,7 @@ def test_open_in_another_page_after_choosing_a_run(app_url, page, artifacts_dir,
     _no_exception(page)
     assert "/backups" in page.url
     page.wait_for_function(
-        r"() => /run \S+ iteration \d+/.test(document.querySelector('[data-testid=stSidebar]').innerText)",
+        r"() => /run \S+ (· )?iteration \d+/.test(document.querySelector('[data-testid=stSidebar]').innerText)",
         timeout=TIMEOUT_MS)  # the sidebar names the run and iteration
     _shot(page, artifacts_dir, f"open-in-{bound}")
 

@@ -157,12 +157,12 @@ def test_user_strings_are_shown_as_text_and_fetch_nothing(app_url, page, artifac
         # a hover holding a link: the Step credits cell click must not throw
         page.locator("[data-testid=stSidebarNav] a").filter(has_text="Step credits").first.click()
         _settle(page, "Step credits")
-        cell = page.locator('.st-key-heat_credits [data-pick="0:1"]').first  # r0, step 1: the hostile action
+        cell = page.locator('.st-key-heat_credits [data-pick="0:1"]').first  # r0, its first step (0): the hostile action
         cell.scroll_into_view_if_needed()
         cell.hover()
         time.sleep(0.5)
         tip = cell.locator("title").text_content()
-        if f"step 1: click[{PRICE}] ![m](http://127.0.0.1:{listener.port}/md-action.png) <img src=" not in tip:
+        if f"step 0: click[{PRICE}] ![m](http://127.0.0.1:{listener.port}/md-action.png) <img src=" not in tip:
             bad.append(f"Step credits: the cell's tooltip does not show the action as it is: {tip[:200]!r}")
         cell.click()
         time.sleep(3)

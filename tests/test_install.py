@@ -250,20 +250,22 @@ def test_clean_install_into_a_trainers_environment(tmp_path):
     for f in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / f, src / f)
     shutil.copytree(ROOT / "crbc", src / "crbc", ignore=shutil.ignore_patterns("__pycache__"))
-    pip(*sources, str(src))
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    # google-re2 (core) is not on this machine's local index: packed from this interpreter's copy
+    re2 = repack("google-re2", wheels)
+    pip(*sources, "--find-links", str(wheels), str(src))
     after = _freeze(py, env)
     assert after["crbc"] == pyproject()["project"]["version"]
     assert after["torch"] == before["torch"] and after["numpy"] == before["numpy"], "the install touched torch/numpy"
     added = set(after) - set(before)
-    assert {"crbc", "scipy", "msgspec"} <= added
+    assert {"crbc", "scipy", "msgspec", "google-re2"} <= added and re2.exists()
     assert not added & (NEVER_IN_CORE | {"pyarrow"}), sorted(added & (NEVER_IN_CORE | {"pyarrow"}))
     # verl's import set: verl pulls transformers and ray's import-time needs from the index; the
     # pinned packages of requirements-verl.txt (verl, tensordict, pyvers, ray, ...) are packed
     # from this interpreter's own copies, installed without dependencies, as `make test` does
     pip(*sources, "transformers>=5,<6", "packaging", "requests", "jsonschema", "protobuf", "filelock",
         "pyyaml", "click")
-    wheels = tmp_path / "wheels"
-    wheels.mkdir()
     packed = [str(repack(name, wheels)) for name in requirements("requirements-verl.txt")]
     pip("--no-index", "--no-deps", *packed)
     r = subprocess.run([str(py), "-c", TRAINER_SCRIPT, str(tmp_path / "run")], capture_output=True,

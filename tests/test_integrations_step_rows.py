@@ -89,7 +89,9 @@ def run(cols, estimator, **params):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.integers(0, 2**32 - 1), st.sampled_from(names()), st.integers(0, 5))
+# rewardflow is left out: its node rewards follow the order of the rollouts and its end nodes the
+# truncation flag, neither of which a trainer's rows carry (docs/MATH.md section 11)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([n for n in names() if n != "rewardflow"]), st.integers(0, 5))
 def test_rows_in_any_order_with_copies_equal_the_merged_groups(seed, estimator, copies):
     rng = np.random.default_rng(seed)
     # all groups with scores and rewards given (what a trainer's rows carry)
