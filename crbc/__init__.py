@@ -14,10 +14,7 @@ needs only numpy and scipy; torch and transformers live in ``crbc.policy`` and `
 
 import importlib
 import importlib.abc
-import importlib.metadata
 import importlib.util
-import os
-import re
 import sys
 import warnings
 
@@ -39,30 +36,8 @@ from crbc.io.rollouts import (
 from crbc.io.runs import read_run
 from crbc.process import MergeStats, Process, merge, merge_stats
 
-
-def _version() -> str:
-    """The package's version: pyproject.toml is its one source.
-
-    Imported from a source checkout (a ``pyproject.toml`` of project ``crbc`` beside the
-    package, as with ``pip install -e`` or ``PYTHONPATH``), that file's ``version``, which an
-    editable install's metadata may lag behind; otherwise the installed distribution's version
-    (``importlib.metadata``); ``0+unknown`` when neither exists (a copied folder)."""
-    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pyproject.toml")
-    if os.path.isfile(src):
-        with open(src, encoding="utf-8") as f:
-            text = f.read()
-        project = re.search(r"(?ms)^\[project\]\s*$(.*?)(?=^\[)", text + "\n[")
-        if project and re.search(r'(?m)^name\s*=\s*"crbc"\s*$', project.group(1)):
-            m = re.search(r'(?m)^version\s*=\s*"([^"]+)"\s*$', project.group(1))
-            if m:
-                return m.group(1)
-    try:
-        return importlib.metadata.version("crbc")
-    except importlib.metadata.PackageNotFoundError:
-        return "0+unknown"
-
-
-__version__ = _version()
+#: The package version, its one source: pyproject.toml reads it (``dynamic = ["version"]``).
+__version__ = "0.3.0"
 
 __all__ = [
     "CreditIntervals", "Credits", "audit", "FormatError", "MergeStats", "Process", "Rollout", "RolloutFormatError",

@@ -25,6 +25,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+import crbc
+
 ROOT = Path(__file__).resolve().parents[1]
 NEVER_IN_CORE = {"streamlit", "plotly", "pyvis", "transformers", "torch", "safetensors", "tokenizers",
                  "pandas", "networkx"}
@@ -64,10 +66,9 @@ def test_pyproject_declares_the_core_and_the_extras():
 
 
 def test_the_version_has_one_source():
-    import crbc
-
-    assert pyproject()["project"]["version"] == "0.3.0"
-    assert crbc.__version__ == pyproject()["project"]["version"]
+    assert crbc.__version__ == "0.3.0"
+    assert pyproject()["project"]["dynamic"] == ["version"]  # read from crbc.__version__ by setuptools
+    assert pyproject()["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "crbc.__version__"}
 
 
 def test_requirement_files_agree_with_pyproject():
@@ -256,7 +257,7 @@ def test_clean_install_into_a_trainers_environment(tmp_path):
     re2 = repack("google-re2", wheels)
     pip(*sources, "--find-links", str(wheels), str(src))
     after = _freeze(py, env)
-    assert after["crbc"] == pyproject()["project"]["version"]
+    assert after["crbc"] == crbc.__version__
     assert after["torch"] == before["torch"] and after["numpy"] == before["numpy"], "the install touched torch/numpy"
     added = set(after) - set(before)
     assert {"crbc", "scipy", "msgspec", "google-re2"} <= added and re2.exists()
@@ -272,7 +273,7 @@ def test_clean_install_into_a_trainers_environment(tmp_path):
                        text=True, env=env, timeout=600, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-4000:]
     out = json.loads(r.stdout.splitlines()[-1])
-    assert out["version"] == pyproject()["project"]["version"]
+    assert out["version"] == crbc.__version__
     assert out["torch"].startswith("2.13.0") and _freeze(py, env)["torch"] == before["torch"]
     assert out["exact_warned"], "texts with history under the exact key should warn"
     m = out["metrics"]
