@@ -7,14 +7,14 @@ Per setting (sokoban-weak, sokoban-strong, gridworld) and split (``fit``: level 
 one group of 32 rollouts per level drawn from the exact pi(a|s) of the tiny model at T = 1
 (``crbc.truth.sample.sample_group``, the accuracy experiment's "table" sampler), and the
 anchor-level truth A(s_t, a_t) of every step (docs/MATH.md section 9). Smaller G are prefixes.
-Written as ``<cache>/<setting>-<split>.pkl`` (a list of (RolloutGroup, anchor_advantage_N)),
-skipped when present, so reruns are cheap.
+Written as ``<cache>/<setting>-<split>-<levels>.jsonl`` (the groups, ``crbc.rollout/1``) beside
+``.npz`` (``advantage``: every step's A(s_t, a_t), groups one after another; ``steps``: each
+group's number of steps), skipped when present, so reruns are cheap. Nothing is pickled.
 """
 
 from __future__ import annotations
 
 import argparse
-import pickle
 import time
 from pathlib import Path
 
@@ -36,7 +36,7 @@ def build(setting: str, split: str, n_levels: int, cache: Path) -> Path:
     from crbc.truth.policies import load_tiny_checked
     from crbc.truth.sample import sample_group
 
-    out = cache / f"{setting}-{split}-{n_levels}.pkl"
+    out = cache / f"{setting}-{split}-{n_levels}.jsonl"
     if out.exists():
         return out
     env, model = SETTINGS[setting]
@@ -50,15 +50,36 @@ def build(setting: str, split: str, n_levels: int, cache: Path) -> Path:
         g = sample_group(tc.level(key), G_MAX, RNG)
         tr = rollouts_truth(g.rollouts, BETA, tc, source=g.group)
         rows.append((RolloutGroup(g.group, g.rollouts), np.concatenate([st.anchor_advantage for st in tr])))
-    tmp = out.with_suffix(".tmp")
-    tmp.write_bytes(pickle.dumps(rows))
-    tmp.replace(out)
+    save(rows, out)
     print(f"{out.name}: {n_levels} levels in {time.perf_counter() - t0:.1f} s", flush=True)
     return out
 
 
+def save(rows: list, out: Path) -> None:
+    """``rows`` of (RolloutGroup, advantage_N) as ``out`` (.jsonl) and its ``.npz``; the .jsonl,
+    which :func:`build` checks for, is renamed into place last."""
+    from crbc.io.rollouts import write_rollouts
+
+    adv = [np.asarray(a, dtype=float) for _, a in rows]
+    tmp_npz = out.with_name(out.stem + ".tmp.npz")
+    np.savez(tmp_npz, advantage=np.concatenate(adv), steps=np.array([len(a) for a in adv]))
+    tmp_npz.replace(out.with_suffix(".npz"))
+    write_rollouts(out, [g for g, _ in rows])  # atomic
+
+
 def load(setting: str, split: str, n_levels: int, cache: Path) -> list:
-    return pickle.loads((cache / f"{setting}-{split}-{n_levels}.pkl").read_bytes())
+    """The list of (RolloutGroup, anchor_advantage_N) that :func:`build` wrote."""
+    from crbc.io.rollouts import read_rollouts
+
+    out = cache / f"{setting}-{split}-{n_levels}.jsonl"
+    groups = read_rollouts(out)
+    with np.load(out.with_suffix(".npz"), allow_pickle=False) as z:
+        adv, steps = z["advantage"], z["steps"]
+    parts = np.split(adv, np.cumsum(steps)[:-1])
+    if len(parts) != len(groups) or any(len(p) != sum(len(r) for r in g)
+                                        for p, g in zip(parts, groups, strict=True)):
+        raise ValueError(f"{out}: the truths do not fit the groups; delete both files and rebuild")
+    return list(zip(groups, parts, strict=True))
 
 
 def main() -> None:
