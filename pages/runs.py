@@ -16,6 +16,7 @@ import streamlit as st
 
 import crbc.io.runs as R
 import crbc.train.analysis as A
+import crbc.train.tables as T
 from crbc.io.rollouts import RolloutFormatError
 from crbc.train.diagnostics import DIAGNOSTICS
 from crbc.viz import runs as V
@@ -217,13 +218,13 @@ if any(r.get("eval_final") is not None for r in rows):
     st.markdown("**The comparison** (held-out success in %, mean over seeds with its 95% t interval; "
                 "gain = each seed's final held-out success minus its start; the same held-out levels "
                 "and sampling seeds for every run):")
-    st.markdown(A.table_markdown(rows))
+    st.markdown(T.table_markdown(rows))
     paired = _paired(tuple((r.estimator, r.seed, r.name, json.dumps(r.meta.get("final_eval"), sort_keys=True))
                            for r in runs), tuple(runs))
     if paired and any(r.get("diff") is not None for r in paired):
         st.markdown("**Paired by seed and held-out level** (final evaluation; the interval is a "
                     "two-way bootstrap over seeds and levels, p from sign flips):")
-        st.markdown(A.paired_markdown(paired))
+        st.markdown(T.paired_markdown(paired))
 box, shown = widgets.folded("Per estimator on the training batches (mean ± sd over seeds)", key="runs_summary_open")
 if shown:
     with box:

@@ -16,6 +16,7 @@ import pytest
 import crbc.io.run_writer as RW  # noqa: E402
 import crbc.io.runs as R
 import crbc.train.analysis as A
+import crbc.train.tables as T
 from crbc.io.rollouts import read_rollouts
 from crbc.train.diagnostics import iteration_diagnostics, rankdata, spearman
 
@@ -208,7 +209,7 @@ def test_curves_and_summary(tmp_path):
     assert crbc["to_threshold"] == 3 and crbc["reached"] == 1
     assert rows[1]["gain"] == 0.0  # no final_eval: its last evaluation (0.1 at iteration 2) counts
     assert crbc["truth_spearman"] is None  # no diag.truth_* recorded
-    md = A.table_markdown(rows)
+    md = T.table_markdown(rows)
     assert "| crbc | 2 |" in md and "not reached (0/1)" in md and "held-out success at start" in md
 
 
@@ -269,7 +270,7 @@ def test_paired_test_pairs_by_seed_and_level(tmp_path):
     assert math.isclose(r["diff"], d.mean()) and r["seeds"] == 3 and r["levels"] == 4 and r["wins"] == 3
     assert r["ci"][0] <= r["diff"] <= r["ci"][1] and r["ci"][0] > 0
     assert r["p_seeds"] == 2 / 8
-    assert "crbc - grpo" in A.paired_markdown(rows)
+    assert "crbc - grpo" in T.paired_markdown(rows)
 
 
 # ---- diagnostics ---------------------------------------------------------------------------

@@ -30,7 +30,8 @@ from typing import Any
 
 from crbc.io.run_writer import compress_rollouts
 from crbc.io.runs import ROLLOUTS_DIR, find_runs, read_run
-from crbc.train.analysis import order_runs, paired_markdown, paired_table, summarize, table_markdown
+from crbc.train.analysis import order_runs, paired_table, summarize
+from crbc.train.tables import paired_markdown, table_markdown
 
 
 def run_name(estimator: str, seed: int) -> str:
