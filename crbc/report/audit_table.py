@@ -1,5 +1,5 @@
 """A run's per-iteration numbers for its report: the ``crbc.audit/1`` file beside the run when
-there is one, else a minimal summary computed here from ``metrics.jsonl`` and the iteration files.
+there is one (found and read by :mod:`crbc.io.audit_reader`), else a minimal summary computed here from ``metrics.jsonl`` and the iteration files.
 
 ``crbc.audit/1`` (``python -m crbc audit``): one row per (iteration, estimator) with
 ``iteration, estimator, groups, rollouts, steps, success_rate, shared_step_share,
@@ -14,13 +14,10 @@ steps at anchors >= 2 rollouts of their group visit, :func:`crbc.process.merge_s
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
-from crbc.errors import FormatError, RunFormatError
+from crbc.errors import FormatError
 from crbc.io.runs import Run
 
-AUDIT_FILES = ("audit.parquet", "audit.csv", "audit.jsonl")
-AUDIT_SCHEMA = "crbc.audit/1"
 #: columns that do not depend on the estimator (drawn once) and those that do (one line each)
 SHARED_COLUMNS = ("success_rate", "shared_step_share", "anchors_per_group", "groups", "rollouts", "steps")
 PER_ESTIMATOR = ("none_share", "sure_share", "trainer_spearman", "trainer_sign_agreement", "seconds")
@@ -30,38 +27,6 @@ LABELS = {"success_rate": "success rate", "shared_step_share": "steps at shared 
           "sure_share": "sure steps (interval excludes 0)", "trainer_spearman": "Spearman ρ, trainer ~ estimator",
           "trainer_sign_agreement": "sign agreement, trainer ~ estimator", "seconds": "audit seconds"}
 PERCENT = {"success_rate", "shared_step_share", "none_share", "sure_share", "trainer_sign_agreement"}
-
-
-def audit_file(run_dir: str | Path) -> Path | None:
-    """The first of :data:`AUDIT_FILES` that exists in ``run_dir``, else None."""
-    for name in AUDIT_FILES:
-        p = Path(run_dir) / name
-        if p.is_file():
-            return p
-    return None
-
-
-def read_audit(path: str | Path):
-    """A ``crbc.audit/1`` file as a DataFrame sorted by (iteration, estimator); a file without
-    ``iteration`` and ``estimator`` columns, or that cannot be read, raises
-    :class:`~crbc.errors.RunFormatError` naming it."""
-    import pandas as pd
-
-    path = Path(path)
-    try:
-        if path.suffix == ".parquet":
-            frame = pd.read_parquet(path)
-        elif path.suffix == ".csv":
-            frame = pd.read_csv(path)
-        else:
-            frame = pd.read_json(path, lines=True)
-    except (OSError, ValueError, ImportError) as e:
-        raise RunFormatError(f"cannot read the audit file ({' '.join(str(e).split())[:300]})", str(path)) from None
-    missing = {"iteration", "estimator"} - set(frame.columns)
-    if missing:
-        raise RunFormatError(f"not a {AUDIT_SCHEMA} table: no column {', '.join(sorted(missing))}", str(path))
-    frame["estimator"] = frame["estimator"].astype(str)
-    return frame.sort_values(["iteration", "estimator"], kind="mergesort").reset_index(drop=True)
 
 
 def minimal_summary(run: Run, progress=None):
@@ -101,7 +66,9 @@ def minimal_summary(run: Run, progress=None):
 def load(run: Run, progress=None):
     """``(frame, origin)``: the audit file's table and its name, or the minimal summary and
     ``"computed from metrics.jsonl and the iteration files"``."""
-    path = audit_file(run.source)
+    from crbc.io.audit_reader import find_audit, read_audit  # pandas: imported when a report is built
+
+    path = find_audit(run.source)
     if path is not None:
         return read_audit(path), path.name
     return minimal_summary(run, progress), "computed from metrics.jsonl and the iteration files"
