@@ -53,9 +53,11 @@ def _action(text: str) -> str | None:
     return m[-1] if m else None
 
 
-def pack(episodes: list[dict], rng: np.random.Generator):
-    """verl-agent's rows after gather_rollout_data: env-major, steps in order, episode fields on
-    every row, plus ``action`` and ``success`` (docs/VERL.md); ``anchor_obs`` the transcript."""
+def pack(episodes: list[dict], rng: np.random.Generator, anchor: str = "history", extra: dict | None = None):
+    """verl-agent's rows after gather_rollout_data (rollout_loop.py:247-275): env-major, steps in
+    order, episode fields on every row, plus ``action`` and ``success`` (docs/VERL.md);
+    ``anchor_obs`` each step's ``anchor`` field (the transcript by default); ``extra`` more
+    columns, one value per row."""
     import torch
     from verl import DataProto
 
@@ -74,7 +76,7 @@ def pack(episodes: list[dict], rng: np.random.Generator):
         "prompts": torch.ones((b, prompt), dtype=torch.long), "responses": torch.ones((b, resp), dtype=torch.long),
         "attention_mask": attn, "token_level_rewards": tok,
         "uid": obj([e["uid"] for e, _, _ in rows]), "traj_uid": obj([e["traj_uid"] for e, _, _ in rows]),
-        "anchor_obs": obj([s["history"] for _, _, s in rows]),
+        "anchor_obs": obj([s[anchor] for _, _, s in rows]),
         "data_source": obj(["textarena/sokoban"] * b),
         "is_action_valid": np.array([_action(s["response"]) is not None for _, _, s in rows]),
         "action": obj([_action(s["response"]) or "invalid" for _, _, s in rows]),
@@ -83,6 +85,7 @@ def pack(episodes: list[dict], rng: np.random.Generator):
         "episode_rewards": obj([np.float32(e["score"]) for e, _, _ in rows]),
         "episode_lengths": obj([np.float32(len(e["steps"])) for e, _, _ in rows]),
         "success": np.array([e["success"] for e, _, _ in rows]),
+        **(extra or {}),
     })
 
 

@@ -39,6 +39,7 @@ import crbc  # noqa: E402
 from crbc.cli.main import main  # noqa: E402
 from crbc.integrations import verl as V  # noqa: E402
 from crbc.process import merge_stats  # noqa: E402
+from devtools import textarena_run  # noqa: E402
 
 from .test_verl_integration import DataProto, trainer_pipeline  # noqa: E402
 
@@ -82,34 +83,11 @@ def projected(text: str) -> str | None:
 
 
 def pack(episodes: list[dict], rng: np.random.Generator) -> DataProto:
-    """verl-agent's rows after gather_rollout_data (rollout_loop.py:247-275): env-major, steps
-    in order, episode fields on every row; plus the fields docs/VERL.md adds (action, success)."""
-    rows = [(e, t, s) for e in episodes for t, s in enumerate(e["steps"])]
-    b, prompt, resp = len(rows), 8, 6
-    n_tok = rng.integers(1, resp + 1, size=b)
-    attn = torch.zeros((b, prompt + resp), dtype=torch.long)
-    attn[:, :prompt] = 1
-    tok = torch.zeros((b, resp))
-    for i, (e, _t, _) in enumerate(rows):
-        attn[i, prompt:prompt + n_tok[i]] = 1
-        tok[i, n_tok[i] - 1] = e["score"]
-    obj = lambda xs: np.array(xs, dtype=object)  # noqa: E731
-    last = [t == len(e["steps"]) - 1 for e, t, _ in rows]
-    return DataProto.from_single_dict({
-        "prompts": torch.ones((b, prompt), dtype=torch.long), "responses": torch.ones((b, resp), dtype=torch.long),
-        "attention_mask": attn, "token_level_rewards": tok,
-        "uid": obj([e["uid"] for e, _, _ in rows]), "traj_uid": obj([e["traj_uid"] for e, _, _ in rows]),
-        "anchor_obs": obj([s["board"] for _, _, s in rows]),
-        "index": obj([LEVELS.index(int(e["uid"].split("-")[1])) for e, _, _ in rows]),
-        "data_source": obj(["textarena/sokoban"] * b),
-        "is_action_valid": np.array([projected(s["response"]) is not None for _, _, s in rows]),
-        "action": obj([projected(s["response"]) or "invalid" for _, _, s in rows]),
-        "rewards": obj([e["score"] if lt else 0.0 for (e, _, _), lt in zip(rows, last, strict=True)]),
-        "active_masks": obj([True] * b),
-        "episode_rewards": obj([np.float32(e["score"]) for e, _, _ in rows]),
-        "episode_lengths": obj([np.float32(len(e["steps"])) for e, _, _ in rows]),
-        "success": np.array([e["success"] for e, _, _ in rows]),
-    })
+    """verl-agent's rows (devtools/textarena_run.py) with the raw board as ``anchor_obs`` and the
+    level's position as ``index``."""
+    rows = [e for e in episodes for _ in e["steps"]]
+    index = np.array([LEVELS.index(int(e["uid"].split("-")[1])) for e in rows], dtype=object)
+    return textarena_run.pack(episodes, rng, anchor="board", extra={"index": index})
 
 
 def table(episodes: list[dict]) -> list[dict]:
