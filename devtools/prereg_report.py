@@ -122,6 +122,13 @@ def markdown(rep: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write(folder: Path, rep: dict[str, Any], text: str) -> None:
+    """``prereg.json`` (the report) and ``prereg.md`` (``text``) into ``folder``; ``text`` printed."""
+    (folder / "prereg.json").write_text(json.dumps(rep, indent=2, default=float) + "\n", encoding="utf-8")
+    (folder / "prereg.md").write_text(text, encoding="utf-8")
+    print(text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", type=Path)
@@ -132,10 +139,7 @@ def main() -> None:
     if not rep["complete"]:  # the plan: no comparison from a partial set, not even in the file
         rep = {k: v for k, v in rep.items() if k in ("folder", "finished_seeds", "complete",
                                                       "expected_seeds_per_arm", "primary_metric")}
-    (a.folder / "prereg.json").write_text(json.dumps(rep, indent=2, default=float) + "\n", encoding="utf-8")
-    text = markdown(rep)
-    (a.folder / "prereg.md").write_text(text, encoding="utf-8")
-    print(text)
+    write(a.folder, rep, markdown(rep))
 
 
 if __name__ == "__main__":

@@ -13,12 +13,11 @@ the report lists them and computes nothing (the plan: no claim from a partial se
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from crbc.train import prereg
-from devtools.prereg_report import _at, _runs  # noqa: PLC2701 (a sibling script)
+from devtools.prereg_report import _at, _runs, write
 
 PRIMARY = [("crbc", "rewardflow"), ("rewardflow", "gigpo")]
 SECONDARY = [("rewardflow", "grpo"), ("rewardflow", "visit_local")]
@@ -33,19 +32,12 @@ def report(folder: Path, base: Path, expect_seeds: int = 8) -> dict[str, Any]:
         return out
     runs = rf + _runs(base)
     out["temperature_1"] = prereg.preregistered(runs, PRIMARY, SECONDARY)
-    tables = {}
-    for t in (0.4,):
-        metrics = {}
-        for name, path in (("rewardflow", folder), ("base", base)):
-            metrics[name] = _at(t, path)
-
-        def metric(run, t=t, m=metrics):
-            return (m["rewardflow"] if run.estimator == "rewardflow" else m["base"])[0](run)
-
-        def count(run, t=t, m=metrics):
-            return (m["rewardflow"] if run.estimator == "rewardflow" else m["base"])[1](run)
-        tables[f"temperature_{t:g}"] = prereg.preregistered(runs, PRIMARY, SECONDARY, metric=metric, count=count)
-    out.update(tables)
+    # the extra evaluation file lives beside each run: the RewardFlow folder's or the base's
+    rf_at, base_at = _at(0.4, folder), _at(0.4, base)
+    at = {True: rf_at, False: base_at}
+    out["temperature_0.4"] = prereg.preregistered(
+        runs, PRIMARY, SECONDARY, metric=lambda r: at[r.estimator == "rewardflow"][0](r),
+        count=lambda r: at[r.estimator == "rewardflow"][1](r))
     return out
 
 
@@ -74,10 +66,7 @@ def main() -> None:
     ap.add_argument("--expect-seeds", type=int, default=8)
     a = ap.parse_args()
     rep = report(a.folder, a.base, a.expect_seeds)
-    (a.folder / "prereg.json").write_text(json.dumps(rep, indent=2, default=float) + "\n", encoding="utf-8")
-    text = markdown(rep)
-    (a.folder / "prereg.md").write_text(text, encoding="utf-8")
-    print(text)
+    write(a.folder, rep, markdown(rep))
 
 
 if __name__ == "__main__":
