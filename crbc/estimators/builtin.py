@@ -262,11 +262,9 @@ def rewardflow(p: Process, cfg: RewardFlowConfig) -> Credits:
     r_N = B.step_rewards(p)
     prop = RF.propagate(p, r_N, cfg.gamma)
     t = B.step_return_terms(p, prop.d_N, B.episode_scores(p, r_N), cfg.mode, cfg.invalid_penalty)
-    has_next = prop.next_N >= 0
-    q_N = np.where(has_next, prop.v_X[np.where(has_next, prop.next_N, 0)], np.nan)
     return Credits("rewardflow", _params(cfg), p,
                    step_advantage_N=t.a_s_N,
                    advantage_N=cfg.w_group * t.a_e_N + cfg.w_step * t.a_s_N,
                    group_advantage_R=t.a_e_R,
-                   value_N=prop.v_X[p.step_state], q_N=q_N, credit_N=t.ret_N,
+                   value_N=prop.v_X[p.step_state], q_N=prop.v_next_N, credit_N=t.ret_N,
                    value_S=prop.v_X[:p.n_states])

@@ -38,12 +38,14 @@ class Propagation:
 
     ``v_X`` propagated value per node (S anchors, G z+, G z-; 0 for an end node no rollout
     reached); ``r_X`` node reward; ``next_N`` the step's next node (-1: none, a truncated
-    rollout's last step); ``d_N`` the step signal before any penalty; ``sweeps`` sweeps run.
+    rollout's last step); ``v_next_N`` its value (NaN where there is none); ``d_N`` the step
+    signal before any penalty; ``sweeps`` sweeps run.
     """
 
     v_X: np.ndarray
     r_X: np.ndarray
     next_N: np.ndarray
+    v_next_N: np.ndarray
     d_N: np.ndarray
     sweeps: int
 
@@ -103,5 +105,6 @@ def propagate(p: Process, r_N: np.ndarray, gamma: float) -> Propagation:
                 break
             v_X[src_U] = new_U
     has_next = next_N >= 0
-    d_N = np.where(has_next, v_X[np.where(has_next, next_N, 0)] - v_X[p.step_state], r_N)
-    return Propagation(v_X, r_X, next_N, d_N, sweeps)
+    v_next_N = np.where(has_next, v_X[np.where(has_next, next_N, 0)], np.nan)
+    d_N = np.where(has_next, v_next_N - v_X[p.step_state], r_N)
+    return Propagation(v_X, r_X, next_N, v_next_N, d_N, sweeps)
