@@ -83,8 +83,9 @@ st.caption(
     "On our own environments the truth is computable: the dynamics are known and the tiny "
     "policy's action probabilities can be read exactly, so every state's finite-horizon value "
     "V_t, Q_t and advantage A_t = Q_t − V_t is solved backwards over all reachable states. Each "
-    "estimator's raw step signal (Q − V for the CRBC family, the step advantage for gigpo and "
-    "shortest_path, the advantage for grpo) is then scored against the true A of the same step.")
+    "estimator's raw step signal (Q − V for the CRBC family, the step advantage for gigpo, "
+    "shortest_path and rewardflow, the advantage for grpo) is then scored against the true A of "
+    "the same step.")
 
 url.check_choice("acc_metric", list(METRICS), "the score is one of " + ", ".join(METRICS), METRICS.get)
 url.check_choice("acc_target", list(TARGETS), "the target is one of " + ", ".join(TARGETS), TARGETS.get)

@@ -21,7 +21,8 @@ st.caption(
     "what the group usually did from the same anchor? **grpo** gives no step credit (only the "
     "trajectory's A_G); **visit_local** compares raw outcomes of visits; **crbc** compares values "
     "after recombining all rollouts through the merged graph; **gigpo** normalises discounted step "
-    "returns per anchor; **shortest_path** rewards being few hops from any success. "
+    "returns per anchor; **shortest_path** rewards being few hops from any success; "
+    "**rewardflow** propagates the best reward reachable over the graph and credits its change. "
     "Edit β, K, σ_min, w_G and w_S under *Parameters* in the sidebar.")
 
 ctx = state.page_context()
@@ -222,8 +223,8 @@ st.caption("Where the lines disagree, the estimators tell the learner different 
 if truth is not None:
     st.subheader("Which estimator agrees with the truth on this group?")
     widgets.table(VA.agreement_table(accuracy.group_agreement(all_c, truth.advantage_N)), hide_index=False)
-    st.caption("Each estimator's raw step signal (Q − V for the CRBC family, A_S for gigpo and "
-               "shortest_path, A_final for grpo) against the true A_t of the same step: share of "
+    st.caption("Each estimator's raw step signal (Q − V for the CRBC family, A_S for gigpo, "
+               "shortest_path and rewardflow, A_final for grpo) against the true A_t of the same step: share of "
                "steps with the right sign (|A_t| > 0.001; a zero credit is a miss), rank "
                "correlation over all steps, and for Q − V the root-mean-square error. Over many "
                "levels: the *Estimator accuracy* page.")
