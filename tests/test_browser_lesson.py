@@ -142,6 +142,7 @@ def test_lesson_numbers_match_crbc_md_section_8(app_url, context):
     page.goto(f"{app_url}/lesson?lesson_start=worked+example")
     _wait_text(page, "8 · The shortest-path foil")
     _wait_text(page, "Continue on the rare-route sample")
+    _wait_text(page, "Q^(0)(s0,a) = realised return")  # the K = 0 column can be drawn last
     _wait_idle(page)
     text = _main_text(page)
     # docs/MATH.md section 8, closure column
