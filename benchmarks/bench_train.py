@@ -11,7 +11,7 @@ wall seconds and as CPU seconds of this process (``cpu_*``; on a machine shared 
 the wall time grows with the load, the CPU time less). ``--slow`` also times, on the same
 batches and from the same weights, the first trainer's settings (2 epochs of 256-step random
 minibatches, KL 0.05 so a reference pass) twice: ``update_slow`` with its per-pair scoring
-(tests/ppo_reference.py) and ``update_fast_same_settings`` with crbc.train.ppo's by-board scoring.
+(tests/support/ppo_reference.py) and ``update_fast_same_settings`` with crbc.train.ppo's by-board scoring.
 The JSON records the thread count, the batch size and the load average before and after;
 with several ``--threads`` each count is run from the starting weights and reported under
 ``by_threads`` (the top-level numbers are the first count's). The rollout keeps its
@@ -69,7 +69,7 @@ def main() -> int:
     from crbc.policy.generate import generate_groups
     from crbc.train.loop import TrainConfig, _derived, train_seeds
     from crbc.train.ppo import flatten, ppo_update
-    from tests.ppo_reference import slow_ppo_update
+    from tests.support.ppo_reference import slow_ppo_update
 
     def measure(threads: int) -> list[dict]:
         """``--iterations`` iterations from the starting weights with ``threads`` torch threads."""

@@ -38,7 +38,7 @@ ZERO = 1e-9  #: |x| <= ZERO counts as a zero advantage in the sign agreement
 #: below this share of later steps at shared anchors, the key is said to merge almost nothing.
 #: 10%, not less: textarena Sokoban transcripts (history in every observation), groups of 4,
 #: share 8% of their later steps as exact text, where two rollouts happened to write the same
-#: first reply, against 54% under the board key (tests/test_trainer_anchor_key.py)
+#: first reply, against 54% under the board key (tests/integrations/test_trainer_anchor_key.py)
 MERGE_WARNING_SHARE = 0.10
 
 

@@ -1,6 +1,6 @@
 """Run the studio on a free local port and drive it in headless Chromium (Playwright).
 
-Shared by ``tests/test_browser.py`` and ``benchmarks/bench_app.py``. Chromium is Debian's
+Shared by ``tests/browser/test_pages.py`` and ``benchmarks/bench_app.py``. Chromium is Debian's
 ``/usr/bin/chromium`` (``playwright install`` cannot download browsers here).
 """
 

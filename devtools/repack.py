@@ -1,6 +1,6 @@
 """Pack an installed distribution back into a wheel, so a clean virtual environment can install it offline.
 
-The clean-install test (tests/test_install.py) builds a fresh venv the way a trainer's would be
+The clean-install test (tests/project/test_install.py) builds a fresh venv the way a trainer's would be
 built, without reaching a package index for packages that this machine's local indexes lack
 (verl, tensordict, pyvers): it packs the copies the test's own interpreter has installed.
 

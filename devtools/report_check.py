@@ -1,6 +1,6 @@
 """Open a report file (``crbc report``) in headless Chromium and say what a reader would see.
 
-Shared by the browser tests (tests/test_report_browser.py) and benchmarks/bench_report.py.
+Shared by the browser tests (tests/browser/test_report_files.py) and benchmarks/bench_report.py.
 :func:`open_report` loads ``file://PATH`` and returns :class:`Opened`: every request other than
 the file itself (there must be none), console errors and page errors, how many SVG drawings have
 a visible size, the time from navigation start to the report's script having run

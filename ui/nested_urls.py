@@ -15,7 +15,7 @@ the link. Addresses under ``_stcore`` (the server's own routes and probes) are l
 
 It touches one Streamlit internal (checked against 1.67):
 ``streamlit.web.server.starlette.starlette_static_routes.create_streamlit_static_handler``;
-:func:`install` fails loudly if it moved, and ``tests/test_browser_text_and_play.py`` opens a
+:func:`install` fails loudly if it moved, and ``tests/browser/test_text_and_play.py`` opens a
 nested address in a browser.
 """
 

@@ -11,7 +11,7 @@ switches the legacy mode off and reruns, so ``app.py`` runs and routes the page 
 It touches Streamlit internals (checked against 1.67): ``streamlit.runtime.pages_manager.
 PagesManager.uses_pages_directory`` (class attribute), ``ScriptRunContext.page_script_hash`` and
 ``ScriptRunContext.pages_manager.main_script_hash``. They are imported at module level on purpose:
-if they move, importing this module (so the app) fails loudly, and ``tests/test_routing.py``
+if they move, importing this module (so the app) fails loudly, and ``tests/app/test_routing.py``
 says which one moved. Nothing here swallows an ImportError.
 """
 

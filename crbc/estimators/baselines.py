@@ -9,7 +9,7 @@ The formulas are docs/MATH.md section 7; the upstream lines they reproduce are c
 * verl 0.9.1 from PyPI: ``verl/trainer/ppo/core_algos.py``.
 
 Upstream works on float32 torch tensors; these are float64. The tests keep an independent
-loop-and-dict twin of the upstream functions (``tests/upstream.py``) and check equality.
+loop-and-dict twin of the upstream functions (``tests/support/upstream.py``) and check equality.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ are the model's own modules)::
 In the last layer only the positions whose output is read are computed past the key/value
 projections (the last prompt position and the branches), and the final norm and ``lm_head``
 run on those alone. The tests check log-probabilities against transformers' forward of each
-full sequence and gradients against the per-pair twin (tests/test_lean.py, tests/test_ppo.py).
+full sequence and gradients against the per-pair twin (tests/policy/test_lean.py, tests/train/test_ppo.py).
 """
 
 from __future__ import annotations

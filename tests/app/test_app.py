@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+
+from tests.support.paths import ROOT
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from tests.apptest import open_app  # noqa: E402
+from tests.support.apptest import open_app  # noqa: E402
 from ui import state  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 PAGES = ["pages/rollouts.py", "pages/graph.py", "pages/backups.py", "pages/credits.py"]
 
@@ -89,7 +88,7 @@ def _chosen_group(at: AppTest):
 def _heatmap(at: AppTest, name: str) -> list[float]:
     """The values of estimator ``name``'s heatmap cells on the Step credits page (SVG, one panel
     per estimator; each cell's tooltip names its value to 3 decimals), row by row."""
-    from tests.heatmap_cells import app_svg, panels
+    from tests.support.heatmap_cells import app_svg, panels
 
     return [c.value for c in panels(app_svg(at, "heat_credits"))[name]]
 

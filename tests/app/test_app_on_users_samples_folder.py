@@ -9,8 +9,8 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from crbc.io.rollouts import write_rollouts  # noqa: E402
 from devtools.user_like import big_group, many_groups  # noqa: E402
-from tests.apptest import open_app  # noqa: E402
-from tests.html_tables import tables
+from tests.support.apptest import open_app  # noqa: E402
+from tests.support.html_tables import tables
 from ui import state, widgets  # noqa: E402
 
 

@@ -5,19 +5,18 @@ Inspector's intervals and observation, Step credits' evidence marks."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+
+from tests.support.paths import APP
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from crbc.io.rollouts import Rollout, RolloutGroup, Step, write_rollouts  # noqa: E402
 from devtools.textworld import alfworld_like_group, alfworld_like_run  # noqa: E402
-from tests.html_tables import numeric, tables
+from tests.support.html_tables import numeric, tables
 from ui import state, upload  # noqa: E402
-
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
 
 def _app(tmp_path, monkeypatch, page: str | None = None) -> AppTest:

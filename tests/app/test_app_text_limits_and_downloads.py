@@ -1,5 +1,5 @@
 """What AppTest (or plain Python) can see of: user strings as text, huge anchors,
-whole-file downloads, long-rollout heatmaps. The browser parts are in tests/test_browser_text_and_play.py."""
+whole-file downloads, long-rollout heatmaps. The browser parts are in tests/browser/test_text_and_play.py."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.apptest import open_app
-from tests.html_tables import tables
+from tests.support.apptest import open_app
+from tests.support.html_tables import tables
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 
 
@@ -44,7 +44,7 @@ def test_heatmap_hover_holds_no_html_of_the_user():
     from crbc.io.rollouts import parse_rollouts
     from crbc.process import merge
     from crbc.viz.heatmap_svg import Panel, credit_heatmaps_svg, heatmaps_svg
-    from tests.heatmap_cells import panels, parse
+    from tests.support.heatmap_cells import panels, parse
 
     rec = {"group": "g", "success": True,
            "steps": [{"anchor": "<a href='http://127.0.0.1:9/'>s</a>", "action": "<b>go</b>"},
@@ -177,7 +177,7 @@ def test_a_3000_step_heatmap_bins_steps_and_a_click_still_names_a_step():
     from crbc.estimators import registry as estimators
     from crbc.viz import binning
     from crbc.viz.heatmap_svg import credit_heatmaps_svg
-    from tests.heatmap_cells import panels
+    from tests.support.heatmap_cells import panels
 
     p = _long_process()
     c = estimators.compute("crbc", p, beta=0.98)

@@ -1,21 +1,20 @@
 """AppTest for page defects a walkthrough found and for hostile URL parameters.
 
 Each test reproduces one defect as a user would meet it; the browser tests
-(tests/test_browser_explorables.py) cover what needs rendering or clicks on figures.
+(tests/browser/test_explorables.py) cover what needs rendering or clicks on figures.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.apptest import open_app
-from tests.html_tables import grid_rows, tables
+from tests.support.apptest import open_app
+from tests.support.html_tables import grid_rows, tables
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 
 

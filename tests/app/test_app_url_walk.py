@@ -5,14 +5,14 @@ anchor key), each widget whose proto carries a ``query_param_key`` is set to ano
 address the browser would then show is built from every bound widget the way Streamlit's frontend
 writes it (the option's label for a choice, the number, the text, ``true``/``false``); a fresh
 session opened on that address must show the same value in every bound widget and no "Ignored URL
-parameter" notice. The browser twin of one such road is tests/test_browser_run_source.py.
+parameter" notice. The browser twin of one such road is tests/browser/test_run_source.py.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+
+from tests.support.paths import APP
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
@@ -21,12 +21,11 @@ from devtools.textworld import alfworld_like_run  # noqa: E402
 from ui import state  # noqa: E402
 
 pytestmark = pytest.mark.slow
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
 KINDS = ("selectbox", "radio", "slider", "number_input", "checkbox", "toggle", "text_input", "segmented_control")
 PAGES = [("pages/rollouts.py", {}), ("pages/credits.py", {}), ("pages/disagreements.py", {}),
          ("pages/graph.py", {}), ("pages/backups.py", {}), ("pages/inspector.py", {}),
          ("pages/runs.py", {}), ("pages/runs.py", {"runs_kind": "Runs of crbc train"})]
-SKIP = {"source"}  # another source is another view by design (tests/test_app_own_runs_and_intervals.py)
+SKIP = {"source"}  # another source is another view by design (tests/app/test_app_own_runs_and_intervals.py)
 
 
 def _bound(at: AppTest) -> dict:

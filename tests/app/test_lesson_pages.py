@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import html
 import re
-from pathlib import Path
 from urllib.parse import parse_qsl
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.html_tables import grid_rows, tables
+from tests.support.html_tables import grid_rows, tables
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 
 

@@ -10,9 +10,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import crbc.report
+from tests.support.paths import ROOT
 from ui import state
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"
 LABEL = "Download this view as a report"
@@ -42,7 +42,7 @@ def test_group_pages_offer_the_report_and_build_it_only_on_click(page, calls):
 
 
 def test_runs_page_offers_the_run_report(tmp_path, monkeypatch, calls):
-    from tests.test_runs_page import _write_runs
+    from tests.app.test_runs_page import _write_runs
 
     _write_runs(tmp_path / "runs")
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import ROOT
+
 pytest.importorskip("streamlit")
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_the_internals_are_where_routing_expects_them():

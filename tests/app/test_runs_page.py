@@ -16,10 +16,10 @@ from streamlit.testing.v1 import AppTest
 import crbc.io.run_writer as RW  # noqa: E402
 import crbc.io.runs as R
 from crbc.io.rollouts import read_rollouts
-from tests.apptest import open_app
+from tests.support.apptest import open_app
+from tests.support.paths import ROOT
 from ui import state  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"
 RARE = ROOT / "sample_rollouts" / "rare-route.jsonl"

@@ -6,18 +6,17 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
+
+from tests.support.paths import ROOT
 
 pytest.importorskip("streamlit")
 pytest.importorskip("torch")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from tests.apptest import open_app  # noqa: E402
-from tests.html_tables import tables
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.apptest import open_app  # noqa: E402
+from tests.support.html_tables import tables
 
 
 def _app(page: str | None = None, **query) -> AppTest:
@@ -101,7 +100,7 @@ def test_credits_page_truth_row_and_agreement():
     p, gt = _truth_of(grp)
     from crbc.viz.heatmap_svg import credit_fill
     from crbc.viz.style import symmetric_range
-    from tests.heatmap_cells import panels
+    from tests.support.heatmap_cells import panels
 
     cells = panels(_svg(at, "heat_truth"))["truth"]  # SVG: a cell per step, in the process's order
     assert [c.value for c in cells] == pytest.approx(gt.advantage_N.tolist(), abs=6e-4)

@@ -6,11 +6,9 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
+from tests.support.paths import ROOT
 from ui import warm_imports
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _fresh_python(code: str, timeout: float) -> list[str]:

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from devtools.apprunner import run_no, wait_ready
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

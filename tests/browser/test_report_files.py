@@ -9,7 +9,6 @@ import http.server
 import json
 import re
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -17,9 +16,9 @@ import crbc
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 from crbc.report import group_report, report, run_report
 from devtools.report_check import open_report
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.browser
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """gigpo, grpo and the group_norm options against independent twins of the upstream functions
-(tests/upstream.py: verl-agent's GiGPO pipeline, verl's GRPO and RLOO), and the ALFWorld-like
+(tests/support/upstream.py: verl-agent's GiGPO pipeline, verl's GRPO and RLOO), and the ALFWorld-like
 group of issue 11 by hand."""
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ from hypothesis import strategies as st
 
 from crbc.estimators.registry import compute
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
-
-from . import reference as ref
+from tests.support import reference as ref
 
 torch = pytest.importorskip("torch")
-from . import upstream as up  # noqa: E402  (needs torch)
+from tests.support import upstream as up  # noqa: E402  (needs torch)
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

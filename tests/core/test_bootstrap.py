@@ -6,7 +6,6 @@ import dataclasses
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,10 +15,9 @@ from crbc.estimators import bootstrap as BS
 from crbc.estimators import resample as RS
 from crbc.io.rollouts import RolloutGroup, read_rollouts
 from crbc.process import merge
+from tests.support.paths import ROOT
+from tests.support.reference import random_group
 
-from .reference import random_group
-
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "sample_rollouts" / "worked-example.jsonl"
 
 

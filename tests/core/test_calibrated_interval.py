@@ -9,7 +9,6 @@ credit exactly 0 over random groups and beta.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,10 +22,8 @@ from crbc.estimators import closure as C
 from crbc.estimators.posterior import draw_weights, posterior_family
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 from crbc.process import merge
-
-from .reference import random_group
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+from tests.support.reference import random_group
 
 
 def _batch(seed, n=3):

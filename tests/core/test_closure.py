@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,10 +14,9 @@ import crbc.estimators.closure as C
 from crbc.estimators.registry import compute
 from crbc.io.rollouts import Rollout, RolloutGroup, Step, read_rollouts
 from crbc.process import merge
+from tests.support import reference as ref
+from tests.support.paths import ROOT
 
-from . import reference as ref
-
-ROOT = Path(__file__).resolve().parents[1]
 BETA = 0.98
 
 

@@ -12,8 +12,7 @@ from crbc.estimators.coverage import coverage, hop_distances
 from crbc.explain.what_if import flip_outcome
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 from crbc.process import merge
-
-from . import reference as ref
+from tests.support import reference as ref
 
 
 def chain_group() -> RolloutGroup:

@@ -6,8 +6,6 @@ rare-route sample (shortest path ties the two routes, the closure does not).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -23,8 +21,8 @@ from crbc.explain import what_if as edits
 from crbc.explain.table_rows import cells, depth_name, fmt
 from crbc.io.rollouts import Rollout, RolloutGroup, Step, read_rollouts
 from crbc.process import merge
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"
 RARE = ROOT / "sample_rollouts" / "rare-route.jsonl"
 

@@ -13,7 +13,6 @@ import io
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,8 +25,8 @@ from crbc.estimators.closure import group_advantage
 from crbc.estimators.credits import Credits
 from crbc.estimators.params import Checked, Param, param, params_of, parse_text
 from crbc.integrations.adapters import step_advantages
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "sample_rollouts" / "worked-example.jsonl"
 TOY = "toy_scaled"
 
@@ -125,8 +124,8 @@ def test_toy_on_the_step_credits_page(toy):
     # the sidebar grew a widget for the toy's shared parameter, from its metadata
     widget = at.number_input(key="toy_scale")
     assert widget.value == 2.0 and widget.label == "toy scale"
-    from tests.heatmap_cells import app_svg
-    from tests.heatmap_cells import panels as heat_panels
+    from tests.support.heatmap_cells import app_svg
+    from tests.support.heatmap_cells import panels as heat_panels
 
     def panels() -> set:
         return set(heat_panels(app_svg(at, "heat_credits")))

@@ -1,5 +1,5 @@
 """rewardflow: against a slow twin written from docs/MATH.md section 11, against a re-implementation of
-the upstream pipeline (tests/upstream_rewardflow.py), and on hand-checked groups."""
+the upstream pipeline (tests/support/upstream_rewardflow.py), and on hand-checked groups."""
 
 from __future__ import annotations
 
@@ -15,9 +15,8 @@ from crbc.estimators.baselines import OUTCOME_REWARD
 from crbc.estimators.registry import compute
 from crbc.io.creditfile import write_credits
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
-
-from . import reference as ref
-from . import upstream_rewardflow as up
+from tests.support import reference as ref
+from tests.support import upstream_rewardflow as up
 
 Z_PLUS, Z_MINUS = "\x00z+", "\x00z-"
 
@@ -119,7 +118,7 @@ def test_equals_the_slow_twin_of_crbc_md(seed, mode):
 # ------------------------------------------------------------------------- upstream parity
 
 def upstream_trajs(group: RolloutGroup) -> list[list[dict]]:
-    """The group as upstream's step dicts (see tests/upstream_rewardflow.py)."""
+    """The group as upstream's step dicts (see tests/support/upstream_rewardflow.py)."""
     rew = step_rewards(group)
     trajs = []
     for i, ro in enumerate(group.rollouts):

@@ -102,7 +102,7 @@ def test_step_observation_and_changes():
 
 def test_evidence_marks_and_sure_only():
     from crbc.viz.heatmap_svg import credit_heatmaps_svg
-    from tests.heatmap_cells import panels
+    from tests.support.heatmap_cells import panels
 
     g = alfworld_like_group(seed=2)
     c = crbc.compute("crbc", [g])

@@ -1,4 +1,4 @@
-"""Every closure solver path against the dense reference (tests/reference.py) on random batches:
+"""Every closure solver path against the dense reference (tests/support/reference.py) on random batches:
 cycles, self-loops, beta = 1, singleton groups, and batches that mix dense and sparse groups."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 import crbc.estimators.closure as C
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 from crbc.process import merge
-
-from . import reference as ref
+from tests.support import reference as ref
 
 
 def _check(groups, beta, method):

@@ -13,8 +13,8 @@ import pytest
 from crbc.cli.main import main
 from crbc.integrations.adapters import step_advantages
 from crbc.io.rollouts import Rollout, RolloutGroup, Step, write_rollouts
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.filterwarnings("ignore:crbc.integrations.adapters.step_advantages is deprecated")
 
 

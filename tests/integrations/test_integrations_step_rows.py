@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,10 +13,8 @@ from hypothesis import strategies as st
 
 from crbc.estimators.registry import compute, names
 from crbc.integrations import step_rows as rows
-
-from . import reference as ref
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support import reference as ref
+from tests.support.paths import ROOT
 
 
 def test_stable_key_is_stable_across_processes():

@@ -40,8 +40,7 @@ from crbc.cli.main import main  # noqa: E402
 from crbc.integrations import verl as V  # noqa: E402
 from crbc.process import merge_stats  # noqa: E402
 from devtools import textarena_run  # noqa: E402
-
-from .test_verl_integration import DataProto, trainer_pipeline  # noqa: E402
+from tests.integrations.test_verl_integration import DataProto, trainer_pipeline  # noqa: E402
 
 LEVELS, GROUP, MAX_STEPS = (3, 5), 4, 6
 BOARD = r"(?s)(Current Board:.*?Available Moves:[^\n]*)"  # the last board of a transcript

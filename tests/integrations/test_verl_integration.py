@@ -38,8 +38,7 @@ from crbc.cli.main import main  # noqa: E402  (after the skip above)
 from crbc.estimators.registry import names  # noqa: E402
 from crbc.integrations import verl as V  # noqa: E402
 from crbc.io.rollouts import Rollout, RolloutGroup, Step, write_rollouts  # noqa: E402
-
-from . import upstream as up  # noqa: E402
+from tests.support import upstream as up  # noqa: E402
 
 PROMPT, RESPONSE = 6, 5
 ESTIMATORS = names()  # every registered estimator

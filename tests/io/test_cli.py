@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from crbc.estimators.registry import names
+from tests.io.test_rollouts import BAD, GOOD, lines
+from tests.support.paths import ROOT
 
-from .test_rollouts import BAD, GOOD, lines
-
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "sample_rollouts" / "worked-example.jsonl"
 
 

@@ -25,8 +25,10 @@ from crbc.io.anchor_keys import AnchorKeyError, anchor_key, rekey
 from crbc.io.importers import read_source, read_uploads
 from crbc.io.importers.rows import ImportFormatError
 from crbc.process import merge_stats
+from tests.support.paths import DATA as TEST_DATA
+from tests.support.paths import ROOT
 
-DATA = Path(__file__).parent / "data" / "importers"
+DATA = TEST_DATA / "importers"
 ROWS = DATA / "verl_agent_rows" / "step-0003.jsonl"
 BOARD = r"Current Board:\s*\n\n((?:[^\n]*\n)+?)\n"  # the last board shown
 MOVE = r"\[(\w+)\]"
@@ -307,7 +309,7 @@ def test_the_command_as_a_subprocess(tmp_path):
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     out = tmp_path / "run"
     r = subprocess.run([sys.executable, "-m", "crbc", "import", str(DATA / "verl_rollout_dump"), "--from", "verl",
                         "-o", str(out), "--success-threshold", "1", "--anchor-regex", BOARD, "--action-regex", MOVE,

@@ -19,8 +19,8 @@ import crbc.train.analysis as A
 import crbc.train.tables as T
 from crbc.io.rollouts import read_rollouts
 from crbc.train.diagnostics import iteration_diagnostics, rankdata, spearman
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"
 RARE = ROOT / "sample_rollouts" / "rare-route.jsonl"
 

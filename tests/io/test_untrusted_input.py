@@ -22,8 +22,10 @@ from crbc.io.anchor_keys import AnchorKeyError, RegexError, anchor_key, compile_
 from crbc.io.importers import read_source, read_uploads
 from crbc.io.importers.rows import ImportFormatError
 from crbc.sandbox import upload as worker
+from tests.support.paths import DATA as TEST_DATA
+from tests.support.paths import ROOT
 
-DATA = Path(__file__).parent / "data" / "importers"
+DATA = TEST_DATA / "importers"
 SMALL = budgets.Budget("test", file_bytes=10**6, decoded_bytes=2 * 10**6, rows=1000, text_chars=5000)
 
 
@@ -235,7 +237,7 @@ def test_the_studio_shows_no_error_details_and_keeps_uploads_per_session():
 
     from ui import upload
 
-    config = tomllib.loads((Path(__file__).parent.parent / ".streamlit" / "config.toml").read_text())
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["client"]["showErrorDetails"] == "none" and config["runner"]["postScriptGC"] is False
     src = inspect.getsource(upload)
     assert "worker.start_read" in src and "cache_resource(show_spinner=\"Reading" not in src

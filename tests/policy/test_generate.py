@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import ROOT
+
 torch = pytest.importorskip("torch")
 
 from crbc.cli.generate import parse_seeds  # noqa: E402
@@ -18,7 +20,6 @@ from crbc.policy.generate import generate_group, generate_groups  # noqa: E402
 from crbc.policy.prompting import ACTIONS, INVALID_ACTION  # noqa: E402
 from crbc.policy.tiny import TinyModelConfig, build_model, build_tokenizer, save_tiny  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 ENV = "sokoban-6x6-v0"
 SMALL = TinyModelConfig(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=4)
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import ROOT
+
 torch = pytest.importorskip("torch")
 
 from crbc.policy import load_policy  # noqa: E402
@@ -30,7 +32,6 @@ from crbc.policy.tiny import (  # noqa: E402
     save_tiny,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 BOARD = "######\n#P__O#\n#__X_#\n###__#\n###_##\n######"
 SMALL = TinyModelConfig(hidden_size=32, intermediate_size=64, num_layers=2, num_heads=4)
 SHIPPED = ["sokoban-tiny-weak", "sokoban-tiny-strong", "gridworld-tiny"]
@@ -387,7 +388,7 @@ def test_concurrent_loads_do_not_race(tmp_path):
 
     from crbc.policy import load_policy
 
-    shipped = Path(__file__).resolve().parents[1] / "models" / "sokoban-tiny-weak"
+    shipped = ROOT / "models" / "sokoban-tiny-weak"
     errors: list[str] = []
 
     def work():

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 SCANNED_DIRS = ("crbc", "ui", "pages", "tests", "benchmarks", "devtools", "docs")
 SCANNED_FILES = ("README.md", "sample_rollouts/README.md", "app.py", "studio.py")
 # Files the code writes at run time rather than ships (an experiment's summary.md).

@@ -26,8 +26,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 import crbc
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 NEVER_IN_CORE = {"streamlit", "plotly", "pyvis", "transformers", "torch", "safetensors", "tokenizers",
                  "pandas", "networkx"}
 
@@ -100,7 +100,7 @@ def test_requirement_files_agree_with_pyproject():
 
 def test_the_agreement_check_can_fail(tmp_path, monkeypatch):
     """A pin outside the range is caught (the check above is not vacuous)."""
-    import tests.test_install as me
+    import tests.project.test_install as me
 
     (tmp_path / "requirements.txt").write_text((ROOT / "requirements.txt").read_text().replace(
         "numpy==2.4.6", "numpy==1.20.0"))

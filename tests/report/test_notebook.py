@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 NOTEBOOK = ROOT / "docs" / "notebook.ipynb"
 
 

@@ -19,8 +19,8 @@ from crbc.io.rollouts import Rollout, RolloutGroup, Step
 from crbc.io.run_writer import RunWriter
 from crbc.report import group_report, run_report
 from crbc.report.page import asset, script_hash
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"
 HTML_ATTACK = "<img src=x onerror=alert(1)>"
 MD_ATTACK = "![x](http://127.0.0.1:9/leak)"

@@ -3,11 +3,9 @@ run, an optional page, and no exception."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from streamlit.testing.v1 import AppTest
 
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
+from tests.support.paths import APP
 
 
 def open_app(page: str | None = None, timeout: int = 120, **query: str) -> AppTest:

@@ -1,7 +1,7 @@
 """The slow, obvious twin of crbc.train.ppo: every (observation, response) pair scored as its own padded
 sequence, and the update of the first trainer (random step minibatches).
 
-Used by tests/test_ppo.py (the fast path must give the same log-probabilities, loss and
+Used by tests/train/test_ppo.py (the fast path must give the same log-probabilities, loss and
 gradients) and by benchmarks/bench_train.py (how much faster the fast path is).
 """
 

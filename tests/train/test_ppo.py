@@ -1,4 +1,4 @@
-"""crbc.train.ppo: the by-board scoring and the loss equal the slow per-pair twin (tests/ppo_reference.py).
+"""crbc.train.ppo: the by-board scoring and the loss equal the slow per-pair twin (tests/support/ppo_reference.py).
 
 Log-probabilities, the loss and every parameter's gradient on a small batch with mixed prompt
 lengths, invalid multi-token responses, an empty response and duplicate steps, to ~1e-6.
@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from crbc.train.ppo import Batch, Encoded, minibatches, pair_logprobs, ppo_loss, step_weights  # noqa: E402
-from tests.ppo_reference import slow_loss, slow_pair_logprobs  # noqa: E402
+from tests.support.ppo_reference import slow_loss, slow_pair_logprobs  # noqa: E402
 
 BOARDS = ("######\n#_O_##\n#___##\n#_X###\n#___P#\n######",
           "#####\n#P_X#\n#####",  # shorter prompt: padding

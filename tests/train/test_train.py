@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support.paths import ROOT
+
 torch = pytest.importorskip("torch")
 
 import crbc.io.runs as R  # noqa: E402
@@ -213,7 +215,7 @@ def test_truth_advantages_are_the_exact_advantage_of_each_step(tmp_path):
     from crbc.truth import level_truth
     from crbc.truth.space import action_index
 
-    shipped = Path(__file__).resolve().parents[1] / "models" / "sokoban-tiny-weak"
+    shipped = ROOT / "models" / "sokoban-tiny-weak"
     policy = load_policy(shipped)
     groups = generate_groups("sokoban-6x6-v0", [3, 8], 3, policy, 1.0, 6, rng=1)
     bad = groups[1]

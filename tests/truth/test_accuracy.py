@@ -22,8 +22,8 @@ from crbc.truth.accuracy import (
     spearman,
     variants,
 )
-
-from .test_registry import toy  # noqa: F401  (fixture: a toy estimator, registered for one test)
+from tests.core.test_registry import toy  # noqa: F401  (fixture: a toy estimator, registered for one test)
+from tests.support.paths import ROOT
 
 
 def test_sign_agreement_by_hand():
@@ -77,12 +77,11 @@ def test_signals_come_from_the_registry():
 
 
 def test_group_agreement_scores_each_estimator_on_its_signal():
-    from pathlib import Path
 
     from crbc.io.rollouts import read_rollouts
     from crbc.truth.accuracy import group_agreement
 
-    groups = read_rollouts(Path(__file__).resolve().parents[1] / "sample_rollouts" / "worked-example.jsonl")
+    groups = read_rollouts(ROOT / "sample_rollouts" / "worked-example.jsonl")
     creds = {n: estimators.compute(n, groups) for n in estimators.names()}
     truth = creds["crbc"].credit_N  # pretend the closure is the truth: crbc agrees perfectly
     got = group_agreement(creds, truth)
@@ -95,13 +94,12 @@ torch = pytest.importorskip("torch")
 
 
 def test_experiment_is_reproducible_on_a_fixed_seed():
-    from pathlib import Path
 
     from crbc.policy import load_policy
     from crbc.truth.accuracy import AccuracyConfig, run_accuracy
 
     torch.set_num_threads(1)
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     pol = load_policy(root / "models" / "sokoban-tiny-weak")
     cfg = AccuracyConfig(seeds=(1000001, 1000002), group_sizes=(2, 4),
                          estimators=("crbc", "gigpo", "grpo"), depths=(0, None), n_boot=200)
@@ -124,16 +122,14 @@ def test_experiment_is_reproducible_on_a_fixed_seed():
 
 def test_a_newly_registered_estimator_is_scored_without_code_changes(toy):  # noqa: F811
     """The registry, not a list of names, decides what is scored and on which signal."""
-    from pathlib import Path
 
     from crbc.io.rollouts import read_rollouts
     from crbc.truth.accuracy import group_agreement
-
-    from .test_registry import TOY
+    from tests.core.test_registry import TOY
 
     assert TOY in [v.label for v in variants()]
     assert signal_kind(TOY) == "advantage"  # no value function
-    groups = read_rollouts(Path(__file__).resolve().parents[1] / "sample_rollouts" / "worked-example.jsonl")
+    groups = read_rollouts(ROOT / "sample_rollouts" / "worked-example.jsonl")
     creds = {n: estimators.compute(n, groups) for n in estimators.names()}
     got = group_agreement(creds, creds["crbc"].credit_N)
     assert set(got) == set(estimators.names()) and set(got[TOY]) == {"sign", "spearman"}
@@ -153,13 +149,12 @@ def test_level_interval_scores_by_hand():
 
 
 def test_experiment_scores_intervals():
-    from pathlib import Path
 
     from crbc.policy import load_policy
     from crbc.truth.accuracy import AccuracyConfig, run_accuracy
 
     torch.set_num_threads(1)
-    pol = load_policy(Path(__file__).resolve().parents[1] / "models" / "sokoban-tiny-weak")
+    pol = load_policy(ROOT / "models" / "sokoban-tiny-weak")
     cfg = AccuracyConfig(seeds=(1000001, 1000002, 1000003), group_sizes=(4, 8),
                          estimators=("crbc", "gigpo", "grpo"), depths=(), n_boot=100, intervals=30)
     a = run_accuracy(cfg, policy=pol).to_json()

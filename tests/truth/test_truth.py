@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,8 +19,8 @@ from crbc.truth import (
     scorable_policy,
     solve_level,
 )
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 WEAK = ROOT / "models" / "sokoban-tiny-weak"
 BETA = 0.98
 

@@ -9,12 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support.paths import ROOT
+
 pytest.importorskip("torch")
 
 from crbc.cli.main import main  # noqa: E402
 from crbc.truth import TRUTH_ACTIONS, level_truth  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_rollouts" / "sokoban-weak.jsonl"
 WEAK = str(ROOT / "models" / "sokoban-tiny-weak")
 

@@ -3,14 +3,13 @@ computed group by group, skip what the truth cannot score, and run only every k-
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from tests.support.paths import ROOT
+
 torch = pytest.importorskip("torch")
 
-ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "models" / "sokoban-tiny-weak"
 
 

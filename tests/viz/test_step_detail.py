@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from crbc.estimators import registry
 from crbc.viz.step_detail import parse_cell, step_rows
-from tests.test_app import _app, _chosen_group
+from tests.app.test_app import _app, _chosen_group
 
 
 def _group():

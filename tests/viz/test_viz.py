@@ -137,7 +137,7 @@ def test_graph_svg_colours_by_value_and_draws_the_path(worked):
 
 def test_credit_matrix_and_heatmap(walk):
     from crbc.viz.heatmap_svg import credit_fill, credit_heatmaps_svg
-    from tests.heatmap_cells import panels
+    from tests.support.heatmap_cells import panels
 
     g, p = walk
     c = estimators.compute("crbc", p)
@@ -266,7 +266,7 @@ def test_heatmaps_svg_grid_one_scale_and_every_cell_opens_its_step(walk, n_panel
     ("i:t") is that step and whose tooltip names its action, anchor and value."""
     from crbc.explain.anchor_names import anchor_labels
     from crbc.viz.heatmap_svg import Panel, credit_fill, heatmaps_svg
-    from tests.heatmap_cells import panels, parse
+    from tests.support.heatmap_cells import panels, parse
 
     _, p = walk
     rng = np.random.default_rng(n_panels)
@@ -311,7 +311,7 @@ def test_evidence_washes_out_every_cell_that_is_not_sure(walk):
     still clickable."""
     from crbc.estimators.bootstrap import credit_intervals
     from crbc.viz.heatmap_svg import credit_fill, credit_heatmaps_svg
-    from tests.heatmap_cells import panels
+    from tests.support.heatmap_cells import panels
 
     _, p = walk
     c = estimators.compute("crbc", p)
@@ -335,7 +335,7 @@ def test_sure_only_on_binned_columns_keeps_a_bin_with_a_sure_step():
     bin's pick is its step of largest |value|."""
     from crbc.viz.binning import MAX_COLUMNS, bin_width
     from crbc.viz.heatmap_svg import Panel, heatmaps_svg
-    from tests.heatmap_cells import panels
+    from tests.support.heatmap_cells import panels
 
     g = random_walk_group(4, 2 * MAX_COLUMNS + 50, size=9, seed=1)
     p = merge([g])

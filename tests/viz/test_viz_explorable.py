@@ -89,7 +89,7 @@ def test_backup_tree_at_depth_zero_does_not_colour_successors_as_zero():
 def test_heatmaps_share_one_symmetric_scale_and_mark_outcomes():
     from crbc.viz.heatmap_svg import credit_fill, credit_heatmaps_svg
     from crbc.viz.style import OUTCOME_COLORS
-    from tests.heatmap_cells import panels
+    from tests.support.heatmap_cells import panels
 
     g = random_walk_group(10, 20, size=4, seed=2, bias=0.4)
     p = merge([g])
