@@ -101,3 +101,32 @@ def guarded_page(browser):
     ctx.close()
     assert not outside, f"requests left the machine: {outside}"
     assert not errors, f"javascript errors: {errors}"
+
+
+@pytest.fixture
+def toy():
+    """tests/support/toy_estimator.py's estimator, registered for one test (the registry's own
+    tests, and the accuracy experiment's: a new estimator is scored without code changes)."""
+    from crbc.estimators import registry as estimators
+    from tests.support.toy_estimator import TOY, registered_toy
+
+    with registered_toy():
+        yield estimators.get(TOY)
+
+
+@pytest.fixture
+def app(monkeypatch):
+    """The studio in AppTest (tests/support/apptest.py: one entry script, one timeout):
+    ``app(page=None, *, samples=None, run=True, **query) -> AppTest``. ``samples`` points the
+    sidebar's sample list at a folder of the test's own files."""
+    pytest.importorskip("streamlit")
+    from tests.support.apptest import open_app
+
+    def make(page: str | None = None, *, samples=None, run: bool = True, **query: str):
+        if samples is not None:
+            from ui import state
+
+            monkeypatch.setattr(state, "SAMPLES_DIR", samples)
+        return open_app(page, run=run, **query)
+
+    return make

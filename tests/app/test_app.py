@@ -5,20 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.support.apptest import chosen_group
 from tests.support.paths import ROOT
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from tests.support.apptest import open_app  # noqa: E402
 from ui import state  # noqa: E402
 
-APP = str(ROOT / "app.py")
 PAGES = ["pages/rollouts.py", "pages/graph.py", "pages/backups.py", "pages/credits.py"]
-
-
-def _app(page: str | None = None, **query) -> AppTest:
-    return open_app(page, **query)
 
 
 def _set(at: AppTest, kind: str, key: str, value) -> AppTest:
@@ -36,20 +31,20 @@ def _texts(at: AppTest) -> str:
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_page_runs(page):
-    at = _app(page)
+def test_page_runs(app, page):
+    at = app(page)
     assert not at.error
     assert at.session_state["_crbc_source"].groups, "a shipped sample is loaded on first run"
 
 
-def test_default_source_is_a_sample():
-    at = _app()
+def test_default_source_is_a_sample(app):
+    at = app()
     assert at.radio(key="source").value == "sample"
     assert at.selectbox(key="sample").value.endswith(".jsonl")
 
 
-def test_rollout_and_step_widgets_drive_the_rollouts_page():
-    at = _app()
+def test_rollout_and_step_widgets_drive_the_rollouts_page(app):
+    at = app()
     n = len(at.selectbox(key="rollout").options)
     target = n - 1
     _set(at, "selectbox", "rollout", target)
@@ -59,16 +54,16 @@ def test_rollout_and_step_widgets_drive_the_rollouts_page():
     assert [m.value for m in at.metric][0]  # the action of step 2 is shown
 
 
-def test_estimator_choice_changes_the_credit_shown():
-    at = _app()
+def test_estimator_choice_changes_the_credit_shown(app):
+    at = app()
     _set(at, "selectbox", "estimator", "gigpo")
     assert any("A_S (gigpo)" in m.label for m in at.metric)
     _set(at, "selectbox", "estimator", "grpo")
     assert any("A_S (grpo)" in m.label for m in at.metric)
 
 
-def test_depth_slider_and_play_drive_the_backups_page():
-    at = _app("pages/backups.py")
+def test_depth_slider_and_play_drive_the_backups_page(app):
+    at = app("pages/backups.py")
     assert "Credit table at K = 0" in _texts(at)
     _set(at, "slider", "K", 1)
     assert "Credit table at K = 1" in _texts(at)
@@ -79,12 +74,6 @@ def test_depth_slider_and_play_drive_the_backups_page():
     assert not at.exception
 
 
-def _chosen_group(at: AppTest):
-    src = at.session_state["_crbc_source"]
-    gid = at.selectbox(key="group").value if len(src.groups) > 1 else src.groups[0].group
-    return next(g for g in src.groups if g.group == gid)
-
-
 def _heatmap(at: AppTest, name: str) -> list[float]:
     """The values of estimator ``name``'s heatmap cells on the Step credits page (SVG, one panel
     per estimator; each cell's tooltip names its value to 3 decimals), row by row."""
@@ -93,25 +82,25 @@ def _heatmap(at: AppTest, name: str) -> list[float]:
     return [c.value for c in panels(app_svg(at, "heat_credits"))[name]]
 
 
-def test_beta_drives_the_backups_page():
+def test_beta_drives_the_backups_page(app):
     from crbc.estimators.closure import depth_sweep
     from crbc.process import merge
 
-    at = _app("pages/backups.py")
+    at = app("pages/backups.py")
     before = at.dataframe[0].value
     _set(at, "slider", "beta", 0.9)
     assert "β = 0.9" in _texts(at)
     table = at.dataframe[0].value
     # the closure columns are the closure at beta = 0.9 (not at the default 0.98)
-    sw = depth_sweep(merge([_chosen_group(at)]), 0.9, 1)
+    sw = depth_sweep(merge([chosen_group(at)]), 0.9, 1)
     assert sorted(table["Q closure"]) == pytest.approx(sorted(np.round(sw.q_SA, 4)))
     assert sorted(before["Q closure"]) != pytest.approx(sorted(table["Q closure"]))
 
 
-def test_credits_page_field_and_parameters():
+def test_credits_page_field_and_parameters(app):
     from crbc.estimators.registry import compute
 
-    at = _app("pages/credits.py")
+    at = app("pages/credits.py")
     _set(at, "radio", "field", "credit")
     assert any("no value function" in i.value for i in at.info)  # grpo has no Q - V
     _set(at, "radio", "field", "advantage")
@@ -119,7 +108,7 @@ def test_credits_page_field_and_parameters():
     _set(at, "selectbox", "depth", "0")
     _set(at, "number_input", "w_step", 2.0)
     _set(at, "number_input", "sigma_min", 0.5)
-    grp = _chosen_group(at)
+    grp = chosen_group(at)
     want = compute("crbc", [grp], beta=0.98, depth=0, sigma_min=0.5, w_group=1.0, w_step=2.0)
     assert _heatmap(at, "crbc") == pytest.approx(want.advantage_N.tolist(), abs=6e-4)
     assert default != pytest.approx(_heatmap(at, "crbc"), abs=6e-4)
@@ -127,15 +116,15 @@ def test_credits_page_field_and_parameters():
     assert _heatmap(at, "gigpo") == pytest.approx(compute("gigpo", [grp]).advantage_N.tolist(), abs=6e-4)
 
 
-def test_estimator_params_follow_the_sidebar():
+def test_estimator_params_follow_the_sidebar(app):
     """The Rollouts page shows the numbers of the estimator and parameters chosen in the sidebar."""
     from crbc.estimators.registry import compute
 
-    at = _app()
+    at = app()
     _set(at, "slider", "beta", 0.95)
     _set(at, "selectbox", "depth", "3")
     _set(at, "number_input", "w_group", 0.5)
-    grp, r = _chosen_group(at), at.selectbox(key="rollout").value
+    grp, r = chosen_group(at), at.selectbox(key="rollout").value
     c = compute("crbc", [grp], beta=0.95, depth=3, w_group=0.5)
     i = c.rollout_slice(r).start  # step 1 of the chosen rollout
     caption = (f"V(s) = {c.value_N[i]:.3f}, Q(s,a) = {c.q_N[i]:.3f}, Q − V = {c.credit_N[i]:+.3f}; "
@@ -148,31 +137,31 @@ def test_estimator_params_follow_the_sidebar():
     assert f"V(s) = {v.value_N[i]:.3f}, Q(s,a) = {v.q_N[i]:.3f}" in "\n".join(x.value for x in at.caption)
 
 
-def test_query_params_initialise_the_view():
-    at = _app(None, estimator="gigpo", rollout="2")
+def test_query_params_initialise_the_view(app):
+    at = app(None, estimator="gigpo", rollout="2")
     assert at.selectbox(key="estimator").value == "gigpo"
     assert at.selectbox(key="rollout").value == 2
 
 
-def test_upload_source_without_a_file_shows_guidance():
-    at = _app()
+def test_upload_source_without_a_file_shows_guidance(app):
+    at = app()
     _set(at, "radio", "source", "upload")
     assert any("No rollout group is loaded" in i.value for i in at.info)
 
 
-def test_generate_source_never_crashes():
-    at = _app()
+def test_generate_source_never_crashes(app):
+    at = app()
     _set(at, "radio", "source", "generate")  # without models/ it explains; with models it offers a Generate button
 
 
-def test_group_picker_for_files_with_many_groups(tmp_path, monkeypatch):
+def test_group_picker_for_files_with_many_groups(app, tmp_path, monkeypatch):
     from crbc.io.rollouts import write_rollouts
     from devtools.synthetic import random_walk_group
 
     write_rollouts(tmp_path / "two.jsonl", [random_walk_group(4, 10, 4, seed=1, group="a"),
                                             random_walk_group(3, 10, 4, seed=2, group="b")])
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = app(run=False)
     at.run()
     assert at.session_state["_crbc_source"].label == "sample two.jsonl"  # the patched folder
     _set(at, "selectbox", "group", "b")
@@ -211,22 +200,22 @@ def test_sample_order_prefers_sokoban(tmp_path, monkeypatch):
     assert [p.name for p in state.sample_files()][:2] == ["sokoban-strong.jsonl", "gridworld.jsonl"]
 
 
-def test_first_load_opens_a_mixed_sokoban_group():
+def test_first_load_opens_a_mixed_sokoban_group(app):
     """The default view shows a group with both outcomes, so every estimator has credit to show."""
-    at = _app()
+    at = app()
     assert at.selectbox(key="sample").value.startswith("sokoban")
     groups = at.session_state["_crbc_source"].groups
     chosen = next(g for g in groups if g.group == at.selectbox(key="group").value)
     assert 0.0 < chosen.success_rate < 1.0
     # a group given in the URL wins over the showcase choice
     first = groups[0].group
-    at2 = _app(group=first)
+    at2 = app(group=first)
     assert at2.selectbox(key="group").value == first
 
 
-def test_live_generation_from_a_shipped_model():
+def test_live_generation_from_a_shipped_model(app):
     """Sidebar "Generate live": a shipped checkpoint rolls out a fresh group that every page can use."""
-    at = _app(source="generate")
+    at = app(source="generate")
     assert at.selectbox(key="gen_model").value.startswith("sokoban")
     at.number_input(key="gen_size").set_value(4)
     at.number_input(key="seed").set_value(3)
@@ -242,8 +231,8 @@ def test_live_generation_from_a_shipped_model():
     assert not at.exception, [e.message for e in at.exception]
 
 
-def test_changing_the_environment_brings_its_checkpoint():
-    at = _app(source="generate")
+def test_changing_the_environment_brings_its_checkpoint(app):
+    at = app(source="generate")
     at.selectbox(key="gen_env").set_value("gridworld-6x6-v0")
     at.run()
     assert at.selectbox(key="gen_model").value == "gridworld-tiny"

@@ -5,25 +5,18 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("streamlit")
-from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from crbc.io.rollouts import write_rollouts  # noqa: E402
 from devtools.user_like import big_group, many_groups  # noqa: E402
-from tests.support.apptest import open_app  # noqa: E402
 from tests.support.html_tables import tables
-from ui import state, widgets  # noqa: E402
+from ui import widgets  # noqa: E402
 
 
-def _app(tmp_path, monkeypatch, page: str, **query: str) -> AppTest:
-    monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    return open_app(page, timeout=180, **query)
-
-
-def test_the_lesson_opens_on_a_samples_folder_without_its_worked_example(tmp_path, monkeypatch):
+def test_the_lesson_opens_on_a_samples_folder_without_its_worked_example(app, tmp_path, monkeypatch):
     # the benchmark's samples folder holds only the user's files: the Lesson's own teaching
     # files come from the shipped folder (before: "worked-example.jsonl: cannot read file")
     write_rollouts(tmp_path / "big.jsonl", [big_group()])
-    at = _app(tmp_path, monkeypatch, "pages/lesson.py")
+    at = app(samples=tmp_path, page="pages/lesson.py")
     assert at.title[0].value.startswith("Lesson")
     at.radio(key="lesson_start").set_value("sidebar group").run()
     assert not at.exception, [e.message for e in at.exception]
@@ -32,9 +25,9 @@ def test_the_lesson_opens_on_a_samples_folder_without_its_worked_example(tmp_pat
     assert at.dataframe
 
 
-def test_disagreements_across_many_groups_long_tables_are_grids(tmp_path, monkeypatch):
+def test_disagreements_across_many_groups_long_tables_are_grids(app, tmp_path, monkeypatch):
     write_rollouts(tmp_path / "many.jsonl", many_groups())
-    at = _app(tmp_path, monkeypatch, "pages/disagreements.py")
+    at = app(samples=tmp_path, page="pages/disagreements.py")
     at.segmented_control(key="dis_scope").set_value("all groups of the file").run()
     assert not at.exception, [e.message for e in at.exception]
     assert not at.dataframe  # the long tables are folded, and a fold is built only when opened

@@ -8,8 +8,6 @@ import json
 
 import pytest
 
-from tests.support.paths import APP
-
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
@@ -19,27 +17,17 @@ from tests.support.html_tables import numeric, tables
 from ui import state, upload  # noqa: E402
 
 
-def _app(tmp_path, monkeypatch, page: str | None = None) -> AppTest:
-    monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    if page:
-        at.switch_page(page).run()
-    assert not at.exception, [e.message for e in at.exception]
-    return at
-
-
 def _merge_captions(at: AppTest) -> list[str]:
     return [c.value for c in at.sidebar.caption if c.value.startswith("anchors ")]
 
 
 @pytest.mark.slow
-def test_sidebar_merge_line_and_the_merges_nothing_warning(tmp_path, monkeypatch):
+def test_sidebar_merge_line_and_the_merges_nothing_warning(app, tmp_path, monkeypatch):
     write_rollouts(tmp_path / "alf.jsonl", [alfworld_like_group(seed=1)])
     history = RolloutGroup("h", tuple(Rollout("h", i, tuple(Step(f"turn {t} of chat {i}: room {t}", "a")
                                                             for t in range(3)), i % 2 == 0) for i in range(4)))
     write_rollouts(tmp_path / "history.jsonl", [history])
-    at = _app(tmp_path, monkeypatch)
+    at = app(samples=tmp_path)
     line = _merge_captions(at)
     assert len(line) == 1 and "steps at shared anchors 100%" in line[0]
     assert not [w for w in at.sidebar.warning if "almost nothing" in w.value]
@@ -61,8 +49,8 @@ def test_sidebar_merge_line_and_the_merges_nothing_warning(tmp_path, monkeypatch
     assert any("group 'h' rollout 0 step 0" in e.value for e in at.sidebar.error)
 
 
-def test_the_upload_offers_every_importer(tmp_path, monkeypatch):
-    at = _app(tmp_path, monkeypatch)
+def test_the_upload_offers_every_importer(app, tmp_path, monkeypatch):
+    at = app(samples=tmp_path)
     at.radio(key="source").set_value("upload").run()
     assert not at.exception
     assert at.selectbox(key="upload_kind").options == [label for label, _t, _s in upload.FORMATS.values()]
@@ -98,10 +86,10 @@ def test_refused_uploads_name_file_row_and_column():
 
 
 @pytest.mark.slow
-def test_runs_page_reviews_the_sidebars_run(tmp_path, monkeypatch):
+def test_runs_page_reviews_the_sidebars_run(app, tmp_path, monkeypatch):
     path = alfworld_like_run(tmp_path / "runs" / "alf-verl-agent", iterations=3, groups=3)
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = app(run=False)
     at.query_params.update(source="run", run=str(path.resolve()))
     at.run()
     assert not at.exception, at.exception
@@ -129,9 +117,9 @@ def test_runs_page_reviews_the_sidebars_run(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_a_run_folder_outside_the_roots_is_refused(tmp_path, monkeypatch):
+def test_a_run_folder_outside_the_roots_is_refused(app, tmp_path, monkeypatch):
     alfworld_like_run(tmp_path / "elsewhere" / "alf", iterations=1, groups=1)
-    at = _app(tmp_path, monkeypatch)
+    at = app(samples=tmp_path)
     at.radio(key="source").set_value("run").run()
     at.sidebar.text_input(key="run_path").set_value(str(tmp_path / "elsewhere" / "alf")).run()
     assert not at.exception
@@ -142,9 +130,9 @@ def test_a_run_folder_outside_the_roots_is_refused(tmp_path, monkeypatch):
     assert any(m.value == "Loaded: **run alf · iteration 0**" for m in at.sidebar.markdown)
 
 
-def test_inspector_intervals_and_the_observation(tmp_path, monkeypatch):
+def test_inspector_intervals_and_the_observation(app, tmp_path, monkeypatch):
     write_rollouts(tmp_path / "alf.jsonl", [alfworld_like_group(seed=1)])
-    at = _app(tmp_path, monkeypatch, "pages/inspector.py")
+    at = app(samples=tmp_path, page="pages/inspector.py")
     assert any("How sure is each action's credit here" in m.value for m in at.markdown)
     table = tables(at)[0].value
     assert {"q", "q_lo", "q_hi", "Q − V", "Q − V lo", "Q − V hi", "evidence"} <= set(table.columns)
@@ -155,9 +143,9 @@ def test_inspector_intervals_and_the_observation(tmp_path, monkeypatch):
     assert any(m.value.startswith("**The observation**") for m in at.markdown)
 
 
-def test_step_credits_evidence_marks_and_sure_only(tmp_path, monkeypatch):
+def test_step_credits_evidence_marks_and_sure_only(app, tmp_path, monkeypatch):
     write_rollouts(tmp_path / "alf.jsonl", [alfworld_like_group(seed=1)])
-    at = _app(tmp_path, monkeypatch, "pages/credits.py")
+    at = app(samples=tmp_path, page="pages/credits.py")
     assert at.toggle(key="credits_marks").value is True
     at.toggle(key="credits_sure_only").set_value(True).run()
     assert not at.exception
@@ -165,8 +153,8 @@ def test_step_credits_evidence_marks_and_sure_only(tmp_path, monkeypatch):
     assert not at.exception and at.toggle(key="credits_sure_only").disabled
 
 
-def test_lesson_section_on_intervals_as_the_group_grows():
-    at = AppTest.from_file(APP, default_timeout=180)
+def test_lesson_section_on_intervals_as_the_group_grows(app):
+    at = app(run=False)
     at.run()
     at.switch_page("pages/lesson.py").run()
     assert not at.exception, at.exception
@@ -184,12 +172,12 @@ def _audit_rows(iterations: int) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_runs_page_draws_the_whole_history_from_the_audit_beside_the_run(tmp_path, monkeypatch):
+def test_runs_page_draws_the_whole_history_from_the_audit_beside_the_run(app, tmp_path, monkeypatch):
     import pandas as pd
 
     path = alfworld_like_run(tmp_path / "runs" / "alf", iterations=3, groups=2)
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = app(run=False)
     at.query_params.update(source="run", run=str(path.resolve()))
     at.run()
     at.switch_page("pages/runs.py").run()
@@ -212,10 +200,10 @@ def test_runs_page_draws_the_whole_history_from_the_audit_beside_the_run(tmp_pat
 
 
 @pytest.mark.slow
-def test_disagreements_offer_the_trainer_against_every_estimator(tmp_path, monkeypatch):
+def test_disagreements_offer_the_trainer_against_every_estimator(app, tmp_path, monkeypatch):
     path = alfworld_like_run(tmp_path / "runs" / "alf", iterations=1, groups=2)
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = app(run=False)
     at.query_params.update(source="run", run=str(path.resolve()), dis_cmp="trainer vs crbc")
     at.run()
     at.switch_page("pages/disagreements.py").run()

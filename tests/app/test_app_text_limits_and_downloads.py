@@ -12,12 +12,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support.apptest import open_app
 from tests.support.html_tables import tables
 from tests.support.paths import ROOT
-
-APP = str(ROOT / "app.py")
-
 
 # ---------------------------------------------------------------- item 2: one escaping helper
 
@@ -106,8 +102,8 @@ def big_samples(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("page", [None, "pages/inspector.py", "pages/graph.py", "pages/disagreements.py",
                                   "pages/credits.py"])
-def test_a_1mb_anchor_renders_fast_and_cut(big_samples, page):
-    at = AppTest.from_file(APP, default_timeout=120)
+def test_a_1mb_anchor_renders_fast_and_cut(app, big_samples, page):
+    at = app(run=False)
     at.query_params["sample"] = "big.jsonl"
     t0 = time.perf_counter()
     at.run()
@@ -128,14 +124,14 @@ def test_a_1mb_anchor_renders_fast_and_cut(big_samples, page):
 
 # ---------------------------------------------------------------- item 5: whole-file downloads
 
-def test_credits_page_offers_the_whole_file_with_anchors():
+def test_credits_page_offers_the_whole_file_with_anchors(app):
     import io
 
     import pandas as pd
 
     from crbc.io.rollouts import read_rollouts
 
-    at = open_app("pages/credits.py", sample="sokoban-weak.jsonl")
+    at = app("pages/credits.py", sample="sokoban-weak.jsonl")
     from ui import state
 
     groups = read_rollouts(state.SAMPLES_DIR / "sokoban-weak.jsonl")
@@ -212,28 +208,28 @@ def test_binned_means_and_picks():
 
 # ---------------------------------------------------------------- items 7-8: small ones
 
-def _lesson() -> AppTest:
-    return open_app("pages/lesson.py", lesson_start="worked example")
+def _lesson(app) -> AppTest:
+    return app("pages/lesson.py", lesson_start="worked example")
 
 
-def test_lesson_deepest_k_keeps_the_depth_shown():
-    at = _lesson()
+def test_lesson_deepest_k_keeps_the_depth_shown(app):
+    at = _lesson(app)
     at.slider(key="lesson_K").set_value(3).run()
     at.slider(key="lesson_kmax").set_value(6).run()
     assert not at.exception
     assert at.slider(key="lesson_K").value == 3
 
 
-def test_lesson_edit_form_starts_empty_on_a_new_group():
-    at = _lesson()
+def test_lesson_edit_form_starts_empty_on_a_new_group(app):
+    at = _lesson(app)
     at.text_input(key="lesson_edit_action").input("zz").run()
     at.radio(key="lesson_start").set_value("rare route").run()
     assert not at.exception
     assert at.text_input(key="lesson_edit_action").value in ("", None)
 
 
-def test_lesson_section_9_does_not_count_another_groups_rollouts_as_the_lessons():
-    at = _lesson()
+def test_lesson_section_9_does_not_count_another_groups_rollouts_as_the_lessons(app):
+    at = _lesson(app)
     md = "\n".join(m.value for m in at.markdown)
     assert "a guess from the rollouts of one group" in md
 
@@ -275,8 +271,8 @@ def test_field_names_are_the_same_in_every_message():
     assert "steps[0].reward" in str(e.value) and "record." not in str(e.value)
 
 
-def test_lesson_on_a_big_group_prints_the_paths_once_and_folded():
-    at = AppTest.from_file(APP, default_timeout=120)
+def test_lesson_on_a_big_group_prints_the_paths_once_and_folded(app):
+    at = app(run=False)
     at.query_params.update(sample="sokoban-weak.jsonl", group="sokoban-6x6-v0/seed-15")
     at.run()
     at.switch_page("pages/lesson.py")

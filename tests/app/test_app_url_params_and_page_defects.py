@@ -11,15 +11,8 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.support.apptest import open_app
 from tests.support.html_tables import grid_rows, tables
 from tests.support.paths import ROOT
-
-APP = str(ROOT / "app.py")
-
-
-def _app(page: str | None = None, **query) -> AppTest:
-    return open_app(page, **query)
 
 
 def _text(at: AppTest) -> str:
@@ -37,20 +30,20 @@ def _all_text(at: AppTest) -> str:
 # ---------------------------------------------------------------- defect 3: backups range and URL K
 
 
-def test_backups_opens_at_the_url_depth_and_reaches_convergence():
-    at = _app("pages/backups.py", sample="sokoban-weak.jsonl")
+def test_backups_opens_at_the_url_depth_and_reaches_convergence(app):
+    at = app("pages/backups.py", sample="sokoban-weak.jsonl")
     k_slider = at.slider(key="K")
     assert "not converged" not in _text(at), "the default range reaches the convergence depth"
     assert k_slider.max >= 50
-    at2 = _app("pages/backups.py", sample="sokoban-weak.jsonl", K="50")
+    at2 = app("pages/backups.py", sample="sokoban-weak.jsonl", K="50")
     assert at2.slider(key="K").value == 50
 
 
 # ---------------------------------------------------------------- defect 4: lesson picker label
 
 
-def test_lesson_picker_reads_the_new_outcome_after_a_flip():
-    at = _app("pages/lesson.py", sample="worked-example.jsonl")
+def test_lesson_picker_reads_the_new_outcome_after_a_flip(app):
+    at = app("pages/lesson.py", sample="worked-example.jsonl")
     assert at.selectbox(key="lesson_flip_r").value == "rollout 0 (success)"
     at.button(key="lesson_flip").click().run()
     assert at.selectbox(key="lesson_flip_r").value == "rollout 0 (failure)"
@@ -60,8 +53,8 @@ def test_lesson_picker_reads_the_new_outcome_after_a_flip():
 # ---------------------------------------------------------------- defect 7: a big group on the lesson
 
 
-def test_lesson_on_a_39_anchor_group_collapses_and_keeps_v_visible():
-    at = _app("pages/lesson.py", sample="sokoban-weak.jsonl", group="sokoban-6x6-v0/seed-15")
+def test_lesson_on_a_39_anchor_group_collapses_and_keeps_v_visible(app):
+    at = app("pages/lesson.py", sample="sokoban-weak.jsonl", group="sokoban-6x6-v0/seed-15")
     at.radio(key="lesson_start").set_value("sidebar group").run()
     assert not at.exception
     assert not at.latex, "no LaTeX system for 39 anchors"
@@ -84,8 +77,8 @@ def _in_expander(at: AppTest, el) -> bool:
 
 
 @pytest.mark.parametrize("name", ["z+", "z-", " z+ "])
-def test_lesson_refuses_a_boundary_name_as_anchor(name):
-    at = _app("pages/lesson.py", sample="worked-example.jsonl")
+def test_lesson_refuses_a_boundary_name_as_anchor(app, name):
+    at = app("pages/lesson.py", sample="worked-example.jsonl")
     before = [t.value.to_string() for t in tables(at)]
     at.text_input(key="lesson_edit_anchor").input(name).run()
     at.button(key="lesson_edit").click().run()
@@ -97,8 +90,8 @@ def test_lesson_refuses_a_boundary_name_as_anchor(name):
 # ---------------------------------------------------------------- defect 11: disagreements steps
 
 
-def test_disagreement_steps_are_grouped_by_anchor_and_action():
-    at = _app("pages/disagreements.py", sample="sokoban-weak.jsonl")
+def test_disagreement_steps_are_grouped_by_anchor_and_action(app):
+    at = app("pages/disagreements.py", sample="sokoban-weak.jsonl")
     steps_md = _text(at)
     assert "Steps, most disagreement first" in steps_md
     rows = _step_rows(at)
@@ -120,8 +113,8 @@ def _step_rows(at: AppTest) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------- defect 12: small ones
 
 
-def test_lesson_names_rollouts_by_their_ids_in_the_file_as_every_page_does():
-    at = _app("pages/lesson.py", sample="worked-example.jsonl")
+def test_lesson_names_rollouts_by_their_ids_in_the_file_as_every_page_does(app):
+    at = app("pages/lesson.py", sample="worked-example.jsonl")
     first = tables(at)[0].value
     assert first["rollout"].astype(str).tolist() == ["0", "1", "2", "3", "4"]
     assert at.selectbox(key="lesson_flip_r").options[0].startswith("rollout 0 ")
@@ -130,31 +123,31 @@ def test_lesson_names_rollouts_by_their_ids_in_the_file_as_every_page_does():
     assert ids == [0, 1, 2, 3, 4]  # the ids the sidebar and every other page show
 
 
-def test_lesson_hides_the_sidebar_pickers_it_does_not_use():
-    at = _app("pages/lesson.py", sample="sokoban-weak.jsonl")
+def test_lesson_hides_the_sidebar_pickers_it_does_not_use(app):
+    at = app("pages/lesson.py", sample="sokoban-weak.jsonl")
     keys = {w.key for w in at.sidebar.selectbox}
     assert "rollout" not in keys and "estimator" not in keys and "group" not in keys
     at.radio(key="lesson_start").set_value("sidebar group").run()
     assert "group" in {w.key for w in at.sidebar.selectbox}
 
 
-def test_the_same_depth_choices_on_every_page():
-    at = _app("pages/inspector.py", sample="worked-example.jsonl")
+def test_the_same_depth_choices_on_every_page(app):
+    at = app("pages/inspector.py", sample="worked-example.jsonl")
     side = at.selectbox(key="depth").options
     depths = at.select_slider(key="inspect_K").options  # a scale: 0, 1, ..., then the closure
     assert sorted(depths) == sorted(side) and depths[-1] == side[0] == "inf"
 
 
-def test_sidebar_names_run_and_iteration():
-    at = _app("pages/runs.py")
+def test_sidebar_names_run_and_iteration(app):
+    at = app("pages/runs.py")
     at.button(key="runs_open_graph").click().run()
     assert not at.exception
     side = "\n".join(str(c.value) for c in list(at.sidebar.caption) + list(at.sidebar.markdown))
     assert "iteration" in side and "run " in side
 
 
-def test_friendly_metric_names():
-    at = _app("pages/runs.py")
+def test_friendly_metric_names(app):
+    at = app("pages/runs.py")
     m = at.selectbox(key="runs_metric")
     shown = [m.format_func(o) for o in m.options]
     assert all("_" not in s and not s.startswith("diag.") for s in shown), shown
@@ -200,8 +193,8 @@ def test_a_rejected_upload_reports_up_to_ten_bad_lines_and_is_not_kept():
     ("pages/credits.py", {"field": "A_everything"}),
     ("pages/graph.py", {"graph_colour": "plaid"}),
 ])
-def test_hostile_url_parameters_fall_back_with_a_notice(page, query):
-    at = open_app(page, **query)
+def test_hostile_url_parameters_fall_back_with_a_notice(app, page, query):
+    at = app(page, **query)
     text = _all_text(at)
     assert "ignored url parameter" in text.lower(), text[-500:]
     for k in query:
@@ -209,10 +202,10 @@ def test_hostile_url_parameters_fall_back_with_a_notice(page, query):
             assert f"`{k}" in text, f"the notice names {k}"
 
 
-def test_a_url_value_with_backticks_stays_inside_its_notice_code_span():
+def test_a_url_value_with_backticks_stays_inside_its_notice_code_span(app):
     from markdown_it import MarkdownIt
 
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = app(run=False)
     at.query_params["field"] = "x` ![i](http://127.0.0.1:9/i.png) `y"
     at.run()
     at.switch_page("pages/credits.py").run()

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.paths import APP
-
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
@@ -90,8 +88,8 @@ def _notices(at: AppTest) -> list[str]:
     return [w.value for w in at.warning if "Ignored URL parameter" in str(w.value)]
 
 
-def _open(query: dict, page: str) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
+def _open(app, query: dict, page: str) -> AppTest:
+    at = app(run=False)
     at.query_params.update(query)
     at.run()
     at.switch_page(page).run()
@@ -106,11 +104,11 @@ def run_dir(tmp_path_factory):
 
 
 @pytest.mark.parametrize(("page", "extra"), PAGES)
-def test_every_bound_widget_reads_back_from_the_url_it_writes(page, extra, run_dir, monkeypatch):
+def test_every_bound_widget_reads_back_from_the_url_it_writes(app, page, extra, run_dir, monkeypatch):
     monkeypatch.setattr(state, "SAMPLES_DIR", run_dir)
     start = {"source": "run", "run": str((run_dir / "runs" / "alf").resolve()), "run_iter": "1",
              "anchor_key": r"(?s)(.*)", **extra}
-    at = _open(start, page)
+    at = _open(app, start, page)
     assert not at.exception, [e.message for e in at.exception]
     keys = [k for k in _bound(at) if k not in SKIP]
     if page != "pages/runs.py":  # AppTest shows no sidebar on Training runs (it ends in st.stop)
@@ -125,7 +123,7 @@ def test_every_bound_widget_reads_back_from_the_url_it_writes(page, extra, run_d
         walked += 1
         bound = _bound(at)
         query = {**start, **{k: v for k, w2 in bound.items() if (v := _url_value(w2)) is not None}}
-        again = _open(query, page)
+        again = _open(app, query, page)
         assert not again.exception, (key, query)
         assert not _notices(again), (key, query, _notices(again))
         back = _bound(again)

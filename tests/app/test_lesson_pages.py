@@ -14,20 +14,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.support.html_tables import grid_rows, tables
-from tests.support.paths import ROOT
-
-APP = str(ROOT / "app.py")
-
-
-def _app(sample: str = "worked-example.jsonl", page: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=90)
-    at.query_params["sample"] = sample
-    at.run()
-    if page:
-        at.switch_page(page)
-        at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def _tables(at: AppTest) -> str:
@@ -52,8 +38,8 @@ def _md(at: AppTest) -> str:
 
 
 @pytest.fixture()
-def lesson() -> AppTest:
-    return _app(page="pages/lesson.py")
+def lesson(app) -> AppTest:
+    return app("pages/lesson.py", sample="worked-example.jsonl")
 
 
 def test_lesson_truth_section_shows_rewardflow_beside_the_truth(lesson):
@@ -158,8 +144,8 @@ def test_lesson_edits_do_not_touch_the_shared_source(lesson):
 # ---- inspector --------------------------------------------------------------------------------
 
 
-def test_inspector_arithmetic_at_the_closure_and_at_depth():
-    at = _app(page="pages/inspector.py")
+def test_inspector_arithmetic_at_the_closure_and_at_depth(app):
+    at = app("pages/inspector.py", sample="worked-example.jsonl")
     assert at.subheader[0].value == "Anchor s0 · K = ∞ (closure)"
     code = _codes(at)
     assert "A_S(s0,a) = +0.9604" in code and "gate open" in code
@@ -181,8 +167,8 @@ def test_inspector_arithmetic_at_the_closure_and_at_depth():
     assert depth_rows["K"].tolist()[-1] == "∞" and list(depth_rows.columns) == ["K", "A(s2,e)", "A(s2,g)"]
 
 
-def test_inspector_lists_anchors_by_disagreement():
-    at = _app("rare-route.jsonl", page="pages/inspector.py")
+def test_inspector_lists_anchors_by_disagreement(app):
+    at = app("pages/inspector.py", sample="rare-route.jsonl")
     at.segmented_control(key="inspect_sort").set_value("disagreement").run()
     assert not at.exception
     sel = at.selectbox(key="inspect")
@@ -192,8 +178,8 @@ def test_inspector_lists_anchors_by_disagreement():
     assert not at.exception
 
 
-def test_inspector_takes_an_anchor_from_another_page():
-    at = _app(page="pages/inspector.py")
+def test_inspector_takes_an_anchor_from_another_page(app):
+    at = app("pages/inspector.py", sample="worked-example.jsonl")
     at.session_state["inspect_anchor"] = {"group": "worked-example", "anchor": "s2"}
     at.run()
     assert at.subheader[0].value.startswith("Anchor s2")
@@ -203,10 +189,10 @@ def test_inspector_takes_an_anchor_from_another_page():
 # ---- disagreements -------------------------------------------------------------------------------
 
 
-def _follow(link, sample: str = "worked-example.jsonl") -> AppTest:
+def _follow(app, link, sample: str = "worked-example.jsonl") -> AppTest:
     """Open a page link the way a browser does: its page with its query string added to the
     current URL (which carries the sidebar's sample)."""
-    at = AppTest.from_file(APP, default_timeout=90)
+    at = app(run=False)
     at.query_params["sample"] = sample
     for k, v in parse_qsl(link.proto.query_string):
         at.query_params[k] = v
@@ -216,8 +202,8 @@ def _follow(link, sample: str = "worked-example.jsonl") -> AppTest:
     return at
 
 
-def test_disagreements_rank_and_inspect_in_one_click():
-    at = _app("rare-route.jsonl", page="pages/disagreements.py")
+def test_disagreements_rank_and_inspect_in_one_click(app):
+    at = app("pages/disagreements.py", sample="rare-route.jsonl")
     md = _md(at)
     assert "**crbc** against **shortest_path** on group rare-route." in md
     # first ranked anchor: the fork s0, where crbc prefers up and shortest path sees a tie
@@ -229,17 +215,17 @@ def test_disagreements_rank_and_inspect_in_one_click():
     assert dict(parse_qsl(links[0].proto.query_string)) == {
         "source": "sample", "sample": "rare-route.jsonl", "beta": "0.98", "depth": "inf", "sigma_min": "0.1",
         "inspect": "s0", "inspect_sort": "disagreement", "inspect_cmp": "crbc vs shortest_path"}
-    ins = _follow(links[0], "rare-route.jsonl")
+    ins = _follow(app, links[0], "rare-route.jsonl")
     assert ins.title[0].value == "Anchor inspector"
     assert ins.subheader[0].value == "Anchor s0 · K = ∞ (closure)"
     assert ins.segmented_control(key="inspect_sort").value == "disagreement"
     assert "Q(s0,up) = 0.98 × (1 × V(s1)) = 0.98 × (1 × 0.7277) = 0.7132" in _codes(ins)
     # the second ranked anchor's link opens that anchor
-    assert _follow(links[1], "rare-route.jsonl").subheader[0].value.startswith("Anchor s1")
+    assert _follow(app, links[1], "rare-route.jsonl").subheader[0].value.startswith("Anchor s1")
 
 
-def test_disagreements_other_comparisons_and_steps():
-    at = _app(page="pages/disagreements.py")
+def test_disagreements_other_comparisons_and_steps(app):
+    at = app("pages/disagreements.py", sample="worked-example.jsonl")
     for name in ("crbc vs gigpo", "K = 0 vs closure"):
         at.selectbox(key="dis_cmp").set_value(name).run()
         assert not at.exception
@@ -248,6 +234,6 @@ def test_disagreements_other_comparisons_and_steps():
     assert len(links) == 3 + 6  # 3 anchors, then the 10 steps grouped into 6 (anchor, action) rows
     step_link = dict(parse_qsl(links[3].proto.query_string))
     assert step_link["inspect_cmp"] == "K = 0 vs closure" and step_link["inspect"] == "s0"
-    ins = _follow(links[3])
+    ins = _follow(app, links[3])
     assert ins.subheader[0].value.startswith("Anchor s0")
     assert ins.selectbox(key="inspect_cmp").value == "K = 0 vs closure"

@@ -7,13 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 import crbc.report
 from tests.support.paths import ROOT
 from ui import state
 
-APP = str(ROOT / "app.py")
 WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"
 LABEL = "Download this view as a report"
 
@@ -29,8 +27,8 @@ def calls(monkeypatch):
 
 
 @pytest.mark.parametrize("page", ["pages/credits.py", "pages/graph.py", "pages/disagreements.py"])
-def test_group_pages_offer_the_report_and_build_it_only_on_click(page, calls):
-    at = AppTest.from_file(APP, default_timeout=120)
+def test_group_pages_offer_the_report_and_build_it_only_on_click(app, page, calls):
+    at = app(run=False)
     at.query_params["sample"] = "worked-example.jsonl"
     at.run()
     at.switch_page(page)
@@ -41,12 +39,12 @@ def test_group_pages_offer_the_report_and_build_it_only_on_click(page, calls):
     assert calls == []
 
 
-def test_runs_page_offers_the_run_report(tmp_path, monkeypatch, calls):
-    from tests.app.test_runs_page import _write_runs
+def test_runs_page_offers_the_run_report(app, tmp_path, monkeypatch, calls):
+    from tests.support.runs import write_runs
 
-    _write_runs(tmp_path / "runs")
+    write_runs(tmp_path / "runs")
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = app(run=False)
     at.run()
     at.switch_page("pages/runs.py")
     at.run()
@@ -55,7 +53,7 @@ def test_runs_page_offers_the_run_report(tmp_path, monkeypatch, calls):
     assert "Download this run as a report" in labels, labels
     # the review of the run folder the sidebar opened (ui/run_source.py)
     first = sorted((tmp_path / "runs").rglob("run.json"))[0].parent
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = app(run=False)
     at.query_params.update(source="run", run=str(first.resolve()))
     at.run()
     at.switch_page("pages/runs.py").run()

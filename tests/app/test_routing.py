@@ -11,10 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.paths import ROOT
-
 pytest.importorskip("streamlit")
-
 
 
 def test_the_internals_are_where_routing_expects_them():
@@ -39,13 +36,12 @@ def test_the_module_imports_them_without_a_fallback():
     routing.ensure_navigation()  # and then it does nothing
 
 
-def test_a_page_started_directly_gets_the_sidebar_of_app_py():
+def test_a_page_started_directly_gets_the_sidebar_of_app_py(app):
     """AppTest reruns a page file directly (legacy discovery): routing must send it through app.py."""
     from streamlit.runtime.pages_manager import PagesManager
-    from streamlit.testing.v1 import AppTest
 
     PagesManager.uses_pages_directory = None  # as in a fresh process with pages/ beside app.py
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at = app(run=False)
     at.run()
     at.switch_page("pages/credits.py").run()
     assert not at.exception, [e.message for e in at.exception]

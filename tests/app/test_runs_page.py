@@ -7,7 +7,6 @@ from __future__ import annotations
 import html
 import json
 import re
-from pathlib import Path
 
 import pytest
 import streamlit as st
@@ -16,27 +15,11 @@ from streamlit.testing.v1 import AppTest
 import crbc.io.run_writer as RW  # noqa: E402
 import crbc.io.runs as R
 from crbc.io.rollouts import read_rollouts
-from tests.support.apptest import open_app
 from tests.support.paths import ROOT
+from tests.support.runs import write_runs
 from ui import state  # noqa: E402
 
-APP = str(ROOT / "app.py")
 WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"
-RARE = ROOT / "sample_rollouts" / "rare-route.jsonl"
-
-
-def _write_runs(root: Path) -> None:
-    groups = read_rollouts(WORKED) + read_rollouts(RARE)
-    for est, seed, curve in (("grpo", 0, (0.2, 0.3, 0.3)), ("crbc", 0, (0.2, 0.5, 0.7)),
-                             ("crbc", 1, (0.1, 0.4, 0.6))):
-        w = RW.RunWriter.create(root / f"{est}-s{seed}", {"name": f"{est}-s{seed}",
-                                                         "config": {"estimator": est, "seed": seed}})
-        for it, s in enumerate(curve):
-            w.write_rollouts(it, groups)
-            w.append_metrics({"iteration": it, "success_rate": s, "loss": 0.1, "kl": 0.01,
-                              "diag.step_credit_share": 0.4, "diag.multi_action_anchors": 3,
-                              "diag.mean_abs_step_adv": 0.5, "diag.rank_crbc_gigpo": 0.3,
-                              "diag.rank_crbc_visit_local": 0.9, "diag.rare_route_disagreements": 1})
 
 
 def _svgs(at: AppTest, key: str) -> list[str]:
@@ -45,11 +28,11 @@ def _svgs(at: AppTest, key: str) -> list[str]:
 
 
 @pytest.fixture()
-def page(tmp_path, monkeypatch) -> AppTest:
+def page(app, tmp_path, monkeypatch) -> AppTest:
 
-    _write_runs(tmp_path / "runs")
+    write_runs(tmp_path / "runs")
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    return open_app("pages/runs.py", timeout=90)
+    return app("pages/runs.py")
 
 
 def test_runs_page_shows_curves_table_and_diagnostics(page):
@@ -82,36 +65,36 @@ def test_drill_down_opens_a_group_in_the_other_pages(page):
     assert any("run crbc-s1 iteration 2" in c.value or "rare-route" in c.value for c in page.sidebar.caption)
 
 
-def test_runs_page_without_runs(tmp_path, monkeypatch):
+def test_runs_page_without_runs(app, tmp_path, monkeypatch):
 
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = open_app("pages/runs.py", timeout=90)
+    at = app("pages/runs.py")
     assert any("No run selected" in i.value for i in at.info)
 
 
-def test_a_broken_run_is_refused_on_the_page(tmp_path, monkeypatch):
+def test_a_broken_run_is_refused_on_the_page(app, tmp_path, monkeypatch):
 
-    _write_runs(tmp_path / "runs")
+    write_runs(tmp_path / "runs")
     bad = tmp_path / "runs" / "crbc-s1" / "metrics.jsonl"
     lines = bad.read_text().splitlines()
     bad.write_text("\n".join([lines[0], "{oops", lines[2]]) + "\n")
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = open_app("pages/runs.py", timeout=90)
+    at = app("pages/runs.py")
     assert any("metrics.jsonl:2" in e.value for e in at.error)
 
 
-def test_experiments_are_shown_one_at_a_time(tmp_path, monkeypatch):
+def test_experiments_are_shown_one_at_a_time(app, tmp_path, monkeypatch):
     """Two experiment folders whose run names repeat (grpo-s0 in each): the page shows one folder's
     runs at a time, so seeds of different experiments are never averaged and every run name in
     the pickers is unique."""
 
-    _write_runs(tmp_path / "runs" / "exp-a")
+    write_runs(tmp_path / "runs" / "exp-a")
     w = RW.RunWriter.create(tmp_path / "runs" / "exp-b" / "grpo-s0",
                            {"name": "grpo-s0", "config": {"estimator": "grpo", "seed": 0}})
     w.write_rollouts(0, read_rollouts(WORKED))
     w.append_metrics({"iteration": 0, "success_rate": 0.9})
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = open_app("pages/runs.py", timeout=90)
+    at = app("pages/runs.py")
     assert at.selectbox(key="runs_exp").options == ["exp-b", "exp-a"]  # the newest first
     assert at.selectbox(key="runs_exp").value == "exp-b"
     at.selectbox(key="runs_exp").set_value("exp-a").run()
@@ -119,7 +102,7 @@ def test_experiments_are_shown_one_at_a_time(tmp_path, monkeypatch):
                                                                     "exp-a/grpo-s0"]
     (tmp_path / "runs" / "exp-a" / "prereg.json").write_text("{}")  # a pre-registered report
     st.cache_data.clear()  # the folder list is cached for 30 s
-    at = AppTest.from_file(APP, default_timeout=90)
+    at = app(run=False)
     at.run()
     at.switch_page("pages/runs.py").run()
     assert at.selectbox(key="runs_exp").options == ["exp-a", "exp-b"]  # opens on it, newer or not
@@ -133,7 +116,7 @@ def test_experiments_are_shown_one_at_a_time(tmp_path, monkeypatch):
 
 
 def test_a_renamed_run_keeps_its_data(tmp_path):
-    _write_runs(tmp_path)
+    write_runs(tmp_path)
     run = R.read_run(tmp_path / "crbc-s1")
     other = R.renamed(run, "crbc-s1 (upload.zip)")
     assert other.name == "crbc-s1 (upload.zip)" and run.name == "crbc-s1"
@@ -141,7 +124,7 @@ def test_a_renamed_run_keeps_its_data(tmp_path):
     assert [g.group for g in other.rollouts(2)] == [g.group for g in run.rollouts(2)]
 
 
-def test_an_experiment_with_evaluations_opens_on_held_out_success_with_its_statistics(tmp_path, monkeypatch):
+def test_an_experiment_with_evaluations_opens_on_held_out_success_with_its_statistics(app, tmp_path, monkeypatch):
     """Runs that evaluated on held-out levels: the page opens on held-out success with 95% bands,
     shows the comparison with intervals and the paired test, and the credit-accuracy curves."""
 
@@ -159,7 +142,7 @@ def test_an_experiment_with_evaluations_opens_on_held_out_success_with_its_stati
         w.update_meta(final_eval={"after_iteration": 1, "eval_success_rate": e1,
                                   "eval_level_success": [e1, e1, e1 - 0.1, e1 + 0.1]})
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = open_app("pages/runs.py", timeout=90)
+    at = app("pages/runs.py")
     assert at.selectbox(key="runs_metric").value == "eval_success_rate"
     assert at.radio(key="runs_band").value == "ci"
     text = "\n".join(m.value for m in at.markdown)

@@ -9,30 +9,20 @@ import re
 
 import pytest
 
+from tests.support.apptest import chosen_group
 from tests.support.paths import ROOT
 
 pytest.importorskip("streamlit")
 pytest.importorskip("torch")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from tests.support.apptest import open_app  # noqa: E402
 from tests.support.html_tables import tables
-
-
-def _app(page: str | None = None, **query) -> AppTest:
-    return open_app(page, timeout=180, **query)
 
 
 def _texts(at: AppTest) -> str:
     parts = [m.value for m in at.markdown] + [s.value for s in at.subheader] + \
             [c.value for c in at.caption] + [t.value for t in at.title]
     return "\n".join(str(p) for p in parts)
-
-
-def _chosen_group(at: AppTest):
-    src = at.session_state["_crbc_source"]
-    gid = at.selectbox(key="group").value if len(src.groups) > 1 else src.groups[0].group
-    return next(g for g in src.groups if g.group == gid)
 
 
 def _truth_of(group):
@@ -49,8 +39,8 @@ def _svg(at: AppTest, key: str) -> str:
     return json.loads(el.proto.json)["svg"]
 
 
-def test_accuracy_page_opens_the_shipped_result():
-    at = _app("pages/accuracy.py")
+def test_accuracy_page_opens_the_shipped_result(app):
+    at = app("pages/accuracy.py")
     assert "Estimator accuracy" in _texts(at)
     assert "100 levels of `sokoban-6x6-v0`" in _texts(at)
     from crbc.estimators import registry as estimators
@@ -70,8 +60,8 @@ def test_accuracy_page_opens_the_shipped_result():
     assert lines("shipped_est") == ["crbc", "visit_local"]  # only Q - V signals have an RMSE
 
 
-def test_accuracy_page_small_live_run():
-    at = _app("pages/accuracy.py")
+def test_accuracy_page_small_live_run(app):
+    at = app("pages/accuracy.py")
     at.slider(key="acc_levels").set_value(3)
     at.multiselect(key="acc_sizes").set_value([2, 4])
     at.button[0].click().run()  # the form's submit button
@@ -81,9 +71,9 @@ def test_accuracy_page_small_live_run():
     assert live >= {"crbc", "gigpo"}
 
 
-def test_rollouts_page_shows_the_true_advantage():
-    at = _app()
-    grp = _chosen_group(at)
+def test_rollouts_page_shows_the_true_advantage(app):
+    at = app()
+    grp = chosen_group(at)
     _, gt = _truth_of(grp)
     metric = next(m for m in at.metric if m.label == "true A_t (exact)")
     r, t = int(at.session_state["rollout"] or 0), int(at.session_state["step"])
@@ -91,12 +81,12 @@ def test_rollouts_page_shows_the_true_advantage():
     assert float(metric.value) == pytest.approx(gt.advantage_N[i], abs=1e-4)
 
 
-def test_credits_page_truth_row_and_agreement():
+def test_credits_page_truth_row_and_agreement(app):
     from crbc.estimators import registry as estimators
     from crbc.truth import accuracy
 
-    at = _app("pages/credits.py")
-    grp = _chosen_group(at)
+    at = app("pages/credits.py")
+    grp = chosen_group(at)
     p, gt = _truth_of(grp)
     from crbc.viz.heatmap_svg import credit_fill
     from crbc.viz.style import symmetric_range
@@ -116,17 +106,17 @@ def test_credits_page_truth_row_and_agreement():
     assert "truth (A_t, right axis)" in timeline and ">true A_t<" in timeline
 
 
-def test_graph_and_backups_colour_by_truth_and_error():
-    at = _app("pages/graph.py")
+def test_graph_and_backups_colour_by_truth_and_error(app):
+    at = app("pages/graph.py")
     for choice in ("truth", "error"):
         at.radio(key="graph_colour").set_value(choice).run()
         assert not at.exception
-    at = _app("pages/backups.py")
+    at = app("pages/backups.py")
     at.radio(key="backups_colour").set_value("error").run()
     assert not at.exception
     assert "the closure itself stays" in _texts(at)
     svg = _svg(at, "backup_graph")
-    grp = _chosen_group(at)
+    grp = chosen_group(at)
     p, gt = _truth_of(grp)
     from crbc.estimators.closure import depth_sweep
     from crbc.viz.style import signed_color, symmetric_range
@@ -137,19 +127,19 @@ def test_graph_and_backups_colour_by_truth_and_error():
     assert fills == signed_color(error, symmetric_range(error))
 
 
-def test_no_truth_for_a_hand_written_group():
-    at = _app("pages/credits.py", sample="worked-example.jsonl")
+def test_no_truth_for_a_hand_written_group(app):
+    at = app("pages/credits.py", sample="worked-example.jsonl")
     assert "No exact truth" in _texts(at)
     assert not any(e.proto.id.endswith("heat_truth") for e in at.get("bidi_component"))
     assert any(e.proto.id.endswith("heat_credits") for e in at.get("bidi_component"))
 
 
-def test_lesson_which_estimate_is_right():
+def test_lesson_which_estimate_is_right(app):
     from crbc.estimators import registry as estimators
     from crbc.io.rollouts import read_rollouts
     from crbc.truth import accuracy
 
-    at = _app("pages/lesson.py")
+    at = app("pages/lesson.py")
     assert any("Which estimate is right?" in h.value for h in at.header)
     groups = read_rollouts(ROOT / "sample_rollouts" / "sokoban-weak.jsonl")
     from ui.state import showcase_group

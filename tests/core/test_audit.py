@@ -19,7 +19,7 @@ from crbc.cli.main import main  # noqa: E402
 from crbc.health import iteration_health  # noqa: E402
 from crbc.io.rollouts import Rollout, RolloutGroup, Step  # noqa: E402
 from crbc.io.run_writer import RunWriter  # noqa: E402
-from tests.core.test_health import random_groups  # noqa: E402
+from tests.support.groups import random_groups  # noqa: E402
 
 SAME = [c for c in A.COLUMNS if c != "seconds"]
 

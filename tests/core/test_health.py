@@ -19,26 +19,7 @@ from crbc.health import (
     spearman,
 )
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
-
-
-def random_groups(seed: int, n_groups: int = 4, size: int = 6) -> list[RolloutGroup]:
-    """Walks on a chain 0..4 (goal 4), a few actions, some rollouts truncated."""
-    rng = np.random.default_rng(seed)
-    groups = []
-    for g in range(n_groups):
-        rs = []
-        for i in range(size):
-            pos, steps, won = 0, [], False
-            for _ in range(int(rng.integers(1, 8))):
-                a = str(rng.choice(["left", "right", "right", "stay"]))
-                nxt = max(0, pos + (a == "right") - (a == "left"))
-                steps.append(Step(f"c{pos}", a))
-                pos, won = nxt, nxt >= 4
-                if won:
-                    break
-            rs.append(Rollout(f"g{g}", i, tuple(steps), won, truncated=not won))
-        groups.append(RolloutGroup(f"g{g}", tuple(rs)))
-    return groups
+from tests.support.groups import random_groups
 
 
 def slow_health(groups, trainer, estimators, **params):

@@ -1,6 +1,6 @@
 """The estimator registry is the only place that knows an estimator.
 
-A toy estimator registered here (and nowhere else) must work through the ``credit`` command, the
+A toy estimator (tests/support/toy_estimator.py, registered by the ``toy`` fixture) must work through the ``credit`` command, the
 verl-style adapter and the app's Step credits page; parameter metadata drives validation, the
 command-line flags and the sidebar widgets.
 """
@@ -21,41 +21,12 @@ from crbc.cli.credit import add_credit_arguments, parameter_flags
 from crbc.cli.main import main
 from crbc.estimators import builtin
 from crbc.estimators import registry as estimators
-from crbc.estimators.closure import group_advantage
-from crbc.estimators.credits import Credits
 from crbc.estimators.params import Checked, Param, param, params_of, parse_text
 from crbc.integrations.adapters import step_advantages
 from tests.support.paths import ROOT
+from tests.support.toy_estimator import TOY, toy_estimator
 
 EXAMPLE = ROOT / "sample_rollouts" / "worked-example.jsonl"
-TOY = "toy_scaled"
-
-
-@dataclass(frozen=True)
-class ToyConfig(Checked):
-    """A_final = toy_scale * A_G + toy_shift, A_S = toy_shift (a test estimator, no value function)."""
-
-    toy_scale: float = param(2.0, "factor on A_G", lo=0.0, hi=10.0, shared=True, label="toy scale",
-                             ui_min=0.0, ui_max=10.0, step=0.5)
-    toy_shift: float = param(0.0, "constant step advantage")
-
-
-def _toy(p, cfg: ToyConfig) -> Credits:
-    a_g_R = group_advantage(p)
-    a_s_N = np.full(p.n_steps, cfg.toy_shift)
-    return Credits(TOY, {"toy_scale": cfg.toy_scale, "toy_shift": cfg.toy_shift}, p, a_s_N,
-                   cfg.toy_scale * a_g_R[p.step_rollout] + a_s_N, a_g_R)
-
-
-@pytest.fixture
-def toy():
-    estimators.register(TOY, ToyConfig, "toy: A_G times a factor", has_value=False, needs_actions=False,
-                        label="Toy", color="#123456")(_toy)
-    try:
-        yield estimators.get(TOY)
-    finally:
-        estimators.unregister(TOY)
-    assert TOY not in estimators.names()
 
 
 def _run_cli(*argv) -> tuple[int, str, str]:
@@ -113,11 +84,10 @@ def test_needs_actions_comes_from_the_registry(toy):
         {"crbc", "visit_local", "shortest_path"}
 
 
-def test_toy_on_the_step_credits_page(toy):
+def test_toy_on_the_step_credits_page(app, toy):
     pytest.importorskip("streamlit")
-    from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at = app(run=False)
     at.run()
     at.switch_page("pages/credits.py").run()
     assert not at.exception, [e.message for e in at.exception]
@@ -179,7 +149,7 @@ def test_a_conflicting_shared_parameter_is_refused():
     class Bad(Checked):
         beta: float = param(0.5, "another beta", shared=True)
 
-    estimators.register("bad_beta", Bad, "conflicting")(_toy)
+    estimators.register("bad_beta", Bad, "conflicting")(toy_estimator)
     try:
         with pytest.raises(ValueError, match="shares parameter 'beta'"):
             estimators.shared_param_specs()

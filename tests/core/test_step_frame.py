@@ -14,7 +14,7 @@ pd = pytest.importorskip("pandas")
 import crbc  # noqa: E402
 from crbc.frame import COLUMNS, step_frame  # noqa: E402
 from crbc.io.rollouts import Rollout, RolloutGroup, Step, write_rollouts  # noqa: E402
-from tests.core.test_health import random_groups  # noqa: E402
+from tests.support.groups import random_groups  # noqa: E402
 
 
 def per_step(df: pd.DataFrame, estimator: str, column: str) -> np.ndarray:
@@ -25,7 +25,8 @@ def per_step(df: pd.DataFrame, estimator: str, column: str) -> np.ndarray:
 def test_recorded_run_three_estimators_and_the_trainer(tmp_path):
     pytest.importorskip("torch")
     V = pytest.importorskip("crbc.integrations.verl")
-    from tests.integrations.test_verl_integration import chain_groups, data_proto, trainer_pipeline
+    from tests.support.groups import chain_groups
+    from tests.support.verl_batches import data_proto, trainer_pipeline
 
     rng = np.random.default_rng(5)
     groups = chain_groups(seed=5)

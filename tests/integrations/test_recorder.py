@@ -16,13 +16,8 @@ from crbc.errors import RolloutFormatError  # noqa: E402
 from crbc.integrations import verl as V  # noqa: E402
 from crbc.io.parquet_rollouts import groups_table, read_parquet_rollouts, write_parquet_rollouts  # noqa: E402
 from crbc.io.run_writer import RunWriter  # noqa: E402
-from tests.integrations.test_verl_integration import (  # noqa: E402
-    DataProto,
-    chain_groups,
-    data_proto,
-    image,
-    trainer_pipeline,
-)
+from tests.support.groups import chain_groups  # noqa: E402
+from tests.support.verl_batches import DataProto, data_proto, image, trainer_pipeline  # noqa: E402
 
 
 def by_traj(groups):

@@ -16,22 +16,10 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
-import random
 import re
 
 import numpy as np
 import pytest
-
-try:
-    import textarena as ta
-    from textarena.core import ObservationType
-except ImportError as e:  # pragma: no cover - depends on the machine
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true: textarena is not importable ({e}); pip install -r requirements-dev.txt",
-                    pytrace=False)
-    pytest.skip(f"textarena is not importable ({e}): pip install -r requirements-dev.txt",
-                allow_module_level=True)
 
 torch = pytest.importorskip("torch")
 
@@ -39,36 +27,10 @@ import crbc  # noqa: E402
 from crbc.cli.main import main  # noqa: E402
 from crbc.integrations import verl as V  # noqa: E402
 from crbc.process import merge_stats  # noqa: E402
-from devtools import textarena_run  # noqa: E402
-from tests.integrations.test_verl_integration import DataProto, trainer_pipeline  # noqa: E402
+from tests.support.textarena_play import BOARD, GROUP, LEVELS, pack, play  # noqa: E402
+from tests.support.verl_batches import trainer_pipeline  # noqa: E402
 
-LEVELS, GROUP, MAX_STEPS = (3, 5), 4, 6
-BOARD = r"(?s)(Current Board:.*?Available Moves:[^\n]*)"  # the last board of a transcript
 MOVE = r"\[(up|down|left|right)\]"
-TALK = ["Let me push [right]", "[up]", "[down]", "[left]", "I am not sure what to do"]
-
-
-def play(level: int, episode: int) -> dict:
-    """One scripted episode in two lockstep envs: the transcript one and the raw one."""
-    env, raw = ta.make("Sokoban-v0", num_boxes=1), ta.make("Sokoban-v0-raw", num_boxes=1)
-    env.reset(num_players=1, seed=level)
-    raw.reset(num_players=1, seed=level)
-    rng, board, steps, done = random.Random(100 * level + episode), None, [], False
-    while not done and len(steps) < MAX_STEPS:
-        _, history = env.get_observation()
-        _, msgs = raw.get_observation()
-        boards = [m[1] for m in msgs if m[2] == ObservationType.GAME_BOARD]
-        board = boards[-1] if boards else board  # an invalid move shows no new board
-        text = rng.choice(TALK)
-        done, _ = env.step(action=text)
-        done_raw, _ = raw.step(action=text)
-        assert done == done_raw
-        steps.append({"history": history, "board": board, "response": text})
-    rewards, info = env.close()
-    assert (rewards, info) == raw.close()
-    score = float(rewards[0]) if rewards else 0.0
-    return {"uid": f"sokoban-{level}", "traj_uid": f"sokoban-{level}-ep{episode}", "steps": steps,
-            "score": score, "success": score == 1.0}
 
 
 @pytest.fixture(scope="module")
@@ -79,14 +41,6 @@ def episodes() -> list[dict]:
 def projected(text: str) -> str | None:
     m = re.findall(MOVE, text)
     return m[-1] if m else None
-
-
-def pack(episodes: list[dict], rng: np.random.Generator) -> DataProto:
-    """verl-agent's rows (devtools/textarena_run.py) with the raw board as ``anchor_obs`` and the
-    level's position as ``index``."""
-    rows = [e for e in episodes for _ in e["steps"]]
-    index = np.array([LEVELS.index(int(e["uid"].split("-")[1])) for e in rows], dtype=object)
-    return textarena_run.pack(episodes, rng, anchor="board", extra={"index": index})
 
 
 def table(episodes: list[dict]) -> list[dict]:

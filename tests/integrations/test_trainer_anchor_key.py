@@ -2,7 +2,7 @@
 history (``LLMObservationWrapper`` transcripts, as an LLM agent sees them) merges in
 ``compute_advantage`` only with the board regex, and without it the trainer is warned.
 
-The episodes are tests/integrations/test_textarena.py's (two levels, groups of 4, a scripted policy); the
+The episodes are tests/support/textarena_play.py's (two levels, groups of 4, a scripted policy); the
 ``anchor_obs`` column holds each step's transcript instead of the raw board.
 """
 
@@ -21,8 +21,8 @@ from crbc.health import MERGE_WARNING_SHARE, later_shared_share  # noqa: E402
 from crbc.integrations import trainer_metrics  # noqa: E402
 from crbc.integrations import verl as V  # noqa: E402
 from crbc.process import merge_stats  # noqa: E402
-from tests.integrations.test_textarena import BOARD, GROUP, LEVELS, pack, play  # noqa: E402
-from tests.integrations.test_verl_integration import trainer_pipeline  # noqa: E402
+from tests.support.textarena_play import BOARD, GROUP, LEVELS, pack, play  # noqa: E402
+from tests.support.verl_batches import trainer_pipeline  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -20,17 +20,10 @@ import crbc  # noqa: E402
 from crbc.health import iteration_health  # noqa: E402
 from crbc.integrations import verl as V  # noqa: E402
 from crbc.io.columns import Columns  # noqa: E402
-from tests.integrations.test_verl_integration import chain_groups, data_proto, trainer_pipeline  # noqa: E402
 from tests.support.paths import ROOT as _ROOT  # noqa: E402
+from tests.support.verl_batches import trained_batch  # noqa: E402
 
 ROOT = str(_ROOT)  # a string: it goes into a subprocess environment
-
-
-def trained_batch(seed: int = 11):
-    rng = np.random.default_rng(seed)
-    data = trainer_pipeline(data_proto(chain_groups(seed=seed, n_groups=4, group_size=6), rng), rng)
-    V.compute_advantage(data, "gigpo")  # the trainer ran GiGPO; the recorder compares
-    return data
 
 
 @pytest.mark.parametrize("bootstrap", [0, 30])
@@ -78,7 +71,7 @@ LOGGER_SCRIPT = textwrap.dedent("""
     sys.path.insert(0, os.environ["CRBC_ROOT"])
     from verl.utils.tracking import Tracking
     from crbc.integrations import verl as V
-    from tests.integrations.test_trainer_metrics import trained_batch
+    from tests.support.verl_batches import trained_batch
 
     backend = sys.argv[1]
     logger = Tracking(project_name="crbc-test", experiment_name="health", default_backend=[backend])

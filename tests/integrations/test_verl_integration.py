@@ -37,35 +37,12 @@ except ImportError as e:  # pragma: no cover - depends on the machine
 from crbc.cli.main import main  # noqa: E402  (after the skip above)
 from crbc.estimators.registry import names  # noqa: E402
 from crbc.integrations import verl as V  # noqa: E402
-from crbc.io.rollouts import Rollout, RolloutGroup, Step, write_rollouts  # noqa: E402
+from crbc.io.rollouts import RolloutGroup, write_rollouts  # noqa: E402
 from tests.support import upstream as up  # noqa: E402
+from tests.support.groups import chain_groups  # noqa: E402
+from tests.support.verl_batches import data_proto, trainer_pipeline  # noqa: E402
 
-PROMPT, RESPONSE = 6, 5
 ESTIMATORS = names()  # every registered estimator
-
-
-def chain_groups(seed: int, n_groups: int = 3, group_size: int = 5, max_steps: int = 7) -> list[RolloutGroup]:
-    """Random walks on a chain (goal at cell 3), invalid outputs included; each rollout carries
-    its step rewards (10 on reaching the goal) and their sum as its score, as verl-agent's
-    ``episode_rewards``."""
-    rng = np.random.default_rng(seed)
-    groups = []
-    for g in range(n_groups):
-        rs = []
-        for i in range(int(rng.integers(1, group_size + 1)) if g == 0 else group_size):
-            pos, steps, won = 0, [], False
-            for _ in range(int(rng.integers(1, max_steps + 1))):
-                a = str(rng.choice(["left", "right", "right", "stay", "invalid"]))
-                nxt = max(0, pos + (a == "right") - (a == "left"))
-                won = nxt >= 3
-                steps.append(Step(f"cell-{pos}", a, reward=10.0 if won else 0.0))
-                pos = nxt
-                if won:
-                    break
-            rs.append(Rollout(f"task-{g}", i, tuple(steps), won, truncated=not won,
-                              score=sum(s.reward for s in steps)))
-        groups.append(RolloutGroup(f"task-{g}", tuple(rs)))
-    return groups
 
 
 def cli_advantages(groups, tmp_path: Path, estimator: str) -> dict[tuple[str, int, int], float]:
@@ -79,71 +56,6 @@ def cli_advantages(groups, tmp_path: Path, estimator: str) -> dict[tuple[str, in
         for t, a in enumerate(rec["advantage"]):
             got[(rec["group"], rec["rollout"], t)] = a
     return got
-
-
-def image(anchor: str) -> np.ndarray:
-    """A tiny RGB picture of a cell (Sokoban's anchors are images)."""
-    k = int(anchor.split("-")[1])
-    img = np.zeros((3, 4, 3), dtype=np.uint8)
-    img[k % 3, k % 4] = (255, 10 * k, 7)
-    return img
-
-
-def data_proto(groups, rng: np.random.Generator, anchors: str = "text", penalty: float = 0.1,
-               with_success: bool = True, with_actions: bool = True) -> DataProto:
-    """verl-agent's batch after the rollout loop and the reward manager: rows trajectory after
-    trajectory; the episode reward on each row's last response token, minus the penalty on
-    invalid rows (apply_invalid_action_penalty)."""
-    rows = []
-    for g in groups:
-        uid = f"uid-{g.group}"
-        for r in g.rollouts:
-            for t, s in enumerate(r.steps):
-                rows.append(dict(uid=uid, traj_uid=f"{g.group}#{r.rollout}", anchor=s.anchor, action=s.action,
-                                 valid=s.action != "invalid", reward=s.reward, episode=r.score,
-                                 success=r.success, key=f"{g.group}|{r.rollout}|{t}"))
-    b = len(rows)
-    resp_len = rng.integers(1, RESPONSE + 1, size=b)
-    attn = torch.zeros((b, PROMPT + RESPONSE), dtype=torch.long)
-    attn[:, :PROMPT] = 1
-    tok = torch.zeros((b, RESPONSE), dtype=torch.float32)
-    for i, row in enumerate(rows):
-        attn[i, PROMPT:PROMPT + resp_len[i]] = 1
-        tok[i, resp_len[i] - 1] = row["episode"] - penalty * (not row["valid"])
-    obj = lambda xs: np.array(xs, dtype=object)  # noqa: E731
-    if anchors == "image":
-        anchor_col = np.array([image(r["anchor"]) for r in rows], dtype=object)  # (B, H, W, 3) object
-    elif anchors == "bytes":
-        anchor_col = obj([r["anchor"].encode() for r in rows])
-    else:
-        anchor_col = obj([r["anchor"] for r in rows])
-    d = {
-        "prompts": torch.ones((b, PROMPT), dtype=torch.long),
-        "responses": torch.ones((b, RESPONSE), dtype=torch.long),
-        "attention_mask": attn,
-        "token_level_rewards": tok,
-        "uid": obj([r["uid"] for r in rows]),
-        "traj_uid": obj([r["traj_uid"] for r in rows]),
-        "anchor_obs": anchor_col,
-        "rewards": obj([r["reward"] for r in rows]),
-        "episode_rewards": obj([np.float32(r["episode"]) for r in rows]),
-        "is_action_valid": np.array([r["valid"] for r in rows], dtype=bool),
-        "test_key": obj([r["key"] for r in rows]),
-    }
-    if with_success:
-        d["success"] = np.array([r["success"] for r in rows], dtype=bool)
-    if with_actions:
-        d["action"] = obj([r["action"] for r in rows])
-    return DataProto.from_single_dict(d)
-
-
-def trainer_pipeline(data: DataProto, rng: np.random.Generator, n_copies: int = 4) -> DataProto:
-    """What verl-agent's fit loop does between the rollout loop and compute_advantage."""
-    V.add_step_index(data)                                  # the recipe's one added call
-    dup = rng.choice(len(data), size=n_copies, replace=False)
-    data = DataProto.concat([data, data.select_idxs(dup)])  # adjust_batch(mode="copy")
-    data.reorder(torch.as_tensor(rng.permutation(len(data))))  # _balance_batch
-    return data
 
 
 def per_row(data: DataProto) -> np.ndarray:

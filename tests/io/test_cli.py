@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from crbc.estimators.registry import names
-from tests.io.test_rollouts import BAD, GOOD, lines
 from tests.support.paths import ROOT
+from tests.support.rollout_lines import BAD, GOOD, lines
 
 EXAMPLE = ROOT / "sample_rollouts" / "worked-example.jsonl"
 

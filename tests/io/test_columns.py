@@ -24,8 +24,8 @@ from crbc.io.rollouts import (
     reference_read_rollouts,
 )
 from crbc.process import Process, from_columns, merge
-from tests.io.test_rollouts import BAD, GOOD, lines, with_
 from tests.support import reference as ref
+from tests.support.rollout_lines import BAD, GOOD, lines, with_
 
 SETTINGS = settings(max_examples=120, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from crbc.io.rollouts import (
@@ -16,27 +14,7 @@ from crbc.io.rollouts import (
     reference_read_rollouts,
     write_rollouts,
 )
-
-GOOD = {"schema": "crbc.rollout/1", "group": "g", "rollout": 0,
-        "steps": [{"anchor": "#P_#", "action": "right", "obs": "o", "response": "right", "reward": -0.1}],
-        "success": False, "truncated": True, "score": -0.1, "meta": {"seed": 3}}
-
-
-def lines(*records):
-    return "\n".join(r if isinstance(r, str) else json.dumps(r) for r in records) + "\n"
-
-
-def with_(**changes):
-    rec = json.loads(json.dumps(GOOD))
-    for k, v in changes.items():
-        if v is _DEL:
-            rec.pop(k)
-        else:
-            rec[k] = v
-    return rec
-
-
-_DEL = object()
+from tests.support.rollout_lines import BAD, DELETE, GOOD, lines, with_
 
 
 def test_round_trip(tmp_path):
@@ -58,34 +36,6 @@ def test_groups_in_order_and_default_indices():
     groups = parse_rollouts(text, "x.jsonl")
     assert [g.group for g in groups] == ["b", "a"]
     assert [r.rollout for r in groups[0].rollouts] == [0, 1]
-
-
-BAD = [
-    ("not json", "{nope", 1, "(line)"),
-    ("missing group", with_(group=_DEL), 1, "group"),
-    ("missing steps", with_(steps=_DEL), 1, "steps"),
-    ("missing success", with_(success=_DEL), 1, "success"),
-    ("group not a string", with_(group=3), 1, "group"),
-    ("success not bool", with_(success=1), 1, "success"),
-    ("truncated not bool", with_(truncated="no"), 1, "truncated"),
-    ("success and truncated", with_(success=True, truncated=True), 1, "truncated"),
-    ("empty steps", with_(steps=[]), 1, "steps"),
-    ("steps not a list", with_(steps={}), 1, "steps"),
-    ("step missing anchor", with_(steps=[{"action": "up"}]), 1, "steps[0].anchor"),
-    ("step missing action", with_(steps=[{"anchor": "x"}]), 1, "steps[0].action"),
-    ("anchor not a string", with_(steps=[{"anchor": 1, "action": "up"}]), 1, "steps[0].anchor"),
-    ("reward not a number", with_(steps=[{"anchor": "x", "action": "up", "reward": "1"}]), 1, "steps[0].reward"),
-    ("obs not a string", with_(steps=[{"anchor": "x", "action": "up", "obs": 2}]), 1, "steps[0].obs"),
-    ("score not a number", with_(score="high"), 1, "score"),
-    ("rollout negative", with_(rollout=-1), 1, "rollout"),
-    ("rollout not int", with_(rollout=1.5), 1, "rollout"),
-    ("meta not an object", with_(meta=[1]), 1, "meta"),
-    ("wrong schema", with_(schema="crbc.rollout/2"), 1, "schema"),
-    ("not an object", "[1, 2]", 1, "(record)"),
-    ("NaN", '{"group": "g", "steps": [{"anchor": "x", "action": "u", "reward": NaN}], "success": false}', 1, "(line)"),
-    ("Infinity score", '{"group": "g", "steps": [{"anchor": "x", "action": "u"}], "success": false, "score": Infinity}', 1, "(line)"),
-    ("huge number overflows to inf", '{"group": "g", "steps": [{"anchor": "x", "action": "u"}], "success": false, "score": 1e999}', 1, "score"),
-]
 
 
 @pytest.mark.parametrize("why,record,line,field", BAD, ids=[b[0] for b in BAD])
@@ -116,7 +66,7 @@ def test_duplicate_group_rollout(tmp_path):
 
 def test_duplicate_with_default_index(tmp_path):
     path = tmp_path / "d.jsonl"
-    path.write_text(lines(with_(rollout=_DEL), with_(rollout=0)))
+    path.write_text(lines(with_(rollout=DELETE), with_(rollout=0)))
     with pytest.raises(RolloutFormatError, match="duplicate"):
         read_rollouts(path)
 

@@ -1,5 +1,6 @@
-"""The studio in Streamlit's AppTest, opened the way the app tests share: URL parameters, one
-run, an optional page, and no exception."""
+"""The studio in Streamlit's AppTest, opened the way every app test opens it: one entry script,
+one timeout, URL parameters, an optional page, and no exception. Tests get it through
+conftest's ``app`` fixture."""
 
 from __future__ import annotations
 
@@ -7,15 +8,29 @@ from streamlit.testing.v1 import AppTest
 
 from tests.support.paths import APP
 
+#: seconds one script run may take (the slowest page, Estimator accuracy with its exact truth,
+#: on a loaded 2-core machine); a passing test never waits for it
+TIMEOUT = 180
 
-def open_app(page: str | None = None, timeout: int = 120, **query: str) -> AppTest:
-    """``app.py`` run once with ``query`` as its URL parameters, then switched to ``page`` (a
-    ``pages/`` path) when given; fails the test if the script raised anything."""
-    at = AppTest.from_file(APP, default_timeout=timeout)
+
+def open_app(page: str | None = None, *, run: bool = True, **query: str) -> AppTest:
+    """``app.py`` with ``query`` as its URL parameters; with ``run``, run once, then switched to
+    ``page`` (a ``pages/`` path) when given, failing the test if the script raised anything.
+    Without ``run`` the AppTest is returned unrun, for a test that times or orders the runs."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     for k, v in query.items():
         at.query_params[k] = v
+    if not run:
+        return at
     at.run()
     if page:
         at.switch_page(page).run()
     assert not at.exception, [e.message for e in at.exception]
     return at
+
+
+def chosen_group(at: AppTest):
+    """The rollout group the sidebar has chosen (the only one, or the group picker's)."""
+    src = at.session_state["_crbc_source"]
+    gid = at.selectbox(key="group").value if len(src.groups) > 1 else src.groups[0].group
+    return next(g for g in src.groups if g.group == gid)

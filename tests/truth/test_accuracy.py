@@ -22,7 +22,6 @@ from crbc.truth.accuracy import (
     spearman,
     variants,
 )
-from tests.core.test_registry import toy  # noqa: F401  (fixture: a toy estimator, registered for one test)
 from tests.support.paths import ROOT
 
 
@@ -120,12 +119,12 @@ def test_experiment_is_reproducible_on_a_fixed_seed():
     assert len(table.splitlines()) == 2 + len(labels)
 
 
-def test_a_newly_registered_estimator_is_scored_without_code_changes(toy):  # noqa: F811
+def test_a_newly_registered_estimator_is_scored_without_code_changes(toy):
     """The registry, not a list of names, decides what is scored and on which signal."""
 
     from crbc.io.rollouts import read_rollouts
     from crbc.truth.accuracy import group_agreement
-    from tests.core.test_registry import TOY
+    from tests.support.toy_estimator import TOY
 
     assert TOY in [v.label for v in variants()]
     assert signal_kind(TOY) == "advantage"  # no value function

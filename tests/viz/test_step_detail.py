@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from crbc.estimators import registry
 from crbc.viz.step_detail import parse_cell, step_rows
-from tests.app.test_app import _app, _chosen_group
+from tests.support.apptest import chosen_group
 
 
 def _group():
@@ -46,10 +46,10 @@ def test_parse_cell_accepts_only_a_step_of_the_group(picked, want):
     assert parse_cell(picked, np.array([2, 2, 1])) == want
 
 
-def test_a_chosen_cell_shows_its_step_under_the_heatmaps():
-    at: AppTest = _app("pages/credits.py")
+def test_a_chosen_cell_shows_its_step_under_the_heatmaps(app):
+    at: AppTest = app("pages/credits.py")
     assert any("Click a cell to see that step here" in c.value for c in at.caption)
-    grp = _chosen_group(at)
+    grp = chosen_group(at)
     at.session_state["credits_cell"] = (grp.group, "0:1")  # what a click on r0, step 1 sets
     at.run()
     assert not at.exception
