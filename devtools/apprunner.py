@@ -1,6 +1,6 @@
 """Run the studio on a free local port and drive it in headless Chromium (Playwright).
 
-Shared by ``tests/browser/test_pages.py`` and ``benchmarks/bench_app.py``. Chromium is Debian's
+Shared by the browser tests (tests/browser/conftest.py) and ``benchmarks/bench_app.py``. Chromium is Debian's
 ``/usr/bin/chromium`` (``playwright install`` cannot download browsers here).
 """
 
@@ -126,20 +126,17 @@ def wait_idle(page, timeout_ms: int = 60000) -> None:
 
 def wait_graph_frame(page, timeout_ms: int = 60000):
     """Wait until the anchor graph's iframe (vis-network) has drawn its canvas; returns the frame."""
-    page.wait_for_selector("[data-testid=stMain] iframe", timeout=timeout_ms)
-    deadline = time.time() + timeout_ms / 1000
-    while time.time() < deadline:
-        for fr in page.frames:
-            if fr == page.main_frame:
-                continue
-            try:
-                if fr.evaluate("() => document.body && document.body.getAttribute('data-graph-ready') === '1'"
-                               " && !!document.querySelector('#mynetwork canvas')"):
-                    return fr
-            except Exception:  # frame navigated or detached while we looked
-                pass
-        time.sleep(0.1)
-    raise TimeoutError("the anchor graph did not draw")
+    drawn = page.wait_for_function(
+        """() => {
+          for (const f of document.querySelectorAll('[data-testid=stMain] iframe')) {
+            let d = null;
+            try { d = f.contentDocument; } catch (e) { continue; }
+            if (d && d.body && d.body.getAttribute('data-graph-ready') === '1' && d.querySelector('#mynetwork canvas'))
+              return f;
+          }
+          return null;
+        }""", timeout=timeout_ms)
+    return drawn.as_element().content_frame()
 
 
 # the fill colours of the Bellman backups graph's anchors (its SVG, crbc.viz.graph_svg), as one string

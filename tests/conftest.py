@@ -1,5 +1,7 @@
-"""Shared fixtures. Browser tests (marker ``browser``) need Debian's /usr/bin/chromium: without it
-they are skipped with a clear message, except under CI=true where a missing browser fails."""
+"""Fixtures every layer's tests share (the studio in AppTest, tiny models, the toy estimator), the
+CI rule that nothing skips, and the marker rule: every test under tests/browser carries the
+``browser`` marker and no test elsewhere opens a browser, so ``-m "not browser"`` (make test-fast)
+runs no browser. The browser's own fixtures are in tests/browser/conftest.py."""
 
 from __future__ import annotations
 
@@ -8,25 +10,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.markers import misplaced_browser_tests
 from tests.support.paths import ROOT
 
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
 
 
-def require_chromium() -> None:
-    """Skip (or, under CI=true, fail) when the browser or playwright is missing."""
-    if not Path(CHROMIUM).exists():
-        msg = f"{CHROMIUM} not found: install it with `apt-get install -y chromium` to run browser tests"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true: {msg}", pytrace=False)
-        pytest.skip(msg)
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true: the playwright package is missing", pytrace=False)
-        pytest.skip("the playwright package is missing (pip install -r requirements-dev.txt)")
+def pytest_collection_modifyitems(config, items):
+    """Refuse the run when a test breaks the marker rule (the module docstring): otherwise
+    ``make test-fast`` would quietly start Chromium, or a browser test would hide elsewhere."""
+    bad = misplaced_browser_tests(items)
+    if bad:
+        raise pytest.UsageError("the browser marker rule is broken:\n  " + "\n  ".join(bad))
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -45,20 +40,6 @@ def pytest_runtest_makereport(item, call):
 def artifacts_dir() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """One headless Chromium per test module (devtools.apprunner.launch: local only)."""
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    from devtools.apprunner import launch
-
-    with sync_playwright() as pw:
-        b = launch(pw)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="session")
@@ -82,25 +63,6 @@ def make_tiny_model(tmp_path_factory):
         return made[key]
 
     return make
-
-
-@pytest.fixture
-def guarded_page(browser):
-    """A 1400 x 1000 page that fails its test on any request off the machine or any JavaScript
-    error (90 s default timeout). A browser test module returns it from its own ``page`` fixture."""
-    from devtools.apprunner import LOCAL_PREFIXES
-
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    outside: list[str] = []
-    errors: list[str] = []
-    ctx.on("request", lambda r: None if r.url.startswith(LOCAL_PREFIXES) else outside.append(r.url))
-    pg = ctx.new_page()
-    pg.set_default_timeout(90_000)
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    yield pg
-    ctx.close()
-    assert not outside, f"requests left the machine: {outside}"
-    assert not errors, f"javascript errors: {errors}"
 
 
 @pytest.fixture

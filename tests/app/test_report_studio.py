@@ -1,10 +1,8 @@
 """The studio's "Download this view as a report": a button on Step credits, Anchor graph,
-Disagreements and Training runs that builds the report only when clicked (AppTest), and gives
-the very file ``crbc report`` writes (headless Chromium, slow)."""
+Disagreements and Training runs that builds the report only when clicked (AppTest). That it
+gives the very file ``crbc report`` writes is tests/browser/test_report_download.py's."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
@@ -64,23 +62,3 @@ def test_runs_page_offers_the_run_report(app, tmp_path, monkeypatch, calls):
     assert calls == []
 
 
-@pytest.mark.browser
-@pytest.mark.slow
-@pytest.mark.parametrize("sample", ["worked-example.jsonl", "sokoban-weak.jsonl"])
-def test_the_download_is_the_file_the_command_writes(sample, guarded_page, artifacts_dir):
-    """Step credits of a sample's opening group (for sokoban-weak with its exact truth, which the
-    page computed and the download reuses): the downloaded bytes are ``crbc report``'s."""
-    from devtools.apprunner import running_app, wait_ready
-
-    with running_app(log_path=artifacts_dir / "report-studio.log") as base:
-        page = guarded_page
-        page.goto(f"{base}/credits?sample={sample}")
-        wait_ready(page, "Step credits", 120_000)
-        button = page.get_by_role("button", name=LABEL)
-        button.scroll_into_view_if_needed()
-        with page.expect_download(timeout=120_000) as info:
-            button.click()
-        got = Path(info.value.path()).read_bytes()
-    want = crbc.report.report(ROOT / "sample_rollouts" / sample).encode("utf-8")
-    assert got == want
-    assert (b'data-panel="truth"' in got) == (sample == "sokoban-weak.jsonl")

@@ -1,7 +1,7 @@
 """Headless Chromium: the page defects that only show when the page is drawn and clicked,
 and the explorable features (the pictures are the controls).
 
-One app server for the module; each test opens a fresh browser context. Screenshots go to
+A fresh app server per test (see ``app_url``); each test opens a fresh browser context. Screenshots go to
 ``test-artifacts/issue12-*.png``.
 """
 
@@ -9,32 +9,19 @@ from __future__ import annotations
 
 import pytest
 
-from devtools.apprunner import (
-    run_no,
-    running_app,
-    wait_ready,
-)
-from tests.conftest import require_chromium
+from devtools.apprunner import run_no, wait_ready
 
 pytestmark = pytest.mark.browser
 TIMEOUT_MS = 90_000
 
 
 @pytest.fixture
-def app_url(artifacts_dir, request):
+def app_url(fresh_app_url):
     """A fresh server per test. On one server shared by these tests, the later ones sometimes
     waited 90 s for widgets that never appeared (a selectbox's options, a row button) although
     each passes alone: a server-side slow-down after several heavy sessions, left open in the
     issue-12 note, that these tests are not about."""
-    require_chromium()
-    with running_app(log_path=artifacts_dir / f"browser-issue12-{request.node.name[:40]}.log") as base:
-        yield base
-
-
-@pytest.fixture
-def page(guarded_page):
-    """conftest's page: fails on any request off the machine or any JavaScript error."""
-    return guarded_page
+    return fresh_app_url
 
 
 def _no_exception(pg) -> None:

@@ -9,31 +9,25 @@ from crbc.estimators import registry as estimators
 from crbc.io.rollouts import read_rollouts
 from crbc.process import merge
 from crbc.viz.graph import anchor_graph_html
-from devtools.apprunner import launch
-from tests.conftest import require_chromium
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def graph_page(tmp_path_factory):
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
+def graph_page(browser, tmp_path_factory):
     g = next(x for x in read_rollouts("sample_rollouts/sokoban-weak.jsonl") if x.group.endswith("seed-15"))
     p = merge([g])
     c = estimators.compute("crbc", p)
     f = tmp_path_factory.mktemp("graph") / "graph.html"
     f.write_text(anchor_graph_html(p, c.value_S, highlight_rollout=1, height_px=620))
-    with sync_playwright() as pw:
-        b = launch(pw)
-        pg = b.new_page(viewport={"width": 1100, "height": 640})
-        errors = []
-        pg.on("pageerror", lambda e: errors.append(str(e)))
-        pg.goto(f.as_uri())
-        pg.wait_for_function("() => document.body.getAttribute('data-graph-ready') === '1'", timeout=30000)
-        yield pg, p, errors
-        b.close()
+    ctx = browser.new_context(viewport={"width": 1100, "height": 640})
+    pg = ctx.new_page()
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(f.as_uri())
+    pg.wait_for_function("() => document.body.getAttribute('data-graph-ready') === '1'", timeout=30000)
+    yield pg, p, errors
+    ctx.close()
 
 
 def test_labels_are_readable_at_the_fitted_zoom(graph_page):

@@ -12,17 +12,9 @@ import urllib.parse
 
 import pytest
 
-from devtools.apprunner import running_app, wait_ready
-from tests.conftest import require_chromium
+from devtools.apprunner import wait_ready
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def app_url(artifacts_dir):
-    require_chromium()
-    with running_app(log_path=artifacts_dir / "browser-links.log") as base:
-        yield base
 
 
 def _checked(pg, key: str) -> list[str]:
@@ -37,8 +29,8 @@ def _checked(pg, key: str) -> list[str]:
     ("backups_colour=" + urllib.parse.quote_plus("truth V"), "truth V", False),
     ("backups_colour=bogus", "estimate V^(K)", True),
 ])
-def test_a_bound_choice_opens_from_its_name_or_its_label(app_url, guarded_page, query, chosen, notice):
-    pg = guarded_page
+def test_a_bound_choice_opens_from_its_name_or_its_label(app_url, page, query, chosen, notice):
+    pg = page
     pg.goto(f"{app_url}/backups?{query}")
     wait_ready(pg, "Bellman backups")
     pg.locator(".st-key-backups_colour input").first.wait_for(state="attached")
@@ -47,19 +39,15 @@ def test_a_bound_choice_opens_from_its_name_or_its_label(app_url, guarded_page, 
     assert ("Ignored URL parameter" in text) is notice, text[:400]
 
 
-def test_a_clicked_choice_survives_its_shared_link(app_url, guarded_page, browser):
-    pg = guarded_page
+def test_a_clicked_choice_survives_its_shared_link(app_url, page, second_page):
+    pg = page
     pg.goto(f"{app_url}/backups")
     wait_ready(pg, "Bellman backups")
     pg.locator(".st-key-backups_colour label", has_text="error").click()
     pg.wait_for_function("() => location.search.includes('backups_colour=')")
     shared = pg.url
-    other = browser.new_context(viewport={"width": 1400, "height": 1000})
-    try:
-        p2 = other.new_page()
-        p2.goto(shared)
-        wait_ready(p2, "Bellman backups")
-        assert _checked(p2, "backups_colour") == ["error V^(K) − truth"]
-        assert "Ignored URL parameter" not in p2.locator("[data-testid=stMain]").inner_text()
-    finally:
-        other.close()
+    p2 = second_page
+    p2.goto(shared)
+    wait_ready(p2, "Bellman backups")
+    assert _checked(p2, "backups_colour") == ["error V^(K) − truth"]
+    assert "Ignored URL parameter" not in p2.locator("[data-testid=stMain]").inner_text()

@@ -13,51 +13,21 @@ from pathlib import Path
 import pytest
 
 from crbc.io.rollouts import dumps_rollout
-from devtools.apprunner import (
-    GRAPH_COLORS,
-    RequestLog,
-    drag_slider,
-    running_app,
-    wait_graph_frame,
-    wait_idle,
-)
+from devtools.apprunner import GRAPH_COLORS, drag_slider, wait_graph_frame, wait_idle, wait_ready
 from devtools.synthetic import random_walk_group
-from tests.conftest import require_chromium
 
 pytestmark = pytest.mark.browser
 TIMEOUT_MS = 60_000
 OWN_PAGES = {"Rollouts": "html", "Anchor graph": "vis", "Bellman backups": "svg",
              "Step credits": "svg"}
-
-
-@pytest.fixture(scope="module")
-def app_url(artifacts_dir):
-    require_chromium()
-    with running_app(log_path=artifacts_dir / "browser-app.log") as base:
-        yield base
-
-
-@pytest.fixture
-def page(browser):
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-    pg = ctx.new_page()
-    pg.set_default_timeout(TIMEOUT_MS)
-    log = RequestLog(pg)
-    pg.request_log = log
-    yield pg
-    ctx.close()
-    assert log.outside == [], f"requests left the machine: {log.outside}"
+HEADINGS = {"Inspector": "Anchor inspector"}  # a page whose heading is not its navigation title
 
 
 def _nav(page, title: str) -> None:
+    """Click ``title`` in the sidebar and wait until that page is completely drawn (its heading
+    shown, the app idle, nothing stale: devtools.apprunner.READY)."""
     page.click(f"[data-testid=stSidebarNavLink] >> text='{title}'")
-    if title in OWN_PAGES:  # our pages' headings are their titles
-        page.wait_for_function(
-            "(t) => Array.from(document.querySelectorAll('h1')).some(h => h.textContent.includes(t))",
-            arg=title)
-    else:
-        page.wait_for_timeout(1500)
-    wait_idle(page)
+    wait_ready(page, HEADINGS.get(title, title), TIMEOUT_MS)
 
 
 def _no_exception(page) -> None:
@@ -146,57 +116,43 @@ def test_broken_upload_shows_the_error(app_url, page, artifacts_dir, tmp_path):
     page.screenshot(path=str(artifacts_dir / "browser-broken-upload.png"), full_page=True)
 
 
-def test_credit_and_figure_downloads(app_url, browser, tmp_path):
+def test_credit_and_figure_downloads(app_url, page, tmp_path):
     """Step credits: crbc.credit/1 JSONL download, the heatmaps and the timeline as SVG files."""
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    pg = ctx.new_page()
-    pg.set_default_timeout(TIMEOUT_MS)
-    log = RequestLog(pg)
-    try:
-        pg.goto(app_url + "/credits")
-        # the timeline carries the truth line, so its final drawing waits for the model's first load
-        pg.wait_for_selector(".st-key-timeline .crbc-svg-view svg", timeout=2 * TIMEOUT_MS)
-        wait_idle(pg)
-        assert pg.locator(".js-plotly-plot").count() == 0  # no plotly.js for this page's charts
-        with pg.expect_download() as dl:
-            pg.click(".st-key-dl_jsonl button")
-        out = tmp_path / dl.value.suggested_filename
-        dl.value.save_as(out)
-        import json
-        recs = [json.loads(line) for line in out.read_text().splitlines()]
-        assert recs and all(r["schema"] == "crbc.credit/1" for r in recs)
-        # the heatmaps as SVG: the link under the drawing (every panel, as shown) and the button
-        # (one estimator's panel); each a standalone, well-formed SVG file
-        import xml.etree.ElementTree as ET
-        for click in (".st-key-heat_credits .crbc-svg-download", ".st-key-dl_heat button",
-                      ".st-key-timeline .crbc-svg-download", ".st-key-dl_timeline button"):
-            with pg.expect_download() as dl:
-                pg.click(click)
-            svg = tmp_path / dl.value.suggested_filename
-            dl.value.save_as(svg)
-            root = ET.fromstring(svg.read_text())
-            assert svg.suffix == ".svg" and root.tag == "{http://www.w3.org/2000/svg}svg", click
-            if "timeline" in click:  # a line per estimator and the truth's, on a right axis
-                assert "truth (A_t, right axis)" in svg.read_text(), click
-            else:
-                assert len(root.findall(".//{http://www.w3.org/2000/svg}rect[@data-pick]")) >= len(recs)
-        assert log.outside == [], log.outside
-    finally:
-        ctx.close()
+    page.goto(app_url + "/credits")
+    # the timeline carries the truth line, so its final drawing waits for the model's first load
+    page.wait_for_selector(".st-key-timeline .crbc-svg-view svg", timeout=2 * TIMEOUT_MS)
+    wait_idle(page)
+    assert page.locator(".js-plotly-plot").count() == 0  # no plotly.js for this page's charts
+    with page.expect_download() as dl:
+        page.click(".st-key-dl_jsonl button")
+    out = tmp_path / dl.value.suggested_filename
+    dl.value.save_as(out)
+    import json
+    recs = [json.loads(line) for line in out.read_text().splitlines()]
+    assert recs and all(r["schema"] == "crbc.credit/1" for r in recs)
+    # the heatmaps as SVG: the link under the drawing (every panel, as shown) and the button
+    # (one estimator's panel); each a standalone, well-formed SVG file
+    import xml.etree.ElementTree as ET
+    for click in (".st-key-heat_credits .crbc-svg-download", ".st-key-dl_heat button",
+                  ".st-key-timeline .crbc-svg-download", ".st-key-dl_timeline button"):
+        with page.expect_download() as dl:
+            page.click(click)
+        svg = tmp_path / dl.value.suggested_filename
+        dl.value.save_as(svg)
+        root = ET.fromstring(svg.read_text())
+        assert svg.suffix == ".svg" and root.tag == "{http://www.w3.org/2000/svg}svg", click
+        if "timeline" in click:  # a line per estimator and the truth's, on a right axis
+            assert "truth (A_t, right axis)" in svg.read_text(), click
+        else:
+            assert len(root.findall(".//{http://www.w3.org/2000/svg}rect[@data-pick]")) >= len(recs)
 
 
-def test_a_deep_link_is_the_first_request_of_a_fresh_server(browser, artifacts_dir):
+def test_a_deep_link_is_the_first_request_of_a_fresh_server(fresh_app_url, page):
     """A bookmarked page opened on a server nobody has visited yet: the page runs inside app.py's
     navigation (the sidebar lists our page titles and the Data section), not in Streamlit's old
     pages/-folder mode, which ran pages/runs.py alone and listed `common` and `sidebar` as pages."""
-    from devtools.apprunner import wait_ready
-
-    with running_app(log_path=artifacts_dir / "browser-deep-link.log") as base:
-        ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-        pg = ctx.new_page()
-        pg.goto(f"{base}/runs?runs_exp=sokoban-6x6")
-        wait_ready(pg, "Training runs", 120_000)
-        links = [t.split("\n")[-1] for t in pg.locator("[data-testid=stSidebarNavLink]").all_inner_texts()]
-        ctx.close()
+    page.goto(f"{fresh_app_url}/runs?runs_exp=sokoban-6x6")
+    wait_ready(page, "Training runs", 120_000)
+    links = [t.split("\n")[-1] for t in page.locator("[data-testid=stSidebarNavLink]").all_inner_texts()]
     assert "Training runs" in links and "Lesson" in links, links
     assert not {"common", "sidebar", "runs", "app"} & set(links), links

@@ -15,8 +15,7 @@ import urllib.parse
 
 import pytest
 
-from devtools.apprunner import run_no, running_app, wait_ready
-from tests.conftest import require_chromium
+from devtools.apprunner import run_no, wait_ready
 
 pytest.importorskip("textarena")
 pytest.importorskip("verl")
@@ -35,11 +34,9 @@ def runs_root(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def app_url(artifacts_dir, runs_root):
-    require_chromium()
-    with running_app(log_path=artifacts_dir / "browser-run-source.log",
-                     extra_env={"CRBC_RUNS_DIRS": str(runs_root)}) as base:
-        yield base
+def studio_env(runs_root):
+    """The module's studio lists the recorded run's folder (conftest's ``app_url`` serves it)."""
+    return {"CRBC_RUNS_DIRS": str(runs_root)}
 
 
 def _shot(page, artifacts_dir, name: str, at: str | None = None) -> None:
@@ -64,11 +61,11 @@ def _after(page, title: str, act) -> None:
     wait_ready(page, title, after_run=n)
 
 
-def test_a_recorded_run_from_the_sidebar_to_a_shared_step_credits_view(app_url, guarded_page, browser,
+def test_a_recorded_run_from_the_sidebar_to_a_shared_step_credits_view(app_url, page, second_page,
                                                                         artifacts_dir, runs_root):
     from devtools.textarena_run import BOARD
 
-    pg = guarded_page
+    pg = page
     pg.goto(f"{app_url}/")
     wait_ready(pg, "Rollouts")
     # 1. the sidebar opens a run folder: Source "run", then the run by name
@@ -114,25 +111,20 @@ def test_a_recorded_run_from_the_sidebar_to_a_shared_step_credits_view(app_url, 
     assert q["source"] == ["run"] and q["anchor_key"] == [BOARD] and q["run_iter"] == ["2"]
     group = q["group"][0]
     # 4. a fresh browser opening the shared URL sees the same view, without a notice
-    other = browser.new_context(viewport={"width": 1400, "height": 1000})
-    try:
-        p2 = other.new_page()
-        p2.set_default_timeout(90_000)
-        p2.goto(shared)
-        wait_ready(p2, "Step credits")
-        p2.locator('.st-key-heat_credits [data-panel="trainer"]').first.wait_for(state="attached")
-        side2 = _sidebar(p2)
-        assert f"Loaded: run {NAME} · iteration 2" in side2
-        assert "almost nothing beyond the first step" not in side2
-        assert f"{group}: 8 rollouts" in side2 and f"{group}: 8 rollouts" in side
-        assert "Ignored URL parameter" not in _main(p2)
-        _shot(p2, artifacts_dir, "6-shared", '.st-key-heat_credits [data-panel="trainer"]')
-    finally:
-        other.close()
+    p2 = second_page
+    p2.goto(shared)
+    wait_ready(p2, "Step credits")
+    p2.locator('.st-key-heat_credits [data-panel="trainer"]').first.wait_for(state="attached")
+    side2 = _sidebar(p2)
+    assert f"Loaded: run {NAME} · iteration 2" in side2
+    assert "almost nothing beyond the first step" not in side2
+    assert f"{group}: 8 rollouts" in side2 and f"{group}: 8 rollouts" in side
+    assert "Ignored URL parameter" not in _main(p2)
+    _shot(p2, artifacts_dir, "6-shared", '.st-key-heat_credits [data-panel="trainer"]')
 
 
-def test_a_link_never_opens_a_path_outside_the_run_folders(app_url, guarded_page):
-    pg = guarded_page
+def test_a_link_never_opens_a_path_outside_the_run_folders(app_url, page):
+    pg = page
     pg.goto(f"{app_url}/graph?source=run&run=%2Fetc&group=x")
     wait_ready(pg, "Anchor graph")
     text = _main(pg)

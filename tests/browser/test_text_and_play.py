@@ -7,28 +7,16 @@ One app server for the module; each test opens a fresh browser context. Screensh
 
 from __future__ import annotations
 
-import time
+import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
 
-from devtools.apprunner import running_app, wait_ready
-from tests.conftest import require_chromium
+from devtools.apprunner import run_no, wait_ready
 
 pytestmark = pytest.mark.browser
 TIMEOUT_MS = 90_000
-
-
-@pytest.fixture(scope="module")
-def app_url(artifacts_dir):
-    require_chromium()
-    with running_app(log_path=artifacts_dir / "browser-issue24.log") as base:
-        yield base
-
-
-@pytest.fixture
-def page(guarded_page):
-    """conftest's page: fails on any request off the machine or any JavaScript error."""
-    return guarded_page
 
 
 def _k(pg) -> int:
@@ -39,6 +27,18 @@ def _play_label(pg) -> str:
     return pg.locator(".st-key-lesson_play button").first.inner_text().strip()
 
 
+# every K the slider shows while the timer plays, recorded by the page on each animation frame
+# until the button says Play again (and not Pause) after K has reached ``deepest``
+PLAYED_TO = """(deepest) => {
+  const seen = (window.crbcSeenK = window.crbcSeenK || new Set([0]));
+  const k = document.querySelector('.st-key-lesson_K input[type=range]');
+  if (k) seen.add(+k.value);
+  const b = document.querySelector('.st-key-lesson_play button');
+  const label = b ? b.innerText : '';
+  return Math.max(...seen) >= deepest && label.includes('Play') && !label.includes('Pause');
+}"""
+
+
 def test_lesson_play_animates_k_to_the_deepest_and_says_play_again(app_url, page, artifacts_dir):
     page.goto(f"{app_url}/lesson?lesson_start=worked+example")
     wait_ready(page, "Lesson", TIMEOUT_MS)
@@ -46,13 +46,11 @@ def test_lesson_play_animates_k_to_the_deepest_and_says_play_again(app_url, page
     page.locator(".st-key-lesson_go_rare button").first.wait_for()  # the whole page is drawn
     assert _k(page) == 0 and "Play" in _play_label(page)
     page.locator(".st-key-lesson_play button").first.click()
-    seen = {0}
-    deadline = time.time() + 40
-    while time.time() < deadline:  # no other interaction: the timer alone moves K
-        seen.add(_k(page))
-        if max(seen) >= 4 and "Play" in _play_label(page) and "Pause" not in _play_label(page):
-            break
-        time.sleep(0.25)
+    try:  # no other interaction: the timer alone moves K
+        page.wait_for_function(PLAYED_TO, arg=4, timeout=40_000)
+    except PlaywrightTimeout:  # the assertions below say what was seen
+        pass
+    seen = set(page.evaluate("() => [...(window.crbcSeenK || [])]"))
     page.screenshot(path=str(artifacts_dir / "issue24-play.png"), full_page=True)
     assert max(seen) >= 2, f"K stopped at {max(seen)}: {sorted(seen)}"
     assert max(seen) == 4, sorted(seen)  # the default deepest K
@@ -116,9 +114,20 @@ PAGES = ["Rollouts", "Anchor graph", "Bellman backups", "Step credits", "Inspect
 TITLES = {"Inspector": "Anchor inspector", "Lesson": "Lesson"}
 
 
-def _settle(pg, title: str) -> None:
-    wait_ready(pg, title, TIMEOUT_MS)
-    time.sleep(1.5)  # images and iframes a page would load
+# every image and iframe of the page has finished loading (or failed to): a request the page
+# would make for a user's string has been made by then
+LOADED = """() => [...document.images].every(i => i.complete) &&
+  [...document.querySelectorAll('iframe')].every(f => {
+    let d = null;
+    try { d = f.contentDocument; } catch (e) { return true; }
+    return !d || d.readyState === 'complete';
+  })"""
+
+
+def _settle(pg, title: str, after_run: int | None = None) -> None:
+    """The page titled ``title`` completely drawn and everything it loads loaded."""
+    wait_ready(pg, title, TIMEOUT_MS, after_run=after_run)
+    pg.wait_for_function(LOADED, timeout=TIMEOUT_MS)
     wait_ready(pg, title, TIMEOUT_MS)
 
 
@@ -160,12 +169,12 @@ def test_user_strings_are_shown_as_text_and_fetch_nothing(app_url, page, artifac
         cell = page.locator('.st-key-heat_credits [data-pick="0:1"]').first  # r0, its first step (0): the hostile action
         cell.scroll_into_view_if_needed()
         cell.hover()
-        time.sleep(0.5)
         tip = cell.locator("title").text_content()
         if f"step 0: click[{PRICE}] ![m](http://127.0.0.1:{listener.port}/md-action.png) <img src=" not in tip:
             bad.append(f"Step credits: the cell's tooltip does not show the action as it is: {tip[:200]!r}")
-        cell.click()
-        time.sleep(3)
+        n = run_no(page)
+        cell.click()  # the step under the heatmaps: a rerun, then whatever it loads
+        _settle(page, "Step credits", after_run=n)
         assert not listener.hits, f"the page fetched the user's strings: {listener.hits}"
         assert not bad, bad
     finally:
@@ -175,8 +184,6 @@ def test_user_strings_are_shown_as_text_and_fetch_nothing(app_url, page, artifac
 # ------------------------------------------------------------------ item 3: the Lesson keeps the URL
 
 def _nudge_beta(pg, title: str) -> None:
-    from devtools.apprunner import run_no
-
     inp = pg.locator(".st-key-beta input[type=range]").first
     n = run_no(pg)
     inp.focus()
@@ -185,19 +192,14 @@ def _nudge_beta(pg, title: str) -> None:
 
 
 def _nav(pg, name: str, title: str) -> None:
-    from devtools.apprunner import run_no
-
     n = run_no(pg)
     pg.locator("[data-testid=stSidebarNav] a").filter(has_text=name).first.click()
     wait_ready(pg, title, TIMEOUT_MS, after_run=n)
 
 
-def _url_with(pg, part: str, timeout: float = 45.0) -> str:
-    """The page's URL once it holds ``part`` (or after ``timeout`` s). Waits with the page's own
-    timer, which lets Playwright take in the URL change (time.sleep would not)."""
-    deadline = time.time() + timeout
-    while part not in pg.url and time.time() < deadline:
-        pg.wait_for_timeout(200)
+def _url_with(pg, part: str) -> str:
+    """The page's URL once it holds ``part`` (the app writes the address after a run)."""
+    expect(pg).to_have_url(re.compile(re.escape(part)), timeout=45_000)
     return pg.url
 
 
@@ -231,7 +233,7 @@ def test_the_lesson_linear_system_fits_a_projector_screen(app_url, page):
     page.goto(f"{app_url}/lesson?lesson_start=worked+example")
     wait_ready(page, "Lesson", TIMEOUT_MS)
     page.locator(".katex-display").first.wait_for()
-    page.wait_for_timeout(1000)  # KaTeX's fonts
+    page.wait_for_function("() => document.fonts.status === 'loaded'")  # KaTeX's fonts
     cut = page.evaluate("""() => [...document.querySelectorAll('[data-testid=stMain] .katex-display')]
         .map(d => [d.scrollWidth, d.clientWidth, d.innerText.slice(0, 40)])
         .filter(([wide, shown]) => wide > shown + 4)""")
