@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 HEAVY = ("torch", "transformers", "streamlit", "plotly", "pyvis")
 
 
@@ -200,6 +201,43 @@ def test_the_library_never_imports_the_studio_tests_or_benchmarks():
         assert not _imports(path) & {"ui", "pages", "tests", "benchmarks", "app"}, path
     for path in (ROOT / "tests").rglob("*.py"):
         assert "benchmarks" not in _imports(path), f"{path}: helpers shared with benchmarks live in devtools/"
+
+
+def _test_imports(source: str, package: tuple[str, ...]) -> list[tuple[int, str]]:
+    """(line, module) of every import of a ``tests`` module in ``source``, at any depth, relative
+    imports resolved against ``package`` (the file's own, as a tuple: ``("tests", "core")``)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "tests"]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else ()
+            module = ".".join([*base, *(node.module.split(".") if node.module else [])])
+            if module.split(".")[0] != "tests":
+                continue
+            names = [module] if node.module else [f"{module}.{a.name}" for a in node.names]
+            out += [(node.lineno, m) for m in names]
+    return out
+
+
+def test_a_test_module_imports_only_the_support_package():
+    """What tests share lives in tests/support (and tests/conftest.py's fixtures): a test module
+    that imported another one's names would run that module's tests' setup and tie the two together."""
+    bad = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for lineno, module in _test_imports(path.read_text(), path.relative_to(ROOT).parent.parts):
+            if not module.startswith("tests.support"):
+                bad.append(f"{path.relative_to(ROOT)}:{lineno} imports {module}")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_support_check_sees_relative_and_absolute_imports():
+    """The check above can fail: it sees ``from .x import``, ``from . import x`` and ``import tests.x``."""
+    source = ("from .test_health import random_groups\nfrom . import test_closure\n"
+              "def f():\n    import tests.io.test_rollouts\nfrom tests.support import reference\n")
+    got = sorted(m for _, m in _test_imports(source, ("tests", "core")))
+    assert got == ["tests.core.test_closure", "tests.core.test_health", "tests.io.test_rollouts",
+                   "tests.support"]
 
 
 # ---------------------------------------------------------------- the module graph of crbc

@@ -22,17 +22,19 @@ class Item:
         return name if name in self.markers else None
 
 
+MADE_UP = "test_made_up"  # a module that does not exist
+
+
 def test_a_browser_test_without_the_marker_is_refused():
-    items = [Item(ROOT / "tests" / "browser" / "test_x.py", "tests/browser/test_x.py::test_a"),
-             Item(ROOT / "tests" / "browser" / "test_x.py", "tests/browser/test_x.py::test_b", {"browser", "slow"})]
-    assert misplaced_browser_tests(items) == [
-        "tests/browser/test_x.py::test_a: under tests/browser without the browser marker"]
+    path = ROOT / "tests" / "browser" / f"{MADE_UP}.py"
+    items = [Item(path, "browser::test_a"), Item(path, "browser::test_b", {"browser", "slow"})]
+    assert misplaced_browser_tests(items) == ["browser::test_a: under tests/browser without the browser marker"]
 
 
 def test_a_browser_marker_elsewhere_is_refused():
-    items = [Item(ROOT / "tests" / "app" / "test_y.py", "tests/app/test_y.py::test_c", {"browser"}),
-             Item(ROOT / "tests" / "app" / "test_y.py", "tests/app/test_y.py::test_d", {"slow"})]
-    assert misplaced_browser_tests(items) == ["tests/app/test_y.py::test_c: marked browser outside tests/browser"]
+    path = ROOT / "tests" / "app" / f"{MADE_UP}.py"
+    items = [Item(path, "app::test_c", {"browser"}), Item(path, "app::test_d", {"slow"})]
+    assert misplaced_browser_tests(items) == ["app::test_c: marked browser outside tests/browser"]
 
 
 def test_the_collected_suite_keeps_the_rule(request):
