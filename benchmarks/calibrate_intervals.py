@@ -2,7 +2,7 @@
 
     python -m benchmarks.calibrate_intervals fit     # choose the hyperparameters on the fit levels
     python -m benchmarks.calibrate_intervals report  # coverage etc. on the report levels
-    python -m benchmarks.calibrate_intervals table   # the report as docs/RESULTS.md's table
+    python -m benchmarks.calibrate_intervals table   # the report as docs/results/accuracy.md's table
 
 Data: :mod:`benchmarks.calibration_data` (three settings, a ``fit`` and a ``report`` split of
 levels, disjoint, groups of 32 whose prefixes give G = 8, 16, 32; anchor-level truth per step).
@@ -171,7 +171,7 @@ def figure(rep: dict | None = None) -> None:
 
 
 def table(rep: dict | None = None) -> str:
-    """The report as the Markdown table of docs/RESULTS.md (printed)."""
+    """The report as the Markdown table of docs/results/accuracy.md (printed)."""
     rep = rep or json.loads(REPORT.read_text(encoding="utf-8"))
     lines = ["| setting | G | interval | coverage at 80% | at 90% | at 95% | sure share (90%) | sure-sign agreement (levels) |",
              "|---|---|---|---|---|---|---|---|"]

@@ -1,4 +1,4 @@
-"""The estimator-accuracy comparison of docs/RESULTS.md from the shipped `accuracy-*.json` files.
+"""The estimator-accuracy comparison of docs/results/accuracy.md from the shipped `accuracy-*.json` files.
 
     python -m devtools.accuracy_compare [--a crbc] [--others rewardflow,shortest_path,gigpo]
 

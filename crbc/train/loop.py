@@ -63,7 +63,7 @@ class TrainConfig:
 
     The defaults suit a 0.66 M-parameter policy on a CPU and are not the paper's (CRBC Sec. 5.1
     trains a 1.5-7 B model: lr 1e-6, KL 0.01, N = 16, the step-averaged loss, evaluation at
-    temperature 0.4); docs/TRAINING.md says how each was chosen. Kept from the paper: G = 8, the
+    temperature 0.4); docs/results/training.md says how each was chosen. Kept from the paper: G = 8, the
     clip 0.2 and every estimator's own defaults.
     """
 
@@ -72,7 +72,7 @@ class TrainConfig:
     estimator: str = "crbc"  #: registered estimator name (crbc.estimators.registry.names())
     estimator_params: dict[str, Any] = field(default_factory=dict)  #: e.g. {"depth": 3}; {} = the estimator's defaults
     iterations: int = 30  #: training iterations
-    groups: int = 64  #: groups (levels) per iteration, N (the paper's 16 is too few for this model: docs/TRAINING.md)
+    groups: int = 64  #: groups (levels) per iteration, N (the paper's 16 is too few for this model: docs/results/training.md)
     group_size: int = 8  #: rollouts per group, G (the paper's 8)
     max_steps: int = 15  #: episode step limit (a time-out is a failure); the pretraining's limit
     temperature: float = 1.0  #: sampling temperature of training rollouts (log-probabilities use the same)
