@@ -35,7 +35,7 @@ FORMATS = {
 }
 
 
-READ_LIMITS = worker.Limits(seconds=60.0, memory_bytes=1500 * budgets.MB, budget=budgets.STUDIO)
+READ_LIMITS = worker.Limits(seconds=180.0, memory_bytes=1500 * budgets.MB, budget=budgets.STUDIO, cpu_seconds=60.0)
 
 
 def _in_worker(source: str | None, files: dict[str, bytes], regex: str | None,

@@ -6,8 +6,11 @@ server. :func:`start_read` runs the read in a child process (``forkserver`` cont
 from a small server process that has already imported the readers, so a child starts in
 milliseconds and shares nothing with the studio's threads) that
 
+* runs at a lower scheduling priority than the server (``nice`` + ``NICENESS``), so the other
+  sessions' pages are served first while it reads;
 * sets ``RLIMIT_AS`` to its own address space at start plus ``Limits.memory_bytes`` (a
-  ``MemoryError`` there is reported as the memory budget, and the child is gone);
+  ``MemoryError`` there is reported as the memory budget, and the child is gone) and
+  ``RLIMIT_CPU`` to ``Limits.cpu_seconds`` (the kernel stops it there: the CPU budget);
 * reads under a decoded-size budget (:mod:`crbc.io.budgets`, the studio's by default),
   validates, applies the anchor key (RE2) and merges (:func:`crbc.process.merge_stats`);
 * reports progress (rows and bytes decoded so far) as small JSON messages on a pipe;
@@ -17,7 +20,7 @@ milliseconds and shares nothing with the studio's threads) that
   validating Parquet reader.
 
 The parent (:class:`ReadJob`) kills the child once ``Limits.seconds`` of wall clock have
-passed, when :meth:`ReadJob.cancel` is called, or when the child dies; every outcome is a
+passed (a looser bound than the CPU budget: a low-priority read on a busy server waits), when :meth:`ReadJob.cancel` is called, or when the child dies; every outcome is a
 result or one line naming the file and the budget, never a traceback.
 """
 
@@ -27,6 +30,7 @@ import json
 import multiprocessing as mp
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -37,17 +41,21 @@ from typing import Any
 
 from crbc.io import budgets
 
+#: how much lower the worker's scheduling priority is than the server's (``man 2 nice``)
+NICENESS = 10
 PRELOAD = ["crbc.sandbox.upload", "crbc.io.importers", "crbc.io.parquet_rollouts", "crbc.process", "pyarrow.parquet"]
 
 
 @dataclass(frozen=True)
 class Limits:
     """A read's budgets: wall-clock ``seconds``, ``memory_bytes`` of address space beyond the
-    child's size at start, and the decoded-size ``budget`` of the readers."""
+    child's size at start, the decoded-size ``budget`` of the readers, and ``cpu_seconds`` of
+    CPU time (None: no CPU limit)."""
 
-    seconds: float = 60.0
+    seconds: float = 180.0
     memory_bytes: int = 1500 * budgets.MB
     budget: budgets.Budget = budgets.STUDIO
+    cpu_seconds: float | None = 60.0
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,21 @@ def _vm_bytes() -> int:
     except OSError:
         pass
     return 0
+
+
+def _arrow_threads_started() -> None:
+    """One Arrow CPU thread and one IO thread, started now: under ``RLIMIT_AS`` a thread started
+    later may find no address space for its stack, which Arrow reports as an unreadable file."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pa.set_cpu_count(1)
+    pa.set_io_thread_count(1)
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"x": [1]}), buf)
+    pq.read_table(io.BytesIO(buf.getvalue()), use_threads=True)
 
 
 def _error_line(e: BaseException, names: list[str], limits: Limits) -> str:
@@ -148,8 +171,14 @@ def _child(conn, folder: str, kind: str | None, anchor: str | None, threshold: f
 
     lim = json.loads(limits_json)
     budget = budgets.Budget(**lim["budget"])
-    limits = Limits(lim["seconds"], lim["memory_bytes"], budget)
+    limits = Limits(lim["seconds"], lim["memory_bytes"], budget, lim["cpu_seconds"])
+    os.nice(NICENESS)
+    _arrow_threads_started()
     resource.setrlimit(resource.RLIMIT_AS, (_vm_bytes() + limits.memory_bytes,) * 2)
+    if limits.cpu_seconds is not None:  # soft: SIGXCPU ends the child; hard one second later: SIGKILL
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = int(used.ru_utime + used.ru_stime + limits.cpu_seconds + 0.999)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     files = {}
     names = json.loads((Path(folder) / "names.json").read_text())
     for i, name in enumerate(names):
@@ -199,7 +228,7 @@ class ReadJob:
         ctx = _context()
         self._conn, child_conn = ctx.Pipe(duplex=False)
         lim = {"seconds": self.limits.seconds, "memory_bytes": self.limits.memory_bytes,
-               "budget": self.limits.budget.__dict__}
+               "budget": self.limits.budget.__dict__, "cpu_seconds": self.limits.cpu_seconds}
         self.proc = ctx.Process(target=_child, args=(child_conn, self.folder, kind, anchor, threshold,
                                                      json.dumps(lim)), daemon=True)
         self.started = time.monotonic()
@@ -252,6 +281,9 @@ class ReadJob:
 
     def _died(self) -> str:
         self.proc.join(1)
+        if self.proc.exitcode == -signal.SIGXCPU:  # RLIMIT_CPU's soft limit
+            return (f"{self._shown()}: reading needed more than the CPU budget of {self.limits.cpu_seconds:g} s; "
+                    "stopped, nothing was loaded")
         return (f"{self._shown()}: the reader stopped (exit code {self.proc.exitcode}), most likely at its "
                 f"memory budget of {budgets.mb(self.limits.memory_bytes)}; nothing was loaded")
 
