@@ -73,8 +73,8 @@ def test_streamlit_only_in_app_and_pages():
 
 
 def test_no_plotly_nor_pyvis():
-    """Neither is a dependency (requirements.txt): colours are crbc.viz.palette, the anchor graph
-    is crbc.viz.graph_html's own page around the vendored vis-network."""
+    """Neither is a dependency (requirements.txt): colours are crbc.viz.core.palette, the anchor graph
+    is crbc.viz.anchor_graph's own page around the vendored vis-network."""
     for folder in ("crbc", "ui", "pages", "devtools", "tests"):
         for path in (ROOT / folder).rglob("*.py"):
             bad = _imports(path) & {"plotly", "pyvis"}
