@@ -23,7 +23,7 @@ OLD = {name: [f"rgb({t.replace(',', ', ')})" for t in triples.split()] for name,
 # sha256 of "|".join(sample_colorscale(name, np.linspace(0, 1, 1001).tolist(), colortype="rgb"))
 OLD_1001 = {"Viridis": "18fcf3f996348d4c024f8c2e5a746707c4eaf1860b7500c9963d042c4008a0e7",
             "RdBu": "ded4e12d51bb2fb2e4de3014b3122a29fff55eced3f41225e2b8c5fc10789bf7"}
-# sha256 of "|".join(...) of heatmap_svg.credit_palettes() (201 levels, then washed), drawn with plotly
+# sha256 of "|".join(...) of heatmap.credit_palettes() (201 levels, then washed), drawn with plotly
 OLD_HEATMAP = ("3b85e4aa9ea7d1c761cd5c17a7ac7ff9a44111039ec17469e9b4958b45be460c",
                "cf5c4c5886517a26f575c1cc5a979beae0d4c80d90ae472248b393df6ab11c50")
 

@@ -34,6 +34,7 @@ for _builtin in (
              ("parquet",), "crbc.io.importers.art:read_art"),
 ):
     register_importer(_builtin)
+del _builtin
 
 __all__ = ["DEFAULT_COLUMNS", "ImportFormatError", "Imported", "Importer", "get_importer", "importers",
            "parse_columns_map", "read_source", "read_uploads", "register_importer"]

@@ -79,9 +79,14 @@ class Frame:
         return self.top + (1 - (t - self.y_lo) / (self.y_hi - self.y_lo)) * self.plot_h
 
     def shown(self, y: np.ndarray, right: bool = False) -> np.ndarray:
-        """Which values can be drawn: finite, and positive on a log axis."""
-        with np.errstate(invalid="ignore"):
-            return np.isfinite(y) & ((y > 0) if self.y.log and not right else True)
+        """Which values the left (or right) axis can draw: :func:`drawable`."""
+        return drawable(y, self.y.log and not right)
+
+
+def drawable(v: np.ndarray, log: bool) -> np.ndarray:
+    """Which values an axis can draw: finite ones, and only positive ones on a log axis."""
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(v) & ((v > 0) if log else True)
 
 
 def fit(x_vals: np.ndarray, y_vals: np.ndarray, y2_vals: np.ndarray | None, *, x: Axis, y: Axis,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from crbc.viz.core.axes import Axis, Frame, axes_svg, fit
+from crbc.viz.core.axes import Axis, Frame, axes_svg, drawable, fit
 from crbc.viz.core.series import Mark, Series, as_floats, band_svg, legend_svg, marks_svg, series_svg
 from crbc.viz.core.svg import chart_open
 from crbc.viz.core.text import esc
@@ -31,17 +31,17 @@ def frame_for(series: Sequence[Series], marks: Sequence[Mark] = (), *, x: Axis =
               y2: Axis | None = None, size: tuple[float, float] = (680, 300)) -> tuple[Frame, np.ndarray]:
     """The frame that holds every drawn point and band of ``series`` and every mark, and the x
     values drawn (for the integer-tick test). A right axis exists when a series uses it."""
-    probe = Frame(size[0], size[1], x, y, None, 0.0, 1.0, 0.0, 1.0)  # only its shown() is used
     xs, left, right = [np.empty(0)], [np.empty(0)], [np.empty(0)]
     for s in series:
         sx, sy = s.arrays()
-        good = probe.shown(sy, s.right_axis)
+        log = y.log and not s.right_axis
+        good = drawable(sy, log)
         xs.append(sx[good])
         side = right if s.right_axis else left
         side.append(sy[good])
         for b in s.band or ():
             b = as_floats(b)
-            side.append(b[probe.shown(b, s.right_axis)])
+            side.append(b[drawable(b, log)])
     xs.append(as_floats([m.at for m in marks if m.axis == "x"]))
     left.append(as_floats([m.at for m in marks if m.axis == "y" and (not y.log or m.at > 0)]))
     x_data = np.concatenate(xs)
