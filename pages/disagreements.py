@@ -11,9 +11,9 @@ import streamlit as st
 from crbc.estimators import registry as estimators
 from crbc.explain import disagreements as compare
 from crbc.explain.table_rows import fmt
-from crbc.viz.html_charts import disagreement_bars_html
-from crbc.viz.html_table import grid_row
-from crbc.viz.lesson import format_rows, grouped_steps
+from crbc.viz.core.html import grid_row
+from crbc.viz.disagreement import disagreement_bars_html, grouped_steps
+from crbc.viz.lesson import format_rows
 from ui import report_download, state, url, widgets
 from ui.session_memo import memo
 from ui.widgets import short, text

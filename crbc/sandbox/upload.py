@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from crbc.io import budgets
+from crbc.io.importers.registry import Importer
 
 #: how much lower the worker's scheduling priority is than the server's (``man 2 nice``)
 NICENESS = 10
@@ -130,7 +131,7 @@ class _Report(Exception):
     """Several bad lines of a rollout file, one per line (crbc.io.linecheck)."""
 
 
-def _read(kind: str | None, files: dict[str, bytes], anchor: str | None, threshold: float | None):
+def _read(kind: str | Importer | None, files: dict[str, bytes], anchor: str | None, threshold: float | None):
     """{iteration: groups} of the files, as the studio reads them (kind None: crbc.rollout/1, and a
     run's ``iter-NNNN.parquet`` as the crbc.rollout/1 groups it holds)."""
     from crbc.io.anchor_keys import rekey
@@ -164,7 +165,7 @@ def _read(kind: str | None, files: dict[str, bytes], anchor: str | None, thresho
     return {None: groups}
 
 
-def _child(conn, folder: str, kind: str | None, anchor: str | None, threshold: float | None,
+def _child(conn, folder: str, kind: str | Importer | None, anchor: str | None, threshold: float | None,
            limits_json: str) -> None:
     """The worker: limits, read, key, merge statistics, Parquet files + manifest; messages are JSON."""
     import resource
@@ -216,7 +217,7 @@ class ReadJob:
     """A read running in a worker process: :meth:`poll` for progress, :meth:`result` at the end,
     :meth:`cancel` to stop it (the worker is killed and its folder removed)."""
 
-    def __init__(self, kind: str | None, files: Mapping[str, bytes], anchor: str | None = None,
+    def __init__(self, kind: str | Importer | None, files: Mapping[str, bytes], anchor: str | None = None,
                  threshold: float | None = None, limits: Limits | None = None):
         self.limits = limits or Limits()
         self.names = list(files)
@@ -343,14 +344,16 @@ def warm() -> None:
     forkserver.ensure_running()
 
 
-def start_read(kind: str | None, files: Mapping[str, bytes], anchor: str | None = None,
+def start_read(kind: str | Importer | None, files: Mapping[str, bytes], anchor: str | None = None,
                threshold: float | None = None, limits: Limits | None = None) -> ReadJob:
-    """Start reading ``files`` ({name: bytes}) as ``kind`` (an importer source, or None for
-    ``crbc.rollout/1``) with the anchor regex and success threshold, in a worker process."""
+    """Start reading ``files`` ({name: bytes}) as ``kind`` (an importer by name, or its registry
+    entry, which reaches the worker whole, so one registered after the worker started is read
+    too; None for ``crbc.rollout/1``) with the anchor regex and success threshold, in a worker
+    process."""
     return ReadJob(kind, files, anchor, threshold, limits)
 
 
-def read_limited(kind: str | None, files: Mapping[str, bytes], anchor: str | None = None,
+def read_limited(kind: str | Importer | None, files: Mapping[str, bytes], anchor: str | None = None,
                  threshold: float | None = None, limits: Limits | None = None) -> ReadResult:
     """:func:`start_read` and wait for its result."""
     job = start_read(kind, files, anchor, threshold, limits)

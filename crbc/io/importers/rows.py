@@ -11,8 +11,10 @@ groups in order of first appearance, rollouts numbered 0.. in order of first app
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from crbc.actions import INVALID_ACTION
@@ -63,6 +65,21 @@ class _Traj:
     first: Row
     steps: list[tuple[Any, Row, Step]] = field(default_factory=list)
     outcome: dict[str, tuple[Any, Row]] = field(default_factory=dict)
+
+
+def input_files(paths: Sequence[str | os.PathLike], found: Callable[[Path], list[Path]], none: str) -> list[Path]:
+    """The files to read: each given file as it is, and for each given folder ``found(folder)``
+    (its files in reading order); a folder with none is refused with the message ``none``."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if not p.is_dir():
+            out.append(p)
+            continue
+        files = found(p)
+        if not files:
+            raise ImportFormatError(none, str(p))
+        out.extend(files)
+    return out
 
 
 def parse_columns_map(items: Iterable[str]) -> dict[str, str]:
