@@ -83,7 +83,7 @@ def interactions(browser, base: str, repeats: int) -> dict:
         rec("lesson_flip_button", lambda: after(pg, "Lesson", lambda: pg.locator(".st-key-lesson_flip button").click()))
     for _ in range(repeats):
         def chip():
-            xy = pg.evaluate("""() => {  // the first rollout's outcome chip (crbc.viz.graph_svg)
+            xy = pg.evaluate("""() => {  // the first rollout's outcome chip (crbc.viz.lesson_graph)
               const chip = document.querySelector('[class*=st-key-lesson_graph_] [data-pick^="outcome:"]');
               chip.scrollIntoView({block: 'center'});  // a click outside the viewport hits nothing
               const r = chip.getBoundingClientRect();

@@ -1,8 +1,11 @@
 """Soak benchmark on loopback (not a test): students keep working while three hostile sessions
 attack the same server. Prints JSON.
 
-Students (``--students``, headless Chromium contexts on 127.0.0.1) walk Lesson -> Anchor graph ->
-Bellman backups -> Step credits -> Rollouts over and over until ``--minutes`` are up. After
+Students walk Lesson -> Anchor graph -> Bellman backups -> Step credits -> Rollouts over and over
+until ``--minutes`` are up: ``--students`` headless Chromium contexts on 127.0.0.1 (a page is
+ready when it is drawn), and ``--wire-students`` sessions speaking Streamlit's websocket
+protocol without a browser (:mod:`benchmarks.wire_client`: a page is ready when the server has
+sent all of it; on a 2-core machine thirty browsers would measure the browsers, not the server). After
 ``--calm`` of the time, three hostile sessions upload through the sidebar, as a person would:
 
 - ``regex``: a step table whose observations are 29 ``x``, with the anchor regex ``(x+x+)+y``
@@ -16,11 +19,13 @@ run (from the first upload until the last attacker has its answer, plus 5 s), ev
 student saw, whether a student's sidebar ever showed an upload (another session's data), the
 attackers' messages and times, the server's resident memory (the server process alone, and its
 worker processes) at start, peak and end, and with ``--burst N`` the time for N new sessions
-opening the Lesson at the same moment. Bounded: every wait has a timeout, the run stops by
+opening the Lesson at the same moment (on the wire, plus ``--burst-browsers`` Chromium
+sessions at the same moment). Bounded: every wait has a timeout, the run stops by
 itself, only 127.0.0.1 is contacted.
 
 Usage: .venv/bin/python -m benchmarks.bench_soak [--students 10 --minutes 2]   (short mode)
-       .venv/bin/python -m benchmarks.bench_soak --students 30 --minutes 10 --burst 30
+       .venv/bin/python -m benchmarks.bench_soak --students 4 --wire-students 26 --minutes 10 \
+           --burst 30 --burst-browsers 3
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import threading
 import time
 from pathlib import Path
 
+from benchmarks.wire_client import open_session
 from devtools.apprunner import CHROMIUM, CHROMIUM_ARGS, READY, RUN_NO, running_server
 
 WALK = [("graph", "Anchor graph"), ("backups", "Bellman backups"), ("credits", "Step credits"),
@@ -142,15 +148,16 @@ async def attacker(browser, base: str, name: str, path: Path, regex: str | None,
     try:
         await page.goto(f"{base}/rollouts?source=upload")
         await page.wait_for_selector(".st-key-upload_kind [role=combobox]")
-        await page.locator(".st-key-upload_kind [role=combobox]").click()
-        await page.get_by_role("option", name="step table (JSONL, CSV, Parquet)").click()
+        box = page.locator(".st-key-upload_kind input")  # the select box, by keyboard (its list
+        await box.click()                                 # may open below the window)
+        await box.fill("step table")
+        await box.press("Enter")
         await page.wait_for_selector("[class*=st-key-upload_file_steps] input[type=file]", state="attached")
         if regex:
-            await page.get_by_text("Anchor key and success").click()
-            box = page.locator(".st-key-upload_regex input")
-            await box.fill(regex)
-            await box.press("Enter")
-            await page.wait_for_timeout(1500)
+            key = page.locator(".st-key-anchor_key input")
+            await key.fill(regex)
+            await key.press("Enter")
+            await page.wait_for_timeout(1500)  # the rerun that takes the key (this page has no run marker)
         t = time.perf_counter()
         rec["started"] = t
         await page.locator("[class*=st-key-upload_file_steps] input[type=file]").set_input_files(str(path))
@@ -163,6 +170,53 @@ async def attacker(browser, base: str, name: str, path: Path, regex: str | None,
     finally:
         rec["ended"] = time.perf_counter()
         await ctx.close()
+
+
+async def wire_student(base: str, i: int, stop_at: float, out: dict) -> None:
+    """A student on the wire: the same walk as :func:`student`, one websocket session."""
+    pages = ["lesson"] + [slug for slug, _ in WALK]
+    k = 0
+    session = None
+    try:
+        while time.perf_counter() < stop_at:
+            try:
+                if session is None:
+                    session = await open_session(base, timeout=60)
+                t = time.perf_counter()
+                v = await session.visit(pages[k % len(pages)])
+                k += 1
+                out["wire_pages"].append((t, v.seconds, v.page))
+                out["errors"].extend(f"wire student {i} on {v.page}: {e}" for e in v.errors)
+                if v.upload_seen:
+                    out["foreign"].append(f"wire student {i} on {v.page} saw an upload in its sidebar")
+                await asyncio.sleep(0.5)
+            except Exception as e:  # noqa: BLE001 (a timeout is an error the class would see)
+                out["errors"].append(f"wire student {i} at {time.perf_counter() - out['t0']:.0f} s: "
+                                     f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}")
+                if session is not None:
+                    session.close()
+                session = None
+    finally:
+        if session is not None:
+            session.close()
+
+
+async def wire_burst(base: str, n: int) -> list[float]:
+    """n new sessions on the wire ask for the Lesson at the same moment: seconds until each has it
+    all (inf for a failure)."""
+    async def one() -> float:
+        t = time.perf_counter()
+        try:
+            s = await open_session(base, timeout=120)
+            try:
+                v = await s.visit("lesson")
+            finally:
+                s.close()
+            return float("inf") if v.errors else time.perf_counter() - t
+        except Exception:  # noqa: BLE001
+            return float("inf")
+
+    return list(await asyncio.gather(*(one() for _ in range(n))))
 
 
 async def burst(browser, base: str, n: int) -> list[float]:
@@ -185,7 +239,7 @@ async def burst(browser, base: str, n: int) -> list[float]:
 async def run(base: str, a, files: dict) -> dict:
     from playwright.async_api import async_playwright
 
-    out = {"pages": [], "script": [], "errors": [], "foreign": [], "attacks": {}}
+    out = {"pages": [], "wire_pages": [], "script": [], "errors": [], "foreign": [], "attacks": {}}
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         # warm-up: one session draws the Lesson once (the server's first run imports the model
@@ -206,13 +260,17 @@ async def run(base: str, a, files: dict) -> dict:
         for i in range(a.students):
             tasks.append(asyncio.create_task(student(browser, base, i, stop_at, out)))
             await asyncio.sleep(0.3)
+        for i in range(a.wire_students):
+            tasks.append(asyncio.create_task(wire_student(base, i, stop_at, out)))
+            await asyncio.sleep(0.1)
         await asyncio.sleep(max(0.0, t0 + 60 * a.minutes * a.calm - time.perf_counter()))
         out["attack_start"] = time.perf_counter()
         hostile = [asyncio.create_task(attacker(browser, base, k, p, rx, out)) for k, (p, rx) in files.items()]
         await asyncio.gather(*hostile)
         out["attack_end"] = time.perf_counter() + 5
         await asyncio.gather(*tasks)
-        out["burst"] = await burst(browser, base, a.burst) if a.burst else []
+        both = await asyncio.gather(wire_burst(base, a.burst), burst(browser, base, a.burst_browsers))
+        out["burst"], out["burst_browsers"] = both
         await browser.close()
     return out
 
@@ -222,7 +280,9 @@ def main() -> int:
     ap.add_argument("--students", type=int, default=10)
     ap.add_argument("--minutes", type=float, default=2.0)
     ap.add_argument("--calm", type=float, default=0.4, help="share of the time before the attacks")
-    ap.add_argument("--burst", type=int, default=0, help="sessions opening the Lesson at once at the end")
+    ap.add_argument("--wire-students", type=int, default=0, help="students without a browser (the wire)")
+    ap.add_argument("--burst", type=int, default=0, help="sessions opening the Lesson at once at the end (wire)")
+    ap.add_argument("--burst-browsers", type=int, default=0, help="Chromium sessions joining that burst")
     ap.add_argument("--memory-budget-mb", type=float, default=2000.0, help="the server's stated memory budget")
     a = ap.parse_args()
     if not Path(CHROMIUM).exists():
@@ -256,11 +316,17 @@ def main() -> int:
     after = [d for t, d, _ in out["pages"] if t >= e]
     attacks = {k: {x: v for x, v in r.items() if x not in ("started", "ended")} for k, r in out["attacks"].items()}
     mb, md = summary(before).get("median"), summary(during).get("median")
+    wire = {k: [d for t, d, _ in out["wire_pages"] if f(t)] for k, f in
+            (("before_attacks", lambda t: t < s), ("during_attacks", lambda t: s <= t < e), ("after_attacks", lambda t: t >= e))}
+    wb, wd = summary(wire["before_attacks"]).get("median"), summary(wire["during_attacks"]).get("median")
     result = {
-        "students": a.students, "minutes": a.minutes, "burst": a.burst, "warmup_s": out["warmup_s"],
+        "students": a.students, "wire_students": a.wire_students, "minutes": a.minutes, "burst": a.burst,
+        "burst_browsers": a.burst_browsers, "warmup_s": out["warmup_s"],
         "page_ready_s": {"before_attacks": summary(before), "during_attacks": summary(during),
                          "after_attacks": summary(after)},
         "during_over_before_median": round(md / mb, 2) if mb and md else None,
+        "wire_page_s": {k: summary(v) for k, v in wire.items()},
+        "wire_during_over_before_median": round(wd / wb, 2) if wb and wd else None,
         "server_script_s": {"before_attacks": summary([d for t, d in out["script"] if t < s]),
                             "during_attacks": summary([d for t, d in out["script"] if s <= t < e]),
                             "after_attacks": summary([d for t, d in out["script"] if t >= e])},
@@ -269,6 +335,7 @@ def main() -> int:
         "server_rss_mb": {k: round(v, 1) for k, v in mem.items()}, "memory_budget_mb": a.memory_budget_mb,
         "lesson_burst_s": summary(out["burst"]) | {"all_within_10s": all(x <= 10 for x in out["burst"])}
         if a.burst else None,
+        "lesson_burst_browsers_s": summary(out["burst_browsers"]) if a.burst_browsers else None,
         "loadavg_before": [round(x, 2) for x in load0], "loadavg_after": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),
     }

@@ -6,8 +6,8 @@ Left: held-out success (the evaluations during training and the final one after 
 update) with the 95% t interval over seeds; middle: batch success on the fresh training levels
 (3-iteration trailing average), same band; right: credit accuracy during training, the Spearman
 correlation of each estimator's step signal with the exact advantage on its own runs' batches
-(``diag.truth_spearman.<estimator>``, every 2nd iteration). Drawn as one SVG (crbc.viz.runs,
-crbc.viz.svg_charts: three panels, one legend) and rendered by the local chromium through
+(``diag.truth_spearman.<estimator>``, every 2nd iteration). Drawn as one SVG (crbc.viz.run_curves,
+crbc.viz.core.chart: three panels, one legend) and rendered by the local chromium through
 playwright, with the same flags as the browser benchmark (devtools/apprunner.py); nothing leaves
 the machine. An output path ending in ``.svg`` writes the standalone SVG instead of a PNG.
 """
@@ -32,8 +32,8 @@ def figure(run_dir: Path, estimators=("grpo", "gigpo", "crbc", "visit_local")) -
     """The three panels as one SVG (no plotly): the 95% band of each estimator's mean."""
     from crbc.io.runs import find_runs, read_run
     from crbc.train.analysis import curves, order_runs
-    from crbc.viz.runs import curves_chart_svg, legend_series
-    from crbc.viz.svg_charts import grid_svg
+    from crbc.viz.core.chart import grid_svg
+    from crbc.viz.run_curves import curves_chart_svg, legend_series
 
     runs = order_runs([read_run(p) for p in find_runs(run_dir)], estimators)
     size = dict(width=430, height=340, show_legend=False)

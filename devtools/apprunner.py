@@ -139,7 +139,7 @@ def wait_graph_frame(page, timeout_ms: int = 60000):
     return drawn.as_element().content_frame()
 
 
-# the fill colours of the Bellman backups graph's anchors (its SVG, crbc.viz.graph_svg), as one string
+# the fill colours of the Bellman backups graph's anchors (its SVG, crbc.viz.graph), as one string
 GRAPH_COLORS = """() => {
   const nodes = document.querySelectorAll('.st-key-backup_graph [data-pick] circle');
   return nodes.length ? Array.from(nodes, c => c.getAttribute('fill')).join(' ') : null;

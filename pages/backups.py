@@ -9,9 +9,8 @@ import streamlit as st
 from crbc.estimators import registry as estimators
 from crbc.estimators.closure import DepthSweep
 from crbc.truth import accuracy
-from crbc.viz import accuracy as VA
-from crbc.viz import charts
-from crbc.viz.graph_svg import graph_svg
+from crbc.viz.backups import convergence_chart_svg, coverage_chart_svg, sweep_table, truth_gap_chart_svg
+from crbc.viz.graph import graph_svg
 from ui import exact_truth, figure_cache, state, url, widgets
 from ui.svg_view import svg_view
 
@@ -145,13 +144,13 @@ def view() -> None:
                    + " Hover a node for its text.")
     with e:
         svg_view(figure_cache.figure("backup_conv", (ctx.key, beta, k_max, k),
-                                     lambda: charts.convergence_chart_svg(sw, k, TOL)),
+                                     lambda: convergence_chart_svg(sw, k, TOL)),
                  key="conv", download="convergence")
         st.caption(
             "Blue: largest gap between V^(K) and the closure's V over all anchors; red: the same "
             "for the advantages A = Q − V; dashed: the guarantee of Cor. 3, "
             "2β^K/(1−β)·‖TV0 − V0‖. Errors of exactly 0 are drawn at 1e-16.")
-        svg_view(figure_cache.figure("backup_cov", (ctx.key, k_max, k), lambda: charts.coverage_chart_svg(cov, k)),
+        svg_view(figure_cache.figure("backup_cov", (ctx.key, k_max, k), lambda: coverage_chart_svg(cov, k)),
                  key="cov", download="coverage")
         heard = cov.count_KS[k]
         st.caption(
@@ -164,7 +163,7 @@ def view() -> None:
         if truth is not None:
             gap_K, gap_inf, to_closure = gaps
             st.markdown("**Visit-weighted mean |V − V_true| over anchors**")
-            svg_view(VA.truth_gap_chart_svg(gap_K, gap_inf, to_closure, k), key="truth_gap", download="truth_gap")
+            svg_view(truth_gap_chart_svg(gap_K, gap_inf, to_closure, k), key="truth_gap", download="truth_gap")
             st.caption(
                 f"How far the estimate still is from the **truth** (the policy's exact values): at "
                 f"K = {k} the visit-weighted mean |V^(K) − V_true| is {gap_K[k]:.3f}; the closure "
@@ -174,7 +173,7 @@ def view() -> None:
         elif has_truth:
             st.caption(no_truth)
     st.markdown(f"**Credit table at K = {k}** beside the closure's (sorted by the gap)")
-    st.dataframe(charts.sweep_table(p, sw, k), hide_index=True, width="stretch", height=320,
+    st.dataframe(sweep_table(p, sw, k), hide_index=True, width="stretch", height=320,
                  column_config={"|A^(K) − A∞|": st.column_config.NumberColumn(format="%.2e")})
     st.caption("One row per (anchor, action) seen in the group: N(s,a) visits, μ(a|s) how often "
                "the group chose a at s, Q^(K) and A^(K) = Q^(K) − V^(K) at this depth, and the "

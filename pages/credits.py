@@ -9,8 +9,11 @@ from crbc.estimators import registry as estimators
 from crbc.explain.anchor_names import anchor_labels
 from crbc.truth import accuracy
 from crbc.viz import accuracy as VA
-from crbc.viz import charts, heatmaps
-from crbc.viz.heatmap_svg import Panel, credit_heatmaps_svg, heatmaps_svg
+from crbc.viz.core.credits import FIELDS, field_N, outcome
+from crbc.viz.downloads import credit_table, credits_jsonl
+from crbc.viz.heatmap import Panel, credit_heatmaps_svg, heatmaps_svg, shared_range
+from crbc.viz.rollout import timeline_chart_svg
+from crbc.viz.scatter import scatter_chart_svg
 from crbc.viz.step_detail import parse_cell, step_rows
 from ui import exact_truth, figure_cache, report_download, state, url, widgets
 from ui.svg_view import svg_view
@@ -32,10 +35,10 @@ all_c = {n: ctx.credits(n) for n in names}
 trainer_N = ctx.trainer_N  # the advantage the user's trainer gave each step (recorded runs), or None
 extra = {"trainer": trainer_N} if trainer_N is not None else {}
 
-url.check_choice("field", list(charts.FIELDS), "the field shown is one of " + ", ".join(charts.FIELDS),
-                 charts.FIELDS.get)  # the bound radio writes its label into the URL
+url.check_choice("field", list(FIELDS), "the field shown is one of " + ", ".join(FIELDS),
+                 FIELDS.get)  # the bound radio writes its label into the URL
 f1, f2 = st.columns([3, 2])
-field = f1.radio("Show", list(charts.FIELDS), format_func=charts.FIELDS.get, horizontal=True,
+field = f1.radio("Show", list(FIELDS), format_func=FIELDS.get, horizontal=True,
                  key="field", bind="query-params")
 f2.caption("A_S is comparable across estimators (each normalised per anchor); A_final adds the "
            "trajectory term; Q − V is the raw credit (estimators with a value function only).")
@@ -45,12 +48,12 @@ f2.caption("A_S is comparable across estimators (each normalised per anchor); A_
 has_truth = exact_truth.truth_possible(ctx)
 
 st.subheader("Rollouts × steps, one panel per estimator")
-shown = [n for n in names if charts.field_N(all_c[n], field) is not None]
-zmax = heatmaps.shared_range([all_c[n] for n in shown], field)
+shown = [n for n in names if field_N(all_c[n], field) is not None]
+zmax = shared_range([all_c[n] for n in shown], field)
 if trainer_N is not None and field == "advantage":  # the trainer's advantage is an A_final: one scale
     zmax = max(zmax, float(np.nanmax(np.abs(trainer_N))))
 st.caption(f"**One colour scale for every panel**, symmetric around 0: dark blue = +{zmax:.3g}, "
-           f"dark red = −{zmax:.3g} (the largest |{charts.FIELDS[field].split(' (')[0]}| of any "
+           f"dark red = −{zmax:.3g} (the largest |{FIELDS[field].split(' (')[0]}| of any "
            "estimator here), so the same colour means the same number everywhere. Each row is a "
            "rollout: ✓ succeeded, ✗ failed or timed out (its length in brackets). "
            "Hover a cell for its step, action, anchor, value and evidence; **click a cell** to see "
@@ -130,12 +133,12 @@ def _heat(key: str, field: str, params: tuple, marks: bool, sure: bool, trainer:
 slug = grp.group.replace("/", "_")
 truth_box = st.container() if has_truth else None
 # an all-zero panel would be a blank rectangle: drawn only when every panel is all zero
-panels = [n for n in shown if charts.field_N(all_c[n], field).any()] or shown
+panels = [n for n in shown if field_N(all_c[n], field).any()] or shown
 for n in names:
     if n not in shown:
         st.info(f"{n}: no value function, so no Q − V.")
     elif n not in panels:
-        st.caption(f"All zero: {n} gives no step-level {charts.FIELDS[field]} on this group, "
+        st.caption(f"All zero: {n} gives no step-level {FIELDS[field]} on this group, "
                    "so it has no panel below.")
 
 
@@ -147,7 +150,7 @@ def _step_panel(i: int, t: int) -> None:
     roll = grp.rollouts[i]
     step = roll.steps[t - 1]
     label = anchor_labels(p)[int(p.step_state[n])]
-    st.markdown(f"**Rollout {roll.rollout} ({charts.outcome(roll)}), step {t - 1} (steps 0–{len(roll.steps) - 1})**: "
+    st.markdown(f"**Rollout {roll.rollout} ({outcome(roll)}), step {t - 1} (steps 0–{len(roll.steps) - 1})**: "
                 f"action {widgets.code(widgets.short(step.action, 80))} at anchor "
                 f"{widgets.code(widgets.short(label, 80))}")
     truth = exact_truth.group_truth(ctx)[0] if has_truth else None
@@ -190,7 +193,7 @@ st.subheader(f"Rollout {grp.rollouts[r].rollout}, step by step")
 all_params = tuple((n, tuple(sorted(ctx.estimator_params(n).items()))) for n in names)
 trainer_R = None if trainer_N is None else trainer_N[all_c[names[0]].rollout_slice(r)]
 timeline = figure_cache.figure("credits_timeline_svg", (ctx.key, all_params, r, field),
-                               lambda: charts.timeline_chart_svg(all_c, r, field, trainer_R=trainer_R))
+                               lambda: timeline_chart_svg(all_c, r, field, trainer_R=trainer_R))
 timeline_slot = st.empty()
 if has_truth:
     with timeline_slot:
@@ -212,7 +215,7 @@ elif truth_box is not None:
 if truth is not None:
     timeline = figure_cache.figure(
         "credits_timeline_truth_svg", (ctx.key, all_params, r, field),
-        lambda: charts.timeline_chart_svg(all_c, r, field, truth.advantage_N[all_c[names[0]].rollout_slice(r)],
+        lambda: timeline_chart_svg(all_c, r, field, truth.advantage_N[all_c[names[0]].rollout_slice(r)],
                                           trainer_R=trainer_R))
 with timeline_slot:
     svg_view(timeline, key="timeline", download=f"{slug}.timeline")
@@ -242,7 +245,7 @@ if scatter_open:
         y_name = s2.selectbox("y axis", names, index=names.index("crbc") if "crbc" in names else 0,
                               key="scatter_y")
         scatter = figure_cache.figure("credits_scatter_svg", (ctx.key, all_params, x_name, y_name, field),
-                                      lambda: charts.scatter_chart_svg(all_c[x_name], all_c[y_name], field))
+                                      lambda: scatter_chart_svg(all_c[x_name], all_c[y_name], field))
         svg_view(scatter, key="scatter", download=f"{slug}.{x_name}-vs-{y_name}.scatter")
         st.caption("Each dot is one step (hover it for its rollout, step and both values). On the "
                    "dotted diagonal both estimators agree; dots in the top-left or bottom-right "
@@ -271,11 +274,11 @@ d1, d2, d3 = st.columns(3)
 est = d1.selectbox("Estimator to export", names, index=names.index(ctx.estimator),
                    key="export_est")
 d2.download_button(f"{est} credits · crbc.credit/1 JSONL (with intervals)",
-                   lambda: charts.credits_jsonl(all_c[est], _all_intervals(ctx.key, ctx.process, all_params).get(est)),
+                   lambda: credits_jsonl(all_c[est], _all_intervals(ctx.key, ctx.process, all_params).get(est)),
                    file_name=f"{slug}.{est}.credits.jsonl", mime="application/jsonl",
                    on_click="ignore", key="dl_jsonl", icon=":material/download:", width="stretch")
 d3.download_button("All estimators · CSV (one row per step)",
-                   lambda: charts.credits_frame(all_c, _all_intervals(ctx.key, ctx.process, all_params),
+                   lambda: credit_table(all_c, _all_intervals(ctx.key, ctx.process, all_params),
                                                 trainer_N).to_csv(index=False),
                    file_name=f"{slug}.credits.csv", mime="text/csv", on_click="ignore", key="dl_csv",
                    icon=":material/download:", width="stretch")
@@ -284,7 +287,7 @@ f1.download_button(f"{est} heatmap · SVG",
                    lambda: credit_heatmaps_svg({est: all_c[est]}, field, standalone=True, extra=extra),
                    file_name=f"{slug}.{est}.heatmap.svg", mime="image/svg+xml", on_click="ignore",
                    key="dl_heat", icon=":material/image:", width="stretch", disabled=est not in shown,
-                   help=None if est in shown else f"{est} has no {charts.FIELDS[field]}")
+                   help=None if est in shown else f"{est} has no {FIELDS[field]}")
 f2.download_button("Timeline · SVG", lambda: timeline.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1),
                    file_name=f"{slug}.timeline.svg", mime="image/svg+xml", on_click="ignore",
                    key="dl_timeline", icon=":material/image:", width="stretch")
@@ -292,11 +295,11 @@ if len(ctx.groups) > 1:
     st.markdown(f"**The whole file** ({len(ctx.groups)} groups, every step with its anchor):")
     w1, w2 = st.columns(2)
     w1.download_button(f"{est}, all groups · crbc.credit/1 JSONL (with intervals)",
-                       lambda: charts.credits_jsonl(ctx.file_credits(est), _file_intervals(est)),
+                       lambda: credits_jsonl(ctx.file_credits(est), _file_intervals(est)),
                        file_name=f"all-groups.{est}.credits.jsonl", mime="application/jsonl",
                        on_click="ignore", key="dl_file_jsonl", icon=":material/download:", width="stretch")
     w2.download_button("All estimators, all groups · CSV (one row per step)",
-                       lambda: charts.credits_frame({n: ctx.file_credits(n) for n in names},
+                       lambda: credit_table({n: ctx.file_credits(n) for n in names},
                                                     {n: ci for n in names if (ci := _file_intervals(n)) is not None},
                                                     ctx.file_trainer_N()).to_csv(index=False),
                        file_name="all-groups.credits.csv", mime="text/csv", on_click="ignore",

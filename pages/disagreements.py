@@ -11,10 +11,11 @@ import streamlit as st
 from crbc.estimators import registry as estimators
 from crbc.explain import disagreements as compare
 from crbc.explain.table_rows import fmt
-from crbc.viz.html_charts import disagreement_bars_html
-from crbc.viz.html_table import grid_row
-from crbc.viz.lesson import format_rows, grouped_steps
+from crbc.viz.core.html import grid_row
+from crbc.viz.disagreement import disagreement_bars_html, grouped_steps
+from crbc.viz.lesson import format_rows
 from ui import report_download, state, url, widgets
+from ui.session_memo import memo
 from ui.widgets import short, text
 
 SCOPES = ("this group", "all groups of the file")  # shown as they are: URL-bound
@@ -29,12 +30,12 @@ def _comparison(name: str) -> compare.Comparison:
     return compare.trainer_comparison(name.removeprefix("trainer vs "))
 
 
-@st.cache_resource(show_spinner="Comparing the estimators...", max_entries=32)
+@memo(max_entries=32, show_spinner="Comparing the estimators...")
 def _group_dis(group_key: str, comparison: str, params: tuple, _process, _trainer) -> compare.Disagreement:
     return compare.disagreements(_process, _comparison(comparison), trainer_N=_trainer, **dict(params))
 
 
-@st.cache_resource(show_spinner="Comparing the estimators on every group...", max_entries=8)
+@memo(max_entries=8, show_spinner="Comparing the estimators on every group...")
 def _file_dis(source_key: str, comparison: str, params: tuple, _groups, _trainer) -> compare.Disagreement:
     return compare.disagreements(list(_groups), _comparison(comparison), trainer_N=_trainer, **dict(params))
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from crbc.viz.graph import LABEL_ALL_MAX, anchor_graph_html
+from crbc.viz.anchor_graph import anchor_graph_html
+from crbc.viz.core.graph_layout import LABEL_ALL_MAX
 from ui import exact_truth, report_download, state, static_assets, url
 
 st.title("Anchor graph")

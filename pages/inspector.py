@@ -18,11 +18,12 @@ from crbc.explain import disagreements as compare
 from crbc.explain import observation as O
 from crbc.explain.anchor_names import anchor_labels
 from crbc.explain.table_rows import depth_name, fmt
-from crbc.viz.graph_svg import graph_svg
-from crbc.viz.html_charts import backup_tree_svg, interval_panels_html
+from crbc.viz.backup_tree import backup_tree_svg
+from crbc.viz.board import board_html, board_rows, is_board
+from crbc.viz.graph import graph_svg
+from crbc.viz.intervals import interval_panels_html
 from crbc.viz.lesson import arithmetic_markdown, format_rows
 from crbc.viz.reliability import interval_note, load_report
-from crbc.viz.style import board_html, board_rows, is_board
 from ui import figure_cache, state, url, widgets
 from ui.svg_view import svg_view
 from ui.widgets import short

@@ -17,14 +17,9 @@ from crbc.explain import disagreements as compare
 from crbc.explain.anchor_names import SHORT_LABEL, node_labels
 from crbc.explain.table_rows import fmt, num
 from crbc.process import merge
-from crbc.viz.graph_svg import lesson_graph_svg
-from crbc.viz.html_charts import backup_tree_svg
-from crbc.viz.lesson import (
-    arithmetic_markdown,
-    depth_chart_svg,
-    solution_latex,
-    system_latex,
-)
+from crbc.viz.backup_tree import backup_tree_svg
+from crbc.viz.lesson import arithmetic_markdown, depth_chart_svg, solution_latex, system_latex
+from crbc.viz.lesson_graph import lesson_graph_svg
 from ui import lesson_rewardflow, state, url, widgets
 from ui import lesson_sections as S
 from ui import lesson_state as L

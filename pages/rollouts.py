@@ -5,9 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 from crbc.explain.anchor_names import anchor_labels
-from crbc.viz import charts
-from crbc.viz.html_table import grid_row
-from crbc.viz.style import board_html, board_legend_html, is_board
+from crbc.viz.board import board_html, board_legend_html, is_board
+from crbc.viz.core.credits import FIELDS, outcome
+from crbc.viz.core.html import grid_row
+from crbc.viz.rollout import rollouts_table, step_credit_bars_html, steps_table
 from ui import exact_truth, state, url, widgets
 from ui.widgets import short
 
@@ -47,7 +48,7 @@ def _pick_row() -> None:
 left, right = st.columns([2, 3], gap="large")
 with left:
     st.subheader(f"{len(grp)} rollouts")
-    table = charts.rollouts_table(grp, c)
+    table = rollouts_table(grp, c)
     if len(grp) <= ROW_BUTTONS_MAX:
         # the table's rows are buttons: a click chooses the rollout, with nothing but Streamlit's
         # own widgets (no data-grid or plotly bundle on the landing page, which stays fast)
@@ -83,7 +84,7 @@ def _step_view() -> None:
     """The scrubbed step (board, action, credit, the bars, the step table): a fragment, so moving
     the step slider reruns only this part of the page (the URL's ``step`` still follows). Drawn in
     the right column (a fragment writes inside its own container only)."""
-    st.subheader(f"Rollout {roll.rollout}: {T} step{'' if T == 1 else 's'}, {charts.outcome(roll)}")
+    st.subheader(f"Rollout {roll.rollout}: {T} step{'' if T == 1 else 's'}, {outcome(roll)}")
     t = st.slider("Step", 1, T, key="step", bind="query-params", disabled=T == 1,
                   help="Scrub through the rollout: the board before the step, the action taken, "
                        "and the credit the estimator gives it.") if T > 1 else 1
@@ -113,8 +114,8 @@ def _step_view() -> None:
                    f"{int(p.n_actions[s])} different actions.")
         truth_slot = st.empty()  # the exact truth, filled in last (it may load the model)
 
-    st.markdown(f"**{charts.FIELDS['step_advantage']} per step ({name})**")
-    st.html(charts.step_credit_bars_html(c, r, t - 1))
+    st.markdown(f"**{FIELDS['step_advantage']} per step ({name})**")
+    st.html(step_credit_bars_html(c, r, t - 1))
     st.caption("Blue bars: the step did better than the average action at its anchor; red: worse. "
                "A missing bar (zero) means only one action was ever tried at that anchor (nothing to compare "
                "against). The outlined bar is the current step.")
@@ -122,7 +123,7 @@ def _step_view() -> None:
     table_slot = box.empty()
     steps_df = None
     if table_shown:
-        steps_df = charts.steps_table(grp, r, c)
+        steps_df = steps_table(grp, r, c)
         widgets.table(steps_df, table_slot, hide_index=False)
     if step.obs or step.response:
         with st.expander("What the policy saw and wrote at this step"):

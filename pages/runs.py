@@ -3,7 +3,7 @@ drill-down from an iteration to a group that opens in the other pages.
 
 Shipped runs live in ``sample_rollouts/runs/`` (crbc.run/1 folders); a run can also be uploaded
 as a .zip of its folder. Everything shown is computed by :mod:`crbc.io.runs` and drawn by
-:mod:`crbc.viz.runs`.
+:mod:`crbc.viz.run_curves`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import crbc.train.analysis as A
 import crbc.train.tables as T
 from crbc.io.rollouts import RolloutFormatError
 from crbc.train.diagnostics import DIAGNOSTICS
-from crbc.viz import runs as V
+from crbc.viz import run_curves as V
 from ui import figure_cache, report_download, run_review, run_source, state, url, widgets
 from ui.svg_view import svg_view
 

@@ -18,6 +18,7 @@ import streamlit as st
 
 from crbc.explain.merge_profile import MergeProfile, merge_profile
 from crbc.io.anchor_keys import AnchorKeyError, anchor_key, rekey
+from ui.session_memo import memo
 from ui.state import Source
 
 KEY = "anchor_key"
@@ -45,7 +46,7 @@ def check(regex: str) -> str | None:
     return None
 
 
-@st.cache_resource(show_spinner="Applying the anchor key...", max_entries=16)
+@memo(max_entries=16, show_spinner="Applying the anchor key...")
 def _rekeyed(key: str, regex: str, _groups: tuple) -> tuple:
     return tuple(rekey(list(_groups), regex))
 
@@ -66,7 +67,7 @@ def keyed(src: Source, regex: str) -> tuple[Source | None, str | None]:
     return Source(f"{src.key}|key:{tag}", src.label, groups), None
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
+@memo(max_entries=64)
 def _profile(key: str, _groups: tuple) -> MergeProfile:
     return merge_profile(list(_groups))
 

@@ -1,4 +1,5 @@
-"""Figures built once per input and shared by every run, page and session of the server.
+"""Figures built once per input and shared by every run, page and session of the server (those
+of an upload stay in its session: ui/session_memo.py).
 
 A page rerun for one widget, or a revisit of a page, draws the same figures again; building a
 16 x 50 heatmap grid costs several hundred milliseconds, an SVG drawing of a big graph a few. :func:`figure` keeps what a builder
@@ -17,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-import streamlit as st
+from ui.session_memo import memo
 
 
-@st.cache_resource(show_spinner=False, max_entries=512)
+@memo(max_entries=512, owner_arg=1)
 def _memo(kind: str, key: Hashable, _build: Callable[[], Any]) -> Any:
     return _build()
 

@@ -18,8 +18,8 @@ from crbc.estimators.closure import depth_sweep
 from crbc.explain.table_rows import cells
 from crbc.io.rollouts import RolloutGroup, read_rollouts
 from crbc.process import Process, merge
-from crbc.viz.graph_svg import lesson_graph_svg
 from crbc.viz.lesson import format_rows
+from crbc.viz.lesson_graph import lesson_graph_svg
 from ui import exact_truth, lesson_rewardflow, state, widgets
 from ui import lesson_state as L
 from ui.svg_view import svg_view

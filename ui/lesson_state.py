@@ -108,7 +108,7 @@ def edit() -> None:
 
 
 def graph_pick(picked: str) -> None:
-    """The lesson graph is the control (:func:`crbc.viz.graph_svg.lesson_graph_svg`): a rollout's
+    """The lesson graph is the control (:func:`crbc.viz.lesson_graph.lesson_graph_svg`): a rollout's
     outcome chip (``outcome:i:0``) flips it; a step's diamond (``edge:i:t``) opens it in the edit
     form below. A callback of the graph's view, so it runs before the page is drawn again."""
     g = st.session_state.get("lesson_group")

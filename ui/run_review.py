@@ -4,7 +4,7 @@ The run is the sidebar's (:func:`ui.run_source.run_view`: a run folder, or an up
 several iterations). :func:`render` draws
 
 1. **every iteration at once**, from the run's ``crbc.audit/1`` table (``RUN_DIR/audit.parquet``,
-   :mod:`crbc.io.audit_reader`, drawn by :func:`crbc.viz.audit_svg.audit_grid_svg`): success,
+   :mod:`crbc.io.audit_reader`, drawn by :func:`crbc.viz.audit.audit_grid_svg`): success,
    sharing, evidence shares and the trainer's agreement with each estimator per iteration. Without
    one: a button that computes it (``crbc.audit.audit_run`` with a progress bar), or, where that is
    not available, reviews every iteration here (:func:`crbc.explain.run_review.review_iteration`,
@@ -27,7 +27,7 @@ import crbc.explain.run_review as RR
 from crbc.errors import FormatError
 from crbc.estimators.bootstrap import DEFAULT_B
 from crbc.io.audit_reader import find_audit, read_audit
-from crbc.viz.audit_svg import audit_grid_svg
+from crbc.viz.audit import audit_grid_svg
 from ui import figure_cache, report_download, run_source, state, url
 from ui.run_source import RunView
 from ui.svg_view import svg_view

@@ -43,6 +43,7 @@ from crbc.io.linecheck import bad_lines
 from crbc.io.rollouts import RolloutFormatError, RolloutGroup, parse_rollouts
 from crbc.process import Process, merge
 from ui import routing
+from ui.session_memo import memo
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the shipped samples; ``CRBC_SAMPLES_DIR`` points the studio at another folder (the browser
@@ -133,22 +134,22 @@ class Source:
         object.__setattr__(self, "groups", tuple(self.groups))
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
+@memo(max_entries=64)
 def cached_process(key: str, _group: RolloutGroup) -> Process:
     return merge([_group])
 
 
-@st.cache_resource(show_spinner=False, max_entries=256)
+@memo(max_entries=256)
 def _credits(key: str, name: str, params: tuple, _process: Process) -> estimators.Credits:
     return estimators.compute(name, _process, **dict(params))
 
 
-@st.cache_resource(show_spinner="Computing the credits of every group...", max_entries=8)
+@memo(max_entries=8, show_spinner="Computing the credits of every group...")
 def _file_credits(key: str, name: str, params: tuple, _groups: tuple) -> estimators.Credits:
     return estimators.compute(name, merge(list(_groups)), **dict(params))
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
+@memo(max_entries=64)
 def _trainer(key: str, _groups: tuple):
     """(N,) the trainer's advantage per step in merge order, or None when no step carries one."""
     import numpy as np
@@ -159,12 +160,12 @@ def _trainer(key: str, _groups: tuple):
     return adv if adv is not None and np.isfinite(adv).any() else None
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@memo(max_entries=32)
 def _sweep(key: str, beta: float, k_max: int, _process: Process) -> closure.DepthSweep:
     return closure.depth_sweep(_process, beta, k_max)
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
+@memo(max_entries=32)
 def _coverage(key: str, k_max: int, _process: Process) -> Coverage:
     return coverage(_process, k_max)
 

@@ -2,7 +2,7 @@
 .streamlit/config.toml) publishes ``static/`` beside app.py at ``<base>/app/static/``.
 
 The anchor graph's vis-network script and stylesheet (about 700 kB, vendored in crbc/viz/vendor;
-:func:`crbc.viz.graph_html.vis_assets`) are copied there once per process, so a graph
+:func:`crbc.viz.anchor_graph.vis_assets`) are copied there once per process, so a graph
 view sends only its data and the browser fetches and compiles the library once. The folder is
 generated (git ignores it); if it cannot be written, or static serving is off, pages fall back
 to the self-contained graph (vis-network inlined).
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from crbc.viz.graph_html import vis_assets
+from crbc.viz.anchor_graph import vis_assets
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 

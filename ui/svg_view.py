@@ -1,11 +1,11 @@
 """Server-built SVG on a page, optionally clickable, with no charting library.
 
 ``st.html`` sanitises its input with the HTML profile, which removes ``<svg>`` entirely, so the
-SVG drawings of :mod:`crbc.viz.html_charts` are shown by a tiny ``st.components.v2`` component
+SVG drawings of :mod:`crbc.viz` are shown by a tiny ``st.components.v2`` component
 instead: its script puts the SVG into the page and, when the reader clicks an element that
 carries ``data-pick="..."``, sends that value back as the trigger ``picked`` (one rerun, like a
 widget's change). The component runs trusted code with the page's rights, so only SVG whose
-every user string was escaped on the server (as :mod:`crbc.viz.html_charts` does) may be passed.
+every user string was escaped on the server (as :mod:`crbc.viz` does) may be passed.
 Nothing is fetched: the script and style are inline strings. There is no shadow root
 (``isolate_styles=False``): the drawing is part of the page's DOM, in the page's fonts, and
 tests query it like any element; the style above is scoped by its class.

@@ -21,24 +21,24 @@ import streamlit as st
 
 from crbc.io import budgets
 from crbc.io.anchor_keys import RegexError, compile_regex
+from crbc.io.importers import Importer, importers
 from crbc.io.runs import ITER_RE
 from crbc.sandbox import upload as worker
 from ui.state import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, Source
 
-#: format key -> (label, file types, importer source or None for crbc.rollout/1)
-FORMATS = {
-    "rollout": ("crbc.rollout/1 (.jsonl), or a run's iteration file (iter-NNNN.parquet)", ["jsonl", "parquet"], None),
-    "steps": ("step table (JSONL, CSV, Parquet)", ["jsonl", "csv", "parquet"], "steps"),
-    "verl": ("verl rollout_data_dir dump ({step}.jsonl)", ["jsonl"], "verl"),
-    "rllm": ("rLLM episode logs (.json)", ["json", "jsonl"], "rllm"),
-    "art": ("ART trajectories (.parquet)", ["parquet"], "art"),
-}
+ROLLOUT = ("crbc.rollout/1 (.jsonl), or a run's iteration file (iter-NNNN.parquet)", ["jsonl", "parquet"], None)
 
 
-READ_LIMITS = worker.Limits(seconds=60.0, memory_bytes=1500 * budgets.MB, budget=budgets.STUDIO)
+def formats() -> dict[str, tuple[str, list[str], Importer | None]]:
+    """Format key -> (label, file types, importer or None for crbc.rollout/1): crbc.rollout/1,
+    then every importer of :mod:`crbc.io.importers.registry`, the list the ``import`` command reads."""
+    return {"rollout": ROLLOUT, **{i.name: (i.label, list(i.file_types), i) for i in importers()}}
 
 
-def _in_worker(source: str | None, files: dict[str, bytes], regex: str | None,
+READ_LIMITS = worker.Limits(seconds=180.0, memory_bytes=1500 * budgets.MB, budget=budgets.STUDIO, cpu_seconds=60.0)
+
+
+def _in_worker(source: Importer | None, files: dict[str, bytes], regex: str | None,
                threshold: float | None) -> worker.ReadResult:
     """Read, key and merge the files in a worker process (crbc.sandbox.upload: time and memory
     limits, the studio's decoded-size budget) while the sidebar shows progress and a Cancel.
@@ -79,12 +79,12 @@ def _read(kind: str, files: dict[str, bytes], regex: str | None, threshold: floa
         except RegexError as e:
             return None, str(e)
     try:
-        res = _in_worker(FORMATS[kind][2], files, regex or None, threshold)
+        res = _in_worker(formats()[kind][2], files, regex or None, threshold)
     except Exception as e:  # noqa: BLE001 (never a traceback on the page: one line, no paths)
         return None, f"{', '.join(files)}: could not be read ({type(e).__name__}); nothing was loaded"
     if res.error:
         msg = res.error
-        if FORMATS[kind][2] is not None and any(ITER_RE.match(n) for n in files):
+        if formats()[kind][2] is not None and any(ITER_RE.match(n) for n in files):
             msg += (" (a run's iteration file iter-NNNN: choose the format crbc.rollout/1, or open "
                     "its run folder as the source)")
         return None, msg
@@ -96,11 +96,12 @@ def upload_source(regex: str = "") -> tuple[Source | None, str | None]:
     """The upload widgets; ``(source, None)``, ``(None, None)`` (no file yet) or ``(None, error)``.
     ``regex``: the sidebar's anchor key (:mod:`ui.anchor_key`), applied while reading."""
     sb = st.sidebar
-    kind = sb.selectbox("Format", list(FORMATS), key="upload_kind",
-                        format_func=lambda k: FORMATS[k][0],
+    choices = formats()
+    kind = sb.selectbox("Format", list(choices), key="upload_kind",
+                        format_func=lambda k: choices[k][0],
                         help="crbc.rollout/1, or what other trainers write (docs/FORMATS.md, "
                              "`python -m crbc import`): read the same way as the command.")
-    label, types, source = FORMATS[kind]
+    label, types, source = choices[kind]
     n = st.session_state.get("_upload_n", 0)
     ups = sb.file_uploader(f"Files ({', '.join('.' + t for t in types)}, at most {MAX_UPLOAD_MB} MB)",
                            type=types, accept_multiple_files=True, key=f"upload_file_{kind}_{n}",

@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from crbc.viz.html_table import html_table
+from crbc.viz.core.html import html_table
 
 # characters that mean something anywhere in a line of Markdown as Streamlit renders it (emphasis,
 # code, links and images, HTML and entities, LaTeX, tables, strike-through, autolinks' "http:");
@@ -71,7 +71,7 @@ def long_text(s: str, label: str = "Show all", limit: int = LONG_TEXT, container
 
 def table(rows: Any, container: Any = None, hide_index: bool = True, max_height_px: int | None = None) -> None:
     """A static table of user data (a list of dicts or a DataFrame) as one HTML element
-    (:func:`crbc.viz.html_table.html_table`): every cell shown as its text, never Markdown or
+    (:func:`crbc.viz.core.html.html_table`): every cell shown as its text, never Markdown or
     HTML; ``hide_index=False`` shows a DataFrame's index; ``max_height_px``: a taller table
     scrolls inside a box of that height."""
     (container or st).html(html_table(rows, index=not hide_index, max_height_px=max_height_px))

@@ -1,6 +1,6 @@
 """The ``import`` command: a user's own rollouts (step tables, other trainers' dumps) -> crbc files.
 
-``python -m crbc import SRC [SRC ...] -o OUT [--from steps|verl|rllm|art] [--map FIELD=COLUMN]
+``python -m crbc import SRC [SRC ...] -o OUT [--from steps|verl|rllm|art|<registered>] [--map FIELD=COLUMN]
 [--anchor-regex R] [--action-regex R] [--success-threshold X] [--format jsonl|parquet]``
 (docs/FORMATS.md). Everything is read and validated before anything is written; bad input exits
 with 2 and one line naming the file, the row and the column.
@@ -13,7 +13,7 @@ import sys
 
 from crbc.errors import UsageError
 from crbc.io.anchor_keys import RegexError, compile_regex
-from crbc.io.importers import SOURCES, parse_columns_map, read_source
+from crbc.io.importers import get_importer, importers, parse_columns_map, read_source
 from crbc.io.importers.output import write_imported
 from crbc.io.importers.steps import MAX_INPUT_BYTES
 
@@ -31,8 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("sources", nargs="+", metavar="SRC", help="input files or folders")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="OUT.jsonl: one crbc.rollout/1 file; any other name: a crbc.run/1 folder")
-    p.add_argument("--from", dest="source", default="steps", choices=list(SOURCES),
-                   help="; ".join(f"{k}: {v[2]}" for k, v in SOURCES.items()))
+    p.add_argument("--from", dest="source", default="steps", choices=[i.name for i in importers()],
+                   help="; ".join(f"{i.name}: {i.help}" for i in importers()))
     p.add_argument("--map", action="append", default=[], metavar="FIELD=COLUMN",
                    help="read FIELD from COLUMN (--from steps; repeatable), e.g. anchor=observation")
     p.add_argument("--anchor-regex", type=_regex, metavar="R",
@@ -46,9 +46,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.map and args.source != "steps":
+    takes_columns = get_importer(args.source).takes_columns
+    if args.map and not takes_columns:
         raise UsageError(f"--map applies to --from steps only, not to --from {args.source}")
-    columns = parse_columns_map(args.map) if args.source == "steps" else None
+    columns = parse_columns_map(args.map) if takes_columns else None
     imported = read_source(args.source, args.sources, columns=columns, anchor=args.anchor_regex,
                            action=args.action_regex, success_threshold=args.success_threshold,
                            limit=args.max_bytes)

@@ -54,34 +54,32 @@ class Param:
     slider: bool = False
 
     def check(self, name: str, x: Any) -> None:
-        """Raise ``ValueError`` (naming ``name``) if ``x`` is not an allowed value."""
+        """Raise ``ValueError("<name> must be <what>, got <x>")`` if ``x`` is not an allowed value."""
         if x is None:
             if self.none is None:
                 raise ValueError(f"{name} must not be None")
             return
+        wanted = self._wanted(x)
+        if wanted is not None:
+            raise ValueError(f"{name} must be {wanted}, got {x!r}")
+
+    def _wanted(self, x: Any) -> str | None:
+        """What a value other than None must be, in words, when ``x`` is not it (else None)."""
         if self.choices is not None:
-            if x not in self.choices:
-                raise ValueError(f"{name} must be one of {', '.join(self.choices)}, got {x!r}")
-            return
+            return None if x in self.choices else "one of " + ", ".join(self.choices)
         if self.kind is bool:
-            if not isinstance(x, bool):
-                raise ValueError(f"{name} must be true or false, got {x!r}")
-            return
-        if self.kind is int:
-            if not isinstance(x, int) or isinstance(x, bool) or (self.lo is not None and x < self.lo) \
-                    or (self.hi is not None and x > self.hi):
-                raise ValueError(f"{name} must be {self.describe()}, got {x!r}")
-            return
+            return None if isinstance(x, bool) else "true or false"
         if self.kind is str:
-            if not isinstance(x, str):
-                raise ValueError(f"{name} must be a string, got {x!r}")
-            return
+            return None if isinstance(x, str) else "a string"
+        if self.kind is int:
+            whole = isinstance(x, int) and not isinstance(x, bool)
+            inside = whole and (self.lo is None or x >= self.lo) and (self.hi is None or x <= self.hi)
+            return None if inside else self.describe()
         if not (isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)):
-            raise ValueError(f"{name} must be a finite number, got {x!r}")
-        if self.lo is not None and (x <= self.lo if self.lo_open else x < self.lo):
-            raise ValueError(f"{name} must be {self.describe()}, got {x!r}")
-        if self.hi is not None and (x >= self.hi if self.hi_open else x > self.hi):
-            raise ValueError(f"{name} must be {self.describe()}, got {x!r}")
+            return "a finite number"
+        below = self.lo is not None and (x <= self.lo if self.lo_open else x < self.lo)
+        above = self.hi is not None and (x >= self.hi if self.hi_open else x > self.hi)
+        return self.describe() if below or above else None
 
     def describe(self) -> str:
         """The allowed values in words: ``a number in (0, 1]``, ``a non-negative integer or 'inf'``."""

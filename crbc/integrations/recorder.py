@@ -31,7 +31,7 @@ import numpy as np
 
 from crbc.actions import INVALID_ACTION
 from crbc.health import unknown_params
-from crbc.integrations.step_rows import column, key_anchors, stable_key
+from crbc.integrations.step_rows import batch_field, column, key_anchors, stable_key
 from crbc.integrations.trainer_metrics import describe_key, trainer_metrics
 from crbc.io.anchor_keys import AnchorKeySpec, anchor_key
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
@@ -39,14 +39,6 @@ from crbc.io.run_writer import RunWriter, json_clean
 from crbc.io.runs import ROLLOUTS_DIR, RUN_FILE, read_run, rollouts_name
 
 THUMB = 8  #: thumbnails of array anchors are at most THUMB x THUMB pixels
-
-
-def _field(data: Any, name: str) -> Any:
-    if name in data.non_tensor_batch:
-        return data.non_tensor_batch[name]
-    if data.batch is not None and name in data.batch.keys():
-        return data.batch[name]
-    return None
 
 
 def thumbnail(a: np.ndarray) -> dict[str, Any]:
@@ -158,7 +150,7 @@ def batch_steps(data: Any, success_threshold: float | None = None, warn: bool = 
     """The :class:`BatchSteps` of a ``DataProto`` of step rows (see the module docstring);
     ``anchor``: an anchor key for text observations (None: the text itself)."""
     n = len(data)
-    need = {k: _field(data, k) for k in ("uid", "traj_uid", "anchor_obs")}
+    need = {k: batch_field(data, k) for k in ("uid", "traj_uid", "anchor_obs")}
     for k, v in need.items():
         if v is None:
             raise KeyError(f"DataProto has no field {k!r}; fields: {', '.join(sorted(data.non_tensor_batch))}")
@@ -167,7 +159,7 @@ def batch_steps(data: Any, success_threshold: float | None = None, warn: bool = 
     uid_names, uid_code = np.unique(uid_B, return_inverse=True)
     _, traj_code = np.unique(traj_B, return_inverse=True)
     key_B = uid_code.ravel().astype(np.int64) * n + traj_code.ravel()
-    idx = _field(data, "step_index")
+    idx = batch_field(data, "step_index")
     if idx is None:
         if warn:
             warnings.warn("the batch has no step_index: steps are taken in row order, which "
@@ -206,25 +198,25 @@ def batch_steps(data: Any, success_threshold: float | None = None, warn: bool = 
         anc = anchors.tolist() if anchors.ndim == 1 else list(anchors)
         anchor_K = np.array([anc[b] if type(anc[b]) is str else anchor_text(anc[b], notes)
                              for b in perm.tolist()], dtype=object)
-    act = _field(data, "action")
+    act = batch_field(data, "action")
     action_K = (np.array([str(x) for x in column(act, "action", n)[perm].tolist()], dtype=object)
                 if act is not None else np.full(len(perm), "", dtype=object))
-    valid = _field(data, "is_action_valid")
+    valid = batch_field(data, "is_action_valid")
     if valid is not None:
         action_K[~column(valid, "is_action_valid", n)[perm].astype(bool)] = INVALID_ACTION
-    resp = _field(data, "response")
-    score_B = _floats(_field(data, "episode_rewards"), "episode_rewards", n)
-    ok = _field(data, "success")
+    resp = batch_field(data, "response")
+    score_B = _floats(batch_field(data, "episode_rewards"), "episode_rewards", n)
+    ok = batch_field(data, "success")
     if ok is None:
-        if success_threshold is None or _field(data, "episode_rewards") is None:
+        if success_threshold is None or batch_field(data, "episode_rewards") is None:
             raise KeyError("DataProto has no field 'success': store it in the rollout loop, or "
                            "give RunRecorder(success_threshold=X) to read success = episode_rewards >= X")
         ok_B = score_B >= success_threshold
     else:
         ok_B = column(ok, "success", n).astype(bool)
-    adv = _field(data, "advantages")
+    adv = batch_field(data, "advantages")
     if adv is not None:
-        mask = _field(data, "response_mask")
+        mask = batch_field(data, "response_mask")
         if mask is None:
             mask = data.batch["attention_mask"][:, -adv.shape[1]:]
         adv_B = first_token_values(adv, mask)
@@ -236,7 +228,7 @@ def batch_steps(data: Any, success_threshold: float | None = None, warn: bool = 
         anchor=anchor_K, action=action_K,
         response=None if resp is None else np.array([str(x) for x in column(resp, "response", n)[perm].tolist()],
                                                     dtype=object),
-        reward=_floats(_field(data, "rewards"), "rewards", n)[perm], advantage=adv_B[perm],
+        reward=_floats(batch_field(data, "rewards"), "rewards", n)[perm], advantage=adv_B[perm],
         score=score_B[first_of_r], success=ok_B[first_of_r], starts=starts, notes=notes, obs=obs_K)
 
 
@@ -330,7 +322,7 @@ class RunRecorder:
 
     def steps(self, data: Any) -> BatchSteps:
         st = batch_steps(data, self.success_threshold, warn=not self._warned, anchor=self.anchor)
-        self._warned = self._warned or _field(data, "step_index") is None
+        self._warned = self._warned or batch_field(data, "step_index") is None
         return st
 
     def groups(self, data: Any, step: int | None = None) -> list[RolloutGroup]:

@@ -82,6 +82,16 @@ def _feed(h, x: Any) -> None:
         raise TypeError(f"cannot key a value of type {type(x).__name__}")
 
 
+def batch_field(data: Any, name: str) -> Any:
+    """Column ``name`` of a DataProto batch: its ``non_tensor_batch`` entry, else its tensor
+    ``batch`` entry, else None."""
+    if name in data.non_tensor_batch:
+        return data.non_tensor_batch[name]
+    if data.batch is not None and name in data.batch.keys():
+        return data.batch[name]
+    return None
+
+
 def column(x: Any, name: str, n: int | None) -> np.ndarray:
     """A per-row column as a numpy array whose first axis is the row (a torch tensor is moved
     to the CPU). ``name`` is what error messages call it."""
@@ -97,6 +107,14 @@ def column(x: Any, name: str, n: int | None) -> np.ndarray:
     if n is not None and len(x) != n:
         raise ValueError(f"{name} has {len(x)} rows but the batch has {n}")
     return x
+
+
+def finite_column(x: Any, name: str, n: int) -> np.ndarray:
+    """:func:`column` as (n,) floats, every one finite; ValueError naming ``name`` otherwise."""
+    v = np.asarray(column(x, name, n), dtype=float)
+    if v.ndim != 1 or not np.all(np.isfinite(v)):
+        raise ValueError(f"{name} must be one finite number per row")
+    return v
 
 
 def keys(col: np.ndarray, name: str) -> np.ndarray:
@@ -159,9 +177,7 @@ def layout(uid: Any, traj: Any, anchors: Any, success: Any = None, *, step_index
                          "order of the steps cannot be recovered")
     g_code, g_keys = _codes(keys(column(uid, nm["uid"], n), nm["uid"]))
     t_code, _ = _codes(keys(column(traj, nm["traj"], n), nm["traj"]))
-    pos_B = column(step_index, nm["step_index"], n).astype(float)
-    if pos_B.ndim != 1 or not np.all(np.isfinite(pos_B)):
-        raise ValueError(f"{nm['step_index']} must be one finite number per row")
+    pos_B = finite_column(step_index, nm["step_index"], n)
     a_key = keys(anchors_B, nm["anchors"])
 
     # copies: rows with the same (group, trajectory, step) are one step
@@ -224,9 +240,7 @@ def layout(uid: Any, traj: Any, anchors: Any, success: Any = None, *, step_index
     if scores is None:
         score_R, has_score = succ_R.astype(float), False
     else:
-        sc_B = np.asarray(column(scores, nm["scores"], n), dtype=float)
-        if sc_B.ndim != 1 or not np.all(np.isfinite(sc_B)):
-            raise ValueError(f"{nm['scores']} must be one finite number per row")
+        sc_B = finite_column(scores, nm["scores"], n)
         score_R, has_score = per_traj(per_step(sc_B, nm["scores"]), nm["scores"], exact=False), True
 
     if actions is None:
@@ -247,9 +261,7 @@ def layout(uid: Any, traj: Any, anchors: Any, success: Any = None, *, step_index
     if rewards is None:
         rew_N, has_rew = np.zeros(n_steps), None
     else:
-        r_B = np.asarray(column(rewards, nm["rewards"], n), dtype=float)
-        if r_B.ndim != 1 or not np.all(np.isfinite(r_B)):
-            raise ValueError(f"{nm['rewards']} must be one finite number per row")
+        r_B = finite_column(rewards, nm["rewards"], n)
         rew_N, has_rew = per_step(r_B, nm["rewards"]), np.ones(n_steps, dtype=bool)
 
     anchor_text = {k.hex(): _text(anchors_B[i], k) for i, k in zip(step_row_N, a_key_N, strict=True)}

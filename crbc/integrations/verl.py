@@ -84,16 +84,8 @@ class BatchKeys:
     token_rewards: str = "token_level_rewards"
 
 
-def _field(data: Any, name: str) -> Any:
-    if name in data.non_tensor_batch:
-        return data.non_tensor_batch[name]
-    if data.batch is not None and name in data.batch.keys():
-        return data.batch[name]
-    return None
-
-
 def _require(data: Any, name: str, why: str) -> Any:
-    x = _field(data, name)
+    x = rows.batch_field(data, name)
     if x is None:
         raise KeyError(f"DataProto has no field {name!r} ({why}); fields: "
                        f"{', '.join(sorted(data.non_tensor_batch))} (non_tensor_batch), "
@@ -109,7 +101,7 @@ def add_step_index(data: Any, keys: BatchKeys = BatchKeys()) -> Any:
     (verl-agent's ``multi_turn_loop`` returns rows trajectory by trajectory, steps in order,
     rollout_loop.py:254-275), before ``adjust_batch`` and ``_balance_batch``. Returns ``data``.
     """
-    if _field(data, keys.step_index) is not None:
+    if rows.batch_field(data, keys.step_index) is not None:
         return data
     traj_B = rows.keys(rows.column(_require(data, keys.traj, "trajectory ids"), keys.traj, None),
                        keys.traj)
@@ -135,15 +127,15 @@ def episode_scores(data: Any, keys: BatchKeys, trainer_penalty: float) -> tuple[
     """S_i per row and the name of where it came from: ``keys.score`` (verl-agent's
     ``episode_rewards``), else ``token_level_rewards.sum(-1)`` with ``trainer_penalty`` added back
     on invalid rows (undoing ``apply_invalid_action_penalty``)."""
-    s = _field(data, keys.score)
+    s = rows.batch_field(data, keys.score)
     if s is not None:
         return s, keys.score
-    tok = _field(data, keys.token_rewards)
+    tok = rows.batch_field(data, keys.token_rewards)
     if tok is None:
         raise KeyError(f"DataProto has neither {keys.score!r} nor {keys.token_rewards!r}: no episode score")
     s_B = tok.detach().sum(-1).cpu().double().numpy()
     if trainer_penalty:
-        valid = _field(data, keys.valid)
+        valid = rows.batch_field(data, keys.valid)
         if valid is None:
             raise KeyError(f"trainer_penalty={trainer_penalty} needs {keys.valid!r} to undo it")
         s_B = s_B + trainer_penalty * (1.0 - np.asarray(rows.column(valid, keys.valid, None), dtype=float))
@@ -155,18 +147,18 @@ def layout(data: Any, estimator: str, keys: BatchKeys = BatchKeys(),
            anchor: AnchorKeySpec = None) -> rows.Layout:
     """The process of a ``DataProto``'s rows (see :func:`compute_advantage`)."""
     score, score_name = episode_scores(data, keys, trainer_penalty)
-    reward = _field(data, keys.reward)
-    success = _field(data, keys.success)
+    reward = rows.batch_field(data, keys.reward)
+    success = rows.batch_field(data, keys.success)
     if success is None and success_threshold is not None:
         success = np.asarray(rows.column(score, score_name, None), dtype=float) >= success_threshold
     need_success = estimator in NEEDS_SUCCESS or (estimator == "gigpo" and reward is None)
     if success is None and need_success:
         raise KeyError(f"DataProto has no field {keys.success!r} (the trajectory's outcome R_i, which "
                        f"{estimator} needs): store it in the rollout loop or pass success_threshold")
-    action = _field(data, keys.action)
+    action = rows.batch_field(data, keys.action)
     if action is None and get(estimator).needs_actions:
         _require(data, keys.action, f"the executed semantic action, which {estimator} needs")
-    step_index = _field(data, keys.step_index)
+    step_index = rows.batch_field(data, keys.step_index)
     if step_index is None:
         raise KeyError(f"DataProto has no field {keys.step_index!r}: rows may have been reordered "
                        "(_balance_batch) or copied (adjust_batch), so the step order cannot be "
@@ -178,7 +170,7 @@ def layout(data: Any, estimator: str, keys: BatchKeys = BatchKeys(),
     return rows.layout(
         _require(data, keys.uid, "task group ids"), _require(data, keys.traj, "trajectory ids"),
         anchors, success, step_index=step_index, scores=score,
-        actions=action, valid=_field(data, keys.valid), rewards=reward, need_success=need_success,
+        actions=action, valid=rows.batch_field(data, keys.valid), rewards=reward, need_success=need_success,
         names={"uid": keys.uid, "traj": keys.traj, "anchors": keys.anchor, "success": keys.success,
                "step_index": keys.step_index, "scores": score_name, "actions": keys.action,
                "valid": keys.valid, "rewards": keys.reward})
@@ -215,7 +207,7 @@ def compute_advantage(data: Any, estimator: str | Enum = "crbc", config: Any = N
     import torch  # here, not at import: the trainer's own torch, only when called
 
     mask = response_mask(data)
-    tok = _field(data, keys.token_rewards)
+    tok = rows.batch_field(data, keys.token_rewards)
     dtype = tok.dtype if isinstance(tok, torch.Tensor) and tok.is_floating_point() else torch.float32
     adv = torch.as_tensor(adv_B, dtype=dtype, device=mask.device).unsqueeze(-1) * mask.to(dtype)
     data.batch["advantages"] = adv

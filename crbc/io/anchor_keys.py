@@ -112,7 +112,7 @@ def regex_key(pattern: str | re.Pattern[str], budget_s: float = TIME_BUDGET_S) -
                              f"{budget_s:g} s matching")
         if last is None:
             shown = text if len(text) <= 60 else text[:28] + " ... " + text[-27:]
-            raise AnchorKeyError(f"--anchor-regex {rx.pattern!r} does not match {shown!r}")
+            raise AnchorKeyError(f"the anchor regex {rx.pattern!r} does not match {shown!r}")
         return last.group(1) if rx.groups else last.group(0)
 
     key.__name__ = f"regex({rx.pattern!r})"

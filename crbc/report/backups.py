@@ -4,7 +4,7 @@ slider (the file's own script recolours the anchor graph; no server).
 For K = 0..K_last (the depth where A^(K) reaches the closure within ``tol``, at most ``k_cap``)
 the values V^(K)(s) of :func:`crbc.estimators.closure.depth_sweep` are embedded as JSON,
 shape (K_last + 1, S), rounded to 4 decimals (NaN as null), with a 101-colour V palette from
-:func:`crbc.viz.style.v_color`; the script colours anchor s at depth K with
+:func:`crbc.viz.core.style.v_color`; the script colours anchor s at depth K with
 ``palette[round(100 * clip(V^(K)(s), 0, 1))]``. Without script the graph shows V^(K_last).
 """
 
@@ -16,9 +16,10 @@ from crbc.estimators.closure import depth_sweep
 from crbc.explain.anchor_names import anchor_labels
 from crbc.process import Process
 from crbc.report.page import json_for_script
-from crbc.viz import charts
-from crbc.viz.graph_svg import graph_svg
-from crbc.viz.style import esc, v_color
+from crbc.viz.backups import convergence_chart_svg
+from crbc.viz.core.style import v_color
+from crbc.viz.core.text import esc
+from crbc.viz.graph import graph_svg
 
 TOL = 1e-6
 K_CAP = 400  #: the deepest K a report embeds (the studio's Bellman backups page uses the same)
@@ -53,7 +54,7 @@ def backups_html(p: Process, beta: float, tol: float = TOL, k_cap: int = K_CAP) 
     data, sw = sweep_data(p, beta, tol, k_cap)
     last = len(data["values"]) - 1
     graph = graph_svg(p, sw.v_KS[last], value_name=f"V^({last})", shown_width_px=680)
-    conv = charts.convergence_chart_svg(_cut(sw, last), None, tol)
+    conv = convergence_chart_svg(_cut(sw, last), None, tol)
     return (f'<p class="note">At K = 0 each anchor’s value is the mean outcome of the rollouts that '
             f'visited it (visit-local). Each round backs values up one step through the merged graph, '
             f'V^(K)(s) = β · Σ_a μ(a|s) Σ_x P(x|s,a) V^(K−1)(x) (β = {beta:g}), until V^(K) reaches the '

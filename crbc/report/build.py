@@ -16,7 +16,7 @@ from crbc.errors import UsageError
 from crbc.io.rollouts import RolloutGroup
 from crbc.report import group as G
 from crbc.report.page import Section, page
-from crbc.viz.style import esc
+from crbc.viz.core.text import esc
 
 
 def default_params() -> dict[str, Any]:

@@ -23,12 +23,13 @@ from crbc.process import merge
 from crbc.report.backups import backups_html
 from crbc.report.page import Section
 from crbc.report.text import anchor_html, facts, long_text
-from crbc.viz import charts, heatmaps
-from crbc.viz.graph_svg import graph_svg
-from crbc.viz.heatmap_svg import Panel, field_label, heatmaps_svg
-from crbc.viz.html_charts import backup_tree_svg, disagreement_bars_html
-from crbc.viz.html_table import html_table
-from crbc.viz.style import esc
+from crbc.viz.backup_tree import backup_tree_svg
+from crbc.viz.core.credits import field_label, field_N
+from crbc.viz.core.html import html_table
+from crbc.viz.core.text import esc
+from crbc.viz.disagreement import disagreement_bars_html
+from crbc.viz.graph import graph_svg
+from crbc.viz.heatmap import Panel, heatmaps_svg, shared_range
 
 TOP_ANCHORS = 3  #: anchors written out with their arithmetic, per comparison
 INDEX_MAX = 400  #: anchors listed with their text in the anchor index (most visited first)
@@ -122,9 +123,9 @@ def credits_html(v: GroupView) -> str:
     """A heatmap panel per estimator (rollouts x steps, A_S on one shared colour scale), the
     truth's own panel and the agreement of each estimator with it when the truth is known."""
     field = "step_advantage"
-    shown = [n for n, c in v.credits.items() if charts.field_N(c, field) is not None]
-    panels = [n for n in shown if np.any(charts.field_N(v.credits[n], field))] or shown
-    zmax = heatmaps.shared_range([v.credits[n] for n in panels], field)
+    shown = [n for n, c in v.credits.items() if field_N(c, field) is not None]
+    panels = [n for n in shown if np.any(field_N(v.credits[n], field))] or shown
+    zmax = shared_range([v.credits[n] for n in panels], field)
     out = [f'<p class="note">One colour scale for every panel, symmetric around 0: dark blue = +{zmax:.3g}, '
            f'dark red = −{zmax:.3g} ({esc(field_label(field))}, normalised per anchor, so estimators share '
            'a scale). A row per rollout (✓ succeeded, ✗ failed; its length in brackets). Hover a cell for '
@@ -132,7 +133,7 @@ def credits_html(v: GroupView) -> str:
     zero = [n for n in shown if n not in panels]
     if zero:
         out.append(f'<p class="note">All zero on this group, so no panel: {esc(", ".join(zero))}.</p>')
-    out.append(heatmaps_svg(v.process, [Panel(n, charts.field_N(v.credits[n], field)) for n in panels],
+    out.append(heatmaps_svg(v.process, [Panel(n, field_N(v.credits[n], field)) for n in panels],
                             zmax=zmax, value_name="A_S", scale_name=field_label(field), pickable=False))
     out.append('<p class="note">' + " · ".join(
         f"<b>{esc(n)}</b>: {esc(registry.get(n).summary)}" for n in panels if n in registry.names()) + "</p>")

@@ -16,9 +16,9 @@ from crbc.estimators import registry
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 from crbc.process import Process, merge
 from crbc.report.text import facts
-from crbc.viz.graph_svg import graph_svg
-from crbc.viz.heatmap_svg import Panel, heatmaps_svg
-from crbc.viz.style import esc
+from crbc.viz.core.text import esc
+from crbc.viz.graph import graph_svg
+from crbc.viz.heatmap import Panel, heatmaps_svg
 
 WIDTH_PX = 760  #: the drawings' width in a notebook cell
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from crbc.viz.style import esc
+from crbc.viz.core.text import esc
 
 SCHEMA = "crbc.report/1"  #: written into the page's <meta name="generator">
 

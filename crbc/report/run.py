@@ -27,9 +27,11 @@ from crbc.report import audit_table as AT
 from crbc.report import group as G
 from crbc.report.page import Section, page, render
 from crbc.report.text import facts
-from crbc.viz.charts import est_color
-from crbc.viz.style import esc
-from crbc.viz.svg_charts import Mark, Series, grid_svg, line_chart_svg
+from crbc.viz.core.axes import Axis
+from crbc.viz.core.chart import chart_svg, grid_svg
+from crbc.viz.core.credits import est_color
+from crbc.viz.core.series import Mark, Series
+from crbc.viz.core.text import esc
 
 TRAINER_METRICS = ("eval_success_rate", "success_rate", "mean_return", "mean_length", "loss", "kl")
 TABLE_MAX = 200  #: groups listed in the table at most
@@ -65,8 +67,8 @@ def curves_html(frame, origin: str, estimators: Sequence[str], iteration: int | 
         for s in ss:
             if s.name != "all":
                 legend[s.name] = Series(s.name, [], [], s.color)
-        panels.append(line_chart_svg(ss, x_title="iteration", percent_y=c in AT.PERCENT, width=400, height=210,
-                                     show_legend=False, x_marks=marks))
+        panels.append(chart_svg(ss, x=Axis("iteration"), y=Axis(percent=c in AT.PERCENT), size=(400, 210),
+                                legend=False, marks=marks))
         titles.append(AT.LABELS.get(c, c))
     if not panels:
         return f'<p class="note">No numbers per iteration ({esc(origin)}).</p>'
@@ -84,9 +86,9 @@ def trainer_html(run: Run, iteration: int | None) -> str:
         its, vals = run.series(m)
         if not len(its):
             continue
-        panels.append(line_chart_svg([Series(m, its, vals, "#31333f", markers=len(its) <= 60, width=1.6)],
-                                     x_title="iteration", percent_y="success" in m, width=400, height=210,
-                                     show_legend=False, x_marks=marks))
+        panels.append(chart_svg([Series(m, its, vals, "#31333f", markers=len(its) <= 60, width=1.6)],
+                                x=Axis("iteration"), y=Axis(percent="success" in m), size=(400, 210),
+                                legend=False, marks=marks))
         titles.append(m)
     if not panels:
         return '<p class="note">The run records none of the usual trainer metrics.</p>'
@@ -135,7 +137,7 @@ def groups_table_html(rows: Sequence[Mapping[str, Any]], linked: Mapping[int, st
                    f"<td class=\"num\">{r['shared']:.0%}</td><td class=\"num\">{d}</td></tr>")
     out.append("</tbody></table></div>")
     more = "" if len(rows) <= TABLE_MAX else f'<p class="note">… and {len(rows) - TABLE_MAX} more groups.</p>'
-    from crbc.viz.html_table import STYLE
+    from crbc.viz.core.html import STYLE
 
     return STYLE + "".join(out) + more
 

@@ -7,7 +7,8 @@ no script). Boards (Sokoban, gridworld anchors) are drawn as coloured grids.
 
 from __future__ import annotations
 
-from crbc.viz.style import board_html, esc, is_board
+from crbc.viz.board import board_html, is_board
+from crbc.viz.core.text import esc
 
 LIMIT = 300  #: characters of a user string shown before "show all"
 KEEP = 20_000  #: characters of one string kept in the file at most (the rest is named, not kept)

@@ -6,8 +6,11 @@ server. :func:`start_read` runs the read in a child process (``forkserver`` cont
 from a small server process that has already imported the readers, so a child starts in
 milliseconds and shares nothing with the studio's threads) that
 
+* runs at a lower scheduling priority than the server (``nice`` + ``NICENESS``), so the other
+  sessions' pages are served first while it reads;
 * sets ``RLIMIT_AS`` to its own address space at start plus ``Limits.memory_bytes`` (a
-  ``MemoryError`` there is reported as the memory budget, and the child is gone);
+  ``MemoryError`` there is reported as the memory budget, and the child is gone) and
+  ``RLIMIT_CPU`` to ``Limits.cpu_seconds`` (the kernel stops it there: the CPU budget);
 * reads under a decoded-size budget (:mod:`crbc.io.budgets`, the studio's by default),
   validates, applies the anchor key (RE2) and merges (:func:`crbc.process.merge_stats`);
 * reports progress (rows and bytes decoded so far) as small JSON messages on a pipe;
@@ -17,7 +20,7 @@ milliseconds and shares nothing with the studio's threads) that
   validating Parquet reader.
 
 The parent (:class:`ReadJob`) kills the child once ``Limits.seconds`` of wall clock have
-passed, when :meth:`ReadJob.cancel` is called, or when the child dies; every outcome is a
+passed (a looser bound than the CPU budget: a low-priority read on a busy server waits), when :meth:`ReadJob.cancel` is called, or when the child dies; every outcome is a
 result or one line naming the file and the budget, never a traceback.
 """
 
@@ -27,6 +30,7 @@ import json
 import multiprocessing as mp
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -36,18 +40,23 @@ from pathlib import Path
 from typing import Any
 
 from crbc.io import budgets
+from crbc.io.importers.registry import Importer
 
+#: how much lower the worker's scheduling priority is than the server's (``man 2 nice``)
+NICENESS = 10
 PRELOAD = ["crbc.sandbox.upload", "crbc.io.importers", "crbc.io.parquet_rollouts", "crbc.process", "pyarrow.parquet"]
 
 
 @dataclass(frozen=True)
 class Limits:
     """A read's budgets: wall-clock ``seconds``, ``memory_bytes`` of address space beyond the
-    child's size at start, and the decoded-size ``budget`` of the readers."""
+    child's size at start, the decoded-size ``budget`` of the readers, and ``cpu_seconds`` of
+    CPU time (None: no CPU limit)."""
 
-    seconds: float = 60.0
+    seconds: float = 180.0
     memory_bytes: int = 1500 * budgets.MB
     budget: budgets.Budget = budgets.STUDIO
+    cpu_seconds: float | None = 60.0
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,21 @@ def _vm_bytes() -> int:
     return 0
 
 
+def _arrow_threads_started() -> None:
+    """One Arrow CPU thread and one IO thread, started now: under ``RLIMIT_AS`` a thread started
+    later may find no address space for its stack, which Arrow reports as an unreadable file."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pa.set_cpu_count(1)
+    pa.set_io_thread_count(1)
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"x": [1]}), buf)
+    pq.read_table(io.BytesIO(buf.getvalue()), use_threads=True)
+
+
 def _error_line(e: BaseException, names: list[str], limits: Limits) -> str:
     """One line for people: the error's own message for our errors, else a plain description."""
     from crbc.errors import FormatError
@@ -107,7 +131,7 @@ class _Report(Exception):
     """Several bad lines of a rollout file, one per line (crbc.io.linecheck)."""
 
 
-def _read(kind: str | None, files: dict[str, bytes], anchor: str | None, threshold: float | None):
+def _read(kind: str | Importer | None, files: dict[str, bytes], anchor: str | None, threshold: float | None):
     """{iteration: groups} of the files, as the studio reads them (kind None: crbc.rollout/1, and a
     run's ``iter-NNNN.parquet`` as the crbc.rollout/1 groups it holds)."""
     from crbc.io.anchor_keys import rekey
@@ -141,15 +165,21 @@ def _read(kind: str | None, files: dict[str, bytes], anchor: str | None, thresho
     return {None: groups}
 
 
-def _child(conn, folder: str, kind: str | None, anchor: str | None, threshold: float | None,
+def _child(conn, folder: str, kind: str | Importer | None, anchor: str | None, threshold: float | None,
            limits_json: str) -> None:
     """The worker: limits, read, key, merge statistics, Parquet files + manifest; messages are JSON."""
     import resource
 
     lim = json.loads(limits_json)
     budget = budgets.Budget(**lim["budget"])
-    limits = Limits(lim["seconds"], lim["memory_bytes"], budget)
+    limits = Limits(lim["seconds"], lim["memory_bytes"], budget, lim["cpu_seconds"])
+    os.nice(NICENESS)
+    _arrow_threads_started()
     resource.setrlimit(resource.RLIMIT_AS, (_vm_bytes() + limits.memory_bytes,) * 2)
+    if limits.cpu_seconds is not None:  # soft: SIGXCPU ends the child; hard one second later: SIGKILL
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = int(used.ru_utime + used.ru_stime + limits.cpu_seconds + 0.999)
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     files = {}
     names = json.loads((Path(folder) / "names.json").read_text())
     for i, name in enumerate(names):
@@ -187,7 +217,7 @@ class ReadJob:
     """A read running in a worker process: :meth:`poll` for progress, :meth:`result` at the end,
     :meth:`cancel` to stop it (the worker is killed and its folder removed)."""
 
-    def __init__(self, kind: str | None, files: Mapping[str, bytes], anchor: str | None = None,
+    def __init__(self, kind: str | Importer | None, files: Mapping[str, bytes], anchor: str | None = None,
                  threshold: float | None = None, limits: Limits | None = None):
         self.limits = limits or Limits()
         self.names = list(files)
@@ -199,7 +229,7 @@ class ReadJob:
         ctx = _context()
         self._conn, child_conn = ctx.Pipe(duplex=False)
         lim = {"seconds": self.limits.seconds, "memory_bytes": self.limits.memory_bytes,
-               "budget": self.limits.budget.__dict__}
+               "budget": self.limits.budget.__dict__, "cpu_seconds": self.limits.cpu_seconds}
         self.proc = ctx.Process(target=_child, args=(child_conn, self.folder, kind, anchor, threshold,
                                                      json.dumps(lim)), daemon=True)
         self.started = time.monotonic()
@@ -252,6 +282,9 @@ class ReadJob:
 
     def _died(self) -> str:
         self.proc.join(1)
+        if self.proc.exitcode == -signal.SIGXCPU:  # RLIMIT_CPU's soft limit
+            return (f"{self._shown()}: reading needed more than the CPU budget of {self.limits.cpu_seconds:g} s; "
+                    "stopped, nothing was loaded")
         return (f"{self._shown()}: the reader stopped (exit code {self.proc.exitcode}), most likely at its "
                 f"memory budget of {budgets.mb(self.limits.memory_bytes)}; nothing was loaded")
 
@@ -311,14 +344,16 @@ def warm() -> None:
     forkserver.ensure_running()
 
 
-def start_read(kind: str | None, files: Mapping[str, bytes], anchor: str | None = None,
+def start_read(kind: str | Importer | None, files: Mapping[str, bytes], anchor: str | None = None,
                threshold: float | None = None, limits: Limits | None = None) -> ReadJob:
-    """Start reading ``files`` ({name: bytes}) as ``kind`` (an importer source, or None for
-    ``crbc.rollout/1``) with the anchor regex and success threshold, in a worker process."""
+    """Start reading ``files`` ({name: bytes}) as ``kind`` (an importer by name, or its registry
+    entry, which reaches the worker whole, so one registered after the worker started is read
+    too; None for ``crbc.rollout/1``) with the anchor regex and success threshold, in a worker
+    process."""
     return ReadJob(kind, files, anchor, threshold, limits)
 
 
-def read_limited(kind: str | None, files: Mapping[str, bytes], anchor: str | None = None,
+def read_limited(kind: str | Importer | None, files: Mapping[str, bytes], anchor: str | None = None,
                  threshold: float | None = None, limits: Limits | None = None) -> ReadResult:
     """:func:`start_read` and wait for its result."""
     job = start_read(kind, files, anchor, threshold, limits)

@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crbc.estimators import registry as estimators
-from crbc.viz.style import TRUTH_COLOR
-from crbc.viz.svg_charts import Mark, Series, line_chart_svg
+from crbc.viz.core.axes import Axis
+from crbc.viz.core.chart import chart_svg
+from crbc.viz.core.credits import est_color_at
+from crbc.viz.core.series import Series
 
 METRIC_LABELS = {
     "spearman": "Spearman rank correlation with the truth",
@@ -23,17 +24,7 @@ METRIC_LABELS = {
 }
 TARGET_LABELS = {"step": "per-step truth A_t(s_t, a_t)",
                  "anchor": "anchor-level truth A(s, a) (occupancy-weighted)"}
-_FALLBACK = ["#2ca02c", "#d62728", "#8c564b", "#e377c2", "#bcbd22", "#7f7f7f"]
 _DEPTH_COLORS = ["#9ecae1", "#6baed6", "#3182bd", "#08519c", "#08306b"]
-
-
-def estimator_color(name: str, i: int = 0) -> str:
-    """The registry's colour of an estimator (a fallback palette for unknown names)."""
-    try:
-        col = getattr(estimators.get(name), "color", "")
-    except (KeyError, ValueError):
-        col = ""
-    return col or _FALLBACK[i % len(_FALLBACK)]
 
 
 def _rows(result: Mapping[str, Any], metric: str, target: str) -> list[dict[str, Any]]:
@@ -66,19 +57,18 @@ def accuracy_chart_svg(result: Mapping[str, Any], metric: str = "spearman", targ
     """Mean score against the group size G (a log-2 axis, a tick at every G of the file), one
     line per estimator (``kind`` "estimators", registry colours) or per depth K of the sweep
     ("depths", shades of blue), with its 95 % bootstrap interval over levels as a band. A point's
-    tooltip gives the mean and the interval. SVG (:mod:`crbc.viz.svg_charts`)."""
+    tooltip gives the mean and the interval."""
     lines = []
     for i, (label, s) in enumerate(series(result, metric, target, kind).items()):
-        col = (_DEPTH_COLORS[i % len(_DEPTH_COLORS)] if kind == "depths" else estimator_color(s["name"], i))
+        col = (_DEPTH_COLORS[i % len(_DEPTH_COLORS)] if kind == "depths" else est_color_at(s["name"], i))
         ok = np.isfinite(s["lo"]) & np.isfinite(s["hi"])
         tips = [f"{label}, G = {g:g}: mean {m:.3f}" + (f", 95% interval [{lo:.3f}, {hi:.3f}]" if good else "")
                 for g, m, lo, hi, good in zip(s["G"], s["mean"], s["lo"], s["hi"], ok, strict=True)]
         lines.append(Series(label, np.log2(s["G"]), s["mean"], col, tips=tips,
                             band=(s["lo"], s["hi"]) if ok.sum() >= 2 else None, band_label="95% interval"))
     sizes = sorted({r["G"] for r in _rows(result, metric, target)})
-    return line_chart_svg(lines, x_title="group size G (rollouts per group)",
-                          y_title=METRIC_LABELS.get(metric, metric),
-                          x_ticks=[(float(np.log2(g)), str(g)) for g in sizes], width=width, height=height)
+    return chart_svg(lines, x=Axis("group size G (rollouts per group)", ticks=[(float(np.log2(g)), str(g)) for g in sizes]),
+                     y=Axis(METRIC_LABELS.get(metric, metric)), size=(width, height))
 
 
 def accuracy_table(result: Mapping[str, Any], metric: str = "spearman", target: str = "step"
@@ -99,22 +89,3 @@ def agreement_table(scores: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
     frame = pd.DataFrame.from_dict(scores, orient="index")
     return frame.rename(columns={"sign": "sign agreement", "spearman": "Spearman",
                                  "rmse": "RMSE of Q - V"})
-
-
-# --------------------------------------------------------------------------------------------
-# the truth of one group beside the estimators (Step credits, Rollouts, Bellman backups)
-
-def truth_gap_chart_svg(gap_K: np.ndarray, gap_closure: float, to_closure_K: np.ndarray,
-                        k: int | None = None) -> str:
-    """||V^(K) - V_true|| against K, the closure's own distance from the truth (a dashed
-    level), and ||V^(K) - V_closure|| (dotted): the backups close the second gap, never the
-    first. SVG (:mod:`crbc.viz.svg_charts`)."""
-    ks = np.arange(len(gap_K))
-    series = [Series("V^(K) vs truth", ks, gap_K, TRUTH_COLOR, markers=False),
-              Series("V^(K) vs closure", ks, to_closure_K, "#2a6fdb", dash="2 3", markers=False)]
-    top = max(float(np.nanmax(gap_K)), float(np.nanmax(to_closure_K)), gap_closure) * 1.08 or 1.0
-    return line_chart_svg(series, x_title="depth K", y_title="mean |V − V_true|", y_range=(0.0, top),
-                          x_marks=[Mark(k, f"K = {k}", "#ff7f0e", dash=None)] if k is not None else [],
-                          y_marks=[Mark(gap_closure, f"closure vs truth {gap_closure:.3f}", "#c0392b", "6 4",
-                                        label_x=float(ks[-1]))], width=420, height=260)
-

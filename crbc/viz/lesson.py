@@ -3,7 +3,7 @@
 Pure builders: they take what :mod:`crbc.explain.arithmetic`, :mod:`crbc.explain.lesson_tables`
 and :mod:`crbc.explain.disagreements` computed and return printable rows, LaTeX strings or SVG.
 They never call ``st.*`` and never estimate anything. (The lesson's graph is
-:func:`crbc.viz.graph_svg.lesson_graph_svg`.)
+:func:`crbc.viz.lesson_graph.lesson_graph_svg`.)
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from crbc.explain.arithmetic import AnchorArithmetic, DenseSystem
-from crbc.explain.disagreements import StepDisagreement
 from crbc.explain.lesson_tables import DepthTable
 from crbc.explain.table_rows import cells, fmt
-from crbc.viz.svg_charts import Series, column_series, line_chart_svg
+from crbc.viz.core.axes import Axis
+from crbc.viz.core.chart import chart_svg, column_series
+from crbc.viz.core.series import Series
 
 # columns holding advantages are shown with a sign (+0.0960), the rest plainly (0.4802)
 SIGNED_PREFIXES = ("A", "Δ", "max |Δ|", "min", "max", "credit")
@@ -111,37 +112,4 @@ def depth_chart_svg(table: DepthTable) -> str:
         if closure is not None:
             series.append(Series(f"{line.name} at the closure", [ks[0], ks[-1]], [closure[line.name]] * 2,
                                  line.color, dash="2 3", markers=False, legend=False))
-    return line_chart_svg(series, x_title="depth K (dotted: K = ∞)", y_title="A^(K)(s,a)")
-
-
-def grouped_steps(steps: Sequence[StepDisagreement], x_label: str, y_label: str,
-                  value_name: str = "A_S") -> list[dict[str, Any]]:
-    """The steps list of a disagreement (:class:`crbc.explain.disagreements.StepDisagreement` rows), one
-    printable row per (group, anchor, action) in the order of its first (largest) step: how
-    many steps share it, in which rollouts (and steps t), the A_S of each side (the mean when
-    an estimator credits occurrences differently, as GiGPO does) and the largest |Δ| among
-    them (columns ``f"{value_name} {label}"``). Display grouping only: no estimate is computed."""
-    out: dict[tuple, dict[str, Any]] = {}
-    xs: dict[tuple, list[float]] = {}
-    ys: dict[tuple, list[float]] = {}
-    for r in steps:
-        key = (r.group, r.anchor, r.action)
-        row = out.get(key)
-        if row is None:
-            row = out[key] = {"group": r.group, "anchor": r.anchor, "action": r.action,
-                              "steps": 0, "where": [], f"{value_name} {x_label}": 0.0, f"{value_name} {y_label}": 0.0,
-                              "max |Δ|": 0.0}
-            xs[key], ys[key] = [], []
-        row["steps"] += 1
-        row["where"].append(f"r{r.rollout}·t{r.t}")
-        xs[key].append(float(r.a_s_x))
-        ys[key].append(float(r.a_s_y))
-        row["max |Δ|"] = max(row["max |Δ|"], abs(float(r.delta)))
-    rows = []
-    for key, row in out.items():
-        row[f"{value_name} {x_label}"] = sum(xs[key]) / len(xs[key])
-        row[f"{value_name} {y_label}"] = sum(ys[key]) / len(ys[key])
-        where = row["where"]
-        row["where"] = ", ".join(where[:6]) + (f" (+{len(where) - 6})" if len(where) > 6 else "")
-        rows.append(row)
-    return rows
+    return chart_svg(series, x=Axis("depth K (dotted: K = ∞)"), y=Axis("A^(K)(s,a)"))

@@ -3,7 +3,7 @@
 Input: the report of ``python -m benchmarks.calibrate_intervals report``
 (``sample_rollouts/interval-calibration.json``, schema ``crbc.interval-calibration-report/1``):
 rows with ``setting``, ``G``, ``method`` and ``coverage_<L>`` for L in 0.8, 0.9, 0.95. One panel
-per setting (small multiples, :func:`crbc.viz.svg_charts.grid_svg`): a line per (method, G)
+per setting (small multiples, :func:`crbc.viz.core.chart.grid_svg`): a line per (method, G)
 through (L, coverage at L), the diagonal coverage = L with a band of +-6 points (the target).
 """
 
@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from crbc.viz.svg_charts import Series, grid_svg, line_chart_svg
+from crbc.viz.core.axes import Axis
+from crbc.viz.core.chart import chart_svg, grid_svg
+from crbc.viz.core.series import Series
 
 LEVELS = (0.8, 0.9, 0.95)
 COLORS = {8: "#2a6fdb", 16: "#e07b39", 32: "#3a9a5b"}
@@ -37,9 +39,9 @@ def reliability_svg(report: dict[str, Any]) -> str:
             series.append(Series(f"{NAMES.get(r['method'], r['method'])}, G = {r['G']}", LEVELS, y,
                                  COLORS.get(r["G"], "#555555"), dash=None if r["method"] == "calibrated" else "2 3",
                                  tips=tips))
-        panels.append(line_chart_svg(series, x_title="nominal level", y_title="measured coverage",
-                                     y_range=(0.3, 1.0), percent_y=True, width=300, height=260,
-                                     show_legend=False, x_ticks=[(x, f"{x:.0%}") for x in LEVELS]))
+        panels.append(chart_svg(series, x=Axis("nominal level", ticks=[(x, f"{x:.0%}") for x in LEVELS]),
+                                y=Axis("measured coverage", range=(0.3, 1.0), percent=True), size=(300, 260),
+                                legend=False))
         if k == 0:
             legend = series
     return grid_svg(panels, settings, cols=3, legend=legend)

@@ -47,7 +47,7 @@ def step_rows(credits: Mapping[str, Credits], n: int, evidence: Mapping[str, np.
 
 def parse_cell(picked: str, rollout_len: np.ndarray) -> tuple[int, int] | None:
     """A heatmap cell's ``data-pick`` value "i:t" (rollout position i, 1-based step t; see
-    :mod:`crbc.viz.heatmap_svg`) as ``(i, t)``, or None when it is not two integers naming a step
+    :mod:`crbc.viz.heatmap`) as ``(i, t)``, or None when it is not two integers naming a step
     of one of the rollouts (``rollout_len[i]`` steps each)."""
     try:
         i, t = (int(x) for x in str(picked).split(":"))

@@ -53,7 +53,7 @@ def test_the_upload_offers_every_importer(app, tmp_path, monkeypatch):
     at = app(samples=tmp_path)
     at.radio(key="source").set_value("upload").run()
     assert not at.exception
-    assert at.selectbox(key="upload_kind").options == [label for label, _t, _s in upload.FORMATS.values()]
+    assert at.selectbox(key="upload_kind").options == [label for label, _t, _s in upload.formats().values()]
     at.selectbox(key="upload_kind").set_value("steps").run()
     assert not at.exception and at.sidebar.text_input(key="anchor_key") is not None
 

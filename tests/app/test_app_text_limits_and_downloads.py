@@ -39,7 +39,7 @@ def test_heatmap_hover_holds_no_html_of_the_user():
     from crbc.estimators import registry as estimators
     from crbc.io.rollouts import parse_rollouts
     from crbc.process import merge
-    from crbc.viz.heatmap_svg import Panel, credit_heatmaps_svg, heatmaps_svg
+    from crbc.viz.heatmap import Panel, credit_heatmaps_svg, heatmaps_svg
     from tests.support.heatmap_cells import panels, parse
 
     rec = {"group": "g", "success": True,
@@ -142,13 +142,13 @@ def test_credits_page_offers_the_whole_file_with_anchors(app):
     # what the two buttons give: every group, one JSONL line per rollout; the CSV with anchors
     from crbc.estimators import registry as estimators
     from crbc.process import merge
-    from crbc.viz import charts
+    from crbc.viz.downloads import credit_table, credits_jsonl
 
     c = estimators.compute("crbc", merge(groups), beta=0.98)
-    lines = charts.credits_jsonl(c).splitlines()
+    lines = credits_jsonl(c).splitlines()
     assert len(lines) == sum(len(g) for g in groups)
     assert {json.loads(x)["group"] for x in lines} == {g.group for g in groups}
-    df = pd.read_csv(io.StringIO(charts.credits_frame({"crbc": c}).to_csv(index=False)))
+    df = pd.read_csv(io.StringIO(credit_table({"crbc": c}).to_csv(index=False)))
     assert "anchor" in df.columns and df["group"].nunique() == len(groups)
     first = groups[0].rollouts[0].steps[0].anchor
     assert df.loc[(df["group"] == groups[0].group) & (df["step"] == 0), "anchor"].iloc[0] == first
@@ -171,8 +171,8 @@ def _long_process(n_rollouts: int = 4, steps: int = 3000):
 
 def test_a_3000_step_heatmap_bins_steps_and_a_click_still_names_a_step():
     from crbc.estimators import registry as estimators
-    from crbc.viz import binning
-    from crbc.viz.heatmap_svg import credit_heatmaps_svg
+    from crbc.viz.core.cells import MAX_COLUMNS
+    from crbc.viz.heatmap import credit_heatmaps_svg
     from tests.support.heatmap_cells import panels
 
     p = _long_process()
@@ -182,7 +182,7 @@ def test_a_3000_step_heatmap_bins_steps_and_a_click_still_names_a_step():
     assert time.perf_counter() - t0 < 5
     cells = panels(svg)["crbc"]
     assert "10 steps per cell: their mean" in svg
-    assert len(cells) == sum(-(-int(n) // 10) for n in p.rollout_len) <= 4 * binning.MAX_COLUMNS
+    assert len(cells) == sum(-(-int(n) // 10) for n in p.rollout_len) <= 4 * MAX_COLUMNS
     # each cell opens a real step of its bin (its largest |value|); its value is the bin's mean
     m = np.full((4, int(p.rollout_len.max())), np.nan)
     m[p.step_rollout, p.step_t - 1] = c.step_advantage_N
@@ -198,7 +198,7 @@ def test_a_3000_step_heatmap_bins_steps_and_a_click_still_names_a_step():
 
 
 def test_binned_means_and_picks():
-    from crbc.viz.binning import binned
+    from crbc.viz.core.cells import binned
 
     m = np.array([[1.0, -3.0, 2.0, np.nan, np.nan]])
     mean, pick, centre = binned(m, 2)
@@ -239,7 +239,7 @@ def test_two_diamonds_on_one_edge_do_not_overlap():
 
     from crbc.io.rollouts import read_rollouts
     from crbc.process import merge
-    from crbc.viz.graph_svg import lesson_graph_svg
+    from crbc.viz.lesson_graph import lesson_graph_svg
     from ui import state
 
     p = merge(read_rollouts(state.SAMPLES_DIR / "worked-example.jsonl"))

@@ -20,8 +20,8 @@ from crbc.io.anchor_keys import rekey
 from crbc.io.audit_reader import find_audit, read_audit
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 from crbc.process import merge
-from crbc.viz.audit_svg import audit_grid_svg
-from crbc.viz.credit_table import COLUMNS, credit_table
+from crbc.viz.audit import audit_grid_svg
+from crbc.viz.downloads import COLUMNS, credit_table
 from crbc.viz.step_detail import step_rows
 
 

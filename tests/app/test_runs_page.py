@@ -165,7 +165,7 @@ def test_curve_points_pick_their_run_and_iteration(page):
     """The curves are SVG: every seed's point carries data-pick "iteration|run" (the diagnostics
     are SVG too, with the chosen iteration marked); a pick, as the click callback stores it,
     opens that run's iteration in the drill-down."""
-    from crbc.viz.runs import parse_pick
+    from crbc.viz.run_curves import parse_pick
 
     (curves,) = _svgs(page, "runs_curve")
     picks = [parse_pick(html.unescape(v)) for v in re.findall(r'data-pick="([^"]*)"', curves)]

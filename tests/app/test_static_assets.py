@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crbc.viz.graph_html import vis_assets
+from crbc.viz.anchor_graph import vis_assets
 from ui import static_assets
 
 

@@ -88,8 +88,8 @@ def test_credits_page_truth_row_and_agreement(app):
     at = app("pages/credits.py")
     grp = chosen_group(at)
     p, gt = _truth_of(grp)
-    from crbc.viz.heatmap_svg import credit_fill
-    from crbc.viz.style import symmetric_range
+    from crbc.viz.core.scales import symmetric_range
+    from crbc.viz.heatmap import credit_fill
     from tests.support.heatmap_cells import panels
 
     cells = panels(_svg(at, "heat_truth"))["truth"]  # SVG: a cell per step, in the process's order
@@ -119,7 +119,8 @@ def test_graph_and_backups_colour_by_truth_and_error(app):
     grp = chosen_group(at)
     p, gt = _truth_of(grp)
     from crbc.estimators.closure import depth_sweep
-    from crbc.viz.style import signed_color, symmetric_range
+    from crbc.viz.core.scales import symmetric_range
+    from crbc.viz.core.style import signed_color
 
     sw = depth_sweep(p, 0.98, 1)
     error = sw.v_KS[0] - gt.anchor_value_S  # coloured on the signed scale, centred on 0

@@ -8,7 +8,7 @@ import pytest
 from crbc.estimators import registry as estimators
 from crbc.io.rollouts import read_rollouts
 from crbc.process import merge
-from crbc.viz.graph import anchor_graph_html
+from crbc.viz.anchor_graph import anchor_graph_html
 
 pytestmark = pytest.mark.browser
 

@@ -289,7 +289,7 @@ def test_typed_rows_show_under_their_titles(worked):
 
 def test_one_label_rule_everywhere(worked):
     """Tables (crbc.explain.anchor_names) and figures (crbc.viz) name anchors the same way."""
-    from crbc.viz.charts import steps_table
+    from crbc.viz.rollout import steps_table
 
     p = merge([worked])
     c = compute("crbc", p)

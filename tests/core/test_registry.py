@@ -220,7 +220,8 @@ def test_the_documented_flags_exist():
 def test_colours_and_labels_come_from_the_registry(toy):
     from crbc.io.rollouts import read_rollouts
     from crbc.process import merge
-    from crbc.viz.charts import est_color, est_label, timeline_chart_svg
+    from crbc.viz.core.credits import est_color, est_label
+    from crbc.viz.rollout import timeline_chart_svg
 
     assert est_color("crbc") == estimators.get("crbc").color == "#2a6fdb"
     assert est_label("gigpo") == "GiGPO" and est_label("nope") == "nope"

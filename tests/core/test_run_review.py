@@ -101,7 +101,7 @@ def test_step_observation_and_changes():
 
 
 def test_evidence_marks_and_sure_only():
-    from crbc.viz.heatmap_svg import credit_heatmaps_svg
+    from crbc.viz.heatmap import credit_heatmaps_svg
     from tests.support.heatmap_cells import panels
 
     g = alfworld_like_group(seed=2)

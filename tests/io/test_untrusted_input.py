@@ -206,7 +206,7 @@ def test_the_worker_reads_keys_and_merges(tmp_path):
 
 
 def test_the_worker_refuses_within_its_budgets(tmp_path):
-    bomb = dictionary_bomb(tmp_path / "bomb.parquet", 20_000).read_bytes()
+    bomb = dictionary_bomb(tmp_path / "bomb.parquet", 80_000).read_bytes()  # decodes to 160 MB
     t = time.perf_counter()
     res = worker.read_limited("steps", {"bomb.parquet": bomb}, limits=worker.Limits(
         seconds=300, memory_bytes=80 * 10**6, budget=budgets.CLI))  # no budget but the memory limit
@@ -214,6 +214,23 @@ def test_the_worker_refuses_within_its_budgets(tmp_path):
     res = worker.read_limited("steps", {"slow.jsonl": rows_jsonl(20_000)}, limits=worker.Limits(seconds=0.05))
     assert res.error == "slow.jsonl: reading took longer than the time budget of 0.05 s; stopped, nothing was loaded"
     assert time.perf_counter() - t < 120
+
+
+def test_the_worker_stops_at_its_cpu_budget_and_runs_below_the_server():
+    """RLIMIT_CPU ends the read (SIGXCPU) with the CPU budget named; the worker's nice value is
+    the server's plus NICENESS, so a read never competes with the pages on equal terms."""
+    import os
+
+    res = worker.read_limited("steps", {"slow.jsonl": rows_jsonl(400_000)}, limits=worker.Limits(
+        seconds=120, cpu_seconds=1, budget=budgets.CLI))
+    assert res.error == "slow.jsonl: reading needed more than the CPU budget of 1 s; stopped, nothing was loaded"
+    job = worker.start_read("steps", {"slow.jsonl": rows_jsonl(400_000)}, limits=worker.Limits(budget=budgets.CLI))
+    try:
+        job.poll(10)  # the first progress message: the worker has set its limits and priority
+        assert job._final is None
+        assert os.getpriority(os.PRIO_PROCESS, job.proc.pid) == min(19, os.nice(0) + worker.NICENESS)  # 19: the lowest
+    finally:
+        job.cancel()
 
 
 def test_a_cancelled_worker_is_gone():

@@ -74,8 +74,8 @@ def test_streamlit_only_in_app_and_pages():
 
 
 def test_no_plotly_nor_pyvis():
-    """Neither is a dependency (requirements.txt): colours are crbc.viz.palette, the anchor graph
-    is crbc.viz.graph_html's own page around the vendored vis-network."""
+    """Neither is a dependency (requirements.txt): colours are crbc.viz.core.palette, the anchor graph
+    is crbc.viz.anchor_graph's own page around the vendored vis-network."""
     for folder in ("crbc", "ui", "pages", "devtools", "tests"):
         for path in (ROOT / folder).rglob("*.py"):
             bad = _imports(path) & {"plotly", "pyvis"}
@@ -349,3 +349,12 @@ def test_the_graph_checks_can_fail():
     assert "crbc.io.columns" in edges["crbc.io.rollouts"]  # lazy and module-level imports both count
     assert "crbc.estimators.registry" in edges.get("crbc.cli.credit", {})
     assert "crbc.integrations.recorder" not in edges.get("crbc.integrations.trainer_metrics", {})  # type-only
+
+
+def test_viz_core_knows_no_view():
+    """crbc/viz has one axis: core/ (primitives) imports no view module; views build on core."""
+    bad = [f"{path.relative_to(ROOT)}:{line} imports {mod}"
+           for path in (ROOT / "crbc" / "viz" / "core").glob("*.py")
+           for mod, line in _crbc_imports(path)
+           if mod.startswith("crbc.viz.") and not mod.startswith("crbc.viz.core")]
+    assert not bad, "\n".join(bad)

@@ -1,4 +1,4 @@
-"""The heatmaps of crbc.viz.heatmap_svg read back as a reader sees them: per panel, each cell's
+"""The heatmaps of crbc.viz.heatmap read back as a reader sees them: per panel, each cell's
 pick, fill, tooltip and the value its tooltip names. Parsing as XML also checks that the
 drawing is well formed (a user string that broke out of its escaping would not parse)."""
 

@@ -76,7 +76,7 @@ def numeric(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 
 
 def grid_rows(node) -> list[list[str]]:
-    """The cell texts of every ``grid_row`` (crbc.viz.html_table) under ``node``, in page order."""
+    """The cell texts of every ``grid_row`` (crbc.viz.core.html) under ``node``, in page order."""
     out = []
     for h in node.get("html"):
         if 'class="crbc-grid-row"' in h.value:

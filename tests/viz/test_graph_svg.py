@@ -1,4 +1,4 @@
-"""The Inspector's SVG graph (crbc.viz.graph_svg): one pickable node per anchor at the shared
+"""The Inspector's SVG graph (crbc.viz.graph): one pickable node per anchor at the shared
 layout's positions, the chosen one ringed, user strings escaped, labels thinned on big groups."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import numpy as np
 import crbc
 from crbc.explain.anchor_names import anchor_labels
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
-from crbc.viz.graph_svg import graph_svg
-from crbc.viz.layout import LABEL_ALL_MAX, layout
-from crbc.viz.style import HIGHLIGHT, v_color
+from crbc.viz.core.graph_layout import LABEL_ALL_MAX, layout
+from crbc.viz.core.style import HIGHLIGHT, v_color
+from crbc.viz.graph import graph_svg
 from devtools.synthetic import random_walk_group
 
 HOSTILE = "<img src=x onerror=alert(1)> & </svg>"
@@ -55,7 +55,7 @@ def test_user_strings_are_escaped_and_labels_thin_out_on_a_big_group():
 
 
 def test_lesson_graph_has_a_chip_per_rollout_and_a_diamond_per_transition():
-    from crbc.viz.graph_svg import lesson_graph_svg
+    from crbc.viz.lesson_graph import lesson_graph_svg
 
     g = RolloutGroup("w", tuple(Rollout("w", i, (Step("s0", a), Step("s1", HOSTILE)), ok) for i, (a, ok) in
                                 enumerate([("a", True), ("b", False), ("b", False), ("a", False)])))

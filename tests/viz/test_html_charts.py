@@ -1,4 +1,4 @@
-"""The server-built HTML/SVG charts (crbc.viz.html_charts): what they draw is what the numbers
+"""The server-built HTML/SVG charts (crbc.viz.disagreement, intervals, backup_tree): what they draw is what the numbers
 say, user strings are escaped, and nothing in them reaches the network."""
 
 from __future__ import annotations
@@ -13,15 +13,10 @@ import crbc.explain.arithmetic as E
 from crbc.estimators.bootstrap import pair_table
 from crbc.explain import disagreements as compare
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
-from crbc.viz.html_charts import (
-    AGREES,
-    DIFFERS,
-    EVIDENCE_COLORS,
-    backup_tree_svg,
-    disagreement_bars_html,
-    interval_panels_html,
-)
-from crbc.viz.style import HIGHLIGHT, signed_color
+from crbc.viz.backup_tree import backup_tree_svg
+from crbc.viz.core.style import HIGHLIGHT, signed_color
+from crbc.viz.disagreement import AGREES, DIFFERS, disagreement_bars_html
+from crbc.viz.intervals import EVIDENCE_COLORS, interval_panels_html
 from devtools.textworld import alfworld_like_group
 
 HOSTILE = "<script>alert(1)</script> & <b>bold</b> \"q\""

@@ -1,11 +1,11 @@
-"""crbc.viz.html_table: the studio's static tables, every cell shown as its text."""
+"""crbc.viz.core.html: the studio's static tables, every cell shown as its text."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from crbc.viz.html_table import CELL_LIMIT, html_table
+from crbc.viz.core.html import CELL_LIMIT, html_table
 from tests.support.html_tables import parse
 
 HOSTILE = ["<img src=x onerror=alert(1)>", "$x^2$ costs $23.99", "**bold** _it_ [link](http://e.x)",
@@ -38,7 +38,7 @@ def test_rows_with_different_keys_share_columns_in_first_seen_order():
 
 
 def test_grid_row_cells_are_escaped_text_cut_per_cell():
-    from crbc.viz.html_table import grid_row
+    from crbc.viz.core.html import grid_row
     from tests.support.html_tables import grid_rows
 
     class Node:  # the part of an AppTest node that grid_rows reads

@@ -1,4 +1,4 @@
-"""crbc.viz.palette draws the colours plotly's sample_colorscale drew (recorded here from plotly
+"""crbc.viz.core.palette draws the colours plotly's sample_colorscale drew (recorded here from plotly
 7.1.0 once, so this runs without plotly)."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import hashlib
 import numpy as np
 import pytest
 
-from crbc.viz.palette import RDBU, VIRIDIS, sample
-from crbc.viz.style import signed_color, symmetric_range, v_color
+from crbc.viz.core.palette import RDBU, VIRIDIS, sample
+from crbc.viz.core.scales import symmetric_range
+from crbc.viz.core.style import signed_color, v_color
 
 STEPS = [i / 20 for i in range(21)]
 # plotly 7.1.0's sample_colorscale(name, STEPS, colortype="rgb"), as "r,g,b" triples
@@ -22,7 +23,7 @@ OLD = {name: [f"rgb({t.replace(',', ', ')})" for t in triples.split()] for name,
 # sha256 of "|".join(sample_colorscale(name, np.linspace(0, 1, 1001).tolist(), colortype="rgb"))
 OLD_1001 = {"Viridis": "18fcf3f996348d4c024f8c2e5a746707c4eaf1860b7500c9963d042c4008a0e7",
             "RdBu": "ded4e12d51bb2fb2e4de3014b3122a29fff55eced3f41225e2b8c5fc10789bf7"}
-# sha256 of "|".join(...) of heatmap_svg._palettes() (201 levels, then washed), drawn with plotly
+# sha256 of "|".join(...) of heatmap.credit_palettes() (201 levels, then washed), drawn with plotly
 OLD_HEATMAP = ("3b85e4aa9ea7d1c761cd5c17a7ac7ff9a44111039ec17469e9b4958b45be460c",
                "cf5c4c5886517a26f575c1cc5a979beae0d4c80d90ae472248b393df6ab11c50")
 
@@ -38,9 +39,9 @@ def test_scales_draw_the_old_plotly_colours(name):
 
 
 def test_the_studio_colours_are_the_old_ones():
-    from crbc.viz.heatmap_svg import _palettes
+    from crbc.viz.heatmap import credit_palettes
 
-    assert tuple(_digest(a) for a in _palettes()) == OLD_HEATMAP
+    assert tuple(_digest(a) for a in credit_palettes()) == OLD_HEATMAP
     assert v_color([0.0, 0.5, 2.0]) == [OLD["Viridis"][0], OLD["Viridis"][10], OLD["Viridis"][20]]
     assert signed_color([-2.0, 0.0, 1.0], 2.0) == [OLD["RdBu"][0], OLD["RdBu"][10], OLD["RdBu"][15]]
 

@@ -1,13 +1,17 @@
-"""Line charts as SVG (crbc.viz.svg_charts): points where the numbers say, a log axis, missing
-points that break the line, escaped names."""
+"""The chart core (crbc.viz.core: axes, series, chart): points where the numbers say, a log axis,
+missing points that break the line, escaped names, one symmetric range."""
 
 from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
-from crbc.viz.svg_charts import Mark, Series, grid_svg, line_chart_svg, nice_ticks
+from crbc.viz.core.axes import Axis
+from crbc.viz.core.chart import chart_svg, frame_for, grid_svg
+from crbc.viz.core.scales import nice_ticks, padded_range, symmetric_range
+from crbc.viz.core.series import Mark, Series
 
 
 def _points(svg: str) -> list[tuple[float, float]]:
@@ -15,7 +19,7 @@ def _points(svg: str) -> list[tuple[float, float]]:
 
 
 def test_points_are_linear_in_x_and_y_and_names_are_escaped():
-    svg = line_chart_svg([Series("<b>A</b> & B", [0, 1, 2, 3], [0.0, 1.0, 2.0, 3.0], "#123456")])
+    svg = chart_svg([Series("<b>A</b> & B", [0, 1, 2, 3], [0.0, 1.0, 2.0, 3.0], "#123456")])
     pts = _points(svg)
     assert len(pts) == 4
     dx = [b[0] - a[0] for a, b in zip(pts, pts[1:], strict=False)]
@@ -26,8 +30,8 @@ def test_points_are_linear_in_x_and_y_and_names_are_escaped():
 
 
 def test_log_axis_spaces_decades_evenly_and_drops_non_positive_points():
-    svg = line_chart_svg([Series("err", [0, 1, 2, 3], [1.0, 0.1, 0.0, 0.001], "#000")], log_y=True,
-                         y_marks=[Mark(1e-6, "tolerance")])
+    svg = chart_svg([Series("err", [0, 1, 2, 3], [1.0, 0.1, 0.0, 0.001], "#000")], y=Axis(log=True),
+                    marks=[Mark(1e-6, "tolerance", axis="y")])
     pts = _points(svg)
     assert len(pts) == 3  # the 0 is not drawn on a log axis
     (x0, y0), (x1, y1), (_, y3) = pts
@@ -37,8 +41,8 @@ def test_log_axis_spaces_decades_evenly_and_drops_non_positive_points():
 
 
 def test_marks_and_nice_ticks():
-    svg = line_chart_svg([Series("a", [0, 10], [0.2, 0.8], "#000")], percent_y=True, y_range=(0, 1),
-                         x_marks=[Mark(4, "K = 4", "#ff7f0e")])
+    svg = chart_svg([Series("a", [0, 10], [0.2, 0.8], "#000")], y=Axis(percent=True, range=(0, 1)),
+                    marks=[Mark(4, "K = 4", "#ff7f0e")])
     assert "K = 4" in svg and ">40%<" in svg and ">100%<" in svg
     assert nice_ticks(0, 1) == [0, 0.2, 0.4, 0.6, 0.8, 1.0]
     assert nice_ticks(-0.37, 0.52) == pytest.approx([-0.2, 0.0, 0.2, 0.4])
@@ -56,8 +60,8 @@ def _y_ticks(svg: str, cls: str = "") -> dict[str, float]:
 
 def test_a_band_spans_lo_to_hi_at_the_pixels_of_its_values():
     lo, hi = [0.2, 0.3, None, 0.1], [0.8, 0.7, 0.9, 0.6]
-    svg = line_chart_svg([Series("s", [0, 1, 2, 3], [0.5, 0.5, 0.5, 0.4], "#123456", band=(lo, hi), band_label="min–max")],
-                         y_range=(0, 1))
+    svg = chart_svg([Series("s", [0, 1, 2, 3], [0.5, 0.5, 0.5, 0.4], "#123456", band=(lo, hi), band_label="min–max")],
+                    y=Axis(range=(0, 1)))
     ticks = _y_ticks(svg)
     y0, y1 = ticks["0"], ticks["1"]
 
@@ -76,7 +80,7 @@ def test_a_band_spans_lo_to_hi_at_the_pixels_of_its_values():
 def test_picks_sit_on_their_points_and_are_escaped():
     x, y = [0, 1, 2, 3], [0.1, float("nan"), 0.3, 0.4]
     picks = ["0|a", "1|b", "2|<script>x</script>", "3|a|b"]
-    svg = line_chart_svg([Series("m", x, y, "#123456", picks=picks, tips=["t0", "t1", "<i>t2</i>", "t3"]),
+    svg = chart_svg([Series("m", x, y, "#123456", picks=picks, tips=["t0", "t1", "<i>t2</i>", "t3"]),
                           Series("seed", x, y, "#654321", markers=False, picks=picks, point_tips=False)])
     assert "<script>" not in svg and "<i>" not in svg
     marked = re.findall(r'<g data-pick="([^"]*)"><title>([^<]*)</title><circle cx="([-0-9.]+)" cy="([-0-9.]+)" '
@@ -87,14 +91,14 @@ def test_picks_sit_on_their_points_and_are_escaped():
     bare = re.findall(r'<circle data-pick="([^"]*)" cx="([-0-9.]+)" cy="([-0-9.]+)" r="[0-9.]+"/>', svg)
     assert [b[0] for b in bare] == [m[0] for m in marked] and [b[1:] for b in bare] == [m[2:4] for m in marked]
     assert svg.count('fill="transparent"') == 2  # the hit circles' groups
-    default = line_chart_svg([Series("p", [0, 1], [0.25, 0.5], "#000")], percent_y=True)
+    default = chart_svg([Series("p", [0, 1], [0.25, 0.5], "#000")], y=Axis(percent=True))
     assert "<title>p: x = 1, y = 50.0%</title>" in default
 
 
 def test_the_right_axis_is_symmetric_and_both_zero_lines_coincide():
-    svg = line_chart_svg([Series("left", [0, 1, 2], [-2.0, 1.0, 0.5], "#111"),
+    svg = chart_svg([Series("left", [0, 1, 2], [-2.0, 1.0, 0.5], "#111"),
                           Series("truth A_t", [0, 1, 2], [-0.1, 0.3, 0.2], "#222", right_axis=True)],
-                         y_symmetric=True, y_title="A_S", y2_title="<b>truth</b> A_t")
+                    y=Axis("A_S", symmetric=True), y2=Axis("<b>truth</b> A_t", symmetric=True))
     left, right = _y_ticks(svg), _y_ticks(svg, "crbc-y2")
     assert left["0"] == pytest.approx(right["0"], abs=0.05)
     assert set(left) >= {"-2", "2"} and set(right) >= {"-0.2", "0.2"}  # +-2.1 and +-0.315
@@ -110,7 +114,7 @@ def test_the_right_axis_is_symmetric_and_both_zero_lines_coincide():
 
 def test_many_points_make_one_polyline_per_line_and_no_markers():
     x = list(range(100))
-    svg = line_chart_svg([Series(f"run {i}", x, [i + 0.01 * k for k in x], "#123", markers=False, width=1,
+    svg = chart_svg([Series(f"run {i}", x, [i + 0.01 * k for k in x], "#123", markers=False, width=1,
                                  opacity=0.45) for i in range(32)])
     assert svg.count("<polyline") == 32 and "<circle" not in svg
     assert svg.count('class="crbc-series crbc-faint"><title>run ') == 32 and "<style>" in svg
@@ -118,7 +122,7 @@ def test_many_points_make_one_polyline_per_line_and_no_markers():
 
 def test_grid_lays_out_panels_with_titles_and_one_legend():
     series = [Series("<b>a</b>", [0, 1], [0, 1], "#111"), Series("b", [0, 1], [1, 0], "#222")]
-    panels = [line_chart_svg(series, width=300, height=200, show_legend=False) for _ in range(4)]
+    panels = [chart_svg(series, size=(300, 200), legend=False) for _ in range(4)]
     assert "<line x1" in panels[0] and "&lt;b&gt;a" not in panels[0].split("</g>")[-1]  # no legend in a panel
     svg = grid_svg(panels, ["one", "<script>two</script>", "three", "four"], cols=3, legend=series)
     assert svg.startswith('<svg class="crbc-line-chart" viewBox="0 0 916 ') and "<script>" not in svg
@@ -131,16 +135,38 @@ def test_grid_lays_out_panels_with_titles_and_one_legend():
 
 
 def test_percent_ticks_keep_the_decimals_their_step_needs():
-    svg = line_chart_svg([Series("a", [0, 1], [0.001, 0.02], "#000")], percent_y=True, y_range=(0, 0.02))
+    svg = chart_svg([Series("a", [0, 1], [0.001, 0.02], "#000")], y=Axis(percent=True, range=(0, 0.02)))
     labels = list(_y_ticks(svg))
     assert len(labels) == len(set(labels)) and "0.5%" in labels
 
 
 def test_given_x_ticks_replace_the_round_ones_and_are_escaped():
     """A log axis drawn on log2 G, labelled with G (the Estimator accuracy charts)."""
-    from crbc.viz.svg_charts import Series, line_chart_svg
-
-    svg = line_chart_svg([Series("s", [1, 2, 4], [0.1, 0.2, 0.3], "#123456")],
-                         x_ticks=[(1.0, "2"), (2.0, "4"), (4.0, "<16>")])
+    svg = chart_svg([Series("s", [1, 2, 4], [0.1, 0.2, 0.3], "#123456")],
+                    x=Axis(ticks=[(1.0, "2"), (2.0, "4"), (4.0, "<16>")]))
     labels = re.findall(r'text-anchor="middle" fill="#666">([^<]*)</text>', svg)
     assert labels == ["2", "4", "&lt;16&gt;"]
+
+
+def test_one_symmetric_range_for_colour_bars_and_axes():
+    """An axis asked to be symmetric spans +-1.05 z, z the colour bars' half-width."""
+    vals = np.array([-0.3, 0.12, np.nan])
+    assert symmetric_range(vals) == pytest.approx(0.3)
+    assert padded_range(vals[np.isfinite(vals)], symmetric=True) == pytest.approx((-0.315, 0.315))
+    assert symmetric_range(np.zeros(3)) == 1.0 and symmetric_range(np.array([1e-5])) == 1e-3
+    assert padded_range(np.zeros(0), symmetric=True) == pytest.approx((-1.05, 1.05))
+    f, _ = frame_for([Series("s", [0, 1], [-0.3, 0.12], "#000")], y=Axis(symmetric=True))
+    assert (f.y_lo, f.y_hi) == pytest.approx((-0.315, 0.315))
+
+
+def test_the_frame_maps_the_fitted_range_onto_the_plot_area():
+    """px / py send the fitted range to the plot area's edges; a log axis works in decades; marks
+    widen the range; a right axis makes room on the right."""
+    s = [Series("a", [2, 6], [10.0, 1000.0], "#000")]
+    f, _ = frame_for(s, [Mark(10, "x")], y=Axis(log=True), size=(400, 200))
+    assert (f.x_lo, f.x_hi) == (2.0, 10.0) and f.plot_w == 400 - 58 - 14
+    assert f.px(2.0) == pytest.approx(58) and f.px(10.0) == pytest.approx(58 + f.plot_w)
+    assert f.py(100.0) == pytest.approx((f.py(10.0) + f.py(1000.0)) / 2)  # the middle decade
+    r, _ = frame_for(s + [Series("b", [2, 6], [0.0, 4.0], "#111", right_axis=True)], size=(400, 200))
+    assert r.y2 is not None and r.plot_w == 400 - 58 - 58
+    assert r.py(4.0, right=True) < r.py(0.0, right=True)

@@ -13,9 +13,17 @@ from crbc.estimators.closure import depth_sweep
 from crbc.explain.anchor_names import is_short
 from crbc.io.rollouts import Rollout, RolloutGroup, Step, read_rollouts
 from crbc.process import merge
-from crbc.viz import charts, heatmaps
-from crbc.viz.graph import anchor_graph_html, external_urls, layout, rollout_edges
-from crbc.viz.style import V_SCALE, board_html, is_board, v_color
+from crbc.viz.anchor_graph import anchor_graph_html, external_urls
+from crbc.viz.backups import convergence_chart_svg, sweep_table
+from crbc.viz.board import board_html, is_board
+from crbc.viz.core.cells import step_matrix
+from crbc.viz.core.credits import field_N
+from crbc.viz.core.graph_layout import layout, rollout_edges
+from crbc.viz.core.style import V_SCALE, v_color
+from crbc.viz.downloads import credit_table, credits_jsonl
+from crbc.viz.heatmap import credit_matrix, shared_range
+from crbc.viz.rollout import rollouts_table, steps_table, timeline_chart_svg
+from crbc.viz.scatter import scatter_chart_svg
 from devtools.synthetic import random_walk_group
 
 WORKED = "sample_rollouts/worked-example.jsonl"
@@ -95,7 +103,7 @@ def test_pyvis_html_is_offline_fixed_and_escaped():
 def test_pyvis_page_with_linked_assets_is_the_inline_page_with_two_references(walk):
     """The studio's page (vis-network loaded from its own server) is the self-contained page with
     exactly the two inlined blocks replaced by references (slow twin: the inline page)."""
-    from crbc.viz.graph_html import _defang, vis_assets
+    from crbc.viz.anchor_graph import _defang, vis_assets
 
     g, p = walk
     v = estimators.compute("crbc", p).value_S
@@ -120,8 +128,8 @@ def test_pyvis_big_graph_labels_only_on_path(walk):
 
 
 def test_graph_svg_colours_by_value_and_draws_the_path(worked):
-    from crbc.viz.graph_svg import graph_svg
-    from crbc.viz.style import HIGHLIGHT, signed_color, v_color
+    from crbc.viz.core.style import HIGHLIGHT, signed_color, v_color
+    from crbc.viz.graph import graph_svg
 
     _, p = worked
     v = np.array([0.1, 0.5, 0.9])
@@ -136,12 +144,12 @@ def test_graph_svg_colours_by_value_and_draws_the_path(worked):
 
 
 def test_credit_matrix_and_heatmap(walk):
-    from crbc.viz.heatmap_svg import credit_fill, credit_heatmaps_svg
+    from crbc.viz.heatmap import credit_fill, credit_heatmaps_svg
     from tests.support.heatmap_cells import panels
 
     g, p = walk
     c = estimators.compute("crbc", p)
-    m = heatmaps.credit_matrix(c, "step_advantage")
+    m = credit_matrix(c, "step_advantage")
     assert m.shape == (16, int(p.rollout_len.max()))
     assert np.isnan(m).sum() == m.size - p.n_steps
     cells = panels(credit_heatmaps_svg({"crbc": c}, "step_advantage"))["crbc"]
@@ -150,19 +158,19 @@ def test_credit_matrix_and_heatmap(walk):
     z = float(np.abs(vals).max())
     assert [x.fill for x in cells] == credit_fill(vals, z).tolist()  # the diverging scale, centred on 0
     assert credit_fill(np.array([-z, 0.0, z]), z).tolist() == ["#67001f", "#f7f7f7", "#053061"]
-    assert charts.field_N(estimators.compute("grpo", p), "credit") is None
+    assert field_N(estimators.compute("grpo", p), "credit") is None
 
 
 def test_tables(worked):
     g, p = worked
     c = estimators.compute("crbc", p)
-    t = charts.rollouts_table(g, c)
+    t = rollouts_table(g, c)
     assert list(t["outcome"]) == ["success", "failure", "failure", "failure", "success"]
     assert t["A_G"].iloc[0] == pytest.approx(1.0954, abs=1e-4)
-    s = charts.steps_table(g, 0, c)
+    s = steps_table(g, 0, c)
     assert s["Q(s,a)"].iloc[0] == pytest.approx(0.4802, abs=1e-4)
     sw = depth_sweep(p, 0.98, 4)
-    tab = charts.sweep_table(p, sw, 0)
+    tab = sweep_table(p, sw, 0)
     row = tab[(tab.anchor == "s0") & (tab.action == "a")].iloc[0]
     assert row["Q^(0)"] == pytest.approx(0.9604, abs=1e-4)
     assert row["Q closure"] == pytest.approx(0.4802, abs=1e-4)
@@ -171,7 +179,7 @@ def test_tables(worked):
 def test_convergence_chart_marks_convergence(walk):
     _, p = walk
     sw = depth_sweep(p, 0.9, 200)
-    svg = charts.convergence_chart_svg(sw, k=5, tol=1e-6)
+    svg = convergence_chart_svg(sw, k=5, tol=1e-6)
     conv = sw.converged_at(1e-6)
     assert conv is not None
     assert f">converged at K = {conv}<" in svg and ">K = 5<" in svg and ">1e-6<" in svg  # log ticks
@@ -182,22 +190,22 @@ def test_convergence_chart_marks_convergence(walk):
 def test_timeline_scatter_and_exports(walk):
     g, p = walk
     all_c = {n: estimators.compute(n, p) for n in estimators.names()}
-    tl = charts.timeline_chart_svg(all_c, 3, "step_advantage")
+    tl = timeline_chart_svg(all_c, 3, "step_advantage")
     assert all(f">{estimators.get(n).label}<" in tl for n in estimators.names())  # the legend
     sl = all_c["crbc"].rollout_slice(3)
     assert tl.count('stroke="#2a6fdb"') >= 1 and len(range(sl.start, sl.stop)) >= 2
     # with the truth: a dashed line on a right axis, both axes symmetric about 0
     truth = np.linspace(-0.2, 0.4, sl.stop - sl.start)
-    tlt = charts.timeline_chart_svg(all_c, 3, "step_advantage", truth)
+    tlt = timeline_chart_svg(all_c, 3, "step_advantage", truth)
     assert "truth (A_t, right axis)" in tlt and ">true A_t<" in tlt and 'stroke-dasharray="6 4"' in tlt
-    sc = charts.scatter_chart_svg(all_c["gigpo"], all_c["crbc"])
+    sc = scatter_chart_svg(all_c["gigpo"], all_c["crbc"])
     assert len(re.findall(r'<circle [^>]*fill-opacity="0.6"><title>rollout r', sc)) == p.n_steps  # a dot per step
     n = p.n_steps - 1  # the last step's tooltip names both values
     want = f"step {int(p.step_t[n]) - 1}: GiGPO {all_c['gigpo'].step_advantage_N[n]:+.3f}, CRBC {all_c['crbc'].step_advantage_N[n]:+.3f}"
     assert want in sc
-    frame = charts.credits_frame(all_c)
+    frame = credit_table(all_c)
     assert len(frame) == len(all_c) * p.n_steps
-    lines = charts.credits_jsonl(all_c["crbc"]).splitlines()
+    lines = credits_jsonl(all_c["crbc"]).splitlines()
     assert len(lines) == 16
     rec = json.loads(lines[0])
     assert rec["schema"] == "crbc.credit/1" and rec["estimator"] == "crbc"
@@ -206,7 +214,8 @@ def test_timeline_scatter_and_exports(walk):
 def test_viz_never_imports_streamlit():
     import subprocess
     import sys
-    code = ("import crbc.viz.graph, crbc.viz.charts, crbc.viz.style, sys; "
+    code = ("import importlib, pkgutil, sys, crbc.viz; "
+            "[importlib.import_module(m.name) for m in pkgutil.walk_packages(crbc.viz.__path__, 'crbc.viz.')]; "
             "print('streamlit' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -215,7 +224,7 @@ def test_viz_never_imports_streamlit():
 def test_step_credit_bars_html_signs_and_escaping():
     from crbc.estimators.registry import compute
     from crbc.io.rollouts import Rollout, RolloutGroup, Step
-    from crbc.viz.charts import step_credit_bars_html
+    from crbc.viz.rollout import step_credit_bars_html
 
     g = RolloutGroup("w", tuple(Rollout("w", i, (Step("s0", a0), Step(s1, "<b>")), ok) for i, (a0, s1, ok) in
                                 enumerate([("a", "s1", True), ("b", "s1", False), ("b", "s2", False)])))
@@ -232,8 +241,9 @@ def test_diagnostics_svg_draws_every_run_in_six_panels_with_the_chosen_iteration
     (titled with the run's name, in its estimator's colour), the chosen iteration as a dotted
     orange line at the same x in every panel, one legend of the estimators; no plotly."""
     from crbc.io.runs import find_runs, read_run
-    from crbc.viz.runs import DIAG_PANELS, color, diagnostics_svg
-    from crbc.viz.style import esc
+    from crbc.viz.core.credits import est_color_at
+    from crbc.viz.core.text import esc
+    from crbc.viz.run_curves import DIAG_PANELS, diagnostics_svg
 
     runs = [read_run(p) for p in find_runs("sample_rollouts/runs/sokoban-6x6-prereg")][:6]
     assert runs
@@ -248,7 +258,7 @@ def test_diagnostics_svg_draws_every_run_in_six_panels_with_the_chosen_iteration
     for (key, _, _), panel in zip(DIAG_PANELS, panels, strict=True):
         drawn = re.findall(r'<g class="crbc-series crbc-faint"><title>([^<]*)</title><polyline [^>]*stroke="([^"]+)"',
                            panel)
-        assert drawn == [(r.name, color(r.estimator, ests.index(r.estimator))) for r in runs if len(r.series(key)[0])]
+        assert drawn == [(r.name, est_color_at(r.estimator, ests.index(r.estimator))) for r in runs if len(r.series(key)[0])]
         marks = re.findall(r'<line x1="([-0-9.]+)" x2="([-0-9.]+)" [^>]*stroke="#ff7f0e" stroke-width="2" '
                            r'stroke-dasharray="2 3"/>', panel)
         assert len(marks) == 1 and marks[0][0] == marks[0][1]
@@ -265,7 +275,7 @@ def test_heatmaps_svg_grid_one_scale_and_every_cell_opens_its_step(walk, n_panel
     shared range, rows labelled with outcome and length, and a cell per step whose pick
     ("i:t") is that step and whose tooltip names its action, anchor and value."""
     from crbc.explain.anchor_names import anchor_labels
-    from crbc.viz.heatmap_svg import Panel, credit_fill, heatmaps_svg
+    from crbc.viz.heatmap import Panel, credit_fill, heatmaps_svg
     from tests.support.heatmap_cells import panels, parse
 
     _, p = walk
@@ -310,14 +320,14 @@ def test_evidence_washes_out_every_cell_that_is_not_sure(walk):
     white) and its tooltip names its step's evidence; "sure only" blanks those cells instead,
     still clickable."""
     from crbc.estimators.bootstrap import credit_intervals
-    from crbc.viz.heatmap_svg import credit_fill, credit_heatmaps_svg
+    from crbc.viz.heatmap import credit_fill, credit_heatmaps_svg
     from tests.support.heatmap_cells import panels
 
     _, p = walk
     c = estimators.compute("crbc", p)
     ev = credit_intervals(p, "crbc", n_resamples=20, seed=0).evidence_N
     assert {"sure", "unsure"} <= set(ev.tolist())
-    z = heatmaps.shared_range([c], "credit")
+    z = shared_range([c], "credit")
     cells = panels(credit_heatmaps_svg({"crbc": c}, "credit", zmax=z, evidence={"crbc": ev}))["crbc"]
     assert [x.fill for x in cells] == credit_fill(c.credit_N, z, washed=ev != "sure").tolist()
     words = {"sure": "evidence: sure", "unsure": "evidence: not sure", "none": "evidence: none"}
@@ -333,8 +343,8 @@ def test_sure_only_on_binned_columns_keeps_a_bin_with_a_sure_step():
     """Beyond MAX_COLUMNS steps a cell is a bin of steps (their mean); "sure only" keeps a bin
     when any of its steps is sure (checked against a per-step loop) and blanks the others; a
     bin's pick is its step of largest |value|."""
-    from crbc.viz.binning import MAX_COLUMNS, bin_width
-    from crbc.viz.heatmap_svg import Panel, heatmaps_svg
+    from crbc.viz.core.cells import MAX_COLUMNS, bin_width
+    from crbc.viz.heatmap import Panel, heatmaps_svg
     from tests.support.heatmap_cells import panels
 
     g = random_walk_group(4, 2 * MAX_COLUMNS + 50, size=9, seed=1)
@@ -351,7 +361,7 @@ def test_sure_only_on_binned_columns_keeps_a_bin_with_a_sure_step():
         want[key] = want.get(key, False) or ev[n] == "sure"
     cells = panels(svg)["crbc"]
     assert len(cells) == len(want)
-    m = heatmaps.step_matrix(p, c.credit_N)
+    m = step_matrix(p, c.credit_N)
     for cell in cells:
         i, t = cell.step
         b = (t - 1) // w
@@ -364,7 +374,7 @@ def test_sure_only_on_binned_columns_keeps_a_bin_with_a_sure_step():
 def test_layout_is_computed_once_per_process_and_equals_a_fresh_computation(walk):
     """layout() memoises per process (a fast path): the same read-only object twice, equal to
     compute_layout's fresh result."""
-    from crbc.viz.layout import compute_layout
+    from crbc.viz.core.graph_layout import compute_layout
 
     _, p = walk
     first = layout(p)

@@ -18,10 +18,13 @@ from crbc.estimators.closure import depth_sweep
 from crbc.estimators.coverage import coverage
 from crbc.io.rollouts import read_rollouts
 from crbc.process import merge
-from crbc.viz import charts, heatmaps
-from crbc.viz.graph import LABEL_ALL_MAX, anchor_graph_html, layout, rollout_edges
-from crbc.viz.html_charts import backup_tree_svg
-from crbc.viz.style import NO_VALUE_COLOR, v_color
+from crbc.viz.anchor_graph import anchor_graph_html
+from crbc.viz.backup_tree import backup_tree_svg
+from crbc.viz.backups import convergence_chart_svg, coverage_chart_svg
+from crbc.viz.core.credits import field_N
+from crbc.viz.core.graph_layout import LABEL_ALL_MAX, layout, rollout_edges
+from crbc.viz.core.style import NO_VALUE_COLOR, v_color
+from crbc.viz.heatmap import shared_range
 from devtools.synthetic import random_walk_group
 
 WORKED = "sample_rollouts/worked-example.jsonl"
@@ -51,7 +54,7 @@ def test_tolerance_label_sits_on_its_own_line_not_on_the_bound():
     probe = depth_sweep(p, 0.5, 80)
     k_max = int(np.flatnonzero(probe.bound_K <= tol)[0])  # the bound meets tol at the right edge
     sw = depth_sweep(p, 0.5, k_max)
-    svg = charts.convergence_chart_svg(sw, k=None, tol=tol)
+    svg = convergence_chart_svg(sw, k=None, tol=tol)
     marks = re.findall(r'y1="([-0-9.]+)" y2="[-0-9.]+" stroke="[^"]+"[^>]*/><text class="crbc-mark" '
                        r'data-x="([-0-9.e]+)" x="[-0-9.]+" y="([-0-9.]+)"[^>]*>tolerance', svg)
     assert len(marks) == 1
@@ -87,15 +90,15 @@ def test_backup_tree_at_depth_zero_does_not_colour_successors_as_zero():
 
 
 def test_heatmaps_share_one_symmetric_scale_and_mark_outcomes():
-    from crbc.viz.heatmap_svg import credit_fill, credit_heatmaps_svg
-    from crbc.viz.style import OUTCOME_COLORS
+    from crbc.viz.core.style import OUTCOME_COLORS
+    from crbc.viz.heatmap import credit_fill, credit_heatmaps_svg
     from tests.support.heatmap_cells import panels
 
     g = random_walk_group(10, 20, size=4, seed=2, bias=0.4)
     p = merge([g])
     cs = {n: estimators.compute(n, p) for n in ("crbc", "gigpo", "shortest_path")}
-    z = heatmaps.shared_range(cs.values(), "step_advantage")
-    want = max(float(np.nanmax(np.abs(charts.field_N(c, "step_advantage")))) for c in cs.values())
+    z = shared_range(cs.values(), "step_advantage")
+    want = max(float(np.nanmax(np.abs(field_N(c, "step_advantage")))) for c in cs.values())
     assert z == pytest.approx(want)
     svg = credit_heatmaps_svg(cs, "step_advantage", zmax=z)
     assert svg.count(f">+{z:.3g}  A_S (one scale for every panel)<") == 1  # one colour bar
@@ -186,7 +189,7 @@ def test_layout_is_left_to_right_by_layer():
 
 
 def test_svg_graph_labels_only_on_path_when_big_and_draws_change_of_v():
-    from crbc.viz.graph_svg import graph_svg
+    from crbc.viz.graph import graph_svg
 
     p = merge([random_walk_group(16, 40, size=7, seed=3, bias=0.2)])  # > 25 anchors, some successes
     assert p.n_states > LABEL_ALL_MAX
@@ -210,7 +213,7 @@ def test_coverage_chart_marks_depth():
     g = random_walk_group(8, 20, size=4, seed=5)
     p = merge([g])
     cov = coverage(p, 15)
-    svg = charts.coverage_chart_svg(cov, k=4)
+    svg = coverage_chart_svg(cov, k=4)
     assert ">K = 4<" in svg and ">100%<" in svg and "mean share of outcomes heard" in svg
     # the mean share's points (the only series with dots) sit at their percentages of the axis
     ys = [float(y) for y in re.findall(r'<circle cx="[-0-9.]+" cy="([-0-9.]+)"', svg)]
@@ -230,7 +233,7 @@ def test_every_curve_point_names_its_run_and_iteration(tmp_path):
 
     import crbc.io.runs as R
     from crbc.train.analysis import curves
-    from crbc.viz.runs import curves_chart_svg, metric_label, parse_pick
+    from crbc.viz.run_curves import curves_chart_svg, metric_label, parse_pick
 
     groups = read_rollouts(WORKED)
     names = {"grpo-s0": "grpo", "crbc-s0": "crbc", "<b>c|1</b> & 'x'": "crbc"}

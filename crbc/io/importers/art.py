@@ -22,7 +22,7 @@ from pathlib import Path
 
 from crbc.io import budgets
 from crbc.io.anchor_keys import AnchorKeySpec
-from crbc.io.importers.rows import Imported, ImportFormatError, Row, build
+from crbc.io.importers.rows import Imported, ImportFormatError, Row, build, input_files
 from crbc.io.importers.steps import NESTED, check_size, parquet_rows
 
 SUCCESS_METRICS = ("success", "solved", "won", "is_correct", "correct")
@@ -32,16 +32,8 @@ COLUMNS = {"group": "group_index", "rollout": "row", "anchor": "messages.content
 
 def trajectory_files(paths: Sequence[str | os.PathLike]) -> list[Path]:
     """``NNNN.parquet`` files under the given files and folders (sorted by path)."""
-    out: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            found = sorted(q for q in p.rglob("*.parquet") if q.stem.isdigit())
-            if not found:
-                raise ImportFormatError("no {step:04d}.parquet files under this folder", str(p))
-            out.extend(found)
-        else:
-            out.append(p)
-    return out
+    return input_files(paths, lambda d: sorted(q for q in d.rglob("*.parquet") if q.stem.isdigit()),
+                       "no {step:04d}.parquet files under this folder")
 
 
 def _json_obj(text: object, r: Row, col: str) -> dict:

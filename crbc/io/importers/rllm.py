@@ -25,7 +25,7 @@ from typing import Any
 from crbc.errors import FormatError
 from crbc.io import budgets
 from crbc.io.anchor_keys import AnchorKeySpec
-from crbc.io.importers.rows import Imported, ImportFormatError, Row, build
+from crbc.io.importers.rows import Imported, ImportFormatError, Row, build, input_files
 from crbc.io.importers.steps import NESTED, decode_text, read_bytes
 
 TRUNCATIONS = {"max_turns_exceeded", "max_response_length_exceeded", "max_prompt_length_exceeded",
@@ -37,16 +37,8 @@ COLUMNS = {"group": "task_id", "rollout": "episode_id", "anchor": "observation",
 
 def episode_files(paths: Sequence[str | os.PathLike]) -> list[Path]:
     """Episode JSON files under the given files and folders (recursively, sorted by path)."""
-    out: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            found = sorted(q for q in p.rglob("*.json") if q.name != "batch_summary.json")
-            if not found:
-                raise ImportFormatError("no episode JSON files under this folder", str(p))
-            out.extend(found)
-        else:
-            out.append(p)
-    return out
+    return input_files(paths, lambda d: sorted(q for q in d.rglob("*.json") if q.name != "batch_summary.json"),
+                       "no episode JSON files under this folder")
 
 
 def _as_text(x: Any) -> Any:

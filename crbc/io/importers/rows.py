@@ -11,8 +11,10 @@ groups in order of first appearance, rollouts numbered 0.. in order of first app
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from crbc.actions import INVALID_ACTION
@@ -63,6 +65,21 @@ class _Traj:
     first: Row
     steps: list[tuple[Any, Row, Step]] = field(default_factory=list)
     outcome: dict[str, tuple[Any, Row]] = field(default_factory=dict)
+
+
+def input_files(paths: Sequence[str | os.PathLike], found: Callable[[Path], list[Path]], none: str) -> list[Path]:
+    """The files to read: each given file as it is, and for each given folder ``found(folder)``
+    (its files in reading order); a folder with none is refused with the message ``none``."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if not p.is_dir():
+            out.append(p)
+            continue
+        files = found(p)
+        if not files:
+            raise ImportFormatError(none, str(p))
+        out.extend(files)
+    return out
 
 
 def parse_columns_map(items: Iterable[str]) -> dict[str, str]:
@@ -151,7 +168,10 @@ def build(rows: Iterable[Row], columns: Mapping[str, str] | None = None, anchor:
     rows = list(rows)
     if not rows:
         raise ImportFormatError("no rows found (the input is empty)", "<input>")
-    present = {f for f, c in cols.items() if any(_get(r, c) is not None for r in rows)}
+    named: set[str] = set()  # every column any row names (a C-level union: cheap on big tables)
+    for r in rows:
+        named.update(r.values)
+    present = {f for f, c in cols.items() if c in named and any(_get(r, c) is not None for r in rows)}
     if success_threshold is not None:
         present.discard("success")  # success = score >= threshold; a success column is not read
     need = list(REQUIRED) + (["score"] if success_threshold is not None else ["success"])
@@ -162,57 +182,67 @@ def build(rows: Iterable[Row], columns: Mapping[str, str] | None = None, anchor:
             raise ImportFormatError(f"required column is missing{hint}; the row has: "
                                     f"{', '.join(map(str, list(r.values)[:12]))}", r.source, r.row, cols[f])
     trajs: dict[tuple[Any, str, str], _Traj] = {}
+    every_row = [cols[f] for f in present - _OPTIONAL_PER_ROW]  # columns each row must fill
+    c_it = cols["iteration"] if "iteration" in present else None
+    c_group, c_traj, c_anchor, c_action = cols["group"], cols["rollout"], cols["anchor"], cols["action"]
+    c_valid = cols["valid"] if "valid" in present else None
+    c_step = cols["step"] if "step" in present else None
+    has_action, keyed_action = "action" in present, action_key is not exact
+    c_opt = [cols[f] for f in ("obs", "response", "reward", "trainer_advantage")]
+    outcome_cols = [(f, cols[f]) for f in PER_TRAJECTORY if f in present]
+    read = [c for c in dict.fromkeys([*every_row, c_group, c_traj, c_anchor, c_action, *c_opt,
+                                      *(c for _, c in outcome_cols), c_it, c_valid, c_step]) if c is not None]
     for r in rows:
-        for f in present - _OPTIONAL_PER_ROW:
-            if _get(r, cols[f]) is None:
-                raise ImportFormatError("missing on this row (other rows have it)", r.source, r.row, cols[f])
-        it = None
-        if "iteration" in present:
-            it = _step_index(_get(r, cols["iteration"]), r, cols["iteration"])
-        group = _text(_get(r, cols["group"]), r, cols["group"])
-        traj_id = _text(_get(r, cols["rollout"]), r, cols["rollout"])
-        text = _text(_get(r, cols["anchor"]), r, cols["anchor"])
+        values = {c: _get(r, c) for c in read}
+        for c in every_row:
+            if values[c] is None:
+                raise ImportFormatError("missing on this row (other rows have it)", r.source, r.row, c)
+        it = _step_index(values[c_it], r, c_it) if c_it is not None else None
+        group = _text(values[c_group], r, c_group)
+        traj_id = _text(values[c_traj], r, c_traj)
+        text = _text(values[c_anchor], r, c_anchor)
         k = key_cache.get(text)
         if k is None:
             try:
                 k = key(text)
             except (AnchorKeyError, RegexError) as e:
-                raise ImportFormatError(str(e), r.source, r.row, cols["anchor"]) from None
+                raise ImportFormatError(str(e), r.source, r.row, c_anchor) from None
             if not isinstance(k, str):
                 raise ImportFormatError(f"the anchor key returned {type(k).__name__}, not str",
-                                        r.source, r.row, cols["anchor"])
+                                        r.source, r.row, c_anchor)
             key_cache[text] = k
-        action = _text(_get(r, cols["action"]), r, cols["action"]) if "action" in present else ""
-        if action and action_key is not exact:
+        action = _text(values[c_action], r, c_action) if has_action else ""
+        if action and keyed_action:
             try:
                 action = action_key(action)
             except AnchorKeyError:  # an output the key cannot parse executes no action
                 action = INVALID_ACTION
             except RegexError as e:
-                raise ImportFormatError(str(e), r.source, r.row, cols["action"]) from None
-        if "valid" in present and _get(r, cols["valid"]) is not None and not _flag(_get(r, cols["valid"]), r, cols["valid"]):
+                raise ImportFormatError(str(e), r.source, r.row, c_action) from None
+        if c_valid is not None and values[c_valid] is not None and not _flag(values[c_valid], r, c_valid):
             action = INVALID_ACTION
-        opt = {f: _get(r, cols[f]) for f in ("obs", "response", "reward", "trainer_advantage")}
+        obs, response, reward, adv = (values[c] for c in c_opt)
         step = Step(
             anchor=k, action=action,
-            obs=_text(opt["obs"], r, cols["obs"]) if opt["obs"] is not None else (text if k != text else None),
-            response=_text(opt["response"], r, cols["response"]) if opt["response"] is not None else None,
-            reward=_number(opt["reward"], r, cols["reward"]) if opt["reward"] is not None else None,
-            trainer_advantage=(_number(opt["trainer_advantage"], r, cols["trainer_advantage"])
-                               if opt["trainer_advantage"] is not None else None))
-        order = _step_index(_get(r, cols["step"]), r, cols["step"]) if "step" in present else None
-        tr = trajs.setdefault((it, group, traj_id), _Traj(r))
+            obs=_text(obs, r, c_opt[0]) if obs is not None else (text if k != text else None),
+            response=_text(response, r, c_opt[1]) if response is not None else None,
+            reward=_number(reward, r, c_opt[2]) if reward is not None else None,
+            trainer_advantage=_number(adv, r, c_opt[3]) if adv is not None else None)
+        order = _step_index(values[c_step], r, c_step) if c_step is not None else None
+        tr = trajs.get((it, group, traj_id))
+        if tr is None:
+            tr = trajs[(it, group, traj_id)] = _Traj(r)
         tr.steps.append((order, r, step))
-        for f in PER_TRAJECTORY:
-            if f in present and _get(r, cols[f]) is not None:
-                v = _number(_get(r, cols[f]), r, cols[f]) if f == "score" else _flag(_get(r, cols[f]), r, cols[f])
+        for f, c in outcome_cols:
+            if values[c] is not None:
+                v = _number(values[c], r, c) if f == "score" else _flag(values[c], r, c)
                 seen = tr.outcome.get(f)
                 if seen is None:
                     tr.outcome[f] = (v, r)
                 elif seen[0] != v:
                     raise ImportFormatError(
                         f"{f} differs within trajectory {traj_id!r}: {v!r} here, {seen[0]!r} on row {seen[1].row}",
-                        r.source, r.row, cols[f])
+                        r.source, r.row, c)
     return _assemble(trajs, cols, success_threshold)
 
 

@@ -69,6 +69,9 @@ def _constant(name: str) -> float:
     return float(name)
 
 
+_DECODER = json.JSONDecoder(parse_constant=_constant)  # one decoder (json.loads builds one per call)
+
+
 def jsonl_rows(data: bytes, source: str) -> Iterator[Row]:
     """One :class:`Row` per non-blank line (row = line number)."""
     m = budgets.meter()
@@ -77,7 +80,7 @@ def jsonl_rows(data: bytes, source: str) -> Iterator[Row]:
             continue
         m.add_rows(1, source)
         try:
-            obj = json.loads(line, parse_constant=_constant)
+            obj = _DECODER.decode(line)
         except ValueError as e:
             raise ImportFormatError(f"not valid JSON ({e})", source, lineno) from None
         except RecursionError:

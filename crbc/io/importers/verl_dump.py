@@ -21,7 +21,7 @@ from pathlib import Path
 
 from crbc.io import budgets
 from crbc.io.anchor_keys import AnchorKeySpec
-from crbc.io.importers.rows import Imported, ImportFormatError, Row, build
+from crbc.io.importers.rows import Imported, ImportFormatError, Row, build, input_files
 from crbc.io.importers.steps import jsonl_rows, read_bytes
 
 COLUMNS = {"anchor": "input", "action": "output",
@@ -31,16 +31,9 @@ _DERIVED = {"group": "uid[prompt]", "rollout": "uid[session]", "step": "uid[inde
 
 def dump_files(paths: Sequence[str | os.PathLike]) -> list[Path]:
     """The ``*.jsonl`` files of the given files and folders (folders: sorted by step number)."""
-    out: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            found = [q for q in p.iterdir() if q.suffix == ".jsonl" and q.stem.isdigit()]
-            if not found:
-                raise ImportFormatError("no {step}.jsonl files in this folder", str(p))
-            out.extend(sorted(found, key=lambda q: int(q.stem)))
-        else:
-            out.append(p)
-    return out
+    return input_files(paths, lambda d: sorted((q for q in d.iterdir() if q.suffix == ".jsonl" and q.stem.isdigit()),
+                                               key=lambda q: int(q.stem)),
+                       "no {step}.jsonl files in this folder")
 
 
 def split_uid(value: object, r: Row) -> tuple[str, str, str]:

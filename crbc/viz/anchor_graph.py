@@ -2,7 +2,7 @@
 
 The page is this module's own template (:data:`_PAGE`) around vis-network 9.1.2, vendored in
 ``crbc/viz/vendor/`` (its licence header kept: Apache-2.0 or MIT). Positions come from
-:func:`crbc.viz.layout.layout` and physics is off, so the graph never moves between reruns. The
+:func:`crbc.viz.core.graph_layout.layout` and physics is off, so the graph never moves between reruns. The
 page is offline: vis-network is inlined (or, for the studio, loaded from its own server:
 ``assets_url``), and user text is never HTML (node and edge data reach the page as JSON with
 ``<``, ``>``, ``&`` and ``'`` escaped; tooltips are built with ``textContent``).
@@ -21,20 +21,20 @@ import numpy as np
 
 from crbc.explain.anchor_names import anchor_labels
 from crbc.process import Process
-from crbc.viz.layout import LABEL_ALL_MAX, check_single, fmt_value, layout, rollout_edges, transitions
-from crbc.viz.style import (
+from crbc.viz.board import is_board
+from crbc.viz.core.graph_layout import LABEL_ALL_MAX, check_single, layout, rollout_edges, transitions
+from crbc.viz.core.scales import symmetric_range
+from crbc.viz.core.style import (
     BOARD_COLORS,
     BOARD_UNKNOWN,
     EDGE_COLOR,
     HIGHLIGHT,
     Z_MINUS_COLOR,
     Z_PLUS_COLOR,
-    cut,
-    is_board,
     signed_color,
-    symmetric_range,
     v_color,
 )
+from crbc.viz.core.text import cut, fmt_value
 
 VENDOR = Path(__file__).resolve().parent / "vendor"  #: vis-network.min.js and vis-network.css
 

@@ -4,11 +4,11 @@ One drawing holds every panel (a grid of ``cols`` columns, a panel per estimator
 title) under **one** colour bar: the diverging credit scale on ``[-zmax, +zmax]``, so the same
 colour means the same number in every panel. Row ``i`` of a panel is rollout ``i`` of the
 process, labelled ``✓ r<index> (<length>)`` (✓ success; ✗ failure or time-out, in
-:data:`~crbc.viz.style.OUTCOME_COLORS`); column ``t`` is step ``t``, numbered from 0 in the axis
+:data:`~crbc.viz.core.style.OUTCOME_COLORS`); column ``t`` is step ``t``, numbered from 0 in the axis
 and the tooltips as the rollout files and verl's ``step_index`` number them. Beyond
-:data:`~crbc.viz.binning.MAX_COLUMNS` steps, or beyond :data:`CELL_BUDGET` cells over all
+:data:`~crbc.viz.core.cells.MAX_COLUMNS` steps, or beyond :data:`CELL_BUDGET` cells over all
 panels (a cell with its tooltip costs the browser about 25 µs to parse and lay out), a column
-is a bin of ``w`` consecutive steps (their mean), as :func:`crbc.viz.binning.binned` computes it.
+is a bin of ``w`` consecutive steps (their mean), as :func:`crbc.viz.core.cells.binned` computes it.
 
 Each cell that holds a step is a ``<rect>`` with a ``<title>`` tooltip (rollout, step, action,
 anchor label, value, evidence) and ``data-pick="i:t"``: rollout position ``i`` in the process
@@ -28,7 +28,7 @@ cells are blank (white) instead. Either way they stay clickable and keep their t
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -37,12 +37,13 @@ import numpy as np
 from crbc.estimators.registry import Credits
 from crbc.explain.anchor_names import anchor_labels
 from crbc.process import Process
-from crbc.viz.binning import MAX_COLUMNS, bin_width, binned
-from crbc.viz.charts import field_N
-from crbc.viz.heatmaps import step_matrix
-from crbc.viz.intervals import by_cell
-from crbc.viz.palette import sample
-from crbc.viz.style import CREDIT_SCALE, NO_VALUE_COLOR, OUTCOME_COLORS, esc, symmetric_range
+from crbc.viz.core.cells import MAX_COLUMNS, bin_width, binned, by_cell, step_matrix
+from crbc.viz.core.credits import field_label, field_N
+from crbc.viz.core.palette import sample
+from crbc.viz.core.scales import step_ticks, symmetric_range
+from crbc.viz.core.style import CREDIT_SCALE, NO_VALUE_COLOR, OUTCOME_COLORS
+from crbc.viz.core.svg import FONT_FAMILY
+from crbc.viz.core.text import esc, one_line
 
 WIDTH = 880           #: width of the drawing (units); about a wide Streamlit column in pixels
 ROWS_HEIGHT = 288.0   #: a panel's rows share this height (16 rollouts: 18 units each) ...
@@ -52,7 +53,6 @@ MIN_COLUMNS = 50      #: ... but never fewer than this many columns per panel (l
 LEVELS = 201          #: the credit scale sampled at this many colours (step 0.01 of the range)
 WASH = 0.6            #: share of white in a washed-out (not sure) cell
 NO_STEP = "#eceef1"   #: a row after its rollout ended
-FONT = "font-family:'Source Sans',sans-serif"
 _TITLE_H, _AXIS_H, _ROW_GAP, _COL_GAP, _LEGEND_H = 22.0, 36.0, 16.0, 30.0, 34.0
 HOVER = "<style>.crbc-heat [data-pick]:hover{stroke:#31333f;stroke-width:1.5}</style>"  #: outline a cell
 _EV_WORDS = {"sure": "sure", "unsure": "not sure", "none": "none (0 by construction)"}
@@ -69,7 +69,7 @@ class Panel:
 
 
 @lru_cache(maxsize=1)
-def _palettes() -> tuple[np.ndarray, np.ndarray]:
+def credit_palettes() -> tuple[np.ndarray, np.ndarray]:
     """(colours, washed colours) of the credit scale at :data:`LEVELS` evenly spaced points, as
     ``#rrggbb`` strings; a washed colour is ``(1 - WASH) * colour + WASH * white``."""
     rgb = np.array([[float(v) for v in c[c.index("(") + 1:-1].split(",")]
@@ -84,21 +84,15 @@ def _palettes() -> tuple[np.ndarray, np.ndarray]:
 
 def credit_fill(values: np.ndarray, zmax: float, washed: bool | np.ndarray = False) -> np.ndarray:
     """Fill colours of values on the diverging credit scale centred on 0: level
-    ``round((clip(v / zmax, -1, 1) + 1) / 2 * (LEVELS - 1))`` of :func:`_palettes` (the washed
-    colour where ``washed``); NaN gets :data:`~crbc.viz.style.NO_VALUE_COLOR`. Same shape as
+    ``round((clip(v / zmax, -1, 1) + 1) / 2 * (LEVELS - 1))`` of :func:`credit_palettes` (the washed
+    colour where ``washed``); NaN gets :data:`~crbc.viz.core.style.NO_VALUE_COLOR`. Same shape as
     ``values``, an object array of ``#rrggbb`` strings."""
     v = np.asarray(values, dtype=float)
-    full, pale = _palettes()
+    full, pale = credit_palettes()
     ok = np.isfinite(v)
     idx = np.rint((np.clip(np.where(ok, v, 0.0) / (zmax or 1.0), -1, 1) + 1) / 2 * (LEVELS - 1)).astype(int)
     out = np.where(np.asarray(washed, dtype=bool), pale[idx], full[idx])
     return np.where(ok, out, NO_VALUE_COLOR).astype(object)
-
-
-def _line(text: object, n: int) -> str:
-    """A user string on one line (runs of whitespace as one space), cut to ``n`` characters."""
-    s = " ".join(str(text).split())
-    return s if len(s) <= n else s[: n - 1] + "…"
 
 
 def _num(v: float) -> str:
@@ -108,22 +102,13 @@ def _num(v: float) -> str:
     return f"{v:.1e}" if 0 < abs(v) < 5e-4 else f"{v:.3f}"
 
 
-def _ticks(n_steps: int) -> list[int]:
-    """0-based step numbers to mark on an axis of ``n_steps`` steps (0 .. n_steps - 1): 0 and the
-    multiples of a round step (1, 2 or 5 x 10^k) giving at most about 10 marks."""
-    raw = max(n_steps / 9, 1.0)
-    mag = 10 ** math.floor(math.log10(raw))
-    step = int(next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw))
-    return sorted({0, *range(step, n_steps, step)})
-
-
 def _legend(zmax: float, scale_name: str, n_panels: int, evidence: bool, sure_only: bool,
             width: float) -> tuple[str, float]:
     """The one colour bar (-zmax .. +zmax, 80 swatches: no gradient id to clash with another
     drawing on the page) and the keys of the marks, across the top of a drawing ``width``
     wide: the keys right-aligned, or on a second line when they would meet the bar's label.
     Returns ``(svg, height)``."""
-    full, pale = _palettes()
+    full, pale = credit_palettes()
     shared = " (one scale for every panel)" if n_panels > 1 else ""
     label = f"{zmax:+.3g}  {scale_name}{shared}"
     x, y, n = 60.0, 8.0, 80
@@ -198,7 +183,7 @@ def heatmaps_svg(p: Process, panels: Sequence[Panel], *, zmax: float | None = No
     # per step: where it is drawn and the words of its tooltip (shared by every panel)
     labels = anchor_labels(p)
     acts = p.action_names
-    head_N = [f"rollout r{rid[i]}, step {t - 1}: {_line(acts[a], 120)} at {_line(labels[s], 40)}"
+    head_N = [f"rollout r{rid[i]}, step {t - 1}: {one_line(acts[a], 120)} at {one_line(labels[s], 40)}"
               for i, t, a, s in zip(p.step_rollout.tolist(), p.step_t.tolist(),
                                     p.sa_action[p.step_sa].tolist(), p.step_state.tolist(), strict=True)]
     present = np.zeros((n_rows, n_cols), dtype=bool)
@@ -225,7 +210,7 @@ def heatmaps_svg(p: Process, panels: Sequence[Panel], *, zmax: float | None = No
                          f'fill="{NO_STEP}"/>')
     ay = _TITLE_H + n_rows * rh
     tick_parts = []
-    for t in _ticks(t_max):
+    for t in step_ticks(t_max):
         x = lw + (t + 0.5) / (n_cols * w) * plot_w
         tick_parts.append(f'<line x1="{x:.1f}" y1="{ay:.1f}" x2="{x:.1f}" y2="{ay + 4:.1f}" stroke="#888"/>'
                           f'<text x="{x:.1f}" y="{ay + 15:.1f}" text-anchor="middle">{t}</text>')
@@ -240,7 +225,7 @@ def heatmaps_svg(p: Process, panels: Sequence[Panel], *, zmax: float | None = No
         r_, c_ = divmod(k, cols)
         px, py = c_ * (pw + _COL_GAP), top + r_ * (panel_h + _ROW_GAP)
         out.append(f'<g class="crbc-panel" data-panel="{esc(q.title)}" transform="translate({px:.1f},{py:.1f})">'
-                   f'<text x="{lw:.1f}" y="15" font-size="14" font-weight="600">{esc(_line(q.title, 60))}</text>'
+                   f'<text x="{lw:.1f}" y="15" font-size="14" font-weight="600">{esc(one_line(q.title, 60))}</text>'
                    f'{frame_s}{_cells(p, q, z, w, n_cols, present, head_N, value_name, sure_only, pickable, lw, cw, rh, gx, gy)}'
                    '</g>')
     ns = ' xmlns="http://www.w3.org/2000/svg"' if standalone else ""
@@ -249,7 +234,7 @@ def heatmaps_svg(p: Process, panels: Sequence[Panel], *, zmax: float | None = No
     return (f'<svg{ns} class="crbc-heat" viewBox="0 0 {used_w:.0f} {height:.0f}" width="{size}" '
             f'font-size="12" fill="#31333f" role="img" aria-label="rollouts by steps heatmaps" '
             f'style="max-width:{WIDTH * 1.4 * share:.0f}px;'
-            f'{FONT}">{HOVER if pickable else ""}{"".join(out)}</svg>')
+            f'{FONT_FAMILY}">{HOVER if pickable else ""}{"".join(out)}</svg>')
 
 
 def _cells(p: Process, q: Panel, z: float, w: int, n_cols: int, present: np.ndarray, head_N: list[str],
@@ -304,11 +289,11 @@ def credit_heatmaps_svg(credits: Mapping[str, Credits], field: str = "step_advan
                         sure_only: bool = False, cols: int = 2, standalone: bool = False,
                         extra: Mapping[str, np.ndarray] | None = None) -> str:
     """:func:`heatmaps_svg` of estimators on one group: a panel per entry of ``credits`` (its
-    key as title, ``field`` of :data:`crbc.viz.charts.FIELDS` as values; an estimator without
+    key as title, ``field`` of :data:`crbc.viz.core.credits.FIELDS` as values; an estimator without
     that field is left out), each with ``evidence[name]`` when given, then a panel per entry of
     ``extra`` (title -> (N,) values in the process's step order, NaN where a step has none: the
     trainer's own advantage, drawn on the same colours). Pass the page's
-    :func:`crbc.viz.heatmaps.shared_range` as ``zmax`` to keep its caption's numbers."""
+    :func:`shared_range` as ``zmax`` to keep its caption's numbers."""
     names = [n for n in credits if field_N(credits[n], field) is not None]
     if not names:
         raise ValueError(f"no estimator here has the field {field!r}")
@@ -320,8 +305,13 @@ def credit_heatmaps_svg(credits: Mapping[str, Credits], field: str = "step_advan
                         sure_only=sure_only, cols=cols, standalone=standalone)
 
 
-def field_label(field: str) -> str:
-    """The short name of a field for the colour bar: ``A_S``, ``A_final`` or ``Q − V``."""
-    from crbc.viz.charts import FIELDS
+def credit_matrix(c: Credits, field: str) -> np.ndarray:
+    """Rollouts x steps (NaN padded) of a per-step field of :data:`crbc.viz.core.credits.FIELDS`."""
+    return step_matrix(c.process, field_N(c, field))
 
-    return FIELDS.get(field, field).split(" (")[0].split(" =")[0]
+
+def shared_range(all_credits: Iterable[Credits], field: str) -> float:
+    """One symmetric colour range for several heatmaps: :func:`~crbc.viz.core.scales.
+    symmetric_range` of ``field`` over all of them, so a colour means the same number in every
+    panel."""
+    return symmetric_range(*[field_N(c, field) for c in all_credits])

@@ -1,5 +1,5 @@
-"""The Step credits downloads as one long table: a row per (estimator, step), with the evidence,
-the interval and the trainer's own advantage of every step.
+"""The Step credits downloads: one long table (a row per (estimator, step), with the evidence,
+the interval and the trainer's own advantage of every step) and ``crbc.credit/1`` JSON Lines.
 
 Columns, in order: ``estimator, group, rollout, step, anchor, action, success, value, q, credit,
 step_advantage, group_advantage, advantage, lo, hi, evidence, trainer_advantage``.
@@ -16,12 +16,15 @@ recorded; the same on every estimator's row of a step.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from crbc.estimators.registry import Credits
+from crbc.io.creditfile import encoded_chunks
 
 COLUMNS = ("estimator", "group", "rollout", "step", "anchor", "action", "success", "value", "q", "credit",
            "step_advantage", "group_advantage", "advantage", "lo", "hi", "evidence", "trainer_advantage")
@@ -59,3 +62,12 @@ def credit_table(all_credits: Mapping[str, Credits], intervals: Mapping[str, obj
             "trainer_advantage": nan if trainer_N is None else np.asarray(trainer_N, dtype=float),
         }, columns=list(COLUMNS)))
     return pd.concat(frames, ignore_index=True)
+
+
+def credits_jsonl(c: Credits, intervals: Any = None) -> str:
+    """``crbc.credit/1`` JSON Lines of one estimator (one line per rollout); with ``intervals``
+    (its :class:`crbc.estimators.bootstrap.CreditIntervals` on the same process) each line also
+    carries ``credit_interval`` and ``evidence`` per step (docs/FORMATS.md)."""
+    if intervals is not None:
+        return b"".join(encoded_chunks(c, intervals)).decode()
+    return "".join(json.dumps(rec) + "\n" for rec in c.records())

@@ -1,4 +1,4 @@
-"""A table of user data as one static HTML element (for ``st.html``), every cell plain text.
+"""Writing HTML: a table of user data as one static element (for ``st.html``), every cell plain text.
 
 ``st.table`` renders each cell as Markdown in the browser: a page with a dozen 15-row tables spent
 about a second there (on a 2-core laptop) parsing cells that are only text, and every user
@@ -15,6 +15,7 @@ import math
 from numbers import Integral, Real
 from typing import Any
 
+FONT = "font:13px 'Source Sans',sans-serif;color:#31333f"  #: the text of HTML figures
 CELL_LIMIT = 300  # characters of a text cell shown; the rest is cut with "…" and the length
 
 STYLE = ("<style>.crbc-table-wrap{overflow-x:auto;margin:0 0 1rem}"

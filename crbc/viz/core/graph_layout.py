@@ -3,7 +3,7 @@
 Layer (column) = fewest hops from a start anchor; the order inside a layer comes from
 barycentre sweeps that reduce edge crossings (Sugiyama, Tagawa and Toda 1981); the two absorbing
 boundaries (z+ success, z- failure) take a last column on the right. Shared by the vis-network page
-(:mod:`crbc.viz.graph_html`) and the SVG drawings (:mod:`crbc.viz.graph_svg`), so all draw the
+(:mod:`crbc.viz.anchor_graph`) and the SVG drawings (:mod:`crbc.viz.graph`, :mod:`crbc.viz.lesson_graph`), so all draw the
 same picture.
 """
 
@@ -156,8 +156,3 @@ def transitions(p: Process) -> list[tuple[int, int, int, int]]:
     sa, nxt, cnt = p.transitions()
     return [(int(p.sa_state[a]), int(p.sa_action[a]), int(x), int(c))
             for a, x, c in zip(sa.tolist(), nxt.tolist(), cnt.tolist(), strict=True)]
-
-
-def fmt_value(v: float) -> str:
-    """A value as the drawings print it: three decimals, ``n/a`` for None or a non-finite one."""
-    return "n/a" if v is None or not np.isfinite(v) else f"{v:.3f}"

@@ -1,7 +1,7 @@
 """Figures of saved training runs: learning curves per estimator and per-iteration diagnostics.
 
 Pure builders: they take :class:`crbc.train.analysis.Curve` / :class:`crbc.io.runs.Run` objects (computed by
-:mod:`crbc.train.analysis`) and return SVG strings (:mod:`crbc.viz.svg_charts`, shown by
+:mod:`crbc.train.analysis`) and return SVG strings (:mod:`crbc.viz.core.chart`, shown by
 :func:`ui.svg_view.svg_view`) or pandas tables; no estimates are
 computed here. A point that opens a run's iteration carries ``data-pick`` = :func:`pick_value`
 (read back with :func:`parse_pick`).
@@ -17,11 +17,12 @@ import pandas as pd
 
 from crbc.io.runs import Run
 from crbc.train.analysis import Curve
-from crbc.viz.charts import est_color
-from crbc.viz.style import HIGHLIGHT
-from crbc.viz.svg_charts import Mark, Series, grid_svg, line_chart_svg
+from crbc.viz.core.axes import Axis
+from crbc.viz.core.chart import chart_svg, grid_svg
+from crbc.viz.core.credits import est_color_at
+from crbc.viz.core.series import Mark, Series
+from crbc.viz.core.style import HIGHLIGHT
 
-_FALLBACK = ["#2ca02c", "#d62728", "#8c564b", "#e377c2", "#bcbd22"]
 BAND_LABELS = {"ci": "95% CI of the mean", "minmax": "min–max over seeds", "std": "± 1 sd over seeds"}
 SEED_TIPS_MAX = 1500  # seed points with a tooltip each; beyond, a seed's line names only its run
 
@@ -50,10 +51,6 @@ def metric_label(metric: str) -> str:
             return f"diagnostic: {label}"
     words = metric.removeprefix("diag.").replace("_", " ").replace(".", " ")
     return ("diagnostic: " + words) if metric.startswith("diag.") else words
-
-
-def color(estimator: str, i: int = 0) -> str:
-    return est_color(estimator, _FALLBACK[i % len(_FALLBACK)])
 
 
 def pick_value(iteration: int, run: str) -> str:
@@ -86,7 +83,7 @@ def _band(c: Curve, band: str) -> tuple[np.ndarray, np.ndarray]:
 
 def legend_series(estimators: Sequence[str]) -> list[Series]:
     """One legend entry per estimator in its colour (for a grid's shared legend)."""
-    return [Series(e, [], [], color(e, i)) for i, e in enumerate(estimators)]
+    return [Series(e, [], [], est_color_at(e, i)) for i, e in enumerate(estimators)]
 
 
 def curves_chart_svg(curves: Mapping[str, Curve], metric: str = "success_rate", band: str = "minmax",
@@ -110,7 +107,7 @@ def curves_chart_svg(curves: Mapping[str, Curve], metric: str = "success_rate", 
     seeds, means, vals = [], [], []
     n_seed_pts = sum(len(its) for c in curves.values() for its, _ in c.per_run) if show_runs else 0
     for i, (est, c) in enumerate(curves.items()):
-        col = color(est, i)
+        col = est_color_at(est, i)
         lo, hi = _band(c, band)
         x = [int(v) for v in c.iterations]
         first = c.runs[0] if c.runs else ""
@@ -136,11 +133,22 @@ def curves_chart_svg(curves: Mapping[str, Curve], metric: str = "success_rate", 
         lo_, hi_ = min(0.0, min(vals)), max(0.0, max(vals))
         pad = 0.05 * (hi_ - lo_) or 0.5
         y_range = (lo_ - (pad if lo_ < 0 else 0.0), hi_ + pad)
-    marks = [Mark(threshold, f"threshold {_fmt(threshold, percent).replace('.0%', '%')}", "#555", "6 4")] \
+    marks = [Mark(threshold, f"threshold {_fmt(threshold, percent).replace('.0%', '%')}", "#555", "6 4", axis="y")] \
         if threshold is not None else []
-    return line_chart_svg(seeds + means, x_title="iteration", y_title=metric_label(metric), percent_y=percent,
-                          y_range=y_range, y_marks=marks, width=width, height=height,
-                          zero_line=bool(y_range and y_range[0] < 0 < y_range[1]), show_legend=show_legend)
+    return chart_svg(seeds + means, x=Axis("iteration"), y=Axis(metric_label(metric), range=y_range, percent=percent),
+                     marks=marks, size=(width, height), zero_line=bool(y_range and y_range[0] < 0 < y_range[1]),
+                     legend=show_legend)
+
+
+def iteration_panel(series: Sequence[Series], *, last_row: bool, percent: bool,
+                    y_range: tuple[float, float] | None, selected: int | None, size: tuple[float, float],
+                    zero_line: bool = False) -> str:
+    """One small panel over training iterations for :func:`~crbc.viz.core.chart.grid_svg`: no
+    legend, "iteration" under the panels of the ``last_row``, a dotted line in the highlight
+    colour at the ``selected`` iteration."""
+    marks = [Mark(selected, "", HIGHLIGHT, "2 3")] if selected is not None else []
+    return chart_svg(series, x=Axis("iteration" if last_row else ""), y=Axis(range=y_range, percent=percent),
+                     marks=marks, size=size, zero_line=zero_line, legend=False)
 
 
 DIAG_PANELS = [
@@ -167,15 +175,13 @@ def diagnostics_svg(runs: Sequence[Run], selected: int | None = None, cols: int 
         for run in runs:
             its, vals = run.series(key)
             if len(its):
-                series.append(Series(run.name, its, vals, color(run.estimator, ests.index(run.estimator)),
+                series.append(Series(run.name, its, vals, est_color_at(run.estimator, ests.index(run.estimator)),
                                      markers=False, legend=False, width=1.5, opacity=0.7))
         any_data = any_data or bool(series)
         top = max((float(np.nanmax(s.y)) for s in series if np.isfinite(s.y).any()), default=1.0)
-        marks = [Mark(selected, "", HIGHLIGHT, "2 3")] if selected is not None else []
-        panels.append(line_chart_svg(
-            series, x_title="iteration" if j >= len(DIAG_PANELS) - cols else "", percent_y=pct,
-            y_range=(0.0, top * 1.05 or 1.0) if pct else None, x_marks=marks, width=panel_width,
-            height=panel_height, show_legend=False))
+        panels.append(iteration_panel(series, last_row=j >= len(DIAG_PANELS) - cols, percent=pct,
+                                      y_range=(0.0, top * 1.05 or 1.0) if pct else None, selected=selected,
+                                      size=(panel_width, panel_height)))
     if not any_data:
         return ""
     return grid_svg(panels, [t for _, t, _ in DIAG_PANELS], cols=cols, legend=legend_series(ests))

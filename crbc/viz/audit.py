@@ -1,6 +1,6 @@
 """A run's whole history from its audit (``crbc.audit/1``): small multiples over the iterations, as SVG.
 
-Panels (each a :func:`crbc.viz.svg_charts.line_chart_svg`, laid out by ``grid_svg``):
+Panels (each a :func:`crbc.viz.run_curves.iteration_panel`, laid out by ``grid_svg``):
 
     success              success_rate per iteration (the same on every estimator's row: the first is used)
     sharing              shared_step_share: steps at anchors >= 2 rollouts of their group visit
@@ -18,9 +18,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from crbc.viz.runs import color, legend_series
-from crbc.viz.style import HIGHLIGHT
-from crbc.viz.svg_charts import Mark, Series, grid_svg, line_chart_svg
+from crbc.viz.core.chart import grid_svg
+from crbc.viz.core.credits import est_color_at
+from crbc.viz.core.series import Series
+from crbc.viz.run_curves import iteration_panel, legend_series
 
 PANELS = (("success_rate", "success", True), ("shared_step_share", "steps at shared anchors", True),
           ("evidence", "evidence: none / sure", True), ("trainer_spearman", "Spearman ρ, trainer ~ estimator", False),
@@ -45,7 +46,6 @@ def audit_grid_svg(frame: pd.DataFrame, selected: int | None = None, cols: int =
     if frame.empty:
         return ""
     ests = list(dict.fromkeys(frame["estimator"]))
-    marks = [Mark(selected, "", HIGHLIGHT, "2 3")] if selected is not None else []
     panels, titles = [], []
     for j, (key, title, pct) in enumerate(PANELS):
         series: list[Series] = []
@@ -63,14 +63,13 @@ def audit_grid_svg(frame: pd.DataFrame, selected: int | None = None, cols: int =
                 sub = frame[frame["estimator"] == e]
                 its, vals = sub["iteration"].to_numpy(), sub[key].to_numpy(dtype=float)
                 if np.isfinite(vals).any():
-                    series.append(Series(e, its, vals, color(e, ests.index(e)), picks=_picks(its), legend=False))
+                    series.append(Series(e, its, vals, est_color_at(e, ests.index(e)), picks=_picks(its), legend=False))
         if not series:
             continue
         titles.append(title + (" (grey: none, green: sure)" if key == "evidence" else ""))
-        panels.append(line_chart_svg(
-            series, x_title="iteration" if j >= len(PANELS) - cols else "", percent_y=pct,
-            y_range=(0.0, 1.0) if pct else (-1.0, 1.0), x_marks=marks, width=panel_width,
-            height=panel_height, show_legend=False, zero_line=not pct))
+        panels.append(iteration_panel(series, last_row=j >= len(PANELS) - cols, percent=pct,
+                                      y_range=(0.0, 1.0) if pct else (-1.0, 1.0), selected=selected,
+                                      size=(panel_width, panel_height), zero_line=not pct))
     if not panels:
         return ""
     return grid_svg(panels, titles, cols=cols, legend=legend_series(ests))

@@ -1,0 +1,78 @@
+"""The Disagreements page's figures: the anchors where two estimators differ most, as
+horizontal bars (HTML), and its steps grouped by (anchor, action) as table rows."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from crbc.explain.disagreements import Disagreement, StepDisagreement
+from crbc.viz.core.html import FONT
+from crbc.viz.core.style import HIGHLIGHT
+from crbc.viz.core.text import esc, one_line
+
+DIFFERS, AGREES = "#c0392b", "#7f8c8d"  # disagreement bars: a different best action or the same
+
+
+def disagreement_bars_html(dis: Disagreement, top: int = 15, highlight: str | None = None) -> str:
+    """The ``top`` anchors of a disagreement as horizontal bars, largest first: bar length
+    ``mean |Δ A_S| / max`` over the shown anchors, red where the two estimators pick a different
+    best action, grey where they agree, ``highlight`` (an anchor label) in the highlight colour.
+    With more than one group in ``dis`` each name is ``group / anchor``."""
+    rows = dis.anchors[:top]
+    cmp_ = dis.comparison
+    head = (f'<div style="font-weight:600;margin-bottom:6px">{esc(cmp_.x_label)} vs {esc(cmp_.y_label)}: '
+            f'mean |Δ A_S| per anchor <span style="font-weight:400;color:#666">(red: they pick a different '
+            f'best action)</span></div>')
+    if not rows:
+        return f'<div class="crbc-dis-bars" style="{FONT}">{head}<div>No anchor to rank.</div></div>'
+    multi = len({r.group for r in dis.anchors}) > 1
+    biggest = max(r.disagreement for r in rows) or 1.0
+    out = []
+    for r in rows:
+        name = f"{r.group} / {r.anchor}" if multi else r.anchor
+        color = HIGHLIGHT if r.anchor == highlight else (DIFFERS if r.ranks_differ else AGREES)
+        pct = max(0.0, min(100.0, 100.0 * r.disagreement / biggest))
+        tip = (f"{one_line(name, 2000)}\nmean |Δ A_S| = {r.disagreement:.4f}\nvisits {r.visits}, "
+               f"actions {r.actions}\nbest action differs: {'yes' if r.ranks_differ else 'no'}")
+        out.append(
+            f'<div class="crbc-dis-bar" title="{esc(tip)}" style="display:grid;'
+            f'grid-template-columns:minmax(0,2fr) 3fr 4.5em;gap:8px;align-items:center;margin:2px 0">'
+            f'<div style="overflow:hidden;white-space:nowrap;text-overflow:ellipsis">{esc(one_line(name, 80))}</div>'
+            f'<div style="background:#f0f2f6;height:14px"><div style="width:{pct:.2f}%;height:100%;'
+            f'background:{color}"></div></div>'
+            f'<div style="text-align:right;font-variant-numeric:tabular-nums">{r.disagreement:.3f}</div></div>')
+    return f'<div class="crbc-dis-bars" style="{FONT}">{head}{"".join(out)}</div>'
+
+
+def grouped_steps(steps: Sequence[StepDisagreement], x_label: str, y_label: str,
+                  value_name: str = "A_S") -> list[dict[str, Any]]:
+    """The steps list of a disagreement (:class:`crbc.explain.disagreements.StepDisagreement` rows), one
+    printable row per (group, anchor, action) in the order of its first (largest) step: how
+    many steps share it, in which rollouts (and steps t), the A_S of each side (the mean when
+    an estimator credits occurrences differently, as GiGPO does) and the largest |Δ| among
+    them (columns ``f"{value_name} {label}"``). Display grouping only: no estimate is computed."""
+    out: dict[tuple, dict[str, Any]] = {}
+    xs: dict[tuple, list[float]] = {}
+    ys: dict[tuple, list[float]] = {}
+    for r in steps:
+        key = (r.group, r.anchor, r.action)
+        row = out.get(key)
+        if row is None:
+            row = out[key] = {"group": r.group, "anchor": r.anchor, "action": r.action,
+                              "steps": 0, "where": [], f"{value_name} {x_label}": 0.0, f"{value_name} {y_label}": 0.0,
+                              "max |Δ|": 0.0}
+            xs[key], ys[key] = [], []
+        row["steps"] += 1
+        row["where"].append(f"r{r.rollout}·t{r.t}")
+        xs[key].append(float(r.a_s_x))
+        ys[key].append(float(r.a_s_y))
+        row["max |Δ|"] = max(row["max |Δ|"], abs(float(r.delta)))
+    rows = []
+    for key, row in out.items():
+        row[f"{value_name} {x_label}"] = sum(xs[key]) / len(xs[key])
+        row[f"{value_name} {y_label}"] = sum(ys[key]) / len(ys[key])
+        where = row["where"]
+        row["where"] = ", ".join(where[:6]) + (f" (+{len(where) - 6})" if len(where) > 6 else "")
+        rows.append(row)
+    return rows
