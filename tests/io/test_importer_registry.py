@@ -70,15 +70,8 @@ def test_the_command_and_the_upload_read_through_it(toy, tmp_path):
         read_uploads("toy", {"mine.toy": b"s0>right 1\ns0>up 7\n"})
 
 
-def test_the_studio_offers_it(toy, tmp_path, monkeypatch):
-    pytest.importorskip("streamlit")
-    from streamlit.testing.v1 import AppTest
-
-    from ui import state
-
-    monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120)
-    at.run()
+def test_the_studio_offers_it(toy, tmp_path, app):
+    at = app(samples=tmp_path)
     at.radio(key="source").set_value("upload").run()
     assert not at.exception
     assert LABEL in at.selectbox(key="upload_kind").options
