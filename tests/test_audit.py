@@ -269,3 +269,28 @@ def test_the_reader_refuses_another_schema_and_a_mixed_key(tmp_path):
     mixed.to_csv(tmp_path / "d.csv", index=False)
     with pytest.raises(FormatError, match=r"d\.csv:3: anchor_key: must be one text"):
         read_audit(tmp_path / "d.csv")
+
+
+def test_the_studio_audits_in_a_worker_with_progress_and_cancel(tmp_path):
+    from crbc.audit_job import start_audit
+
+    run = make_run(tmp_path / "run", 3)
+    job = start_audit(run, ("crbc",), out=tmp_path / "w.parquet", anchor=r"(c\d)")
+    seen = []
+    while not job.poll(0.2):
+        seen.append(job.done_total)
+    assert job.outcome == {"done": {"out": str(tmp_path / "w.parquet"), "iterations": 3}}
+    assert job.progress == {"iterations": 3, "total": 3} and job.proc.exitcode == 0
+    got = read_audit(tmp_path / "w.parquet")
+    want = A.audit_run(run, ("crbc",), workers=1, out=tmp_path / "here.parquet", anchor=r"(c\d)")
+    pd.testing.assert_frame_equal(got[SAME], want[SAME])
+    # Cancel kills the worker at once; no output file appears, not even half of one
+    job = start_audit(run, ("crbc",), bootstrap=400, out=tmp_path / "c.parquet")
+    job.cancel()
+    assert not job.proc.is_alive() and "cancelled" in job.outcome["error"]
+    assert not (tmp_path / "c.parquet").exists()
+    # a failure is one line naming the file
+    job = start_audit(tmp_path / "nowhere", out=tmp_path / "n.parquet")
+    while not job.poll(0.2):
+        pass
+    assert "nowhere/run.json" in job.outcome["error"] and "\n" not in job.outcome["error"]

@@ -130,6 +130,7 @@ LAYERS = [
     {"truth", "integrations"},
     {"train", "frame"},
     {"audit"},
+    {"audit_job"},
     {"viz"},
     {"report"},
     {"cli"},

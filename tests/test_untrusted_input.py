@@ -218,7 +218,7 @@ def test_a_cancelled_worker_is_gone():
     job = worker.start_read("steps", {"x.jsonl": rows_jsonl(20_000)})
     job.cancel()
     assert not job.proc.is_alive() and not Path(job.folder).exists()
-    assert job._final["error"].endswith("cancelled; nothing was loaded")
+    assert job.outcome["error"].endswith("cancelled; nothing was loaded")
 
 
 def test_errors_never_carry_a_traceback_or_a_server_path(tmp_path):
