@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from benchmarks.bench_app import navigate, visit
+from benchmarks.bench_browser import navigate, visit
 from devtools.apprunner import READY, launch, running_app
 
 ROOT = Path(__file__).resolve().parent.parent

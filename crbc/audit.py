@@ -61,7 +61,7 @@ def audit_iteration(job: dict[str, Any]) -> dict[str, Any]:
     """Run one job (plain data, see :func:`jobs`): ``{"iteration", "rows": [row, ...]}``, or
     ``{"iteration", "error": message}`` for an iteration file that cannot be read or computed."""
     from crbc.errors import FormatError
-    from crbc.io.anchor_keys import rekey
+    from crbc.io.anchor_keys import AnchorKeyError, RegexError, rekey
     from crbc.io.columns import Columns
     from crbc.process import from_columns
 
@@ -69,9 +69,14 @@ def audit_iteration(job: dict[str, Any]) -> dict[str, Any]:
     anchor = job.get("anchor") or ""
     t0 = time.perf_counter()
     try:
-        groups = read_run(job["run_dir"]).rollouts(it)
+        run = read_run(job["run_dir"])
+        groups = run.rollouts(it)
         if anchor:
-            groups = rekey(groups, anchor)
+            try:
+                groups = rekey(groups, anchor)
+            except (AnchorKeyError, RegexError) as e:  # name the file: the reader's errors do
+                where = iteration_files(Path(job["run_dir"]) / ROLLOUTS_DIR).get(it, Path(job["run_dir"]))
+                raise ValueError(f"{where}: the anchor key: {e}") from None
         cols = Columns.from_groups(groups)
         p = from_columns(cols)
         adv = cols.trainer_advantage

@@ -236,7 +236,7 @@ def test_an_anchor_key_is_applied_and_recorded(tmp_path):
     code, err = cli(str(run), "--workers", "1", "--anchor", r"(a)\1")
     assert code == 2 and "--anchor" in err and "backreferences" in err and len(err.strip().splitlines()) == 1
     code, err = cli(str(run), "--workers", "1", "--anchor", r"nomatch(x)")
-    assert code == 2 and "nomatch" in err
+    assert code == 2 and "nomatch" in err and "rollouts/iter-0000" in err and "step 0" in err
 
 
 def test_an_unwritable_run_folder_gets_its_audit_in_the_cache(tmp_path, monkeypatch):

@@ -239,3 +239,12 @@ def test_the_studio_shows_no_error_details_and_keeps_uploads_per_session():
     assert config["client"]["showErrorDetails"] == "none" and config["runner"]["postScriptGC"] is False
     src = inspect.getsource(upload)
     assert "worker.start_read" in src and "cache_resource(show_spinner=\"Reading" not in src
+
+
+def test_a_pattern_that_can_match_nothing_keys_by_its_last_non_empty_match():
+    """``(?s)(.*)`` also matches "" at the very end of a text; that match must not key every
+    anchor as "" (all anchors merged into one)."""
+    key = regex_key(r"(?s)(.*)")
+    assert key("abc\ndef") == "abc\ndef"
+    assert regex_key(r"(\d*)")("a1b22c") == "22"  # the last non-empty of 1, 22 and the empty ones
+    assert regex_key(r"(x*)")("abc") == ""  # only empty matches: the (empty) last one, as before

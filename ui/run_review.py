@@ -133,7 +133,7 @@ def _compute(view: RunView, params: tuple, regex: str, other_key: str | None) ->
     worker process) on a folder, else a review here."""
     note = st.session_state.pop("_audit_note", None)
     if note:
-        st.warning(note)
+        (st.error if note.startswith("The audit failed") else st.warning)(note)
     if _job(view, regex) is not None:
         _audit_progress(view, regex)
         return
@@ -145,6 +145,9 @@ def _compute(view: RunView, params: tuple, regex: str, other_key: str | None) ->
              else f"Compute the audit ({len(view.iterations)} iterations)")
     if view.folder is not None and c1.button(label, key="runs_audit_go", type="primary",
                                              icon=":material/query_stats:"):
+        old = st.session_state.pop("_audit_job", None)
+        if old is not None:  # one audit per session: one started for another run or key stops
+            old[2].cancel()
         st.session_state["_audit_job"] = (view.key, regex, start_audit(view.folder, bootstrap=B, anchor=regex))
         st.rerun()
     c2.caption("The audit (`python -m crbc audit RUN_DIR --anchor REGEX`) computes every iteration once, "
