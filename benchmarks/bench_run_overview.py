@@ -3,12 +3,12 @@
 Runs: every shipped 80-iteration run folder named by ``--shipped`` (default one of
 ``sample_rollouts/runs/sokoban-6x6-n64-80``), and a generated ALFWorld-sized run of
 ``--iterations`` (150) iterations x ``--groups`` (16) groups x 8 rollouts
-(devtools.textworld.alfworld_like_run), each with an audit table beside it in the
-``crbc.audit/1`` columns (one row per iteration and estimator). ``crbc.audit`` is another
-branch's work: until it merges, the table is built here from each iteration's success rate and
-seeded placeholder numbers for the other columns; the page's cost does not depend on them.
-The runs are copied to a temporary folder given to the studio as ``CRBC_RUNS_DIRS`` (the shipped
-folder stays untouched).
+(devtools.textworld.alfworld_like_run), each audited beforehand by ``crbc.audit.audit_run``
+(``crbc, gigpo``, no bootstrap, one worker: the page's cost does not depend on B), so the page
+opens on an existing audit computed with its (empty) anchor key. The runs are copied to a
+temporary folder given to the studio as ``CRBC_RUNS_DIRS`` (the shipped folder stays untouched).
+The machine's load average (``os.getloadavg``, as ``uptime`` prints it) is recorded before and
+after each figure: other jobs may share the cores.
 
 Measured in headless Chromium (devtools.apprunner):
 
@@ -34,10 +34,9 @@ import time
 import urllib.parse
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from benchmarks.bench_app import navigate, visit
+from benchmarks.bench_browser import navigate, visit
 from devtools.apprunner import READY, launch, running_app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,21 +44,17 @@ SHIPPED = ROOT / "sample_rollouts" / "runs" / "sokoban-6x6-n64-80" / "crbc-s0"
 ESTIMATORS = ("crbc", "gigpo")
 
 
-def audit_table(run_dir: Path, seed: int = 0) -> pd.DataFrame:
-    """A crbc.audit/1-shaped table for ``run_dir``: success_rate from its metrics, the rest seeded."""
-    import crbc
+def audit(run_dir: Path) -> float:
+    """Audit ``run_dir`` with crbc.audit (beside it); the seconds it took."""
+    from crbc.audit import audit_run
 
-    run = crbc.read_run(run_dir)
-    rng = np.random.default_rng(seed)
-    rows = []
-    for m in run.metrics:
-        for est in ESTIMATORS:
-            rows.append({"iteration": m["iteration"], "estimator": est, "groups": 16, "rollouts": 128, "steps": 4000,
-                         "success_rate": float(m.get("success_rate", 0.0)), "shared_step_share": rng.uniform(0.5, 0.9),
-                         "anchors_per_group": rng.uniform(5, 40), "none_share": rng.uniform(0.3, 0.7),
-                         "sure_share": rng.uniform(0.0, 0.3), "trainer_spearman": rng.uniform(-0.2, 0.9),
-                         "trainer_sign_agreement": rng.uniform(0.4, 1.0), "seconds": rng.uniform(0.5, 2.0)})
-    return pd.DataFrame(rows)
+    t = time.perf_counter()
+    audit_run(run_dir, ESTIMATORS, bootstrap=0, workers=1)
+    return round(time.perf_counter() - t, 1)
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def prepare(root: Path, iterations: int, groups: int, shipped: Path) -> dict[str, Path]:
@@ -69,8 +64,6 @@ def prepare(root: Path, iterations: int, groups: int, shipped: Path) -> dict[str
     shutil.copytree(shipped, out["shipped-80"])
     out[f"alfworld-{iterations}"] = alfworld_like_run(root / f"alfworld-{iterations}", iterations=iterations,
                                                       groups=groups, n_rollouts=8)
-    for p in out.values():
-        audit_table(p).to_parquet(p / "audit.parquet")
     return out
 
 
@@ -90,18 +83,23 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="crbc-bench-runs-"))
     t0 = time.perf_counter()
     runs = prepare(root, args.iterations, args.groups, args.shipped)
-    out: dict = {"prepare_s": round(time.perf_counter() - t0, 1), "loadavg_before": os.getloadavg(), "runs": {}}
+    out: dict = {"prepare_s": round(time.perf_counter() - t0, 1), "cores": os.cpu_count(),
+                 "audit_s": {name: audit(p) for name, p in runs.items()}, "loadavg_before": _load(), "runs": {}}
     with running_app(extra_env={"CRBC_RUNS_DIRS": str(root)}) as base, sync_playwright() as pw:
         browser = launch(pw)
-        light = {}
+        light, light_load = {}, {}
         for slug, title in (("", "Rollouts"), ("accuracy", "Estimator accuracy"), ("lesson", "Lesson")):
             visit(browser, base, slug, title)  # once to warm the server's caches
+            before = _load()
             light[slug or "rollouts"] = _median([visit(browser, base, slug, title)[0] for _ in range(args.repeats)])
+            light_load[slug or "rollouts"] = {"loadavg_before": before, "loadavg_after": _load()}
         lightest = min(light.values())
         out["lightest_deep_links"] = light
+        out["lightest_load"] = light_load
         for name, path in runs.items():
             q = urllib.parse.urlencode({"source": "run", "run": str(path)})
             visit(browser, base, f"runs?{q}", "Training runs")  # the audit read, the figure built once
+            before = _load()
             deep = _median([visit(browser, base, f"runs?{q}", "Training runs")[0] for _ in range(args.repeats)])
             ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
             pg = ctx.new_page()
@@ -114,7 +112,8 @@ def main() -> None:
             ctx.close()
             out["runs"][name] = {"iterations": len(pd.read_parquet(path / "audit.parquet")["iteration"].unique()),
                                  "in_session_s": _median(times), "deep_link_s": deep,
-                                 "deep_link_over_lightest": round(deep / lightest, 2)}
+                                 "deep_link_over_lightest": round(deep / lightest, 2),
+                                 "loadavg_before": before, "loadavg_after": _load()}
         browser.close()
     out["loadavg_after"] = os.getloadavg()
     shutil.rmtree(root, ignore_errors=True)

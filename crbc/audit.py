@@ -1,14 +1,19 @@
 """A whole run audited: one ``crbc.audit/1`` row per (iteration, estimator), iterations in parallel.
 
-    from crbc.audit import audit_run, read_audit
+    from crbc.audit import audit_run
+    from crbc.io.audit_reader import read_audit                                # the one reader
     df = audit_run("runs/mine", ("crbc", "gigpo"), bootstrap=0, workers=2)   # -> runs/mine/audit.parquet
+    df = audit_run("runs/mine", anchor=r"(?s)(Current Board:.*?)(?:Available Moves|$)")  # keyed anchors
 
 Columns (docs/FORMATS.md, "A whole run at once"): ``iteration, estimator, groups, rollouts,
 steps, success_rate`` (share of rollouts with R_i = 1), the trainer-metric columns of
 :func:`crbc.health.iteration_health` (``shared_step_share, anchors_per_group, none_share,
 sure_share, trainer_spearman, trainer_sign_agreement``; the ``/<estimator>`` suffix becomes the
 row's estimator; ``sure_share`` is the row's estimator's own, with B > 0; NaN where undefined),
-and ``seconds`` (reading and merging the iteration plus this estimator's numbers, in the worker).
+``seconds`` (reading and merging the iteration plus this estimator's numbers, in the worker),
+and ``anchor_key``: the regex each iteration's anchors were keyed with before merging
+(:func:`crbc.io.anchor_keys.rekey`, RE2: the last match, its first group if it has one; "" for the
+exact text), the same on every row, so a reader can tell which key the numbers belong to.
 
 Iterations are independent. Each is one job of plain data (the run folder, the iteration, the
 estimators, B, its seed, the parameters) run in-process (``workers=1``), on local processes
@@ -36,12 +41,12 @@ from typing import Any
 import numpy as np
 
 from crbc.health import checked_estimators, iteration_health, params_for
+from crbc.io.audit_reader import AUDIT_SCHEMA, KEY_COLUMN, cache_folder
 from crbc.io.runs import ROLLOUTS_DIR, iteration_files, read_run
 
-AUDIT_SCHEMA = "crbc.audit/1"
 COLUMNS = ("iteration", "estimator", "groups", "rollouts", "steps", "success_rate",
            "shared_step_share", "anchors_per_group", "none_share", "sure_share",
-           "trainer_spearman", "trainer_sign_agreement", "seconds")
+           "trainer_spearman", "trainer_sign_agreement", "seconds", KEY_COLUMN)
 OUT_SUFFIXES = (".parquet", ".csv", ".jsonl")
 DEFAULT_NAME = "audit.parquet"
 Progress = Callable[[int, int], None]
@@ -56,13 +61,22 @@ def audit_iteration(job: dict[str, Any]) -> dict[str, Any]:
     """Run one job (plain data, see :func:`jobs`): ``{"iteration", "rows": [row, ...]}``, or
     ``{"iteration", "error": message}`` for an iteration file that cannot be read or computed."""
     from crbc.errors import FormatError
+    from crbc.io.anchor_keys import AnchorKeyError, RegexError, rekey
     from crbc.io.columns import Columns
     from crbc.process import from_columns
 
     it = int(job["iteration"])
+    anchor = job.get("anchor") or ""
     t0 = time.perf_counter()
     try:
-        groups = read_run(job["run_dir"]).rollouts(it)
+        run = read_run(job["run_dir"])
+        groups = run.rollouts(it)
+        if anchor:
+            try:
+                groups = rekey(groups, anchor)
+            except (AnchorKeyError, RegexError) as e:  # name the file: the reader's errors do
+                where = iteration_files(Path(job["run_dir"]) / ROLLOUTS_DIR).get(it, Path(job["run_dir"]))
+                raise ValueError(f"{where}: the anchor key: {e}") from None
         cols = Columns.from_groups(groups)
         p = from_columns(cols)
         adv = cols.trainer_advantage
@@ -81,7 +95,7 @@ def audit_iteration(job: dict[str, Any]) -> dict[str, Any]:
                          "sure_share": h.get("sure_share", math.nan),
                          "trainer_spearman": h.get(f"trainer_spearman/{name}", math.nan),
                          "trainer_sign_agreement": h.get(f"trainer_sign_agreement/{name}", math.nan),
-                         "seconds": read + time.perf_counter() - t1})
+                         "seconds": read + time.perf_counter() - t1, KEY_COLUMN: anchor})
     except (FormatError, ValueError, KeyError, OSError) as e:
         msg = str(e) if not isinstance(e, KeyError) else str(e.args[0] if e.args else e)
         return {"iteration": it, "error": " ".join(msg.split())}
@@ -126,22 +140,22 @@ def load_partial(folder: Path, iteration: int, key: dict[str, Any]) -> list[dict
         obj = json.loads(path.read_text(encoding="utf-8"))
         if obj.get("key") != key or not isinstance(obj.get("rows"), list):
             return None
-        rows = [{c: (math.nan if r[c] is None else r[c]) for c in COLUMNS} for r in obj["rows"]]
+        rows = [{c: (math.nan if r[c] is None and c != KEY_COLUMN else r[c]) for c in COLUMNS} for r in obj["rows"]]
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
     return rows if [r["estimator"] for r in rows] == key["estimators"] else None
 
 
 def jobs(run_dir: Path, estimators: list[str], bootstrap: int, seed: int,
-         params: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+         params: dict[str, Any], anchor: str = "") -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """``(job, key)`` per iteration file of the run: the job's plain data and the sidecar key."""
     out = []
     for it, path in iteration_files(run_dir / ROLLOUTS_DIR).items():
         st = path.stat()
         # the folder as an absolute path: a Ray worker's working directory is not ours
         job = {"run_dir": str(run_dir.resolve()), "iteration": it, "estimators": list(estimators),
-               "bootstrap": int(bootstrap), "seed": int(seed), "params": dict(params)}
-        key = {**{k: job[k] for k in ("estimators", "bootstrap", "seed", "params")},
+               "bootstrap": int(bootstrap), "seed": int(seed), "params": dict(params), "anchor": anchor}
+        key = {**{k: job[k] for k in ("estimators", "bootstrap", "seed", "params", "anchor")},
                "file": path.name, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
         out.append((job, key))
     return out
@@ -205,8 +219,19 @@ def _ray(todo: list[dict[str, Any]], workers: int | None, address: str | None):
 # the front door
 
 
+def default_output(run_dir: str | os.PathLike) -> Path:
+    """``RUN_DIR/audit.parquet`` when the folder is writable, else ``audit.parquet`` in its
+    :func:`crbc.io.audit_reader.cache_folder` (where :func:`crbc.io.audit_reader.find_audits` looks too)."""
+    run_dir = Path(run_dir)
+    if os.access(run_dir, os.W_OK | os.X_OK):
+        return run_dir / DEFAULT_NAME
+    folder = cache_folder(run_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / DEFAULT_NAME
+
+
 def output_path(run_dir: Path, out: str | os.PathLike | None) -> Path:
-    path = run_dir / DEFAULT_NAME if out is None else Path(out)
+    path = default_output(run_dir) if out is None else Path(out)
     if not path.name.endswith(OUT_SUFFIXES):
         raise ValueError(f"{path}: the audit file ends in {', '.join(OUT_SUFFIXES)}")
     return path
@@ -215,7 +240,7 @@ def output_path(run_dir: Path, out: str | os.PathLike | None) -> Path:
 def audit_run(run_dir: str | os.PathLike, estimators: Sequence[str] = ("crbc", "gigpo"), *,
               bootstrap: int = 0, seed: int = 0, workers: int | None = None,
               ray_address: str | None = None, out: str | os.PathLike | None = None,
-              progress: Progress | None = None, **params: Any):
+              progress: Progress | None = None, anchor: str | None = None, **params: Any):
     """Audit every iteration of a run folder (module docstring) and write ``crbc.audit/1``.
 
     Args:
@@ -226,8 +251,12 @@ def audit_run(run_dir: str | os.PathLike, estimators: Sequence[str] = ("crbc", "
         workers: local processes (default: the cores; 1: in this process); with Ray, the CPUs of
             a local cluster.
         ray_address: None (no Ray), ``"local"`` (a local cluster) or a cluster address.
-        out: ``.parquet`` / ``.csv`` / ``.jsonl`` path; None: ``run_dir/audit.parquet``.
+        out: ``.parquet`` / ``.csv`` / ``.jsonl`` path; None: :func:`default_output` (beside the
+            run, or the cache folder when the run's folder is not writable).
         progress: ``progress(done, total)`` after each finished iteration (and once at the start).
+        anchor: a regex anchor key (RE2, :func:`crbc.io.anchor_keys.regex_key`: the last match,
+            its first group if it has one) applied to every iteration before merging; None or
+            "" keeps the anchors as recorded. Written in the ``anchor_key`` column.
         **params: estimator parameters (each estimator takes its config's fields).
 
     Returns:
@@ -248,9 +277,14 @@ def audit_run(run_dir: str | os.PathLike, estimators: Sequence[str] = ("crbc", "
     names = checked_estimators(estimators, params, bootstrap, "audit")
     if workers is not None and (not isinstance(workers, (int, np.integer)) or workers < 1):
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
-    path = output_path(run_dir, out)
+    anchor = (anchor or "").strip()
+    if anchor:
+        from crbc.io.anchor_keys import compile_regex
+
+        compile_regex(anchor)  # RegexError (a ValueError) naming the pattern, before any work
     read_run(run_dir)  # run.json and metrics.jsonl, named on error
-    work = jobs(run_dir, names, int(bootstrap), int(seed), dict(params))
+    path = output_path(run_dir, out)
+    work = jobs(run_dir, names, int(bootstrap), int(seed), dict(params), anchor)
     if not work:
         raise ValueError(f"{run_dir / ROLLOUTS_DIR}: no iteration files (iter-NNNN.jsonl, .jsonl.gz, .parquet)")
     side = partial_dir(path)
@@ -280,7 +314,8 @@ def audit_run(run_dir: str | os.PathLike, estimators: Sequence[str] = ("crbc", "
         finally:
             results.close()  # stops the engine: pending work cancelled, pools shut down
     frame = pd.DataFrame([r for it in sorted(rows) for r in rows[it]], columns=list(COLUMNS))
-    frame = frame.astype({"iteration": "int64", "groups": "int64", "rollouts": "int64", "steps": "int64"})
+    frame = frame.astype({"iteration": "int64", "groups": "int64", "rollouts": "int64", "steps": "int64",
+                          KEY_COLUMN: object})
     write_audit(frame, path)
     for p in side.glob("iter-*.json") if side.is_dir() else []:
         p.unlink()
@@ -307,32 +342,3 @@ def write_audit(frame, path: str | os.PathLike) -> Path:
                  for r in frame.astype(object).to_dict("records")]
         _atomic_write(path, lambda t: t.write_text("".join(x + "\n" for x in lines), encoding="utf-8"))
     return path
-
-
-def read_audit(path: str | os.PathLike):
-    """Read a ``crbc.audit/1`` file (.parquet, .csv or .jsonl) as a DataFrame; a file of another
-    schema or without the columns raises ValueError naming it."""
-    from crbc.frame import pandas
-
-    pd = pandas()
-    path = Path(path)
-    if path.name.endswith(".parquet"):
-        import pyarrow.parquet as pq
-
-        table = pq.read_table(path)
-        if (table.schema.metadata or {}).get(b"schema") != AUDIT_SCHEMA.encode():
-            raise ValueError(f"{path}: not a {AUDIT_SCHEMA} file (no schema in its metadata)")
-        frame = table.to_pandas()
-    elif path.name.endswith(".csv"):
-        frame = pd.read_csv(path)
-    elif path.name.endswith(".jsonl"):
-        frame = pd.read_json(path, lines=True, dtype=False)
-        if "schema" not in frame or not (frame["schema"] == AUDIT_SCHEMA).all():
-            raise ValueError(f"{path}: not a {AUDIT_SCHEMA} file (schema field)")
-        frame = frame.drop(columns="schema")
-    else:
-        raise ValueError(f"{path}: the audit file ends in {', '.join(OUT_SUFFIXES)}")
-    missing = [c for c in COLUMNS if c not in frame]
-    if missing:
-        raise ValueError(f"{path}: not a {AUDIT_SCHEMA} file (no column {', '.join(missing)})")
-    return frame[list(COLUMNS)].astype({c: float for c in COLUMNS[5:]})

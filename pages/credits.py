@@ -71,7 +71,7 @@ def _open_in_inspector(n: int) -> None:
     """Open the anchor of step ``n`` (an index into the process's steps) in the Inspector."""
     p = ctx.process
     st.session_state["inspect_anchor"] = {"group": grp.group, "anchor": anchor_labels(p)[int(p.step_state[n])],
-                                          "step": (int(p.step_rollout[n]), int(p.step_t[n]))}
+                                          "step": (int(p.step_rollout[n]), int(p.step_t[n]) - 1)}  # 0-based
     url.switch_page("pages/inspector.py")
 
 

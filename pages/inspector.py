@@ -74,7 +74,7 @@ if isinstance(req, dict) and req.get("anchor") in labels and req.get("group") in
         pos, t = req["step"]
         ss["_inspect_step"] = (req["anchor"], pos, t)
         st.info(f"Opened from Step credits: rollout {grp.rollouts[pos].rollout}, step {t} "
-                f"({short(grp.rollouts[pos].steps[t - 1].action, 80)} at {short(req['anchor'], 80)}).",
+                f"({short(grp.rollouts[pos].steps[t].action, 80)} at {short(req['anchor'], 80)}).",
                 icon=":material/ads_click:")
 # forget remembered choices that do not fit this group (defaults then come from the widgets,
 # or from the URL when the view was opened from a shared link)

@@ -30,7 +30,7 @@ ROW_BUTTONS_MAX = 24  # up to this many rollouts the table's rows are buttons
 
 def _pick(k: int) -> None:
     st.session_state["rollout"] = k
-    st.session_state["step"] = 1
+    st.session_state["step"] = 0
 
 
 def _pick_row() -> None:
@@ -42,7 +42,7 @@ def _pick_row() -> None:
         return
     if rows:
         st.session_state["rollout"] = int(rows[0])
-        st.session_state["step"] = 1
+        st.session_state["step"] = 0
 
 
 left, right = st.columns([2, 3], gap="large")
@@ -74,9 +74,10 @@ with left:
 
 roll = grp.rollouts[r]
 T = len(roll.steps)
-url.check_url("step", url.int_in(1, T), f"this rollout has steps 1 to {T}")
-if st.session_state.get("step", 1) not in range(1, T + 1):
-    st.session_state["step"] = 1
+# steps are 0-based, as the files number them (verl's step_index, the recorder, Step credits)
+url.check_url("step", url.int_in(0, T - 1), f"this rollout has steps 0 to {T - 1}")
+if st.session_state.get("step", 0) not in range(T):
+    st.session_state["step"] = 0
 
 
 @st.fragment
@@ -85,12 +86,13 @@ def _step_view() -> None:
     the step slider reruns only this part of the page (the URL's ``step`` still follows). Drawn in
     the right column (a fragment writes inside its own container only)."""
     st.subheader(f"Rollout {roll.rollout}: {T} step{'' if T == 1 else 's'}, {outcome(roll)}")
-    t = st.slider("Step", 1, T, key="step", bind="query-params", disabled=T == 1,
+    t = st.slider("Step", 0, max(T - 1, 0), key="step", bind="query-params", disabled=T == 1,
                   help="Scrub through the rollout: the board before the step, the action taken, "
-                       "and the credit the estimator gives it.") if T > 1 else 1
-    i = c.rollout_slice(r).start + t - 1
+                       "and the credit the estimator gives it (steps numbered from 0, as "
+                       "in the files).") if T > 1 else 0
+    i = c.rollout_slice(r).start + t
     s = int(p.step_state[i])
-    step = roll.steps[t - 1]
+    step = roll.steps[t]
     b, m = st.columns([3, 2])
     with b:
         st.markdown(f"**anchor {short(anchor_labels(p)[s], 80)}** before step {t}")
@@ -115,7 +117,7 @@ def _step_view() -> None:
         truth_slot = st.empty()  # the exact truth, filled in last (it may load the model)
 
     st.markdown(f"**{FIELDS['step_advantage']} per step ({name})**")
-    st.html(step_credit_bars_html(c, r, t - 1))
+    st.html(step_credit_bars_html(c, r, t))
     st.caption("Blue bars: the step did better than the average action at its anchor; red: worse. "
                "A missing bar (zero) means only one action was ever tried at that anchor (nothing to compare "
                "against). The outlined bar is the current step.")

@@ -108,8 +108,8 @@ def change_panel(view: LessonView, group: RolloutGroup, labels: tuple[str, ...],
                 st.session_state[key] = rollout_opts[0]
         edit_i = rollout_opts.index(st.session_state["lesson_edit_r"])
         n_steps = len(group.rollouts[edit_i].steps)
-        if not 1 <= int(st.session_state.get("lesson_edit_t", 1)) <= n_steps:
-            st.session_state["lesson_edit_t"] = 1
+        if not 0 <= int(st.session_state.get("lesson_edit_t", 0)) < n_steps:  # 0-based, as the files
+            st.session_state["lesson_edit_t"] = 0
         with c1:
             st.selectbox("Rollout", rollout_opts, key="lesson_flip_r")
             st.button("Flip its outcome", on_click=L.flip, key="lesson_flip", icon=":material/swap_horiz:")
@@ -117,13 +117,14 @@ def change_panel(view: LessonView, group: RolloutGroup, labels: tuple[str, ...],
             picked = st.session_state.pop("lesson_picked", None)
             if picked is not None:
                 i, t = picked
-                stp = group.rollouts[i].steps[t - 1]
-                where = labels[int(p.step_state[int(p.rollout_offsets[i]) + t - 1])]
+                stp = group.rollouts[i].steps[t]
+                where = labels[int(p.step_state[int(p.rollout_offsets[i]) + t])]
                 st.info(f"Editing rollout {group.rollouts[i].rollout}, step {t} ({short(where, 80)} --{short(stp.action, 80)}-->): type a new "
                         "anchor or action and apply.", icon=":material/edit:")
             e1, e2, e3, e4 = st.columns([1.2, 0.8, 1, 1])
             e1.selectbox("Rollout ", rollout_opts, key="lesson_edit_r")
-            e2.number_input("Step t", 1, n_steps, key="lesson_edit_t")
+            e2.number_input("Step t", 0, n_steps - 1, key="lesson_edit_t",
+                            help="Steps are numbered from 0, as the files number them.")
             e3.text_input("New anchor", key="lesson_edit_anchor", placeholder="keep",
                           help="Exact anchor key; an existing one merges the step into it. The "
                                "boundaries z+ and z- are not anchors (flip the outcome instead).")

@@ -82,7 +82,7 @@ def edit() -> None:
     opts = [rollout_label(g, i) for i in range(len(g))]
     chosen = st.session_state.get("lesson_edit_r")
     i = opts.index(chosen) if chosen in opts else 0
-    t = int(st.session_state.get("lesson_edit_t", 1))
+    t = int(st.session_state.get("lesson_edit_t", 0))  # 0-based, as the files number steps
     anchor = (st.session_state.get("lesson_edit_anchor") or "").strip() or None
     action = (st.session_state.get("lesson_edit_action") or "").strip() or None
     try:

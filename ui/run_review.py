@@ -3,12 +3,15 @@
 The run is the sidebar's (:func:`ui.run_source.run_view`: a run folder, or an upload that carries
 several iterations). :func:`render` draws
 
-1. **every iteration at once**, from the run's ``crbc.audit/1`` table (``RUN_DIR/audit.parquet``,
-   :mod:`crbc.io.audit_reader`, drawn by :func:`crbc.viz.audit.audit_grid_svg`): success,
-   sharing, evidence shares and the trainer's agreement with each estimator per iteration. Without
-   one: a button that computes it (``crbc.audit.audit_run`` with a progress bar), or, where that is
-   not available, reviews every iteration here (:func:`crbc.explain.run_review.review_iteration`,
-   about a second each) into a table of the same shape, kept for the session;
+1. **every iteration at once**, from the run's ``crbc.audit/1`` table (``RUN_DIR/audit.parquet``
+   or the studio's cache of it, :mod:`crbc.io.audit_reader`, drawn by
+   :func:`crbc.viz.audit.audit_grid_svg`): success, sharing, evidence shares and the
+   trainer's agreement with each estimator per iteration. The audit whose ``anchor_key`` is the
+   sidebar's key is used; one computed under another key is drawn under a warning naming its key,
+   with a button that recomputes it. Computing runs :func:`crbc.audit_job.start_audit` in a worker
+   process (a fragment polls its progress once a second, with Cancel), so neither this session nor
+   the server waits; or, for an upload, reviews every iteration here
+   (:func:`crbc.explain.run_review.review_iteration`, about a second each), kept for the session;
 2. a click on an iteration (a point of the grid, or the sidebar's iteration) and the button under
    the grid list that iteration's groups worth a look, each one click from the other pages.
 
@@ -24,11 +27,12 @@ import pandas as pd
 import streamlit as st
 
 import crbc.explain.run_review as RR
+from crbc.audit_job import AuditJob, start_audit
 from crbc.errors import FormatError
 from crbc.estimators.bootstrap import DEFAULT_B
-from crbc.io.audit_reader import find_audit, read_audit
+from crbc.io.audit_reader import audit_key, find_audits, read_audit
 from crbc.viz.audit import audit_grid_svg
-from ui import figure_cache, report_download, run_source, state, url
+from ui import anchor_key, figure_cache, report_download, run_source, state, url
 from ui.run_source import RunView
 from ui.svg_view import svg_view
 
@@ -51,50 +55,109 @@ def _pct(x: float) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.0%}"
 
 
-def _history(view: RunView, params: tuple, keyed: bool) -> tuple[pd.DataFrame | None, str, bool]:
-    """The run's per-iteration table, where it came from, and whether it covers every iteration:
-    the audit beside the run, or the iterations reviewed in this session (first when the sidebar
-    has an anchor key: the audit reads the anchors as recorded)."""
-    done = st.session_state.get("_review_done", {}).get((view.key, params), {})
+def _key_text(regex: str) -> str:
+    return f"`{regex}`" if regex else "the exact text (no anchor key)"
+
+
+def _audits(view: RunView) -> list[tuple[Path, pd.DataFrame]]:
+    """Every readable audit file of the run folder (beside it, then in its cache folder)."""
+    out = []
+    for path in find_audits(view.folder) if view.folder is not None else []:
+        try:
+            out.append((path, _audit(str(path), path.stat().st_mtime)))
+        except (FormatError, OSError) as e:
+            st.error(f"The run's audit could not be read: {e}")
+    return out
+
+
+def _where(view: RunView, path: Path) -> str:
+    return (f"`{path.name}` beside the run" if path.parent == Path(view.folder)
+            else f"`{path.name}` in the studio's cache for this run (its folder is not writable)")
+
+
+def _history(view: RunView, params: tuple, regex: str) -> tuple[pd.DataFrame | None, str, bool, str | None]:
+    """The run's per-iteration table, where it came from, whether it covers every iteration
+    under the sidebar's anchor key, and the key of an audit computed with another one (None
+    when it matches): the audit computed with the sidebar's key, else the iterations reviewed in
+    this session when they are all there, else an audit under another key (shown with a
+    warning), else the iterations reviewed so far."""
+    done = st.session_state.get("_review_done", {}).get((view.key, params, regex), {})
     reviewed = None
     if done:
         rows = [row for i in sorted(done) for row in done[i].audit_rows(i)]
         reviewed = (pd.DataFrame(rows), f"reviewed here ({len(done)} of {len(view.iterations)} iterations)",
-                    len(done) == len(view.iterations))
-    if reviewed is not None and keyed:
+                    len(done) == len(view.iterations), None)
+    audits = _audits(view)
+    for path, frame in audits:
+        if audit_key(frame) == regex:
+            return frame, _where(view, path), True, None
+    if reviewed is not None and reviewed[2]:
         return reviewed
-    if view.folder is not None and (path := find_audit(view.folder)) is not None:
-        try:
-            return _audit(str(path), path.stat().st_mtime), f"`{path.name}` beside the run", not keyed
-        except (FormatError, OSError) as e:
-            st.error(f"The run's audit could not be read: {e}")
-    return reviewed or (None, "", False)
+    if audits:
+        path, frame = audits[0]
+        return frame, _where(view, path), False, audit_key(frame)
+    return reviewed or (None, "", False, None)
 
 
-def _compute(view: RunView, params: tuple) -> None:
-    """Offer the audit of every iteration: ``crbc audit`` on a folder, else a review here."""
+def _job(view: RunView, regex: str) -> AuditJob | None:
+    held = st.session_state.get("_audit_job")
+    return held[2] if held is not None and held[:2] == (view.key, regex) else None
+
+
+@st.fragment(run_every=1.0)
+def _audit_progress(view: RunView, regex: str) -> None:
+    """The running audit's progress bar and Cancel, polled once a second (only this fragment
+    reruns; the worker does the work); its end reruns the page, which then reads the file."""
+    job = _job(view, regex)
+    if job is None:
+        return
+    if not job.poll(0):
+        k, n = job.done_total
+        st.progress(k / n if n else 0.0, text=f"Auditing every iteration with the key {_key_text(regex)}: "
+                    f"{k} of {n or len(view.iterations)} iterations ({job.elapsed:.0f} s)")
+        if st.button("Cancel the audit", key="runs_audit_cancel", icon=":material/cancel:"):
+            job.cancel()
+            st.session_state["_audit_note"] = job.outcome["error"]
+            del st.session_state["_audit_job"]
+            st.rerun()
+        return
+    del st.session_state["_audit_job"]
+    if "error" in job.outcome:
+        st.session_state["_audit_note"] = f"The audit failed: {job.outcome['error']}"
+    job.close()
+    st.rerun()
+
+
+def _compute(view: RunView, params: tuple, regex: str, other_key: str | None) -> None:
+    """Offer the audit of every iteration with the sidebar's anchor key (``crbc audit`` in a
+    worker process) on a folder, else a review here."""
+    note = st.session_state.pop("_audit_note", None)
+    if note:
+        (st.error if note.startswith("The audit failed") else st.warning)(note)
+    if _job(view, regex) is not None:
+        _audit_progress(view, regex)
+        return
     left = [i for i in view.iterations
-            if i not in st.session_state.get("_review_done", {}).get((view.key, params), {})]
+            if i not in st.session_state.get("_review_done", {}).get((view.key, params, regex), {})]
     c1, c2 = st.columns([1, 2], vertical_alignment="center")
-    if view.folder is not None and find_audit(view.folder) is None and c1.button(f"Compute the audit ({len(view.iterations)} iterations)",
-                                             key="runs_audit_go", type="primary", icon=":material/query_stats:"):
-        from crbc.audit import audit_run
-
-        bar = st.progress(0.0, text="Auditing every iteration...")
-        try:
-            # one process (a shared server), the review's B, the default estimators
-            audit_run(view.folder, bootstrap=B, workers=1,
-                      progress=lambda k, n: bar.progress(k / max(n, 1), text=f"{k} of {n} iterations"))
-        except ERRORS as e:
-            st.error(f"The audit failed: {e}")
-            return
+    label = (f"Recompute the audit with the key {regex}" if other_key is not None and regex
+             else "Recompute the audit on the exact text" if other_key is not None
+             else f"Compute the audit ({len(view.iterations)} iterations)")
+    if view.folder is not None and c1.button(label, key="runs_audit_go", type="primary",
+                                             icon=":material/query_stats:"):
+        old = st.session_state.pop("_audit_job", None)
+        if old is not None:  # one audit per session: one started for another run or key stops
+            old[2].cancel()
+        st.session_state["_audit_job"] = (view.key, regex, start_audit(view.folder, bootstrap=B, anchor=regex))
         st.rerun()
-    c2.caption("The audit (`python -m crbc audit RUN_DIR`) computes every iteration once and writes "
-               "`audit.parquet` beside the run; the page then draws the whole history at once.")
+    c2.caption("The audit (`python -m crbc audit RUN_DIR --anchor REGEX`) computes every iteration once, "
+               "in a worker process (this page and every other session stay free; Cancel stops it), "
+               "and writes `audit.parquet` beside the run (or in the studio's cache when the folder is "
+               "not writable), with the anchor key it used; the page then draws the whole history at once.")
     if left and st.button(f"Review the {len(left)} iteration(s) here (about a second each; kept for this "
                           "session)", key="review_all"):
         bar = st.progress(0.0)
-        done = st.session_state.setdefault("_review_done", {}).setdefault((view.key, params), {})
+        done = st.session_state.setdefault("_review_done", {}).setdefault((view.key, params, regex), {})
         for k, i in enumerate(left):
             try:
                 done[i] = _review(view.key, i, params, view.groups(i))
@@ -117,7 +180,8 @@ def _iteration(view: RunView, iteration: int, params: tuple, open_in: list[tuple
     except ERRORS as e:
         st.error(f"Iteration {iteration} could not be read: {e}")
         return
-    st.session_state.setdefault("_review_done", {}).setdefault((view.key, params), {})[iteration] = rv
+    regex = st.session_state.get(anchor_key.KEY, "").strip()
+    st.session_state.setdefault("_review_done", {}).setdefault((view.key, params, regex), {})[iteration] = rv
     rec = view.metrics.get(iteration, {})
     cols = st.columns(5)
     cols[0].metric("success", _pct(rec.get("success_rate", rv.success)),
@@ -175,10 +239,15 @@ def render(open_in: list[tuple[str, str, str]]) -> None:
     st.subheader(f"{view.label}: every iteration")
     if view.folder is not None:  # a run folder (not an upload): its report, built on the click
         report_download.run_button(view.folder, view.label.removeprefix("run "), iteration, "review_dl_report")
-    keyed = bool(st.session_state.get("anchor_key"))
-    frame, where, complete = _history(view, params, keyed)
+    regex = (st.session_state.get(anchor_key.KEY) or "").strip()
+    frame, where, complete, other_key = _history(view, params, regex)
+    if other_key is not None:
+        st.warning(f"This overview was computed with the anchor key {_key_text(other_key)}, not the "
+                   f"sidebar's {_key_text(regex)}: its sharing, evidence and agreement numbers belong "
+                   "to that key. Recompute it with the sidebar's key (below), or set the sidebar's key "
+                   "back.", icon=":material/key:")
     if frame is not None and not frame.empty:
-        svg = figure_cache.figure("audit_grid", (view.key, where, len(frame), iteration),
+        svg = figure_cache.figure("audit_grid", (view.key, where, other_key, len(frame), iteration),
                                   lambda: audit_grid_svg(frame, selected=iteration))
 
         def pick(value: str) -> None:
@@ -187,13 +256,11 @@ def render(open_in: list[tuple[str, str, str]]) -> None:
                 st.session_state["_review_shown"] = (view.key, int(value))
 
         svg_view(svg, key="runs_audit", on_pick=pick, download="audit")
-        st.caption(f"From {where}. Click a point to list that iteration's groups worth a look; the "
-                   "dotted line is the sidebar's iteration.")
-    if frame is not None and keyed and where.endswith("beside the run"):
-        st.caption("The audit reads the anchors as recorded, without the sidebar's anchor key; the "
-                   "iterations reviewed here (below) and every other page use the key.")
+        key_note = "" if where.startswith("reviewed") else f", computed with the anchor key {_key_text(audit_key(frame))}"
+        st.caption(f"From {where}{key_note}. Click a point to list that iteration's groups worth a "
+                   "look; the dotted line is the sidebar's iteration.")
     if not complete:
-        _compute(view, params)
+        _compute(view, params, regex, other_key)
     shown = st.session_state.get("_review_shown") == (view.key, iteration)
     if not shown and st.button(f"Groups worth a look in iteration {iteration}", key="review_open_iter",
                                icon=":material/manage_search:"):

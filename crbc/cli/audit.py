@@ -1,7 +1,7 @@
 """The ``audit`` command: every iteration of a run, its credit health per estimator (crbc.audit/1).
 
 ``python -m crbc audit RUN_DIR [-o AUDIT.parquet|.csv|.jsonl] [--estimators crbc,gigpo,...]
-[--bootstrap B] [--seed 0] [--workers N | --ray [ADDRESS]]`` (docs/FORMATS.md). Bad input exits
+[--bootstrap B] [--seed 0] [--anchor REGEX] [--workers N | --ray [ADDRESS]]`` (docs/FORMATS.md). Bad input exits
 with 2 and one line naming the file; Ctrl-C keeps the finished iterations for the next run.
 """
 
@@ -27,6 +27,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap", type=int, default=0, metavar="B",
                    help="resamples for sure_share (default 0: no intervals)")
     p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
+    p.add_argument("--anchor", default=None, metavar="REGEX",
+                   help="anchor key: each anchor becomes the last match of REGEX (its first group if "
+                        "it has one; RE2 syntax), for observations that carry their history; "
+                        "recorded in the file's anchor_key column (default: the exact text)")
     engine = p.add_mutually_exclusive_group()
     engine.add_argument("--workers", type=int, default=None, metavar="N",
                         help="local processes (default: the cores; 1: no pool)")
@@ -45,6 +49,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
     from pathlib import Path
 
+    if args.anchor:
+        from crbc.io.anchor_keys import compile_regex
+
+        try:
+            compile_regex(args.anchor, "--anchor")
+        except ValueError as e:
+            raise UsageError(" ".join(str(e).split())) from None
     out = output_path(Path(args.run_dir), args.output)
     bar = None
 
@@ -57,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         frame = audit_run(args.run_dir, args.estimators, bootstrap=args.bootstrap, seed=args.seed,
-                          workers=args.workers, ray_address=args.ray, out=out, progress=progress)
+                          workers=args.workers, ray_address=args.ray, out=out, progress=progress,
+                          anchor=args.anchor)
     except BaseException as e:
         if bar is not None:
             bar.close(clear=True)

@@ -137,7 +137,8 @@ def grpo_pair_spread(p: Process, group: int = 0) -> list[SpreadRow]:
 
 @dataclass(frozen=True)
 class StepRow:
-    """One step's credit: V, Q, A = Q - V (None without a value function), A_S, A_G, A_final."""
+    """One step's credit: V, Q, A = Q - V (None without a value function), A_S, A_G, A_final;
+    ``t`` is the step, 0-based as the files number it (``Process.step_t - 1``)."""
 
     rollout: int = col()
     t: int = col()
@@ -161,7 +162,7 @@ def step_table(p: Process, group: int = 0, estimator: str = "crbc", **params: An
         for n in range(int(p.rollout_offsets[r]), int(p.rollout_offsets[r + 1])):
             has_v = cr.value_N is not None
             rows.append(StepRow(
-                int(p.rollout_index[r]), int(p.step_t[n]), labels[p.step_state[n]],
+                int(p.rollout_index[r]), int(p.step_t[n]) - 1, labels[p.step_state[n]],
                 p.action_names[p.sa_action[p.step_sa[n]]], labels[p.step_next[n]],
                 float(cr.value_N[n]) if has_v else None, float(cr.q_N[n]) if has_v else None,
                 float(cr.credit_N[n]) if has_v else None, float(cr.step_advantage_N[n]),

@@ -17,9 +17,9 @@ from crbc.io.rollouts import RolloutGroup
 @dataclass(frozen=True)
 class StepObservation:
     rollout: int  #: position of the rollout in the group
-    t: int  #: 1-based step
+    t: int  #: the step, 0-based as the files number it
     text: str
-    previous: str | None  #: the observation one step earlier in the same rollout (None at t = 1)
+    previous: str | None  #: the observation one step earlier in the same rollout (None at t = 0)
 
 
 def _text(step) -> str:
@@ -28,20 +28,20 @@ def _text(step) -> str:
 
 def step_observation(group: RolloutGroup, anchor: str, rollout: int | None = None,
                      t: int | None = None) -> StepObservation | None:
-    """A visit of ``anchor`` (the anchor key as merged): step ``t`` (1-based) of rollout position
+    """A visit of ``anchor`` (the anchor key as merged): step ``t`` (0-based) of rollout position
     ``rollout`` if it is one, else the first visit in that rollout, else the first in the group."""
     order = list(range(len(group.rollouts)))
     if rollout is not None and 0 <= rollout < len(order):
         order.remove(rollout)
         order.insert(0, rollout)
         steps = group.rollouts[rollout].steps
-        if t is not None and 1 <= t <= len(steps) and steps[t - 1].anchor == anchor:
-            return StepObservation(rollout, t, _text(steps[t - 1]), _text(steps[t - 2]) if t > 1 else None)
+        if t is not None and 0 <= t < len(steps) and steps[t].anchor == anchor:
+            return StepObservation(rollout, t, _text(steps[t]), _text(steps[t - 1]) if t > 0 else None)
     for pos in order:
         steps = group.rollouts[pos].steps
         for k, s in enumerate(steps):
             if s.anchor == anchor:
-                return StepObservation(pos, k + 1, _text(s), _text(steps[k - 1]) if k else None)
+                return StepObservation(pos, k, _text(s), _text(steps[k - 1]) if k else None)
     return None
 
 

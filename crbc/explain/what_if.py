@@ -1,7 +1,8 @@
 """Edits of a rollout group for "what if" teaching: flip an outcome, edit a step, drop or copy a rollout.
 
 Each edit returns a new :class:`~crbc.io.rollouts.RolloutGroup` (groups are immutable); positions
-are 0-based places in ``group.rollouts``, steps are 1-based.
+are 0-based places in ``group.rollouts``, and steps are 0-based too, as the files number them
+(verl's ``step_index``, the run recorder, the Step credits downloads).
 """
 
 from __future__ import annotations
@@ -34,12 +35,12 @@ def flip_outcome(group: RolloutGroup, i: int) -> RolloutGroup:
 
 def edit_step(group: RolloutGroup, i: int, t: int, anchor: str | None = None,
               action: str | None = None) -> RolloutGroup:
-    """The group with step ``t`` (1-based) of rollout position ``i`` given a new anchor and/or action."""
+    """The group with step ``t`` (0-based) of rollout position ``i`` given a new anchor and/or action."""
     r = group.rollouts[i] if 0 <= i < len(group.rollouts) else None
     if r is None:
         raise IndexError(f"rollout position {i} out of range (0..{len(group.rollouts) - 1})")
-    if not 1 <= t <= len(r.steps):
-        raise IndexError(f"step {t} out of range (1..{len(r.steps)})")
+    if not 0 <= t < len(r.steps):
+        raise IndexError(f"step {t} out of range (0..{len(r.steps) - 1})")
     for name, val in (("anchor", anchor), ("action", action)):
         if val is not None and (not isinstance(val, str) or not val.strip()):
             raise ValueError(f"{name} must be a non-empty string")
@@ -48,8 +49,8 @@ def edit_step(group: RolloutGroup, i: int, t: int, anchor: str | None = None,
                          "not an anchor: a rollout reaches a boundary by its outcome; flip the "
                          "outcome instead")
     steps = list(r.steps)
-    old = steps[t - 1]
-    steps[t - 1] = Step(old.anchor if anchor is None else anchor, old.action if action is None else action,
+    old = steps[t]
+    steps[t] = Step(old.anchor if anchor is None else anchor, old.action if action is None else action,
                         old.obs, old.response, old.reward)
     return _replace_rollout(group, i, dataclasses.replace(r, steps=tuple(steps)))
 

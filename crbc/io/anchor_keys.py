@@ -94,7 +94,9 @@ def compile_regex(pattern: str | re.Pattern[str], what: str = "anchor regex"):
 
 def regex_key(pattern: str | re.Pattern[str], budget_s: float = TIME_BUDGET_S) -> AnchorKey:
     """A key from the last match of ``pattern``: its first group when it has groups, else the
-    whole match. Raises :class:`RegexError` at once for a pattern RE2 refuses
+    whole match. The last *non-empty* match when there is one: a pattern that can match nothing,
+    such as ``(?s)(.*)``, also matches the empty string at the very end of every text, and that
+    match would key every anchor as "" (all merged into one). Raises :class:`RegexError` at once for a pattern RE2 refuses
     (:func:`compile_regex`), :class:`AnchorKeyError` on a text without a match, and
     :class:`RegexError` once the key has spent ``budget_s`` seconds matching in all."""
     rx = compile_regex(pattern)
@@ -103,7 +105,9 @@ def regex_key(pattern: str | re.Pattern[str], budget_s: float = TIME_BUDGET_S) -
     def key(text: str) -> str:
         t0 = time.perf_counter()
         last: Any = None
-        for n, last in enumerate(rx.finditer(text)):  # noqa: B007 (we want the last one)
+        for n, m in enumerate(rx.finditer(text)):
+            if last is None or m.end() > m.start():  # an empty match only when nothing else matched
+                last = m
             if n & 1023 == 1023 and spent[0] + time.perf_counter() - t0 > budget_s:
                 break
         spent[0] += time.perf_counter() - t0

@@ -15,12 +15,13 @@ from crbc.viz.graph import boundaries_svg
 
 
 def _first_steps(p: Process) -> dict[tuple[int, int, int], tuple[int, int]]:
-    """(anchor, action index, successor) -> (rollout position, step t) of its first occurrence."""
+    """(anchor, action index, successor) -> (rollout position, step t, 0-based as in the files) of
+    its first occurrence."""
     first: dict[tuple[int, int, int], tuple[int, int]] = {}
     for i in range(len(p.rollout_offsets) - 1):
         for k in range(int(p.rollout_offsets[i]), int(p.rollout_offsets[i + 1])):
             key = (int(p.step_state[k]), int(p.sa_action[p.step_sa[k]]), int(p.step_next[k]))
-            first.setdefault(key, (i, int(p.step_t[k])))
+            first.setdefault(key, (i, int(p.step_t[k]) - 1))
     return first
 
 
@@ -34,7 +35,7 @@ def lesson_graph_svg(p: Process, value_S: np.ndarray, *, value_name: str = "V",
 
     - ``edge:i:t``, a diamond on each observed (anchor, action, successor) at 60 % of its line
       (self-loops above the anchor), its action written over it: its first step (rollout
-      position ``i``, step ``t``), to edit;
+      position ``i``, step ``t``, 0-based as in the files), to edit;
     - ``outcome:i:0``, one chip per rollout in a column right of the boundary it reached
       (its id in the file and ✓ / ✗), to flip that rollout's outcome;
     - ``node:s:0``, the anchors.

@@ -33,7 +33,8 @@ def rollouts_table(group: RolloutGroup, c: Credits) -> pd.DataFrame:
 
 
 def steps_table(group: RolloutGroup, r: int, c: Credits) -> pd.DataFrame:
-    """One row per step of rollout ``r``: anchor, action, reward, V, Q, Q - V, A_S, A_final."""
+    """One row per step of rollout ``r``: ``t`` (0-based, as the files number steps), anchor,
+    action, reward, V, Q, Q - V, A_S, A_final."""
     p = c.process
     sl = c.rollout_slice(r)
     labels = anchor_labels(p)
@@ -43,7 +44,7 @@ def steps_table(group: RolloutGroup, r: int, c: Credits) -> pd.DataFrame:
         return np.round(x[sl], 4) if x is not None else [None] * len(steps)
 
     return pd.DataFrame({
-        "t": np.arange(1, len(steps) + 1),
+        "t": np.arange(len(steps)),
         "anchor": [labels[s] for s in p.step_state[sl]],
         "action": [s.action for s in steps],
         "reward": [s.reward for s in steps],
@@ -73,7 +74,7 @@ def step_credit_bars_html(c: Credits, r: int, step: int | None = None, field: st
         bars.append(f'<div class="crbc-bar" title="{tip}" style="flex:1;position:relative">'
                     f'<div style="position:absolute;left:10%;right:10%;{side}:50%;height:{pct:.2f}%;'
                     f'min-height:1px;background:{color};{edge}"></div></div>')
-        label = str(i + 1) if i % every == 0 else ""
+        label = str(i) if i % every == 0 else ""  # 0-based, as the tooltips and files
         ticks.append(f'<div style="flex:1;text-align:center">{label}</div>')
     axis = (f'<div style="width:44px;display:flex;flex-direction:column;justify-content:space-between;'
             f'text-align:right;padding-right:6px;color:#666">'

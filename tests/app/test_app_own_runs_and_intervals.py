@@ -171,6 +171,45 @@ def _audit_rows(iterations: int) -> list[dict]:
             for i in range(iterations) for e in ("crbc", "gigpo")]
 
 
+def _finish_audit(at) -> None:
+    """Wait for the audit the page started (its worker writes the file), then let the page's
+    progress fragment see the end (AppTest does not run a fragment's timer)."""
+    held = at.session_state["_audit_job"]
+    job = held[2]
+    assert job.running or job.outcome, "a job in a worker, not a computation in the page"
+    while not job.poll(0.5):
+        pass
+    assert "done" in job.outcome, job.outcome
+    at.run()
+    assert not at.exception
+
+
+@pytest.mark.slow
+def test_an_audit_under_another_key_is_named_and_recomputed_with_the_sidebars(tmp_path, monkeypatch):
+    from crbc.io.audit_reader import audit_key, read_audit
+
+    path = alfworld_like_run(tmp_path / "runs" / "alf", iterations=2, groups=2)
+    monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
+    import pandas as pd
+
+    pd.DataFrame(_audit_rows(2)).to_parquet(path / "audit.parquet")  # a CLI audit, on the exact text
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update(source="run", run=str(path.resolve()), anchor_key="(?s)(.*)")
+    at.run()
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception
+    warn = " ".join(w.value for w in at.warning)
+    assert "computed with the anchor key the exact text" in warn and "`(?s)(.*)`" in warn
+    go = at.button(key="runs_audit_go")
+    assert go.label == "Recompute the audit with the key (?s)(.*)"
+    go.click().run()
+    _finish_audit(at)
+    assert audit_key(read_audit(path / "audit.parquet")) == "(?s)(.*)"
+    assert not [w for w in at.warning if "computed with the anchor key" in w.value]
+    assert any("computed with the anchor key `(?s)(.*)`" in c.value for c in at.caption)
+    assert not [b for b in at.button if b.key == "runs_audit_go"]
+
+
 @pytest.mark.slow
 def test_runs_page_draws_the_whole_history_from_the_audit_beside_the_run(app, tmp_path, monkeypatch):
     import pandas as pd
@@ -182,10 +221,12 @@ def test_runs_page_draws_the_whole_history_from_the_audit_beside_the_run(app, tm
     at.run()
     at.switch_page("pages/runs.py").run()
     assert not at.exception
-    # no audit yet: the page offers it, and one click writes it beside the run
+    # no audit yet: the page offers it; one click starts it in a worker and the page returns at once
     at.button(key="runs_audit_go").click().run()
     assert not at.exception
+    _finish_audit(at)
     assert (path / "audit.parquet").exists()
+    assert any("computed with the anchor key the exact text" in c.value for c in at.caption)
     pd.DataFrame(_audit_rows(3)).to_parquet(path / "audit.parquet")
     at.run()
     assert not at.exception

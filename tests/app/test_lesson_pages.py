@@ -102,8 +102,8 @@ def _edit(lesson, rollout: str, t: int, field: str, value: str) -> None:
 
 
 def test_editing_a_step(lesson):
-    _edit(lesson, "rollout 0 (success)", 1, "action", "b")
-    assert "rollout 0, step 1: action b" in "\n".join(c.value for c in lesson.caption)
+    _edit(lesson, "rollout 0 (success)", 0, "action", "b")  # its first step: step 0, as the files number it
+    assert "rollout 0, step 0: action b" in "\n".join(c.value for c in lesson.caption)
     # only b is observed at s0 now: the gate closes there
     assert "only 1 action observed: gate closed" in _codes(lesson)
     # every step table follows: rollout 0 now starts with s0 -b-> s1
@@ -111,7 +111,7 @@ def test_editing_a_step(lesson):
 
 
 def test_a_long_new_anchor_is_refused_rather_than_renaming_every_anchor(lesson):
-    _edit(lesson, "rollout 0 (success)", 2, "anchor", "a room with a very long description")
+    _edit(lesson, "rollout 0 (success)", 1, "anchor", "a room with a very long description")
     assert any("would rename every anchor" in e.value for e in lesson.error)
     assert "s0 -a-> s1 -c-> z+" in _tables(lesson)  # the group and its names unchanged
 

@@ -4,7 +4,8 @@ The run is recorded the way a verl-agent user records one (devtools/textarena_ru
 Sokoban transcripts (observations that carry their history) in real ``verl.DataProto`` batches,
 advantages from ``compute_advantage``, ``RunRecorder`` writing Parquet iterations. The user opens
 it from the sidebar, sees that it merges nothing beyond the first step, sets the anchor regex
-once, reviews every iteration on Training runs, opens the group worth a look in Step credits
+once, audits every iteration on Training runs with that key (in a worker process, with progress),
+opens the group worth a look in Step credits
 (with the trainer's row), and shares that URL: a fresh browser opening it sees the same view.
 Screenshots of every step go to test-artifacts/run-source-*.png.
 """
@@ -91,8 +92,15 @@ def test_a_recorded_run_from_the_sidebar_to_a_shared_step_credits_view(app_url, 
     # 3. Training runs: every iteration at once, then the group worth a look
     _after(pg, "Training runs", lambda: pg.locator("[data-testid=stSidebarNavLink]", has_text="Training runs").click())
     assert "every iteration" in _main(pg)
-    _after(pg, "Training runs", lambda: pg.locator(".st-key-review_all button").click())
-    pg.locator('.st-key-runs_audit [data-pick="2"]').first.wait_for(state="attached")
+    _after(pg, "Training runs", lambda: pg.locator(".st-key-runs_audit_go button").click())
+    # the audit runs in a worker: the page is back at once with its progress and a Cancel
+    pg.locator(".st-key-runs_audit_cancel").wait_for(state="attached")
+    _shot(pg, artifacts_dir, "3a-auditing", "[data-testid=stProgress]")
+    pg.locator('.st-key-runs_audit [data-pick="2"]').first.wait_for(state="attached", timeout=180_000)
+    wait_ready(pg, "Training runs")
+    main = _main(pg)
+    assert "beside the run, computed with the anchor key (?s)(Current Board:" in main, main[:1500]
+    assert (runs_root / NAME / "audit.parquet").exists()
     _shot(pg, artifacts_dir, "3-history")
     _after(pg, "Training runs", lambda: pg.locator('.st-key-runs_audit [data-pick="2"]').first.click())
     pg.locator(".st-key-review_open_credits button").wait_for()

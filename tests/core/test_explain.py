@@ -259,15 +259,15 @@ def test_flip_outcome(worked):
 
 
 def test_edit_remove_duplicate(worked):
-    g = edits.edit_step(worked, 0, 1, action="b")  # rollout 1 now takes b at s0
+    g = edits.edit_step(worked, 0, 0, action="b")  # rollout 1 now takes b at s0 (its step 0)
     p = merge([g])
     assert E.anchor_arithmetic(p, 0).actions[0].action == "b" and p.n_actions[0] == 1
-    g2 = edits.edit_step(worked, 2, 2, anchor="s1")  # rollout 3 goes through s1 instead of s2
+    g2 = edits.edit_step(worked, 2, 1, anchor="s1")  # rollout 3 goes through s1 instead of s2
     assert merge([g2]).n_s.tolist() == [5, 3, 2]
     with pytest.raises(IndexError):
-        edits.edit_step(worked, 0, 3, action="x")
+        edits.edit_step(worked, 0, 2, action="x")  # steps 0 and 1 only
     with pytest.raises(ValueError):
-        edits.edit_step(worked, 0, 1, action=" ")
+        edits.edit_step(worked, 0, 0, action=" ")
     assert len(edits.remove_rollout(worked, 0)) == 4
     dup = edits.duplicate_rollout(worked, 0)
     assert len(dup) == 6 and dup.rollouts[-1].rollout == 5

@@ -91,10 +91,10 @@ def test_an_exact_key_on_history_observations_merges_nothing():
 def test_step_observation_and_changes():
     g = alfworld_like_group(seed=3)
     s = g.rollouts[0].steps
-    seen = O.step_observation(g, s[4].anchor, rollout=0, t=5)
-    assert (seen.rollout, seen.t, seen.text, seen.previous) == (0, 5, s[4].anchor, s[3].anchor)
+    seen = O.step_observation(g, s[4].anchor, rollout=0, t=4)  # 0-based, as the files number steps
+    assert (seen.rollout, seen.t, seen.text, seen.previous) == (0, 4, s[4].anchor, s[3].anchor)
     first = O.step_observation(g, s[0].anchor)
-    assert first.t == 1 and first.previous is None and O.changes(None, first.text) == []
+    assert first.t == 0 and first.previous is None and O.changes(None, first.text) == []
     diff = O.changes("a\nb\nc", "a\nB\nc")
     assert diff == ["- b", "+ B"]
     assert O.step_observation(g, "no such anchor") is None

@@ -237,7 +237,7 @@ def test_a_cancelled_worker_is_gone():
     job = worker.start_read("steps", {"x.jsonl": rows_jsonl(20_000)})
     job.cancel()
     assert not job.proc.is_alive() and not Path(job.folder).exists()
-    assert job._final["error"].endswith("cancelled; nothing was loaded")
+    assert job.outcome["error"].endswith("cancelled; nothing was loaded")
 
 
 def test_errors_never_carry_a_traceback_or_a_server_path(tmp_path):
@@ -258,3 +258,12 @@ def test_the_studio_shows_no_error_details_and_keeps_uploads_per_session():
     assert config["client"]["showErrorDetails"] == "none" and config["runner"]["postScriptGC"] is False
     src = inspect.getsource(upload)
     assert "worker.start_read" in src and "cache_resource(show_spinner=\"Reading" not in src
+
+
+def test_a_pattern_that_can_match_nothing_keys_by_its_last_non_empty_match():
+    """``(?s)(.*)`` also matches "" at the very end of a text; that match must not key every
+    anchor as "" (all anchors merged into one)."""
+    key = regex_key(r"(?s)(.*)")
+    assert key("abc\ndef") == "abc\ndef"
+    assert regex_key(r"(\d*)")("a1b22c") == "22"  # the last non-empty of 1, 22 and the empty ones
+    assert regex_key(r"(x*)")("abc") == ""  # only empty matches: the (empty) last one, as before

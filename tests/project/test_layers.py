@@ -131,6 +131,7 @@ LAYERS = [
     {"truth", "integrations"},
     {"train", "frame"},
     {"audit"},
+    {"audit_job"},
     {"viz"},
     {"report"},
     {"cli"},
