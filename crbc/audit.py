@@ -179,9 +179,12 @@ def _processes(todo: list[dict[str, Any]], workers: int | None, address: str | N
         ctx.set_forkserver_preload(["crbc.audit"])  # workers fork from a server that imported crbc
     else:
         ctx = mp.get_context("spawn")
+    from crbc.sandbox.worker import children_without_main
+
     ex = ProcessPoolExecutor(max_workers=min(workers or os.cpu_count() or 1, len(todo)), mp_context=ctx)
     try:
-        pending = {ex.submit(audit_iteration, job) for job in todo}
+        with children_without_main():  # the pool starts its processes at the first submit
+            pending = {ex.submit(audit_iteration, job) for job in todo}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for f in done:

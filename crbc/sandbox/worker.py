@@ -24,12 +24,16 @@ when the child dies (most often at its memory limit); every outcome is a result 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing as mp
 import os
 import signal
+import sys
+import threading
 import time
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
 from typing import Any
 
 #: modules the fork server imports once, for every job (names only: nothing is imported here)
@@ -40,6 +44,25 @@ NICENESS = 10  #: how much lower the child's scheduling priority is than the par
 
 Send = Callable[[dict], None]
 _CTX = None
+
+
+_MAIN_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def children_without_main() -> Iterator[None]:
+    """Start child processes that do not run the parent's ``__main__`` file. A forkserver or
+    spawn child re-runs the main module's file (as ``__mp_main__``) before its target: under
+    Streamlit that is the page script (each script run becomes ``__main__``), under pytest it may
+    be a script file deleted since (AppTest.from_function), which kills the child. While this
+    context is open, ``__main__`` is a bare module; it is put back afterwards."""
+    with _MAIN_LOCK:
+        main = sys.modules["__main__"]
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
+            sys.modules["__main__"] = main
 
 
 class WorkerFailure(Exception):
@@ -137,7 +160,8 @@ class WorkerJob:
                                                      self.cpu_seconds),
                                 daemon=True)
         self.started = time.monotonic()
-        self.proc.start()
+        with children_without_main():
+            self.proc.start()
         child_conn.close()
         self.progress: dict = {}
         self.outcome: dict | None = None
@@ -151,7 +175,9 @@ class WorkerJob:
         return self.outcome is None
 
     def cpu_exhausted(self) -> bool:
-        """The child was ended by its CPU budget (``RLIMIT_CPU``'s ``SIGXCPU``)."""
+        """The child was ended by its CPU budget (``RLIMIT_CPU``'s ``SIGXCPU``); waits up to a
+        second for a dying child's exit code."""
+        self.proc.join(1)
         return self.proc.exitcode == -signal.SIGXCPU
 
     def died(self) -> str:

@@ -185,7 +185,7 @@ def _finish_audit(at) -> None:
 
 
 @pytest.mark.slow
-def test_an_audit_under_another_key_is_named_and_recomputed_with_the_sidebars(tmp_path, monkeypatch):
+def test_an_audit_under_another_key_is_named_and_recomputed_with_the_sidebars(app, tmp_path, monkeypatch):
     from crbc.io.audit_reader import audit_key, read_audit
 
     path = alfworld_like_run(tmp_path / "runs" / "alf", iterations=2, groups=2)
@@ -193,7 +193,7 @@ def test_an_audit_under_another_key_is_named_and_recomputed_with_the_sidebars(tm
     import pandas as pd
 
     pd.DataFrame(_audit_rows(2)).to_parquet(path / "audit.parquet")  # a CLI audit, on the exact text
-    at = AppTest.from_file(APP, default_timeout=120)
+    at = app(run=False)  # the URL's "run" is the run folder, not open_app's own keyword
     at.query_params.update(source="run", run=str(path.resolve()), anchor_key="(?s)(.*)")
     at.run()
     at.switch_page("pages/runs.py").run()

@@ -12,8 +12,7 @@ import pytest
 
 pytest.importorskip("streamlit")
 
-from tests.apptest import open_app  # noqa: E402
-from tests.html_tables import tables  # noqa: E402
+from tests.support.html_tables import tables  # noqa: E402
 
 SAMPLE = "worked-example.jsonl"
 
@@ -26,8 +25,8 @@ def _htmls(at) -> str:
     return "\n".join(str(h.value) for h in at.get("html"))
 
 
-def test_rollouts_page_starts_its_steps_at_0():
-    at = open_app(sample=SAMPLE, rollout="0")
+def test_rollouts_page_starts_its_steps_at_0(app):
+    at = app(sample=SAMPLE, rollout="0")
     slider = at.slider(key="step")
     assert (slider.min, slider.value, slider.max) == (0, 0, 1)
     assert "before step 0" in _text(at) and "before step 1**" not in _text(at)
@@ -41,8 +40,8 @@ def test_rollouts_page_starts_its_steps_at_0():
     assert frame["t"].astype(int).tolist() == [0, 1]
 
 
-def test_lesson_step_table_and_edit_form_start_at_0():
-    at = open_app(sample=SAMPLE)
+def test_lesson_step_table_and_edit_form_start_at_0(app):
+    at = app(sample=SAMPLE)
     at.switch_page("pages/lesson.py").run()
     assert not at.exception
     edit_t = at.number_input(key="lesson_edit_t")
@@ -52,16 +51,16 @@ def test_lesson_step_table_and_edit_form_start_at_0():
     assert first == [0, 1], steps.head()
 
 
-def test_inspector_names_the_first_visit_step_0():
-    at = open_app(sample=SAMPLE, rollout="0")
+def test_inspector_names_the_first_visit_step_0(app):
+    at = app(sample=SAMPLE, rollout="0")
     at.switch_page("pages/inspector.py").run()
     assert not at.exception
     obs = [m.value for m in at.markdown if m.value.startswith("**The observation**")]
     assert obs and "rollout 0, step 0;" in obs[0], obs  # s0 is rollout 0's first step
 
 
-def test_step_credits_opens_the_inspector_at_the_same_0_based_step():
-    at = open_app("pages/credits.py", sample=SAMPLE)
+def test_step_credits_opens_the_inspector_at_the_same_0_based_step(app):
+    at = app("pages/credits.py", sample=SAMPLE)
     grp = at.session_state["_crbc_source"].groups[0]
     at.session_state["credits_cell"] = (grp.group, "1:2")  # a click on rollout 1's second step
     at.run()

@@ -227,7 +227,7 @@ def test_the_worker_stops_at_its_cpu_budget_and_runs_below_the_server():
     job = worker.start_read("steps", {"slow.jsonl": rows_jsonl(400_000)}, limits=worker.Limits(budget=budgets.CLI))
     try:
         job.poll(10)  # the first progress message: the worker has set its limits and priority
-        assert job._final is None
+        assert job.outcome is None
         assert os.getpriority(os.PRIO_PROCESS, job.proc.pid) == min(19, os.nice(0) + worker.NICENESS)  # 19: the lowest
     finally:
         job.cancel()
@@ -267,3 +267,21 @@ def test_a_pattern_that_can_match_nothing_keys_by_its_last_non_empty_match():
     assert key("abc\ndef") == "abc\ndef"
     assert regex_key(r"(\d*)")("a1b22c") == "22"  # the last non-empty of 1, 22 and the empty ones
     assert regex_key(r"(x*)")("abc") == ""  # only empty matches: the (empty) last one, as before
+
+
+def test_a_worker_never_runs_the_parents_main_script(tmp_path, monkeypatch):
+    """Under Streamlit the page script is ``__main__``; a child must not re-run it (here: a main
+    script that would fail the child, and one that is gone, as after AppTest.from_function)."""
+    import sys
+    import types
+
+    script = tmp_path / "page.py"
+    script.write_text("raise SystemExit('the child ran the parent main script')\n")
+    main = types.ModuleType("__main__")
+    main.__file__ = str(script)
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    res = worker.read_limited("steps", {"x.jsonl": rows_jsonl()})
+    assert res.error is None and sys.modules["__main__"] is main
+    script.unlink()
+    res = worker.read_limited("steps", {"x.jsonl": rows_jsonl()})
+    assert res.error is None
