@@ -25,7 +25,7 @@ strata, then the symmetric shape, then the largest smallest sure share at G = 16
 B = 200) with the ``calibrated`` and ``range`` methods at L = 0.8, 0.9, 0.95; ``report`` writes
 ``sample_rollouts/interval-calibration.json`` (shown by the Estimator accuracy page) and
 ``docs/interval-reliability.svg`` (``figure`` redraws it from the JSON), ``validate`` writes
-``benchmarks/results/issue36/validation-round2.json``.
+``benchmarks/results/issue36/validate-round2.json``.
 """
 
 from __future__ import annotations
