@@ -1,26 +1,31 @@
 """Fit and measure the calibrated credit interval (issue 36, docs/MATH.md section 10.1).
 
-    python -m benchmarks.calibrate_intervals fit     # choose the hyperparameters on the fit levels
-    python -m benchmarks.calibrate_intervals report  # coverage etc. on the report levels
-    python -m benchmarks.calibrate_intervals table   # the report as docs/results/accuracy.md's table
+    python -m benchmarks.calibrate_intervals fit       # choose and fit on the fit levels
+    python -m benchmarks.calibrate_intervals constants # copy the fit into crbc/estimators/calibration.py
+    python -m benchmarks.calibrate_intervals validate  # the library on the validation levels
+    python -m benchmarks.calibrate_intervals report    # the library on the fresh report levels
+    python -m benchmarks.calibrate_intervals table     # the report as docs/results/accuracy.md's table
 
-Data: :mod:`benchmarks.calibration_data` (three settings, a ``fit`` and a ``report`` split of
-levels, disjoint, groups of 32 whose prefixes give G = 8, 16, 32; anchor-level truth per step).
+Data: :mod:`benchmarks.calibration_data` (three settings; splits ``fit`` (level seeds from
+2,000,000), ``validate`` (1,000,000: the first round's report split) and ``report`` (3,000,000,
+fresh); groups of 32 whose prefixes give G = 8, 16, 32; anchor-level truth per step).
 
-``fit`` draws B posterior samples (:mod:`crbc.estimators.posterior`) for every candidate
-(alpha, kappa, alpha_pi) on every (setting, G) of the fit split, and for every bias scale
-(tau, proxy b) computes the normalised score of each step ``z = |A - c| / s`` with
-``s = sqrt(sd_b(c)^2 + (tau b(s))^2)`` (c the closure's point credit, sd over the draws). The
-widening ``lambda(L, G)`` is the level-weighted L-quantile of z pooled over the three settings
-at group size G (each level weighs 1, its steps share it). A candidate is scored by the worst |coverage - L| over cells and
-L in (0.8, 0.9, 0.95); among those within 0.01 of the best, the one with the largest smallest
-sure share at G = 16 wins. Writes ``benchmarks/results/issue36/calibration-fit.json`` (the
-constants of :mod:`crbc.estimators.calibration` are copied from it; a test checks they agree).
+``fit`` (:mod:`benchmarks.calibration_fit`) scores every candidate, a bias scale (tau, proxy b)
+a Mondrian stratum rule and a shape (symmetric or oriented), by 5-fold cross-validation over the fit levels, and checks it on
+the validation levels with lambda fitted on all fit levels. Selection (stated in
+benchmarks/results/issue36/plan-round2.md before the report run): among the candidates whose
+cross-validated sure share at G = 16 is >= SURE_MIN in every setting and sure-sign agreement
+>= 0.97 in every cell, the smallest cross-validated worst |coverage - L| over the 9 cells and
+L = 0.8 / 0.9 / 0.95; candidates within TIE of it count as tied and the one with the fewest
+strata, then the symmetric shape, then the largest smallest sure share at G = 16, wins. Writes
+``benchmarks/results/issue36/calibration-fit.json`` (the constants of
+:mod:`crbc.estimators.calibration` are copied from it; a test checks they agree).
 
-``report`` runs the library (:func:`crbc.estimators.bootstrap.credit_intervals`, B = 200) on
-the report split with the ``calibrated`` and ``range`` methods at L = 0.8, 0.9, 0.95 and writes
+``report`` / ``validate`` run the library (:func:`crbc.estimators.bootstrap.credit_intervals`,
+B = 200) with the ``calibrated`` and ``range`` methods at L = 0.8, 0.9, 0.95; ``report`` writes
 ``sample_rollouts/interval-calibration.json`` (shown by the Estimator accuracy page) and
-``docs/interval-reliability.svg`` (``figure`` redraws it from the JSON).
+``docs/interval-reliability.svg`` (``figure`` redraws it from the JSON), ``validate`` writes
+``benchmarks/results/issue36/validate-round2.json``.
 """
 
 from __future__ import annotations
@@ -28,116 +33,108 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import textwrap
 import time
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.calibration_data import SETTINGS, load
+from benchmarks import calibration_fit as F
+from benchmarks.calibration_data import SETTINGS, SPLITS, load, path
+from benchmarks.calibration_scores import cell, scores
 
 CACHE = Path("/work/calib-cache")
 OUT = Path("benchmarks/results/issue36")
 REPORT = Path("sample_rollouts/interval-calibration.json")  #: read by the Estimator accuracy page
-SIZES = (8, 16, 32)
-LEVELS = (0.8, 0.9, 0.95)
-GRID_LEVELS = tuple(round(x, 2) for x in np.arange(0.5, 0.995, 0.01))
-CANDIDATES = [(1.0, 4.0, 1.0), (0.5, 4.0, 0.5), (0.5, 2.0, 0.25), (0.25, 4.0, 0.25)]
-PROXIES = ("one", "sqrtV", "V")
-TAUS = (0.0, 0.005, 0.01, 0.02, 0.04)
-N_FIT, N_REPORT, B, SEED = 100, 60, 200, 0
-
-
-def cell(rows: list, G: int):
-    """The process of the first G rollouts of every level and the truth per step."""
-    from crbc.io.rollouts import RolloutGroup
-    from crbc.process import merge
-
-    groups = [RolloutGroup(g.group, g.rollouts[:G]) for g, _ in rows]
-    lens = [sum(len(r.steps) for r in g.rollouts) for g in groups]
-    return merge(groups), np.concatenate([a[:n] for (_, a), n in zip(rows, lens, strict=True)])
-
-
-def level_mean(x_N: np.ndarray, g_N: np.ndarray) -> float:
-    """Mean over levels of the per-level mean of x (the accuracy experiment's convention)."""
-    _, inv = np.unique(g_N, return_inverse=True)
-    return float(np.mean(np.bincount(inv, weights=x_N) / np.bincount(inv)))
-
-
-def weighted_quantiles(z: np.ndarray, w: np.ndarray, qs) -> list[float]:
-    o = np.argsort(z, kind="stable")
-    cw = np.cumsum(w[o]) / w.sum()
-    return [float(z[o][min(np.searchsorted(cw, q), len(z) - 1)]) for q in qs]
+SIZES, LEVELS = F.SIZES, F.LEVELS
+HYPER = (0.5, 4.0, 0.5)  #: posterior (alpha, kappa, alpha_pi), the first round's fit
+PROXIES = ("sqrtV",)
+SHAPES = ("symmetric", "oriented")
+TAUS = (0.0, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08)
+RULES = [("", (), False), ("", (), True),
+         ("n_s", (4,), True), ("n_s", (4, 10), True), ("n_s", (3, 6, 12), True),
+         ("n_sa", (2,), True), ("n_sa", (2, 5), True),
+         ("n_act", (3,), True), ("n_act", (3, 4), True),
+         ("share", (0.3,), True), ("share", (0.25, 0.6), True),
+         ("v", (0.3,), True), ("v", (0.9,), True), ("v", (0.2, 0.5), True), ("v", (0.2, 0.5, 0.9), True)]
+SURE_MIN, SIGN_MIN, TIE = 0.155, 0.97, 0.005
+SIZES_N = {"fit": 300, "validate": 60, "report": 100}  #: levels per setting in each split
+B, SEED = 200, 0
 
 
 def fit() -> dict:
-    from crbc.estimators import closure as C
-    from crbc.estimators.calibration import bias_proxy
-    from crbc.estimators.posterior import posterior_draws
-
-    cells = {(s, G): cell(load(s, "fit", N_FIT, CACHE), G) for s in SETTINGS for G in SIZES}
-    results = []
+    settings = list(SETTINGS)
     t0 = time.perf_counter()
-    for alpha, kappa, alpha_pi in CANDIDATES:
-        prepared = {}
-        for key, (p, a_N) in cells.items():
-            v_S, q_SA, c_SA = C.snap_zero(p, *C.estimate(p, 0.98, None))
-            c_BSA, _ = posterior_draws(p, B, SEED, 0.98, alpha, kappa, alpha_pi)
-            g_N = p.rollout_group[p.step_rollout]
-            _, inv = np.unique(g_N, return_inverse=True)
-            prepared[key] = (p, a_N, c_SA[p.step_sa], c_BSA.std(0)[p.step_sa], v_S[p.step_state], g_N,
-                             1.0 / np.bincount(inv)[inv] / len(np.unique(g_N)))
-        for proxy, tau in itertools.product(PROXIES, TAUS):
-            zs = {}
-            for key, (_p, a_N, c_N, sd_N, v_N, _g, _w) in prepared.items():
-                s_N = np.sqrt(sd_N**2 + (tau * bias_proxy(v_N, proxy)) ** 2)
-                zs[key] = (np.abs(a_N - c_N) / np.maximum(s_N, 1e-12), s_N)
-            lam, grid = {}, {}
-            for G in SIZES:  # lambda(L, G): pooled over the settings at each G
-                z = np.concatenate([zs[(st, G)][0] for st in SETTINGS])
-                w = np.concatenate([prepared[(st, G)][6] for st in SETTINGS])
-                lam[G] = weighted_quantiles(z, w, LEVELS)
-                grid[G] = weighted_quantiles(z, w, GRID_LEVELS)
-            cov = {f"{k[0]} G={k[1]}": [level_mean((zs[k][0] <= lv).astype(float), prepared[k][5])
-                                        for lv in lam[k[1]]] for k in prepared}
-            worst = max(abs(c - L) for row in cov.values() for c, L in zip(row, LEVELS, strict=True))
-            sure16 = {s: level_mean((np.abs(prepared[(s, 16)][2]) > lam[16][1] * zs[(s, 16)][1]).astype(float),
-                                    prepared[(s, 16)][5]) for s in SETTINGS}
-            results.append({"alpha": alpha, "kappa": kappa, "alpha_pi": alpha_pi, "proxy": proxy, "tau": tau,
-                            "worst": worst, "lambda": {str(G): v for G, v in lam.items()}, "coverage": cov,
-                            "sure_share_g16": sure16, "lambda_grid": {str(G): v for G, v in grid.items()}})
-        print(f"candidate {alpha, kappa, alpha_pi}: {time.perf_counter() - t0:.1f} s", flush=True)
-    best = min(r["worst"] for r in results)
-    near = [r for r in results if r["worst"] <= best + 0.01]
-    pick = max(near, key=lambda r: min(r["sure_share_g16"].values()))
-    out = {"schema": "crbc.interval-calibration-fit/1", "split": "fit", "levels_per_setting": N_FIT,
-           "settings": {k: list(v) for k, v in SETTINGS.items()}, "group_sizes": list(SIZES), "B": B,
-           "seed": SEED, "selection": "min worst |coverage - L| over cells and L in 0.8/0.9/0.95; "
-           "within 0.01 of it, max of the smallest sure share at G = 16",
-           "chosen": {k: pick[k] for k in ("alpha", "kappa", "alpha_pi", "proxy", "tau", "worst", "lambda",
-                                           "coverage", "sure_share_g16")},
-           "lambda_grid": {"levels": list(GRID_LEVELS), "group_sizes": list(SIZES),
-                           "lambda": [[round(x, 4) for x in pick["lambda_grid"][str(G)]] for G in SIZES]},
-           "candidates": [{k: v for k, v in r.items() if k not in ("coverage", "lambda_grid")} for r in results],
+    raw_fit = {(s, G): scores(s, "fit", SIZES_N["fit"], G, HYPER, CACHE) for s in settings for G in SIZES}
+    have_val = all(path(s, "validate", SIZES_N["validate"], CACHE).exists() for s in settings)
+    raw_val = {(s, G): scores(s, "validate", SIZES_N["validate"], G, HYPER, CACHE) for s in settings
+               for G in SIZES} if have_val else {}
+    print(f"scores: {time.perf_counter() - t0:.1f} s", flush=True)
+    results = []
+    for rule, proxy, tau, shape in itertools.product(RULES, PROXIES, TAUS, SHAPES):
+        fc = {k: F.prepare(f, tau, proxy, rule) for k, f in raw_fit.items()}
+        cv = F.cross_validate(fc, settings, rule, shape)
+        if have_val:
+            lams, val = F.holdout(fc, {k: F.prepare(f, tau, proxy, rule) for k, f in raw_val.items()}, settings,
+                                  rule, shape)
+        else:
+            lams, val = F.holdout(fc, fc, settings, rule, shape)[0], None
+        results.append({"rule": [rule[0], list(rule[1]), rule[2]], "proxy": proxy, "tau": tau, "shape": shape,
+                        "cv_worst": F.worst(cv), "cv_sure_g16": F.min_at(cv, "sure_share", 16),
+                        "cv_sign": F.min_at(cv, "sure_sign"), "val_worst": F.worst(val) if val else None,
+                        "val_sure_g16": F.min_at(val, "sure_share", 16) if val else None,
+                        "val_sign": F.min_at(val, "sure_sign") if val else None,
+                        "strata": F.n_strata(rule), "cv": cv, "validation": val,
+                        "lo_hi": {str(G): np.round(v, 4).tolist() for G, v in lams.items()}})
+        r = results[-1]
+        print(f"{rule} {proxy} tau={tau} {shape}: cv worst {r['cv_worst']:.3f} sure16 {r['cv_sure_g16']:.3f} "
+              f"sign {r['cv_sign']:.3f} | val worst {r['val_worst']} sure16 {r['val_sure_g16']}", flush=True)
+    ok = [r for r in results if r["cv_sure_g16"] >= SURE_MIN and r["cv_sign"] >= SIGN_MIN]
+    pool = ok or results
+    best = min(r["cv_worst"] for r in pool)
+    pick = min((r for r in pool if r["cv_worst"] <= best + TIE),
+               key=lambda r: (r["strata"], r["shape"] != "symmetric", -r["cv_sure_g16"]))
+    rule = (pick["rule"][0], tuple(pick["rule"][1]), pick["rule"][2])
+    fc = {k: F.prepare(f, pick["tau"], pick["proxy"], rule) for k, f in raw_fit.items()}
+    out = {"schema": "crbc.interval-calibration-fit/2", "split": "fit",
+           "level_seeds": {k: f"{SPLITS[k]}-{SPLITS[k] + n - 1}" for k, n in SIZES_N.items() if k != "report"},
+           "levels_per_setting": SIZES_N["fit"], "settings": {k: list(v) for k, v in SETTINGS.items()},
+           "group_sizes": list(SIZES), "B": B, "seed": SEED, "folds": F.FOLDS,
+           "selection": f"cross-validated ({F.FOLDS} folds over the fit levels): among candidates with sure share "
+                        f"at G = 16 >= {SURE_MIN} in every setting and sure-sign agreement >= {SIGN_MIN} in every "
+                        f"cell, the smallest worst |coverage - L| over cells and L in 0.8/0.9/0.95; within {TIE} "
+                        "of it, the fewest strata, then the symmetric shape, then the largest smallest sure share at "
+                        "G = 16",
+           "feasible": len(ok),
+           "chosen": {"alpha": HYPER[0], "kappa": HYPER[1], "alpha_pi": HYPER[2],
+                      **{k: pick[k] for k in ("rule", "proxy", "tau", "shape", "strata", "cv_worst", "cv_sure_g16", "cv_sign",
+                                              "val_worst", "val_sure_g16", "val_sign", "lo_hi", "cv",
+                                              "validation")}},
+           "lambda_grid": {"levels": list(F.GRID_LEVELS), "group_sizes": list(SIZES),
+                           **F.grid(fc, settings, rule, pick["shape"])},
+           "candidates": [{k: v for k, v in r.items() if k not in ("cv", "validation", "lo_hi")} for r in results],
            "seconds": round(time.perf_counter() - t0, 1)}
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "calibration-fit.json").write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-    print(json.dumps(out["chosen"], indent=1))
+    print(json.dumps({k: v for k, v in out["chosen"].items() if k not in ("cv", "validation")}, indent=1))
     return out
 
 
-def report() -> dict:
+def report(split: str = "report") -> dict:
+    """The library's intervals on the ``split`` levels (module docstring)."""
     from crbc.estimators.bootstrap import credit_intervals
     from crbc.truth.interval_accuracy import level_interval_scores
 
     rows = []
+    n = SIZES_N[split]
     t0 = time.perf_counter()
     for s in SETTINGS:
-        data = load(s, "report", N_REPORT, CACHE)
+        data = load(s, split, n, CACHE)
         for G in SIZES:
             p, a_N = cell(data, G)
             g_N = p.rollout_group[p.step_rollout]
             for method in ("calibrated", "range"):
-                row = {"setting": s, "G": G, "method": method, "levels": N_REPORT, "B": B}
+                row = {"setting": s, "G": G, "method": method, "levels": n, "B": B}
                 for L in LEVELS:
                     ci = credit_intervals(p, "crbc", B, L, seed=SEED, method=method)
                     per = [level_interval_scores(ci.lo_N[g_N == g], ci.hi_N[g_N == g], ci.evidence_N[g_N == g],
@@ -152,13 +149,18 @@ def report() -> dict:
                         row["none_max_abs_credit"] = float(np.max(np.abs(ci.credits.credit_N[none]), initial=0.0))
                 rows.append(row)
                 print(s, G, method, {k: v for k, v in row.items() if k.startswith(("cov", "sure"))}, flush=True)
-    out = {"schema": "crbc.interval-calibration-report/1", "split": "report",
-           "level_seeds": f"1000000-{1000000 + N_REPORT - 1} (held-out; the fit used 2000000-{2000000 + N_FIT - 1})",
+    seeds = {k: f"{SPLITS[k]}-{SPLITS[k] + m - 1}" for k, m in SIZES_N.items()}
+    out = {"schema": "crbc.interval-calibration-report/1", "split": split,
+           "level_seeds": f"{seeds[split]} (held out; the fit used {seeds['fit']}"
+                          + (f", the design was validated on {seeds['validate']})" if split == "report" else ")"),
            "settings": {k: list(v) for k, v in SETTINGS.items()}, "rows": rows,
-           "command": "python -m benchmarks.calibration_data && python -m benchmarks.calibrate_intervals report",
+           "command": f"python -m benchmarks.calibration_data && python -m benchmarks.calibrate_intervals {split}",
            "seconds": round(time.perf_counter() - t0, 1)}
-    REPORT.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-    figure(out)
+    if split == "report":
+        REPORT.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+        figure(out)
+    else:
+        (OUT / f"{split}-round2.json").write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     return out
 
 
@@ -189,6 +191,44 @@ def table(rep: dict | None = None) -> str:
     return text
 
 
+def constants() -> str:
+    """Rewrite the fitted-constants block of crbc/estimators/calibration.py from the fit JSON."""
+    fit_json = json.loads((OUT / "calibration-fit.json").read_text(encoding="utf-8"))
+    ch, grid_ = fit_json["chosen"], fit_json["lambda_grid"]
+
+    def tup(xs, indent: str) -> str:
+        """``(x, y, ...)`` wrapped at 100 characters, continuation lines at ``indent``."""
+        return "(" + textwrap.fill(", ".join(repr(x) for x in xs) + ",", 100 - len(indent),
+                                   subsequent_indent=indent, break_on_hyphens=False).lstrip() + ")"
+
+    def table(t) -> str:
+        """A [stratum][G][level] table, one block per stratum, one tuple per G."""
+        return "(\n" + "".join(f"    (  # stratum {k}\n" + "".join(f"        {tup(row, ' ' * 9)},\n" for row in per_k)
+                                 + "    ),\n" for k, per_k in enumerate(t)) + ")"
+
+    rule = (ch["rule"][0], tuple(ch["rule"][1]), ch["rule"][2])
+    block = (
+        "# BEGIN FITTED CONSTANTS (written by python -m benchmarks.calibrate_intervals constants)\n"
+        "#: posterior draws: pseudo weight of the unseen successor per pair, Beta concentration of its\n"
+        "#: value, pseudo weight of the unseen action per anchor (crbc.estimators.posterior)\n"
+        f"ALPHA, KAPPA, ALPHA_PI = {ch['alpha']!r}, {ch['kappa']!r}, {ch['alpha_pi']!r}\n"
+        "#: the bias scale and the interval's shape (\"oriented\" or \"symmetric\")\n"
+        f"TAU, PROXY, SHAPE = {ch['tau']!r}, {ch['proxy']!r}, {ch['shape']!r}\n"
+        "#: the Mondrian stratum rule (feature, edges, none apart): crbc.estimators.calibration_strata\n"
+        f"RULE: tuple[str, tuple[float, ...], bool] = {rule!r}\n"
+        f"GROUP_SIZES: tuple[int, ...] = {tuple(grid_['group_sizes'])!r}\n"
+        f"LEVELS: tuple[float, ...] = (\n    {tup(grid_['levels'], '    ')[1:]}\n"
+        "#: lo(L, G, k) and hi(L, G, k): per stratum k, rows G in GROUP_SIZES, columns LEVELS\n"
+        f"LAMBDA_LO: tuple[tuple[tuple[float, ...], ...], ...] = {table(grid_['lo'])}\n"
+        f"LAMBDA_HI: tuple[tuple[tuple[float, ...], ...], ...] = {table(grid_['hi'])}\n"
+        "# END FITTED CONSTANTS")
+    path_ = Path("crbc/estimators/calibration.py")
+    text = path_.read_text(encoding="utf-8")
+    a, b = text.index("# BEGIN FITTED CONSTANTS"), text.index("# END FITTED CONSTANTS") + len("# END FITTED CONSTANTS")
+    path_.write_text(text[:a] + block + text[b:], encoding="utf-8")
+    return block
+
+
 def _mean(v) -> float | None:
     x = [a for a in v if a is not None and np.isfinite(a)]
     return round(float(np.mean(x)), 4) if x else None
@@ -196,9 +236,10 @@ def _mean(v) -> float | None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("fit", "report", "figure", "table"))
+    ap.add_argument("what", choices=("fit", "constants", "validate", "report", "figure", "table"))
     a = ap.parse_args()
-    {"fit": fit, "report": report, "figure": figure, "table": table}[a.what]()
+    {"fit": fit, "constants": constants, "validate": lambda: report("validate"), "report": report,
+     "figure": figure, "table": table}[a.what]()
 
 
 if __name__ == "__main__":

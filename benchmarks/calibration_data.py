@@ -1,13 +1,14 @@
 """Groups and anchor-level truths for the interval calibration (issue 36), cached on disk.
 
-    python -m benchmarks.calibration_data --cache /work/calib-cache [--fit 100] [--report 60]
+    python -m benchmarks.calibration_data --cache /work/calib-cache [--fit 300] [--validate 60] [--report 100]
 
 Per setting (sokoban-weak, sokoban-strong, gridworld) and split (``fit``: level seeds from
-2_000_000, ``report``: from 1_000_000, the held-out levels of crbc/policy/heldout.py; disjoint),
-one group of 32 rollouts per level drawn from the exact pi(a|s) of the tiny model at T = 1
+2_000_000; ``validate``: from 1_000_000, the first held-out levels of crbc/policy/heldout.py, the
+first round's report split, looked at while designing and so only a validation split now;
+``report``: from 3_000_000, fresh levels for the final report; all disjoint), one group of 32 rollouts per level drawn from the exact pi(a|s) of the tiny model at T = 1
 (``crbc.truth.sample.sample_group``, the accuracy experiment's "table" sampler), and the
 anchor-level truth A(s_t, a_t) of every step (docs/MATH.md section 9). Smaller G are prefixes.
-Written as ``<cache>/<setting>-<split>-<levels>.jsonl`` (the groups, ``crbc.rollout/1``) beside
+Written as ``<cache>/<setting>-<split>-<first seed>-<levels>.jsonl`` (the groups, ``crbc.rollout/1``) beside
 ``.npz`` (``advantage``: every step's A(s_t, a_t), groups one after another; ``steps``: each
 group's number of steps), skipped when present, so reruns are cheap. Nothing is pickled.
 """
@@ -25,7 +26,7 @@ SETTINGS = {
     "sokoban-strong": ("sokoban-6x6-v0", "models/sokoban-tiny-strong"),
     "gridworld": ("gridworld-6x6-v0", "models/gridworld-tiny"),
 }
-SPLITS = {"fit": 2_000_000, "report": 1_000_000}
+SPLITS = {"fit": 2_000_000, "validate": 1_000_000, "report": 3_000_000}  #: split -> first level seed
 G_MAX, BETA, RNG = 32, 0.98, 0
 
 
@@ -36,7 +37,7 @@ def build(setting: str, split: str, n_levels: int, cache: Path) -> Path:
     from crbc.truth.policies import load_tiny_checked
     from crbc.truth.sample import sample_group
 
-    out = cache / f"{setting}-{split}-{n_levels}.jsonl"
+    out = path(setting, split, n_levels, cache)
     if out.exists():
         return out
     env, model = SETTINGS[setting]
@@ -55,6 +56,11 @@ def build(setting: str, split: str, n_levels: int, cache: Path) -> Path:
     return out
 
 
+def path(setting: str, split: str, n_levels: int, cache: Path) -> Path:
+    """The cached groups of a (setting, split, number of levels); the name holds the first seed."""
+    return cache / f"{setting}-{split}-{SPLITS[split]}-{n_levels}.jsonl"
+
+
 def save(rows: list, out: Path) -> None:
     """``rows`` of (RolloutGroup, advantage_N) as ``out`` (.jsonl) and its ``.npz``; the .jsonl,
     which :func:`build` checks for, is renamed into place last."""
@@ -71,7 +77,7 @@ def load(setting: str, split: str, n_levels: int, cache: Path) -> list:
     """The list of (RolloutGroup, anchor_advantage_N) that :func:`build` wrote."""
     from crbc.io.rollouts import read_rollouts
 
-    out = cache / f"{setting}-{split}-{n_levels}.jsonl"
+    out = path(setting, split, n_levels, cache)
     groups = read_rollouts(out)
     with np.load(out.with_suffix(".npz"), allow_pickle=False) as z:
         adv, steps = z["advantage"], z["steps"]
@@ -85,13 +91,17 @@ def load(setting: str, split: str, n_levels: int, cache: Path) -> list:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", type=Path, default=Path("/work/calib-cache"))
-    ap.add_argument("--fit", type=int, default=100)
-    ap.add_argument("--report", type=int, default=60)
+    ap.add_argument("--fit", type=int, default=300)
+    ap.add_argument("--validate", type=int, default=60)
+    ap.add_argument("--report", type=int, default=100)
+    ap.add_argument("--settings", nargs="*", default=list(SETTINGS), choices=list(SETTINGS))
+    ap.add_argument("--splits", nargs="*", default=list(SPLITS), choices=list(SPLITS))
     a = ap.parse_args()
     a.cache.mkdir(parents=True, exist_ok=True)
-    for split, n in (("fit", a.fit), ("report", a.report)):
-        for setting in SETTINGS:
-            build(setting, split, n, a.cache)
+    sizes = {"fit": a.fit, "validate": a.validate, "report": a.report}
+    for split in a.splits:
+        for setting in a.settings:
+            build(setting, split, sizes[split], a.cache)
 
 
 if __name__ == "__main__":

@@ -119,9 +119,11 @@ if _report is None:
 else:
     st.markdown(
         "What `credit --bootstrap` calls a 90% interval (crbc's closure; `--interval calibrated`, the "
-        "default): the credit plus or minus a fitted multiple of its spread over 200 posterior draws "
-        "of the group and of an allowance for the closure's own bias (docs/MATH.md section 10.1). "
-        "Its widening was fitted on one set of levels; below, how often it held the exact "
+        "default): the credit with fitted multiples of its spread to either side, further on the side "
+        "away from 0 (the spread over 200 posterior draws of the group, plus an allowance for the "
+        "closure's own bias; docs/MATH.md section 10.1). The multiples depend on G, on whether the "
+        "credit is 0 by construction and on whether V(s) >= 0.9, and were fitted on one set of levels; "
+        "below, how often it held the exact "
         "anchor-level truth A(s, a) on other, held-out levels, against the plain resampling range "
         "(`--interval range`, dotted). " + interval_note(_report, 0.9))
     svg_view(_reliability_svg(json.dumps(_report, sort_keys=True)), key="acc_reliability")

@@ -156,10 +156,11 @@ def _anchor_view() -> None:
     none_text = ("none: the credit is 0 by construction (one action observed here, or no observed "
                  "continuation from here reaches success).")
     if ci.method == "calibrated":
-        st.caption("The interval is the credit plus or minus a fitted multiple of its spread over "
-                   f"{B} posterior draws of this group (every rollout reweighted, plus a little mass "
-                   "on a continuation and an action no rollout showed) and of an allowance for the "
-                   "closure's own bias. " + interval_note(CALIBRATION, LEVEL)
+        st.caption("The interval reaches fitted multiples of the credit's spread to either side of it, "
+                   "further on the side away from 0 (the closure tends to shrink credits toward 0): "
+                   f"its spread over {B} posterior draws of this group (every rollout reweighted, plus a "
+                   "little mass on a continuation and an action no rollout showed) and an allowance for "
+                   "the closure's own bias. " + interval_note(CALIBRATION, LEVEL)
                    + " sure: the interval excludes 0; " + none_text)
     else:
         st.caption("At a finite depth K the interval is a resampling range (this group's rollouts "

@@ -285,11 +285,12 @@ def summarise(credits: Credits, samples_BSA: np.ndarray, q_BSA: np.ndarray | Non
     any other way of producing ``samples_BSA``)."""
     p = credits.process
     if method == "calibrated":
-        from crbc.estimators.calibration import calibrated_interval
+        from crbc.estimators.calibration import calibrated_interval, strata
 
         occurs = np.isfinite(samples_BSA).sum(axis=0)
         g_SA = np.bincount(p.rollout_group, minlength=len(p.group_ids))[p.state_group[p.sa_state]]
-        lo, hi = calibrated_interval(credits.credit_SA, samples_BSA, credits.value_S[p.sa_state], level, g_SA)
+        lo, hi = calibrated_interval(credits.credit_SA, samples_BSA, credits.value_S[p.sa_state], level, g_SA,
+                                     strata(p, credits.value_S))
         q_BSA = None  # Q's spread over the draws is not a calibrated interval: none is shown
     else:
         lo, hi, occurs = percentile_interval(samples_BSA, level)

@@ -77,6 +77,20 @@ def test_posterior_weights_share_a_rollout_and_depend_on_the_group_only():
     np.testing.assert_allclose(whole.lo_SA[sel], alone.lo_SA, atol=1e-12)
 
 
+def _stratum_by_hand(p, value_S, i):
+    """The stratum of pair i by CAL.RULE, from the process read pair by pair."""
+    feature, edges, split_none = CAL.RULE
+    s = int(p.sa_state[i])
+    none = p.n_actions[s] < 2 or s not in _reach_by_hand(p)
+    if split_none and none:
+        return 0
+    g = int(p.state_group[s])
+    rolls = [r for r in range(len(p.rollout_group)) if p.rollout_group[r] == g]
+    x = {"n_s": p.n_s[s], "n_sa": p.n_sa[i], "n_act": p.n_actions[s], "v": value_S[s],
+         "share": sum(bool(p.rollout_success[r]) for r in rolls) / len(rolls), "G": len(rolls), "": 0.0}[feature]
+    return int(split_none) + sum(x >= e for e in edges)
+
+
 def test_calibrated_interval_is_its_formula():
     groups = _batch(11)
     ci = BS.credit_intervals(groups, "crbc", 40, 0.9, seed=0)
@@ -87,12 +101,32 @@ def test_calibrated_interval_is_its_formula():
         b = {"sqrtV": (v * (1 - v)) ** 0.5, "V": v, "one": 1.0}[CAL.PROXY]
         s = (np.std(ci.samples_BSA[:, i]) ** 2 + (CAL.TAU * b) ** 2) ** 0.5
         g = len(groups[int(p.state_group[p.sa_state[i]])].rollouts)  # merge keeps the groups' order
-        rows = [np.interp(0.9, CAL.LEVELS, row) for row in CAL.LAMBDA]
-        lam = np.interp(np.log2(g), np.log2(CAL.GROUP_SIZES), rows)
-        assert ci.lo_SA[i] == pytest.approx(ci.credit_SA[i] - lam * s, abs=1e-12)
-        assert ci.hi_SA[i] == pytest.approx(ci.credit_SA[i] + lam * s, abs=1e-12)
+        k = _stratum_by_hand(p, ci.credits.value_S, i)
+        near, far = (np.interp(np.log2(g), np.log2(CAL.GROUP_SIZES),
+                               [np.interp(0.9, CAL.LEVELS, row) for row in table[k]])
+                     for table in (CAL.LAMBDA_LO, CAL.LAMBDA_HI))
+        c = ci.credit_SA[i]
+        lo, hi = (c - near * s, c + far * s) if c >= 0 else (c - far * s, c + near * s)  # oriented away from 0
+        assert ci.lo_SA[i] == pytest.approx(lo, abs=1e-12)
+        assert ci.hi_SA[i] == pytest.approx(hi, abs=1e-12)
+        assert ci.lo_SA[i] <= c <= ci.hi_SA[i]
     wider = BS.credit_intervals(groups, "crbc", 40, 0.95, seed=0)
     assert (wider.hi_SA - wider.lo_SA >= ci.hi_SA - ci.lo_SA - 1e-15).all()
+
+
+def test_strata_follow_their_rule():
+    from crbc.estimators.calibration_strata import n_strata, stratum
+
+    f = {"none": np.array([1, 0, 0, 0, 1]), "n_s": np.array([9.0, 1.0, 4.0, 12.0, 2.0])}
+    assert stratum(f, ("n_s", (4.0, 10.0), True)).tolist() == [0, 1, 2, 3, 0]
+    assert stratum(f, ("n_s", (4.0, 10.0), False)).tolist() == [1, 0, 1, 2, 0]
+    assert stratum(f, ("", (), True)).tolist() == [0, 1, 1, 1, 0]
+    assert stratum(f, ("", (), False)).tolist() == [0] * 5
+    assert n_strata(("n_s", (4.0, 10.0), True)) == 4 and n_strata(("", (), False)) == 1
+    for seed in range(4):  # the library's strata against the rule applied by hand
+        p = merge(_batch(seed))
+        v_S = C.snap_zero(p, *C.estimate(p, 0.98))[0]
+        assert CAL.strata(p, v_S).tolist() == [_stratum_by_hand(p, v_S, i) for i in range(len(p.n_sa))]
 
 
 def test_constants_are_the_fitted_ones():
@@ -102,10 +136,21 @@ def test_constants_are_the_fitted_ones():
         ch["alpha"], ch["kappa"], ch["alpha_pi"], ch["tau"], ch["proxy"])
     assert list(CAL.LEVELS) == fit["lambda_grid"]["levels"]
     assert list(CAL.GROUP_SIZES) == fit["lambda_grid"]["group_sizes"]
-    assert [list(r) for r in CAL.LAMBDA] == fit["lambda_grid"]["lambda"]
-    assert all((np.diff(r) >= 0).all() for r in np.asarray(CAL.LAMBDA))
-    assert CAL.widening(0.9, 16) == pytest.approx(np.interp(0.9, CAL.LEVELS, CAL.LAMBDA[1]))
+    assert [CAL.RULE[0], list(CAL.RULE[1]), CAL.RULE[2]] == ch["rule"] and CAL.SHAPE == ch["shape"]
+    for table, side in ((CAL.LAMBDA_LO, "lo"), (CAL.LAMBDA_HI, "hi")):
+        assert [[list(r) for r in t] for t in table] == fit["lambda_grid"][side]
+        assert len(table) == ch["strata"] and all(len(t) == len(CAL.GROUP_SIZES) for t in table)
+        assert all((np.diff(r) >= 0).all() and (np.asarray(r) >= 0).all() for t in table for r in t)
+    if CAL.SHAPE == "symmetric":
+        assert CAL.LAMBDA_LO == CAL.LAMBDA_HI
+    k = len(CAL.LAMBDA_LO) - 1
+    near, far = CAL.widening(0.9, 16, k)
+    assert near == pytest.approx(np.interp(0.9, CAL.LEVELS, CAL.LAMBDA_LO[k][1]))
+    assert far == pytest.approx(np.interp(0.9, CAL.LEVELS, CAL.LAMBDA_HI[k][1]))
     assert CAL.widening(0.9, 2) == CAL.widening(0.9, 8) and CAL.widening(0.9, 64) == CAL.widening(0.9, 32)
+    both = CAL.widening(0.9, np.array([8, 32]), np.array([k, 0]))
+    assert both[0].tolist() == [CAL.widening(0.9, 8, k)[0], CAL.widening(0.9, 32, 0)[0]]
+    assert both[1].tolist() == [CAL.widening(0.9, 8, k)[1], CAL.widening(0.9, 32, 0)[1]]
     with pytest.raises(ValueError):
         CAL.widening(0.999, 8)
 
