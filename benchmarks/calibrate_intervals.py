@@ -10,7 +10,7 @@ Data: :mod:`benchmarks.calibration_data` (three settings; splits ``fit`` (level 
 2,000,000), ``validate`` (1,000,000: the first round's report split) and ``report`` (3,000,000,
 fresh); groups of 32 whose prefixes give G = 8, 16, 32; anchor-level truth per step).
 
-``fit`` (:mod:`benchmarks.calibration_fit`) scores every candidate, a bias scale (tau, proxy b)
+``fit`` (:mod:`devtools.calibration_fit`) scores every candidate, a bias scale (tau, proxy b)
 a Mondrian stratum rule and a shape (symmetric or oriented), by 5-fold cross-validation over the fit levels, and checks it on
 the validation levels with lambda fitted on all fit levels. Selection (stated in
 benchmarks/results/issue36/plan-round2.md before the report run): among the candidates whose
@@ -39,9 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks import calibration_fit as F
 from benchmarks.calibration_data import SETTINGS, SPLITS, load, path
 from benchmarks.calibration_scores import cell, scores
+from devtools import calibration_fit as F
 
 CACHE = Path("/work/calib-cache")
 OUT = Path("benchmarks/results/issue36")
