@@ -21,6 +21,8 @@ from crbc.io.rollouts import RolloutFormatError
 from crbc.train.diagnostics import DIAGNOSTICS
 from crbc.viz import run_curves as V
 from ui import figure_cache, report_download, run_review, run_source, state, url, widgets
+from ui.run_upload import uploaded_run
+from ui.session_memo import memo
 from ui.svg_view import svg_view
 
 MAX_ZIP_MB = 50
@@ -47,12 +49,7 @@ def _load_folder(root: str, rel: str, stamp: float) -> R.Run:
     return R.read_run(Path(root) / rel)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _load_zip(digest: str, name: str, _data: bytes) -> R.Run:
-    return R.read_run_zip(_data, name)
-
-
-@st.cache_resource(show_spinner=False, max_entries=32)
+@memo(max_entries=32)
 def _iteration_groups(run_key: str, iteration: int, _run: R.Run):
     return _run.rollouts(iteration)
 
@@ -143,11 +140,9 @@ for up in uploads or []:
     if len(data) > MAX_ZIP_MB * 2**20:
         errors.append(f"{up.name}: larger than {MAX_ZIP_MB} MB")
         continue
-    digest = hashlib.sha1(data).hexdigest()[:16]
-    try:
-        run = _load_zip(digest, up.name, data)
-    except R.RunFormatError as e:
-        errors.append(str(e))
+    upload_key, run, err = uploaded_run(up.name, data)  # read in a worker, kept in this session
+    if err:
+        errors.append(err)
         continue
     taken = {r.name for r in loaded.values()}
     if run.name in taken:  # an upload named like a shown run: name it after its file
@@ -155,7 +150,7 @@ for up in uploads or []:
     if run.name in taken:
         errors.append(f"{up.name}: the same run is already shown")
         continue
-    loaded[f"upload:{digest}"] = run
+    loaded[upload_key] = run
 for e in errors:
     st.error(f"A run was refused: {widgets.text(e)}")
 for run in loaded.values():
@@ -301,7 +296,7 @@ if rec:
                    help=f"{label} (iteration {iteration} of {run.name})")
 
 try:
-    groups = _iteration_groups(f"{run.source}#{run.name}", iteration, run)
+    groups = _iteration_groups(f"{run_key_of[run.name]}#{run.name}", iteration, run)
 except (RolloutFormatError, KeyError, OSError) as e:
     st.error(f"The rollouts of iteration {iteration} could not be read: {widgets.text(e)}")
     st.stop()
@@ -323,8 +318,12 @@ gi = st.selectbox("Group", range(len(gids)), index=(mixed or [0])[0],
                   format_func=lambda i: f"{gids[i]} ({groups[i].success_rate:.0%} succeeded)",
                   key="runs_group_pick", help="The first group where some rollouts succeeded and some "
                   "failed is chosen first: there the estimators have something to compare.")
-source = state.Source(f"run:{hashlib.sha1(f'{run.source}|{iteration}'.encode()).hexdigest()[:16]}",
-                       f"run {run.name} iteration {iteration}", groups)
+# the key names the run by its content (an upload: "upload:<hash>", so two sessions' archives
+# of the same file name never share a cache entry, and what is computed from it stays private)
+run_id = run_key_of[run.name]
+source_key = (f"{run_id}#{iteration}" if run_id.startswith("upload:")
+              else "run:" + hashlib.sha1(f"{run.source}|{iteration}".encode()).hexdigest()[:16])
+source = state.Source(source_key, f"run {run.name} iteration {iteration}", groups)
 bcols = st.columns(len(OPEN_IN))
 for col, (path, title, icon) in zip(bcols, OPEN_IN, strict=True):
     if (Path(state.ROOT) / path).exists() and col.button(f"Open in {title}", icon=icon,

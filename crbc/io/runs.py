@@ -80,6 +80,9 @@ class Run:
     partial_tail: str | None = None
     _files: dict[int, Any] = field(default_factory=dict, repr=False)
     _zip: bytes | None = field(default=None, repr=False)
+    #: iteration -> validated crbc.rollout/1 Parquet bytes (a run archive read in a worker,
+    #: crbc.sandbox.run_archive); when set, iterations are read from these
+    _parquet: dict[int, bytes] | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -126,6 +129,10 @@ class Run:
         if iteration not in self._files:
             raise KeyError(f"{self.source}: no rollouts saved for iteration {iteration}")
         ref = self._files[iteration]
+        if self._parquet is not None:
+            from crbc.io.parquet_rollouts import read_parquet_rollouts
+
+            return read_parquet_rollouts(f"{self.source}/{ref}", self._parquet[iteration])
         if str(ref).endswith(".parquet"):
             from crbc.io.parquet_rollouts import read_parquet_rollouts
 
