@@ -99,8 +99,7 @@ def read_archive_limited(name: str, data: bytes, limits: Limits | None = None) -
     """Read a run archive in a worker and wait: ``(run, None)`` or ``(None, one line)``."""
     job = ArchiveJob(name, data, limits)
     try:
-        while not job.poll(0.5):
-            pass
+        job.wait()
         return job.result()
     finally:
         job.cancel()

@@ -263,8 +263,7 @@ def read_limited(kind: str | Importer | None, files: Mapping[str, bytes], anchor
     """:func:`start_read` and wait for its result."""
     job = start_read(kind, files, anchor, threshold, limits)
     try:
-        while not job.poll(0.5):
-            pass
+        job.wait()
         return job.result()
     finally:
         job.cancel()

@@ -227,6 +227,12 @@ class WorkerJob:
             if left <= 0:
                 return False
 
+    def wait(self) -> dict:
+        """Block until the job has ended; its :attr:`outcome`."""
+        while not self.poll(0.5):
+            pass
+        return self.outcome
+
     def _end(self, msg: dict) -> None:
         self.outcome = msg
         if "done" in msg:

@@ -17,7 +17,6 @@ import dataclasses
 import enum
 import io
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -25,14 +24,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-try:
-    from verl import DataProto
-except ImportError as e:  # pragma: no cover - depends on the machine
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true: verl is not importable ({e}); pip install --no-deps -r requirements-verl.txt",
-                    pytrace=False)
-    pytest.skip(f"verl is not importable ({e}): pip install --no-deps -r requirements-verl.txt",
-                allow_module_level=True)
 
 from crbc.cli.main import main  # noqa: E402  (after the skip above)
 from crbc.estimators.registry import names  # noqa: E402
@@ -40,7 +31,7 @@ from crbc.integrations import verl as V  # noqa: E402
 from crbc.io.rollouts import RolloutGroup, write_rollouts  # noqa: E402
 from tests.support import upstream as up  # noqa: E402
 from tests.support.groups import chain_groups  # noqa: E402
-from tests.support.verl_batches import data_proto, trainer_pipeline  # noqa: E402
+from tests.support.verl_batches import DataProto, data_proto, trainer_pipeline  # noqa: E402 (skips without verl)
 
 ESTIMATORS = names()  # every registered estimator
 

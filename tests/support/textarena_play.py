@@ -6,21 +6,14 @@ Importing this module skips the importing test module when textarena, torch or v
 
 from __future__ import annotations
 
-import os
 import random
 
 import numpy as np
-import pytest
 
-try:
-    import textarena as ta
-    from textarena.core import ObservationType
-except ImportError as e:  # pragma: no cover - depends on the machine
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true: textarena is not importable ({e}); pip install -r requirements-dev.txt",
-                    pytrace=False)
-    pytest.skip(f"textarena is not importable ({e}): pip install -r requirements-dev.txt",
-                allow_module_level=True)
+from tests.support.requires import importable
+
+ta = importable("textarena", "pip install -r requirements-dev.txt")
+ObservationType = importable("textarena.core", "pip install -r requirements-dev.txt").ObservationType
 
 from devtools import textarena_run  # noqa: E402
 from tests.support.verl_batches import DataProto  # noqa: E402

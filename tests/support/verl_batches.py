@@ -6,21 +6,14 @@ CI=true it fails instead)."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
+from tests.support.requires import importable
+
 torch = pytest.importorskip("torch")
 
-try:
-    from verl import DataProto
-except ImportError as e:  # pragma: no cover - depends on the machine
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true: verl is not importable ({e}); pip install --no-deps -r requirements-verl.txt",
-                    pytrace=False)
-    pytest.skip(f"verl is not importable ({e}): pip install --no-deps -r requirements-verl.txt",
-                allow_module_level=True)
+DataProto = importable("verl", "pip install --no-deps -r requirements-verl.txt").DataProto
 
 from crbc.integrations import verl as V  # noqa: E402
 from tests.support.groups import chain_groups  # noqa: E402
