@@ -77,7 +77,7 @@ def test_rollouts_page_shows_the_true_advantage(app):
     _, gt = _truth_of(grp)
     metric = next(m for m in at.metric if m.label == "true A_t (exact)")
     r, t = int(at.session_state["rollout"] or 0), int(at.session_state["step"])
-    i = sum(len(x) for x in grp.rollouts[:r]) + t - 1
+    i = sum(len(x) for x in grp.rollouts[:r]) + t  # steps are 0-based, as in the files
     assert float(metric.value) == pytest.approx(gt.advantage_N[i], abs=1e-4)
 
 
