@@ -59,7 +59,7 @@ ANSWER = """() => {
     return err.innerText + ' ' + (pre ? pre.innerText : '');
   }
   const sb = document.querySelector('[data-testid=stSidebar]');
-  if (sb && sb.innerText.includes('Loaded: upload') && sb.innerText.includes('anchors:')) return 'LOADED';
+  if (sb && sb.innerText.includes('Loaded: upload') && sb.innerText.includes('steps at shared anchors')) return 'LOADED';
   return null;
 }"""
 
