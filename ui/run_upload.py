@@ -42,7 +42,8 @@ def uploaded_run(name: str, data: bytes) -> tuple[str, R.Run | None, str | None]
 
 
 def _read(name: str, data: bytes) -> tuple[R.Run | None, str | None]:
-    box = st.container()
+    slot = st.empty()  # emptied at the end: the button and the bar go (a container's .empty() adds, not clears)
+    box = slot.container()
     if box.button(f"Cancel reading {name}", key=f"runs_upload_cancel_{name}", icon=":material/cancel:"):
         return None, f"{name}: cancelled; nothing was loaded"
     bar = box.progress(0.0, text=f"Reading {name}...")
@@ -58,4 +59,4 @@ def _read(name: str, data: bytes) -> tuple[R.Run | None, str | None]:
         return None, f"{name}: could not be read ({type(e).__name__}); nothing was loaded"
     finally:
         job.cancel()
-        box.empty()
+        slot.empty()

@@ -44,7 +44,8 @@ def _in_worker(source: Importer | None, files: dict[str, bytes], regex: str | No
     limits, the studio's decoded-size budget) while the sidebar shows progress and a Cancel.
     Cancel (or leaving the page) reruns the script, which kills the worker in ``finally``."""
     shown = ", ".join(files) if len(files) <= 2 else f"{len(files)} files"
-    box = st.sidebar.container()
+    slot = st.sidebar.empty()  # emptied at the end (a container's .empty() would add, not clear)
+    box = slot.container()
     if box.button("Cancel reading", key="upload_cancel", icon=":material/cancel:"):
         return worker.ReadResult(error=f"{shown}: reading cancelled; nothing was loaded")
     bar = box.progress(0.0, text=f"Reading {shown}...")
@@ -58,7 +59,7 @@ def _in_worker(source: Importer | None, files: dict[str, bytes], regex: str | No
         return job.result()
     finally:
         job.cancel()
-        box.empty()
+        slot.empty()
 
 
 def _read(kind: str, files: dict[str, bytes], regex: str | None, threshold: float | None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from crbc.io.rollouts import dumps_rollout
 from devtools.apprunner import GRAPH_COLORS, drag_slider, wait_graph_frame, wait_idle, wait_ready
@@ -156,3 +157,56 @@ def test_a_deep_link_is_the_first_request_of_a_fresh_server(fresh_app_url, page)
     links = [t.split("\n")[-1] for t in page.locator("[data-testid=stSidebarNavLink]").all_inner_texts()]
     assert "Training runs" in links and "Lesson" in links, links
     assert not {"common", "sidebar", "runs", "app"} & set(links), links
+
+
+def test_a_run_archive_uploads_through_the_worker_and_opens(app_url, page, artifacts_dir, tmp_path):
+    """Training runs: a .zip of a run folder is read in the worker (crbc.sandbox.run_archive);
+    the run's curve and its iteration's groups appear; a broken archive is one line."""
+    import io
+    import zipfile
+
+    import crbc.io.run_writer as RW
+    from crbc.io.rollouts import read_rollouts
+    from tests.support.paths import ROOT
+
+    run = tmp_path / "zipped-run"
+    w = RW.RunWriter.create(run, {"name": "zipped-run", "config": {"estimator": "crbc", "seed": 0}})
+    for it in range(2):
+        w.write_rollouts(it, read_rollouts(ROOT / "sample_rollouts" / "worked-example.jsonl"))
+        w.append_metrics({"iteration": it, "success_rate": 0.4 + 0.1 * it})
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for p in sorted(run.rglob("*")):
+            if p.is_file():
+                z.write(p, f"zipped-run/{p.relative_to(run)}")
+    good, bad = tmp_path / "zipped-run.zip", tmp_path / "broken.zip"
+    good.write_bytes(buf.getvalue())
+    bad.write_bytes(b"not a zip")
+    page.goto(app_url + "/runs")
+    wait_ready(page, "Training runs", TIMEOUT_MS)
+    page.locator(".st-key-runs_upload input[type=file]").set_input_files(str(good))
+    choose = page.locator(".st-key-runs_run input")
+    option = page.get_by_role("option", name="zipped-run", exact=True)
+    for _ in range(30):  # the run is offered once the worker has read it (about a second)
+        choose.click()
+        choose.fill("zipped-run")
+        try:
+            expect(option).to_be_visible(timeout=2_000)
+            break
+        except AssertionError:
+            choose.press("Escape")
+    choose.press("Escape")
+    wait_idle(page)  # the run that read the archive has ended: its progress and Cancel are gone
+    assert "Cancel reading" not in page.inner_text("[data-testid=stMain]")
+    choose.click()
+    choose.fill("zipped-run")
+    option.click()
+    page.wait_for_function("() => document.querySelector('[data-testid=stMain]').innerText"
+                           ".includes('zipped-run, iteration')", timeout=TIMEOUT_MS)
+    main = page.inner_text("[data-testid=stMain]")
+    assert "worked-example" in main and "A run was refused" not in main
+    _no_exception(page)
+    page.screenshot(path=str(artifacts_dir / "browser-run-archive.png"), full_page=True)
+    page.locator(".st-key-runs_upload input[type=file]").set_input_files(str(bad))
+    page.wait_for_selector("text=A run was refused: broken.zip: not a zip archive")
+    _no_exception(page)
