@@ -17,6 +17,7 @@ import importlib.abc
 import importlib.util
 import sys
 import warnings
+from importlib import metadata as _metadata
 
 from crbc import audit  # the module: crbc.audit.audit_run works after a plain `import crbc`
 from crbc.errors import FormatError
@@ -36,8 +37,12 @@ from crbc.io.rollouts import (
 from crbc.io.runs import read_run
 from crbc.process import MergeStats, Process, merge, merge_stats
 
-#: The package version, its one source: pyproject.toml reads it (``dynamic = ["version"]``).
-__version__ = "0.3.0"
+#: The installed package's version (pyproject.toml's ``version``, the one source, as pip
+#: recorded it); "unknown" for a checkout imported without installing it.
+try:
+    __version__ = _metadata.version("crbc")
+except _metadata.PackageNotFoundError:  # pragma: no cover - an uninstalled checkout
+    __version__ = "unknown"
 
 __all__ = [
     "CreditIntervals", "Credits", "audit", "FormatError", "MergeStats", "Process", "Rollout", "RolloutFormatError",
