@@ -19,8 +19,8 @@ from pathlib import Path
 
 from crbc.io import budgets
 from crbc.io.runs import Run
-from crbc.sandbox.upload import Limits
-from crbc.sandbox.worker import Send, WorkerFailure, WorkerJob
+from crbc.sandbox.upload import LimitedRead, Limits
+from crbc.sandbox.worker import Send, WorkerFailure
 
 
 def _archive_job(payload: dict, send: Send) -> dict:
@@ -48,7 +48,7 @@ def _archive_job(payload: dict, send: Send) -> dict:
     return {"meta": run.meta, "metrics": run.metrics, "partial_tail": run.partial_tail, "iterations": iterations}
 
 
-class ArchiveJob(WorkerJob):
+class ArchiveJob(LimitedRead):
     """Reading one run archive (``name``, its bytes) in a worker: :meth:`poll`, then :meth:`result`."""
 
     def __init__(self, name: str, data: bytes, limits: Limits | None = None):
@@ -59,20 +59,7 @@ class ArchiveJob(WorkerJob):
         Path(self.folder, "in.zip").write_bytes(data)
         payload = {"folder": self.folder, "name": name, "budget": self.limits.budget.__dict__,
                    "memory_bytes": self.limits.memory_bytes}
-        super().__init__(_archive_job, payload, seconds=self.limits.seconds, memory_bytes=self.limits.memory_bytes,
-                         cpu_seconds=self.limits.cpu_seconds, what=name)
-
-    def died(self) -> str:
-        if self.cpu_exhausted():
-            return f"{self.name}: reading needed more than the CPU budget of {self.limits.cpu_seconds:g} s; nothing was loaded"
-        return (f"{self.name}: the reader stopped (exit code {self.proc.exitcode}), most likely at its memory "
-                f"budget of {budgets.mb(self.limits.memory_bytes)}; nothing was loaded")
-
-    def timed_out(self) -> str:
-        return f"{self.name}: reading took longer than the time budget of {self.limits.seconds:g} s; nothing was loaded"
-
-    def cancelled(self) -> str:
-        return f"{self.name}: cancelled; nothing was loaded"
+        self.start(_archive_job, payload, name)
 
     def result(self) -> tuple[Run | None, str | None]:
         """``(run, None)`` or ``(None, one line)``; the worker's folder is removed."""

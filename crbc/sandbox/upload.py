@@ -180,7 +180,34 @@ def _read_job(payload: dict, send: Send) -> list[dict]:
             done.set()
 
 
-class ReadJob(WorkerJob):
+class LimitedRead(WorkerJob):
+    """A worker job that reads a user's files under :class:`Limits` (``self.limits``, set before
+    ``WorkerJob.__init__``): its endings worded for the person who uploaded them, naming
+    :attr:`what` (the files) and the budget, and saying that nothing was loaded."""
+
+    limits: Limits
+
+    def start(self, target, payload: dict, what: str) -> None:
+        """``WorkerJob.__init__`` with the limits' budgets."""
+        WorkerJob.__init__(self, target, payload, seconds=self.limits.seconds, memory_bytes=self.limits.memory_bytes,
+                           cpu_seconds=self.limits.cpu_seconds, what=what)
+
+    def died(self) -> str:
+        if self.cpu_exhausted():
+            return (f"{self.what}: reading needed more than the CPU budget of {self.limits.cpu_seconds:g} s; "
+                    "stopped, nothing was loaded")
+        return (f"{self.what}: the reader stopped (exit code {self.proc.exitcode}), most likely at its "
+                f"memory budget of {budgets.mb(self.limits.memory_bytes)}; nothing was loaded")
+
+    def timed_out(self) -> str:
+        return (f"{self.what}: reading took longer than the time budget of "
+                f"{self.limits.seconds:g} s; stopped, nothing was loaded")
+
+    def cancelled(self) -> str:
+        return f"{self.what}: cancelled; nothing was loaded"
+
+
+class ReadJob(LimitedRead):
     """A read running in a worker process: :meth:`poll` for progress (rows, bytes), :meth:`result`
     at the end, :meth:`cancel` to stop it (the worker is killed and its folder removed)."""
 
@@ -196,26 +223,8 @@ class ReadJob(WorkerJob):
         payload = {"folder": self.folder, "kind": _kind_json(kind), "anchor": anchor, "threshold": threshold,
                    "seconds": self.limits.seconds, "memory_bytes": self.limits.memory_bytes,
                    "budget": self.limits.budget.__dict__, "cpu_seconds": self.limits.cpu_seconds}
-        super().__init__(_read_job, payload, seconds=self.limits.seconds, memory_bytes=self.limits.memory_bytes,
-                         cpu_seconds=self.limits.cpu_seconds, what=self._shown())
+        self.start(_read_job, payload, ", ".join(self.names) if len(self.names) <= 3 else f"{len(self.names)} files")
         self.progress = {"rows": 0, "bytes": 0}
-
-    def _shown(self) -> str:
-        return ", ".join(self.names) if len(self.names) <= 3 else f"{len(self.names)} files"
-
-    def died(self) -> str:
-        if self.cpu_exhausted():
-            return (f"{self._shown()}: reading needed more than the CPU budget of {self.limits.cpu_seconds:g} s; "
-                    "stopped, nothing was loaded")
-        return (f"{self._shown()}: the reader stopped (exit code {self.proc.exitcode}), most likely at its "
-                f"memory budget of {budgets.mb(self.limits.memory_bytes)}; nothing was loaded")
-
-    def timed_out(self) -> str:
-        return (f"{self._shown()}: reading took longer than the time budget of "
-                f"{self.limits.seconds:g} s; stopped, nothing was loaded")
-
-    def cancelled(self) -> str:
-        return f"{self._shown()}: cancelled; nothing was loaded"
 
     def result(self) -> ReadResult:
         """The groups (read back from the worker's Parquet files) or the error line; the folder
@@ -235,7 +244,7 @@ class ReadJob(WorkerJob):
                     stats[it] = tuple(entry["stats"]) if entry["stats"] else (0.0, 0, 0, 0)
             return ReadResult(groups, stats)
         except FormatError as e:
-            return ReadResult(error=f"{self._shown()}: the worker's result could not be read ({e.reason})")
+            return ReadResult(error=f"{self.what}: the worker's result could not be read ({e.reason})")
         finally:
             self.close()
 
