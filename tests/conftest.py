@@ -79,8 +79,9 @@ def toy():
 @pytest.fixture
 def app(monkeypatch):
     """The studio in AppTest (tests/support/apptest.py: one entry script, one timeout):
-    ``app(page=None, *, samples=None, run=True, **query) -> AppTest``. ``samples`` points the
-    sidebar's sample list at a folder of the test's own files."""
+    ``app(page=None, *, samples=None, run=True, run_folder=None, **query) -> AppTest``.
+    ``samples`` points the sidebar's sample list at a folder of the test's own files;
+    ``run_folder`` opens a run folder as the sidebar's source."""
     pytest.importorskip("streamlit")
     from tests.support.apptest import open_app
 

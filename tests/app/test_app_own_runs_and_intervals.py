@@ -89,10 +89,7 @@ def test_refused_uploads_name_file_row_and_column():
 def test_runs_page_reviews_the_sidebars_run(app, tmp_path, monkeypatch):
     path = alfworld_like_run(tmp_path / "runs" / "alf-verl-agent", iterations=3, groups=3)
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = app(run=False)
-    at.query_params.update(source="run", run=str(path.resolve()))
-    at.run()
-    assert not at.exception, at.exception
+    at = app(run_folder=path)
     assert any(m.value == "Loaded: **run alf-verl-agent · iteration 0**" for m in at.sidebar.markdown)
     at.switch_page("pages/runs.py").run()
     assert not at.exception, at.exception
@@ -193,10 +190,7 @@ def test_an_audit_under_another_key_is_named_and_recomputed_with_the_sidebars(ap
     import pandas as pd
 
     pd.DataFrame(_audit_rows(2)).to_parquet(path / "audit.parquet")  # a CLI audit, on the exact text
-    at = app(run=False)  # the URL's "run" is the run folder, not open_app's own keyword
-    at.query_params.update(source="run", run=str(path.resolve()), anchor_key="(?s)(.*)")
-    at.run()
-    at.switch_page("pages/runs.py").run()
+    at = app("pages/runs.py", run_folder=path, anchor_key="(?s)(.*)")
     assert not at.exception
     warn = " ".join(w.value for w in at.warning)
     assert "computed with the anchor key the exact text" in warn and "`(?s)(.*)`" in warn
@@ -216,10 +210,7 @@ def test_runs_page_draws_the_whole_history_from_the_audit_beside_the_run(app, tm
 
     path = alfworld_like_run(tmp_path / "runs" / "alf", iterations=3, groups=2)
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = app(run=False)
-    at.query_params.update(source="run", run=str(path.resolve()))
-    at.run()
-    at.switch_page("pages/runs.py").run()
+    at = app("pages/runs.py", run_folder=path)
     assert not at.exception
     # no audit yet: the page offers it; one click starts it in a worker and the page returns at once
     at.button(key="runs_audit_go").click().run()
@@ -244,10 +235,7 @@ def test_runs_page_draws_the_whole_history_from_the_audit_beside_the_run(app, tm
 def test_disagreements_offer_the_trainer_against_every_estimator(app, tmp_path, monkeypatch):
     path = alfworld_like_run(tmp_path / "runs" / "alf", iterations=1, groups=2)
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = app(run=False)
-    at.query_params.update(source="run", run=str(path.resolve()), dis_cmp="trainer vs crbc")
-    at.run()
-    at.switch_page("pages/disagreements.py").run()
+    at = app("pages/disagreements.py", run_folder=path, dis_cmp="trainer vs crbc")
     assert not at.exception, at.exception
     assert "trainer vs gigpo" in at.selectbox(key="dis_cmp").options
     assert at.selectbox(key="dis_cmp").value == "trainer vs crbc"

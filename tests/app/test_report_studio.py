@@ -51,10 +51,7 @@ def test_runs_page_offers_the_run_report(app, tmp_path, monkeypatch, calls):
     assert "Download this run as a report" in labels, labels
     # the review of the run folder the sidebar opened (ui/run_source.py)
     first = sorted((tmp_path / "runs").rglob("run.json"))[0].parent
-    at = app(run=False)
-    at.query_params.update(source="run", run=str(first.resolve()))
-    at.run()
-    at.switch_page("pages/runs.py").run()
+    at = app("pages/runs.py", run_folder=first)
     assert at.segmented_control(key="runs_kind").value == "any"
     assert not at.exception, [e.message for e in at.exception]
     keys = [b.proto.id for b in at.get("download_button")]

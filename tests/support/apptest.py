@@ -13,11 +13,15 @@ from tests.support.paths import APP
 TIMEOUT = 180
 
 
-def open_app(page: str | None = None, *, run: bool = True, **query: str) -> AppTest:
+def open_app(page: str | None = None, *, run: bool = True, run_folder=None, **query: str) -> AppTest:
     """``app.py`` with ``query`` as its URL parameters; with ``run``, run once, then switched to
     ``page`` (a ``pages/`` path) when given, failing the test if the script raised anything.
-    Without ``run`` the AppTest is returned unrun, for a test that times or orders the runs."""
+    Without ``run`` the AppTest is returned unrun, for a test that times or orders the runs.
+    ``run_folder``: open that run folder as the sidebar's source (URL ``source=run&run=PATH``;
+    the URL's ``run`` is not this function's own keyword)."""
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    if run_folder is not None:
+        query = {"source": "run", "run": str(run_folder.resolve()), **query}
     for k, v in query.items():
         at.query_params[k] = v
     if not run:
