@@ -11,19 +11,19 @@ import numpy as np
 import streamlit as st
 
 import crbc.explain.arithmetic as E
+import crbc.explain.lesson_questions as Qs
 import crbc.explain.lesson_tables as T
 from crbc.estimators.closure import estimate
 from crbc.explain import disagreements as compare
 from crbc.explain.anchor_names import SHORT_LABEL, node_labels
-from crbc.explain.table_rows import fmt, num
+from crbc.explain.table_rows import num
 from crbc.process import merge
 from crbc.viz.backup_tree import backup_tree_svg
-from crbc.viz.lesson import arithmetic_markdown, depth_chart_svg, solution_latex, system_latex
+from crbc.viz.lesson import arithmetic_markdown, solution_latex, system_latex
 from crbc.viz.lesson_graph import lesson_graph_svg
-from ui import lesson_rewardflow, state, url, widgets
+from ui import lesson_depth, lesson_rewardflow, state, url, widgets
 from ui import lesson_sections as S
 from ui import lesson_state as L
-from ui.lesson_sections import predict
 from ui.svg_view import svg_view
 from ui.widgets import short, text
 
@@ -44,7 +44,8 @@ url.check_choice("lesson_start", L.STARTS, "the lesson starts from the worked ex
 if "lesson_start" in st.session_state and st.session_state["lesson_start"] not in L.STARTS:
     del st.session_state["lesson_start"]
 st.radio("Start from", L.STARTS, key="lesson_start", horizontal=True, bind="query-params",
-         captions=["docs/MATH.md section 8, checkable by hand", "a gridworld fork (sample_rollouts/)",
+         captions=["docs/MATH.md section 8, checkable by hand", "the same with retries: backups that move",
+                   "a gridworld fork (sample_rollouts/)",
                    "whatever the sidebar has loaded"])
 group = L.current_group()
 if group is None:
@@ -199,47 +200,11 @@ with fold(f"Every step's credit ({p.n_steps} steps)", key="steps") as shown:
                            w_step=w_step))
 
 # ---- 7. finite depth -------------------------------------------------------------------------------
-st.header("7 · Finite depth: from visit-local averages to the closure")
-st.markdown(
-    r"Depth **K = 0** averages what each rollout itself experienced: $Q_0(s,a)$ is the mean realised "
-    r"return $\beta^{T-t+1} R$ of the pair's occurrences. Each further round $K$ backs the values up "
-    r"once through the merged process, $Q^{(K)} = B\,V^{(K-1)}$, letting outcomes observed in *other* "
-    "rollouts flow back. As K grows the family reaches the closure of section 6.")
-k_max = S.depth_flow(p, beta, n_anchors, S.BIG)
-a0 = E.anchor_arithmetic(p, root, beta=beta, depth=0, sigma_min=sigma_min)
-changed = [(x, y) for x, y in zip(a0.actions, ar.actions, strict=True) if abs(x.a - y.a) > 5e-5]
-revealed = True
-if changed:
-    x, y = max(changed, key=lambda xy: abs(xy[0].a - xy[1].a))
-    revealed = predict(
-        f"lesson_pred_k_{st.session_state.get('lesson_version', 0)}",
-        f"At K = 0, A({short(ar.label, 80)}, {short(x.action, 80)}) = {fmt(x.a, signed=True)}. At K = ∞, will it "
-        "rise or fall?", ["rise", "fall"], "rise" if y.a > x.a else "fall",
-        f"action **{short(x.action, 80)}** at **{short(ar.label, 80)}** has A = {fmt(x.a, signed=True)} at K = 0 but "
-        f"{fmt(y.a, signed=True)} at the closure. What the other rollouts revealed about the "
-        "anchors it leads to flows back through the backup.")
-c1, c2 = st.columns(2)
-with c1:
-    st.markdown(f"**K = 0 at {short(a0.label, 80)}**")
-    table(a0.rows())
-    widgets.pre("\n".join(a.q_expression for a in a0.actions))
-with c2:
-    st.markdown(f"**K = ∞ (closure) at {short(ar.label, 80)}**")
-    if revealed:
-        table(ar.rows())
-        widgets.pre("\n".join(a.q_expression for a in ar.actions))
-    else:
-        st.caption("Answer the question above to reveal the closure's numbers.")
-rows_a = T.depth_table(p, beta=beta, k_max=k_max, what="A")
-if revealed:
-    st.markdown("**A^(K)(s,a) for every pair** (dotted: the closure)")
-    svg_view(depth_chart_svg(rows_a), key="lesson_depth_fig")
-    with fold(f"A^(K) of the {len(rows_a.columns)} pairs, K = 0..{k_max}", key="depths") as shown:
-        if shown:
-            table(rows_a.records())
+st.header("7 · Finite depth: from visit-local averages to the closure", anchor="7-finite-depth")
+lesson_depth.render(p, beta, sigma_min, table, fold, S.ask, big=n_anchors > S.BIG)
 
 # ---- 8. the foil ---------------------------------------------------------------------------------------
-st.header("8 · The shortest-path foil")
+st.header("8 · The shortest-path foil", anchor="8-the-shortest-path-foil")
 st.markdown(
     "A graph-based alternative scores a step by the **fewest hops** from its successor to success "
     "on the same merged graph (10 × 0.8^hops), ignoring how often each edge was seen. It takes an "
@@ -250,30 +215,7 @@ with fold(f"Hops and values of the {n_anchors} anchors", key="foil") as shown:
     if shown:
         table(foil)
 dis = compare.disagreements(p, "crbc vs shortest_path", beta=beta, sigma_min=sigma_min, depth=None)
-ties = {}
-for r in foil:
-    if r.hops is not None:
-        ties.setdefault(r.hops, []).append(r)
-fooled = [grp for grp in ties.values() if len(grp) >= 2]
-foil_answered = not fooled  # without a question there is nothing to spoil
-if fooled:
-    grp = max(fooled, key=lambda g: max(r.v_closure for r in g) - min(r.v_closure for r in g))
-    hi = max(grp, key=lambda r: r.v_closure)
-    lo = min(grp, key=lambda r: r.v_closure)
-    a, b = sorted([short(hi.anchor, 80), short(lo.anchor, 80)])
-    foil_answered = predict(
-        f"lesson_pred_foil_{st.session_state.get('lesson_version', 0)}",
-        f"{a} and {b} are both {hi.hops} hop(s) from success. Which one does the "
-        "closure value higher?", [a, b, "the same"],
-        short(hi.anchor, 80) if hi.v_closure - lo.v_closure > 5e-5 else "the same",
-        "the closure counts how often each route worked, not how short the best one is.")
-    if foil_answered:
-        st.markdown(
-            f"**{short(hi.anchor, 80)}** and **{short(lo.anchor, 80)}** are both {hi.hops} hop(s) from success, so "
-            f"shortest path values them the same. But {hi.succeeded} of the "
-            f"{hi.through} rollouts through {short(hi.anchor, 80)} succeeded, and only "
-            f"{lo.succeeded} of {lo.through} through {short(lo.anchor, 80)}: the closure "
-            f"gives V = {fmt(hi.v_closure)} against {fmt(lo.v_closure)}.")
+foil_answered = S.ask(Qs.foil_question(p, beta))
 top = dis.anchors[0]
 if top.ranks_differ:
     other = ("gives every action there the same credit" if top.best_y == "(tie)"

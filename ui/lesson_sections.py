@@ -14,15 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from crbc.estimators.closure import depth_sweep
+from crbc.explain.lesson_questions import Question
 from crbc.explain.table_rows import cells
 from crbc.io.rollouts import RolloutGroup, read_rollouts
 from crbc.process import Process, merge
 from crbc.viz.lesson import format_rows
-from crbc.viz.lesson_graph import lesson_graph_svg
 from ui import exact_truth, lesson_rewardflow, state, widgets
 from ui import lesson_state as L
-from ui.svg_view import svg_view
 from ui.widgets import short, text
 
 BIG = 10  # beyond this many anchors, the long per-anchor tables fold into expanders
@@ -80,17 +78,30 @@ class LessonView:
         widgets.rows_view(format_rows(rows, **kw))  # a long table (a big group): a scrolling grid
 
 
-def predict(key: str, question: str, options: list[str], answer: str, why: str) -> bool:
-    """Predict first: ask, and reveal only once answered (``answer`` is computed from the group;
-    ``question``, ``options``, ``answer`` and ``why`` are Markdown, user strings escaped)."""
+def ask(q: Question) -> bool:
+    """Predict first: ask ``q`` (:mod:`crbc.explain.lesson_questions`) and return whether it is
+    answered; the answer and why appear once it is. A question the group does not offer says so
+    (it never silently vanishes). Options are pills, not radios: arrow keys move between them
+    without answering. The answer is kept under ``lesson_pred_<qid>_<version>`` (a new group
+    version asks afresh) and in ``lesson_answers`` for the shared link and the handout."""
+    ss = st.session_state
+    asked = ss.setdefault("lesson_asked", {})
+    asked[q.qid] = q
+    if not q.asked:
+        st.caption(f":material/psychology: No question here: {q.why}")
+        return True
+    key = f"lesson_pred_{q.qid}_{ss.get('lesson_version', 0)}"
     with st.container(border=True):
-        got = st.radio(f":material/psychology: **Predict first.** {question}", options, index=None,
-                       key=key, horizontal=True)
+        got = st.pills(f":material/psychology: **Predict first.** {q.text}", list(q.options), key=key,
+                       selection_mode="single")
+        answers = ss.setdefault("lesson_answers", {})
         if got is None:
+            answers.pop(q.qid, None)
             st.caption("Choose an answer to reveal what the numbers say.")
             return False
-        (st.success if got == answer else st.warning)(
-            ("Right: " if got == answer else f"Not quite: the answer is **{answer}**. ") + why)
+        answers[q.qid] = got
+        (st.success if got == q.answer else st.warning)(
+            ("Right: " if got == q.answer else f"Not quite: the answer is **{q.answer}**. ") + q.why)
         return True
 
 
@@ -145,52 +156,6 @@ def change_panel(view: LessonView, group: RolloutGroup, labels: tuple[str, ...],
                            "no anchor value moved."))
             if moved:
                 view.table([{"anchor": a, "V before": b, "V after": x, "Δ V": d} for a, b, x, d in moved][:12])
-
-
-def depth_flow(p: Process, beta: float, n_anchors: int, big: int) -> int:
-    """Section 7's animation: the deepest K to show (returned), and on a small group V^(K) on the
-    graph, scrubbed or played one round of backup per second. The Play button lives outside the
-    auto-refreshing fragment: its click reruns the whole page, which starts or stops the timer."""
-    k_max = st.slider("Deepest K to show", 1, 12, 4, key="lesson_kmax")
-    sweep = depth_sweep(p, beta, k_max)
-    playing = st.session_state.get("lesson_playing", False)
-
-    def _toggle_play() -> None:
-        st.session_state["lesson_playing"] = not st.session_state.get("lesson_playing", False)
-        if st.session_state["lesson_playing"] and int(st.session_state.get("lesson_K", 0)) >= k_max:
-            st.session_state["lesson_K"] = 0
-
-    @st.fragment(run_every=1.0 if playing else None)
-    def _flow() -> None:
-        """V^(K) on the graph, one round of backup per tick: the flow of value, animated. The Play
-        button lives outside this fragment: its click reruns the whole page, which is what starts
-        (or stops) the fragment's timer."""
-        if st.session_state.get("lesson_playing", False):
-            k_now = int(st.session_state.get("lesson_K", 0))
-            if k_now >= k_max:
-                st.session_state["lesson_playing"] = False
-                st.rerun()  # the whole page: the timer stops and the button says Play again
-            st.session_state["lesson_K"] = k_now + 1
-        ss = st.session_state
-        if ss.get("lesson_K_max") not in (None, k_max):  # a new range is a new widget: keep K
-            ss["lesson_K"] = min(int(ss.get("lesson_K_shown", 0)), k_max)
-        if int(ss.get("lesson_K", 0)) > k_max:
-            ss["lesson_K"] = k_max
-        k = st.slider("Depth K on the graph", 0, k_max, key="lesson_K",
-                      help="Scrub, or press Play: each step is one more round of backup.")
-        ss["lesson_K_shown"], ss["lesson_K_max"] = k, k_max
-        d = sweep.v_KS[k] - sweep.v_KS[k - 1] if k >= 1 else None
-        svg_view(lesson_graph_svg(p, sweep.v_KS[k], value_name=f"V^({k})", delta_S=d), key="lesson_flow_fig")
-        st.caption(f"Node colour and number: V^({k}). " + ("K = 0: each anchor knows only the outcomes of "
-                   "its own visits." if k == 0 else "Rings: the values this round of backup moved (blue "
-                   "up, red down): what other rollouts found flows one step back."))
-
-    if n_anchors <= big:
-        st.button("Pause" if playing else "Play", key="lesson_play", on_click=_toggle_play,
-                  icon=":material/pause:" if playing else ":material/play_arrow:",
-                  help="Animate K from 0 to the deepest K, one round of backup per second.")
-        _flow()
-    return k_max
 
 
 @st.cache_resource(show_spinner=False)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import streamlit as st
 
 from crbc.explain.anchor_names import SHORT_LABEL, is_short
+from crbc.explain.depth_lesson import retry_loop_group
 from crbc.explain.what_if import edit_step, flip_outcome
 from crbc.io.rollouts import RolloutGroup, read_rollouts
 from ui import state
 
 # options of the URL-bound "Start from" radio, shown as they are (a shared URL names one of them)
-WORKED, RARE, SIDEBAR = "worked example", "rare route", "sidebar group"
-STARTS = (WORKED, RARE, SIDEBAR)
+WORKED, LOOP, RARE, SIDEBAR = "worked example", "retry loop", "rare route", "sidebar group"
+STARTS = (WORKED, LOOP, RARE, SIDEBAR)
 START_FILES = {WORKED: "worked-example.jsonl", RARE: "rare-route.jsonl"}
 
 
@@ -24,6 +25,8 @@ def start_group(start: str) -> RolloutGroup | None:
     if start == SIDEBAR:
         ctx = state.page_context(require=False)  # also from the reset button's callback
         return ctx.group if ctx else None
+    if start == LOOP:
+        return retry_loop_group()
     return read_rollouts(state.SHIPPED_DIR / START_FILES[start])[0]
 
 
