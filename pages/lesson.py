@@ -21,7 +21,7 @@ from crbc.process import merge
 from crbc.viz.backup_tree import backup_tree_svg
 from crbc.viz.lesson import arithmetic_markdown, solution_latex, system_latex
 from crbc.viz.lesson_graph import lesson_graph_svg
-from ui import lesson_depth, lesson_rewardflow, state, url, widgets
+from ui import lesson_depth, lesson_handout, lesson_page, lesson_rewardflow, state, url, widgets
 from ui import lesson_sections as S
 from ui import lesson_state as L
 from ui.svg_view import svg_view
@@ -32,6 +32,8 @@ TABLE_MAX_ANCHORS = 40
 BIG = S.BIG  # beyond this many anchors, the long per-anchor tables fold into expanders
 
 ctx = state.page_context(require=False)  # the sidebar's group is one possible start
+lesson_page.style()
+lesson_page.land_on_hash()  # early: it keeps the reader on a linked section while the page grows
 st.title("Lesson: who gets the credit?")
 st.markdown(
     "A group of rollouts of one task ends in successes and failures. Which *steps* deserve the "
@@ -47,6 +49,12 @@ st.radio("Start from", L.STARTS, key="lesson_start", horizontal=True, bind="quer
          captions=["docs/MATH.md section 8, checkable by hand", "the same with retries: backups that move",
                    "a gridworld fork (sample_rollouts/)",
                    "whatever the sidebar has loaded"])
+st.caption("This lesson works on its own copy of the group picked here. The sidebar's data ("
+           + (f"group **{short(ctx.group.group, 60)}**" if ctx else "nothing loaded")
+           + ") feeds the other pages, and this one only when you start from *sidebar group*.")
+st.session_state["lesson_asked"] = {}  # the questions of this run (ui.lesson_sections.ask)
+L.restore_from_url()
+share_box = st.container()  # filled at the end: the link to this state and the handout
 group = L.current_group()
 if group is None:
     st.info("No group is loaded in the sidebar; pick the worked example or the rare-route sample.")
@@ -248,3 +256,4 @@ from ui import lesson_sure  # noqa: E402 (a section appended here, drawn by ui/l
 
 lesson_sure.render(tgroup if tgroup is not None else group, tt, beta, sigma_min, table)
 busy.empty()
+lesson_handout.share_and_print(share_box, group, L.write_url(), beta, sigma_min)

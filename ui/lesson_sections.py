@@ -91,6 +91,8 @@ def ask(q: Question) -> bool:
         st.caption(f":material/psychology: No question here: {q.why}")
         return True
     key = f"lesson_pred_{q.qid}_{ss.get('lesson_version', 0)}"
+    if ss.get(key) is not None and ss[key] not in q.options:  # a stale or shared answer that no longer fits
+        del ss[key]
     with st.container(border=True):
         got = st.pills(f":material/psychology: **Predict first.** {q.text}", list(q.options), key=key,
                        selection_mode="single")
@@ -112,35 +114,31 @@ def change_panel(view: LessonView, group: RolloutGroup, labels: tuple[str, ...],
     with st.container(border=True):
         st.markdown("**Try it: change the group.** Flip one rollout's outcome or edit a step (here or "
                     "on the graph); every table on the page is recomputed.")
-        c1, c2 = st.columns([1, 2])
         rollout_opts = [L.rollout_label(group, i) for i in range(len(group))]
         for key in ("lesson_flip_r", "lesson_edit_r"):  # keep the pickers valid when the group changes
             if st.session_state.get(key) not in rollout_opts:
                 st.session_state[key] = rollout_opts[0]
-        edit_i = rollout_opts.index(st.session_state["lesson_edit_r"])
-        n_steps = len(group.rollouts[edit_i].steps)
-        if not 0 <= int(st.session_state.get("lesson_edit_t", 0)) < n_steps:  # 0-based, as the files
-            st.session_state["lesson_edit_t"] = 0
-        with c1:
-            st.selectbox("Rollout", rollout_opts, key="lesson_flip_r")
-            st.button("Flip its outcome", on_click=L.flip, key="lesson_flip", icon=":material/swap_horiz:")
-        with c2:
-            picked = st.session_state.pop("lesson_picked", None)
-            if picked is not None:
-                i, t = picked
-                stp = group.rollouts[i].steps[t]
-                where = labels[int(p.step_state[int(p.rollout_offsets[i]) + t])]
-                st.info(f"Editing rollout {group.rollouts[i].rollout}, step {t} ({short(where, 80)} --{short(stp.action, 80)}-->): type a new "
-                        "anchor or action and apply.", icon=":material/edit:")
-            e1, e2, e3, e4 = st.columns([1.2, 0.8, 1, 1])
-            e1.selectbox("Rollout ", rollout_opts, key="lesson_edit_r")
-            e2.number_input("Step t", 0, n_steps - 1, key="lesson_edit_t",
-                            help="Steps are numbered from 0, as the files number them.")
-            e3.text_input("New anchor", key="lesson_edit_anchor", placeholder="keep",
-                          help="Exact anchor key; an existing one merges the step into it. The "
-                               "boundaries z+ and z- are not anchors (flip the outcome instead).")
-            e4.text_input("New action", key="lesson_edit_action", placeholder="keep")
-            st.button("Apply the edit", on_click=L.edit, key="lesson_edit")
+        f1, f2 = st.columns([3, 2], vertical_alignment="bottom")
+        f1.selectbox("Rollout to flip", rollout_opts, key="lesson_flip_r")
+        f2.button("Flip its outcome", on_click=L.flip, key="lesson_flip", icon=":material/swap_horiz:")
+        picked = st.session_state.pop("lesson_picked", None)
+        if picked is not None:
+            i, t = picked
+            stp = group.rollouts[i].steps[t]
+            where = labels[int(p.step_state[int(p.rollout_offsets[i]) + t])]
+            st.info(f"Editing rollout {group.rollouts[i].rollout}, step {t} ({short(where, 80)} --{short(stp.action, 80)}-->): type a new "
+                    "anchor or action and apply.", icon=":material/edit:")
+        e1, e2 = st.columns([3, 2])
+        e1.selectbox("Rollout to edit", rollout_opts, key="lesson_edit_r")
+        # no max: a step beyond the rollout is refused with a message by L.edit, never clamped
+        e2.number_input("Step t (from 0)", min_value=0, step=1, key="lesson_edit_t",
+                        help="Steps are numbered from 0, as the files number them.")
+        e3, e4, e5 = st.columns([2, 2, 1.4], vertical_alignment="bottom")
+        e3.text_input("New anchor", key="lesson_edit_anchor", placeholder="keep",
+                      help="Exact anchor key; an existing one merges the step into it. The "
+                           "boundaries z+ and z- are not anchors (flip the outcome instead).")
+        e4.text_input("New action", key="lesson_edit_action", placeholder="keep")
+        e5.button("Apply the edit", on_click=L.edit, key="lesson_edit")
         err = st.session_state.pop("lesson_error", None)
         if err:
             st.error(f"That edit was not applied: {text(err)}")
