@@ -214,10 +214,12 @@ lesson_depth.render(p, beta, sigma_min, table, fold, S.ask, big=n_anchors > S.BI
 # ---- 8. the foil ---------------------------------------------------------------------------------------
 st.header("8 · The shortest-path foil", anchor="8-the-shortest-path-foil")
 st.markdown(
-    "A graph-based alternative scores a step by the **fewest hops** from its successor to success "
-    "on the same merged graph (10 × 0.8^hops), ignoring how often each edge was seen. It takes an "
-    "extremum: one lucky route is enough. The closure instead weighs every route by how often it "
-    "was observed.")
+    "GraphGPO-style **shortest path** scores an anchor by the **fewest hops** from it to success on "
+    "the same merged graph, ignoring how often each edge was seen: V_sp = 0.8^hops (the column "
+    "below, between 0 and 1). Its step credit uses the successor's value on the reward scale of a "
+    "win, 10 × 0.8^hops (as GiGPO's returns are 10 × won), then normalises per anchor; only the "
+    "order and the sign of those credits are comparable with the closure's. It takes an extremum: "
+    "one lucky route is enough. The closure instead weighs every route by how often it was observed.")
 foil = T.foil_table(p, beta=beta)
 with fold(f"Hops and values of the {n_anchors} anchors", key="foil") as shown:
     if shown:

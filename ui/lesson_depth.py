@@ -75,7 +75,10 @@ def render(p, beta: float, sigma_min: float, table, fold, ask, big: bool) -> Non
         r"Depth **K = 0** averages what each rollout itself experienced: $Q_0(s,a)$ is the mean realised "
         r"return $\beta^{T-t+1} R$ of the pair's occurrences. Each further round $K$ backs the values up "
         r"once through the merged process, $Q^{(K)} = B\,V^{(K-1)}$, letting outcomes observed in *other* "
-        "rollouts flow back. As K grows the family reaches the closure of section 6.")
+        "rollouts flow back. As K grows the family reaches the closure of section 6. "
+        "**GiGPO** (arXiv 2505.10978), the step-level method most students meet first, also groups "
+        "the steps by anchor, but compares their own discounted returns: it stays at the K = 0 "
+        "idea, so what other rollouts found beyond a step never reaches it.")
     _closure_question(p, beta, sigma_min, table, ask)
     st.subheader("Round by round: the backups converge")
     k_max = st.slider("Deepest K to show", 2, 12, K_DEFAULT, key="lesson_kmax")

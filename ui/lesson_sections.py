@@ -25,7 +25,7 @@ from ui.widgets import short, text
 
 BIG = 10  # beyond this many anchors, the long per-anchor tables fold into expanders
 TRUTH_FILE = "sokoban-weak.jsonl"
-TRUTH_RIVALS = ("visit_local", "crbc", "shortest_path", "rewardflow")
+TRUTH_RIVALS = ("visit_local", "crbc", "gigpo", "shortest_path", "rewardflow")
 
 
 @dataclass(frozen=True)
@@ -198,17 +198,27 @@ def truth_section(beta: float):
                 "One row per (anchor, action) at anchors where the group tried two or more actions, "
                 "most visited first. true A_t: the exact advantage, averaged over the steps where the "
                 "group took this action here; true A(s,a): the same averaged over every time the policy "
-                "may be here. visit_local and crbc: their Q − V (same units); shortest_path and "
-                "rewardflow: their normalised step advantage (their own units: read the sign and "
-                "the order).")
+                "may be here. visit_local and crbc: their Q − V (same units as the truth); gigpo, "
+                "shortest_path and rewardflow: their normalised step advantage (their own units, "
+                "rewards of 10 per win: read the sign and the order, not the size).")
             lesson_rewardflow.with_truth(view, tp, tt.value_N, beta)
             agree = accuracy.group_agreement(tcred, tt.advantage_N)
             view.table([{"estimator": n, "sign agreement": agree[n]["sign"], "Spearman": agree[n]["spearman"],
                          "RMSE of Q − V": agree[n].get("rmse")} for n in TRUTH_RIVALS])
-            best = max(TRUTH_RIVALS, key=lambda n: agree[n]["spearman"])
+            best = max(TRUTH_RIVALS, key=lambda n: np.nan_to_num(agree[n]["spearman"], nan=-2.0))
+            signs = max(TRUTH_RIVALS, key=lambda n: np.nan_to_num(agree[n]["sign"], nan=-1.0))
             st.markdown(
-                f"On this group **{best}** ranks the steps most like the truth (Spearman "
-                f"{agree[best]['spearman']:.2f}). One group is one sample: the **Estimator accuracy** "
+                "The three columns ask three different questions. **Sign agreement**: does it say "
+                "*better* or *worse* than the anchor's average where the truth does? **Spearman**: "
+                "does it put the steps in the truth's *order*? **RMSE of Q − V**: is the *number* "
+                "itself right? Only visit_local and crbc are in the truth's units, so only they have "
+                "one. A maximum can order steps well (a state that can reach success sits above one "
+                "that cannot) while its numbers say nothing about how often success comes, which is "
+                "what the argument against it in section 8 was about.")
+            st.markdown(
+                f"On this group **{best}** orders the steps most like the truth (Spearman "
+                f"{agree[best]['spearman']:.2f}) and **{signs}** gets the most signs right "
+                f"({agree[signs]['sign']:.0%}). One group is one sample: the **Estimator accuracy** "
                 "page scores every estimator this way on 100 held-out levels and shows how each one "
                 "improves as the group grows.")
         return tgroup, tt
