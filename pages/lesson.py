@@ -21,7 +21,7 @@ from crbc.process import merge
 from crbc.viz.backup_tree import backup_tree_svg
 from crbc.viz.lesson import arithmetic_markdown, solution_latex, system_latex
 from crbc.viz.lesson_graph import lesson_graph_svg
-from ui import lesson_depth, lesson_handout, lesson_page, lesson_rewardflow, state, url, widgets
+from ui import backups_side, lesson_depth, lesson_handout, lesson_page, lesson_rewardflow, state, url, widgets
 from ui import lesson_sections as S
 from ui import lesson_state as L
 from ui.svg_view import svg_view
@@ -257,5 +257,21 @@ tgroup, tt = S.truth_section(beta)
 from ui import lesson_sure  # noqa: E402 (a section appended here, drawn by ui/lesson_sure.py)
 
 lesson_sure.render(tgroup if tgroup is not None else group, tt, beta, sigma_min, table)
+
+# ---- 10. the backups side by side ----------------------------------------------------------------
+st.header("10 · One graph, different backups", anchor="10-one-graph-different-backups")
+st.markdown(
+    "Every method above merges the rollouts into the same graph; they differ only in how they back "
+    "a value up over it: a **maximum** (RewardFlow), the **shortest path** (GraphGPO), the anchor's "
+    "**own returns** (GiGPO), history-cluster means (HGPO) or one-step TD on group means (G2PO) when "
+    "available, and the **fixed point** (the closure). Pick an anchor of the Sokoban group of "
+    "section 9, read each backup with its numbers, and predict which one orders the actions as "
+    "the exact truth does.")
+if tgroup is not None and tt is not None:
+    backups_side.render(merge([tgroup]), beta, sigma_min, tt.anchor_advantage_N, key="lesson_sbs")
+else:
+    backups_side.render(p, beta, sigma_min, None, key="lesson_sbs",
+                        no_truth="Without the shipped Sokoban sample this runs on the lesson group, "
+                                 "judged against the closure.")
 busy.empty()
 lesson_handout.share_and_print(share_box, group, L.write_url(), beta, sigma_min)

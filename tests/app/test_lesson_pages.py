@@ -53,9 +53,22 @@ def test_lesson_truth_section_shows_rewardflow_beside_the_truth(lesson):
 
 def test_lesson_walks_through_every_section(lesson):
     heads = [h.value for h in lesson.main.header]  # the sidebar has headers too
-    assert [h.split(" · ")[0] for h in heads] == [str(i) for i in range(1, 10)]
+    assert [h.split(" · ")[0] for h in heads] == [str(i) for i in range(1, 11)]
     assert "GRPO" in heads[1] and "linear system" in heads[4] and "shortest-path" in heads[7]
-    assert "Which estimate is right" in heads[8]
+    assert "Which estimate is right" in heads[8] and "different backups" in heads[9]
+
+
+def test_the_backups_side_by_side_asks_then_reveals_against_the_truth(lesson):
+    pick = next(r for r in lesson.pills if r.key and r.key.startswith("lesson_sbs_pred_"))
+    assert "as the exact truth does" in pick.label
+    codes = _codes(lesson)
+    for start in ("V_rf(", "Q(s", "= 1 + min(", "mean discounted return G"):
+        assert start in codes, start
+    pick.set_value("rewardflow").run()
+    assert not lesson.exception
+    said = " ".join(x.value for x in [*lesson.success, *lesson.warning])
+    assert "rewardflow orders them" in said
+    assert "truth A(s,a)" in _tables(lesson)
 
 
 def test_lesson_shows_the_worked_example_numbers_of_crbc_md(lesson):
