@@ -1,7 +1,7 @@
 """Lesson: credit assignment on a small group, in the order a teacher would take it.
 
 Every number on this page is computed by ``crbc`` (through ``crbc.explain.arithmetic``) from the
-group shown. This file only draws the nine sections; the lesson's own copy of the group and its
+group shown. This file only draws the ten sections; the lesson's own copy of the group and its
 callbacks are in ``ui/lesson_state.py``, the pieces it draws with in ``ui/lesson_sections.py``.
 """
 
@@ -71,7 +71,7 @@ n_anchors = p.n_states
 root = 0  # the first anchor of the group: where every rollout starts in these examples
 busy = st.empty()  # on a big group the sections take seconds: say so until the last one is drawn
 if n_anchors > BIG:
-    busy.info(f"This group has {n_anchors} anchors: the nine sections below appear one by one as "
+    busy.info(f"This group has {n_anchors} anchors: the ten sections below appear one by one as "
               "they are computed (a few seconds on a laptop).", icon=":material/hourglass_top:")
 
 # ---- 1. the group ---------------------------------------------------------------------------
@@ -97,7 +97,7 @@ with g1, fold(f"The {len(group)} rollouts as paths of anchors", key="paths") as 
 if g2 is not None:
     with g2:
         gkey = f"lesson_graph_{st.session_state.get('lesson_version', 0)}"
-        svg_view(lesson_graph_svg(p, v_now, delta_S=delta), key=gkey, on_pick=L.graph_pick)
+        svg_view(lesson_graph_svg(p, v_now, delta_S=delta, shown_width_px=400), key=gkey, on_pick=L.graph_pick)
         st.caption("**The graph is the control.** Click a numbered chip (✓ / ✗) to flip that "
                    "rollout's outcome; click a ◇ on an edge to edit that step below. Node colour "
                    "and number: V at the closure." + (" Rings: how each V moved with the last "

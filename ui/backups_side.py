@@ -51,25 +51,27 @@ def render(p: Process, beta: float, sigma_min: float, anchor_advantage_N: np.nda
     qkey = f"{key}_pred_{sb.state}_{p.n_steps}"
     with st.container(border=True):
         got = st.pills(f":material/psychology: **Predict first.** Which method orders the actions at "
-                       f"{short(sb.label, 40)} as {ref} does?", others, key=qkey, selection_mode="single")
+                       f"{short(sb.label, 40)} most like {ref}?", others, key=qkey, selection_mode="single")
         if got is None:
             st.caption("Choose a method to reveal the reference's order.")
             return
         right = [m for m in sb.right if m in others]
         if got in right:
-            st.success(f"Right: {got} orders them as {ref} does" + (f", and so do {', '.join(x for x in right if x != got)}."
-                                                                       if len(right) > 1 else "."))
+            st.success(f"Right: {got} orders them most like {ref}" + (f", and so do {', '.join(x for x in right if x != got)}."
+                                                                         if len(right) > 1 else "."))
         else:
-            st.warning(f"Not quite: {got} orders them differently. "
+            st.warning(f"Not quite: {got} orders fewer pairs of actions like {ref}. "
                        + (f"Right here: {', '.join(right)}." if right else "None of them does here."))
     ref_scores = sb.truth if sb.truth is not None else sb.lines[0].scores
     rows = [{"method": "truth A(s,a)" if sb.truth is not None else "closure A(s,a)",
              **{short(a, 30): float(v) for a, v in zip(sb.actions, ref_scores, strict=True)},
-             "best action": sb.best(ref_scores), "orders like the reference": "—"}]
+             "best action": sb.best(ref_scores), "pairs ordered like it": "—"}]
     for m in sb.lines:
         rows.append({"method": m.method, **{short(a, 30): float(v) for a, v in zip(sb.actions, m.scores, strict=True)},
-                     "best action": sb.best(m.scores), "orders like the reference": "yes" if m.method in sb.right else "no"})
+                     "best action": sb.best(m.scores),
+                     "pairs ordered like it": "{}/{}".format(*B.pairs_agreeing(m.scores, ref_scores))})
     widgets.table(rows)
     st.caption("Scores are each method's own units (crbc and the truth: Q − V, a probability; "
                "rewardflow, shortest_path, gigpo: rewards of 10 per win): compare orders, not sizes. "
-               "A tie at the top means the method cannot tell the actions apart here.")
+               "A tie at the top means the method cannot tell the actions apart here; pairs ordered like it: "
+               "of every two actions, how many the method puts in the reference's order.")

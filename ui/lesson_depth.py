@@ -54,7 +54,7 @@ def _flow(dl: D.DepthLesson, k_max: int, big: bool) -> int:
         d = sweep.v_KS[k] - sweep.v_KS[k - 1] if k >= 1 else None
         moved = 0 if d is None else int((abs(d) > D.MOVE_TOL).sum())
         svg_view(lesson_graph_svg(p, sweep.v_KS[k], value_name=f"V^({k})", delta_S=d, pickable=False,
-                                  shown_width_px=640), key="lesson_flow_fig")
+                                  shown_width_px=480), key="lesson_flow_fig")
         st.caption(f"Node colour and number: V^({k}). " + (
             "K = 0: each anchor knows only the outcomes of its own visits." if k == 0 else
             f"Rings: the {moved} value(s) this round moved (blue up, red down): what other rollouts "

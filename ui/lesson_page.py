@@ -2,7 +2,7 @@
 link to a section (``/lesson#8-the-shortest-path-foil``) that lands on it.
 
 - Style: captions and small print at 4.5:1 or more on white (WCAG AA: ``#555867`` is 7.4:1,
-  Streamlit's own caption grey about 3.9:1), a visible focus ring on every control, table headers
+  Streamlit's own caption, its grey at 0.6 opacity, about 3.9:1), a visible focus ring on every control, table headers
   that never break inside a word.
 - The sidebar starts folded on the Lesson (``initial_sidebar_state="collapsed"``): at 1024 px it
   took 300 px of the page.
@@ -19,7 +19,7 @@ import streamlit as st
 
 CSS = """<style>
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p,
-[data-testid="stWidgetLabel"] [data-testid="stCaptionContainer"], .crbc-svg-download { color: #555867 !important; }
+[data-testid="stWidgetLabel"] [data-testid="stCaptionContainer"], .crbc-svg-download { color: #555867 !important; opacity: 1 !important; }
 [data-testid="stMain"] button:focus-visible, [data-testid="stMain"] input:focus-visible,
 [data-testid="stMain"] [role="radio"]:focus-visible, [data-testid="stMain"] a:focus-visible,
 [data-testid="stMain"] label:has(input:focus-visible), [data-testid="stMain"] [tabindex]:focus-visible,

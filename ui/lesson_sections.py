@@ -179,7 +179,7 @@ def truth_section(beta: float):
             "reachable board at every time step, and the true advantage A = Q − V of every move, "
             f"follow from one backward pass. Here is a real group, `{tgroup.group}` from "
             f"`{TRUTH_FILE}` ({sum(r.success for r in tgroup)} of {len(tgroup)} rollouts solved it), "
-            "with the truth beside visit-local, the closure and the two foils (shortest path, RewardFlow).")
+            "with the truth beside visit-local, the closure, GiGPO and the two foils (shortest path, RewardFlow).")
         tkey = f"lesson-truth:{TRUTH_FILE}:{tgroup.group}"
         tt, why = exact_truth.truth_for_group(tkey, tgroup, beta)
         if tt is None:

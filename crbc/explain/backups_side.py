@@ -16,9 +16,10 @@ with the group's numbers, and its score of each action is read from its own defi
 - ``graphgpo``, ``hgpo``, ``g2po`` (section 12): when registered, the mean step advantage of the
   pair in the method's own normalised units (a hook until their arithmetic is written out).
 
-A method ranks the actions *right* when, for every two actions, its scores are ordered as the
-reference's are (ties equal within ``TIE``): the exact truth's anchor-level ``A(s,a)`` (section 9)
-where it exists, else the closure's. numpy only.
+A method ranks the actions *right* when it orders the most pairs of actions as the reference does
+(:func:`pairs_agreeing`, ties equal within ``TIE``; with two actions: the same order): the exact
+truth's anchor-level ``A(s,a)`` (section 9) where it exists, else the closure's (which is then
+not a candidate). ``right`` lists every method with that most pairs, none if it is 0. numpy only.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ class MethodLine:
 @dataclass(frozen=True)
 class SideBySide:
     """Every method at anchor ``state``; ``truth`` (per action, or None) the exact anchor-level
-    A(s,a); ``reference`` names what ``right`` was judged against ("the truth" or "the closure")."""
+    A(s,a); ``reference`` names what ``right`` was judged against ("the truth" or "the closure");
+    ``right``: the methods that order the most pairs of actions as the reference does."""
 
     state: int
     label: str
@@ -85,6 +87,17 @@ def same_order(x, y, tie: float = TIE) -> bool:
     sx = np.where(np.abs(dx) <= tie, 0, np.sign(dx))
     sy = np.where(np.abs(dy) <= tie, 0, np.sign(dy))
     return bool(np.array_equal(sx, sy))
+
+
+def pairs_agreeing(x, y, tie: float = TIE) -> tuple[int, int]:
+    """``(k, n)``: of the ``n`` pairs of positions i < j, the ``k`` that ``x`` orders as ``y`` does
+    (sign(x_i - x_j) = sign(y_i - y_j), ties within ``tie`` counting as a sign of 0)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    i, j = np.triu_indices(len(x), k=1)
+    dx, dy = x[i] - x[j], y[i] - y[j]
+    sx = np.where(np.abs(dx) <= tie, 0, np.sign(dx))
+    sy = np.where(np.abs(dy) <= tie, 0, np.sign(dy))
+    return int((sx == sy).sum()), int(len(i))
 
 
 def choosable_anchors(p: Process) -> list[int]:
@@ -198,6 +211,9 @@ def side_by_side(p: Process, state: int, beta: float = 0.98, sigma_min: float = 
     acts = tuple(p.action_names[p.sa_action[sa]] for sa in state_pairs(p, state))
     truth = None if anchor_advantage_N is None else tuple(_pair_mean(p, state, anchor_advantage_N))
     ref = truth if truth is not None else lines[0].scores
-    right = tuple(m.method for m in lines if same_order(m.scores, ref))
+    agree = {m.method: pairs_agreeing(m.scores, ref)[0] for m in lines}
+    judged = [m.method for m in lines if truth is not None or m.method != "crbc"]
+    top = max((agree[m] for m in judged), default=0)
+    right = tuple(m for m in judged if agree[m] == top and top > 0)
     return SideBySide(state, labels[state], acts, tuple(lines), truth,
                       "the truth" if truth is not None else "the closure", right)

@@ -21,14 +21,14 @@ def _ask(at):
 def test_on_the_worked_example_against_the_closure(app):
     at = app("pages/backups.py", sample="worked-example.jsonl")
     q = _ask(at)
-    assert "as the closure (this group has no exact truth) does" in q.label
+    assert "most like the closure (this group has no exact truth)?" in q.label
     assert "crbc" not in q.options  # the closure is the reference, not a candidate
     codes = _codes(at)
     assert "V(s0) = Σ_a mu(a|s0) Q(s0,a) = 0.2 × 0.4802 + 0.8 × 0.3601 = 0.3842" in codes
     assert "d(s0) = 1 + min(d(s1) = 1, d(s2) = 1) = 2" in codes
     q.set_value("gigpo").run()
     assert not at.exception
-    assert any("Right: gigpo orders them as the closure" in s.value for s in at.success)
+    assert any("Right: gigpo orders them most like the closure" in s.value for s in at.success)
 
 
 def test_on_a_users_own_file(app, tmp_path):

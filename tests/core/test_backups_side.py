@@ -32,8 +32,9 @@ def test_each_method_at_s0_of_the_worked_example(worked):
     assert np.allclose(by["shortest_path"].scores, [0.0, 0.0])
     # GiGPO: rollout 0's a won in 2 steps (0.95 x 10); b: one win of four
     assert np.allclose(by["gigpo"].scores, [9.5 - 3.8, 2.375 - 3.8])
-    # orders like the closure (a above b): crbc itself and gigpo; the two extrema tie
-    assert sb.right == ("crbc", "gigpo")
+    # orders like the closure (a above b): gigpo; the two extrema tie (crbc is the reference here)
+    assert sb.right == ("gigpo",)
+    assert B.pairs_agreeing(by["rewardflow"].scores, by["crbc"].scores) == (0, 1)
     assert sb.best(by["shortest_path"].scores) == "(tie)" and sb.best(by["crbc"].scores) == "a"
 
 
@@ -42,6 +43,7 @@ def test_the_truth_is_the_reference_when_given(worked):
     sb = B.side_by_side(worked, 0, anchor_advantage_N=truth_N)
     assert sb.reference == "the truth" and sb.truth == (-0.1, 0.1)
     assert sb.right == ()  # every method puts a at or above b, the truth says b
+    assert B.pairs_agreeing([3, 2, 1], [1, 2, 3]) == (0, 3) and B.pairs_agreeing([1, 2, 3], [1, 3, 2]) == (2, 3)
 
 
 def test_same_order_and_choosable_anchors(worked):
