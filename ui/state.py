@@ -39,8 +39,8 @@ from crbc.estimators import closure
 from crbc.estimators import registry as estimators
 from crbc.estimators.coverage import Coverage, coverage
 from crbc.estimators.params import Param
-from crbc.io.linecheck import bad_lines
-from crbc.io.rollouts import RolloutFormatError, RolloutGroup, parse_rollouts
+from crbc.io.importers.native import parse_with_report
+from crbc.io.rollouts import RolloutFormatError, RolloutGroup
 from crbc.process import Process, merge
 from ui import routing
 from ui.session_memo import memo
@@ -85,14 +85,8 @@ def load_upload(name: str, data: bytes) -> tuple[list[RolloutGroup] | None, str 
                       f"{MAX_UPLOAD_MB} MB. Split it into smaller files.")
     try:
         return list(_parse(digest(data), name, data)), None
-    except RolloutFormatError as first:
-        errs, more = bad_lines(data, name)
-        if not errs or (len(errs) == 1 and not more):
-            return None, str(first)
-        msg = "\n".join(str(e) for e in errs)
-        if more:
-            msg += f"\n... and more: only the first {len(errs)} problems are listed"
-        return None, msg
+    except RolloutFormatError as e:  # the native importer's report: every bad line, up to a limit
+        return None, str(e)
 
 
 def digest(data: bytes) -> str:
@@ -105,7 +99,7 @@ def _parse(content: str, name: str, _data: bytes) -> tuple[RolloutGroup, ...]:
     """The groups of a file, parsed once per (content hash, name) and shared by every run and
     session (the groups are frozen dataclasses; nobody edits them in place). A hit costs
     nothing: no hashing of the bytes, no copy of the groups."""
-    return tuple(parse_rollouts(_data, source=name))
+    return tuple(parse_with_report(_data, source=name))
 
 
 def load_sample(path: Path) -> tuple[str, list[RolloutGroup] | None, str | None]:

@@ -154,7 +154,7 @@ def _params(cfg) -> dict[str, Any]:
 
 
 @register("grpo", GRPOConfig, "GRPO: the trajectory advantage A_G on every step, no step credit",
-          has_value=False, needs_actions=False, label="GRPO", color="#7f7f7f")
+          has_value=False, needs=(), signal="advantage", label="GRPO", color="#7f7f7f")
 def grpo(p: Process, cfg: GRPOConfig) -> Credits:
     """``A_final(i,t) = A_G(i)``, verl's ``compute_grpo_outcome_advantage`` over the group's
     rollouts (:func:`crbc.estimators.baselines.verl_grpo`; a group of one: mean 0, std 1); ``A_S = 0``."""
@@ -177,7 +177,13 @@ def _crbc_credits(name: str, p: Process, beta: float, depth: int | None, sigma_m
         value_S=v_S, q_SA=q_SA, credit_SA=a_SA, step_advantage_SA=a_s_SA, sigma_S=sigma_S)
 
 
+def _closure_depth(params: dict[str, Any]) -> bool:
+    """The calibrated interval was fitted on the exact closure (depth K = inf) only."""
+    return params.get("depth") is None
+
+
 @register("crbc", CRBCConfig, "CRBC: Q - V of the cross-rollout Bellman closure (exact, or depth K)",
+          needs=("actions", "success"), signal="credit", calibrated=_closure_depth,
           label="CRBC", color="#2a6fdb")
 def crbc(p: Process, cfg: CRBCConfig) -> Credits:
     """Closure credit (Eq. 9): solve ``(I - beta M) V = b``, ``Q = B V``, ``A = Q - V``;
@@ -188,7 +194,7 @@ def crbc(p: Process, cfg: CRBCConfig) -> Credits:
 
 
 @register("visit_local", VisitLocalConfig, "Visit-local averaging: CRBC at depth K = 0",
-          label="visit-local", color="#17becf")
+          needs=("actions", "success"), signal="credit", label="visit-local", color="#17becf")
 def visit_local(p: Process, cfg: VisitLocalConfig) -> Credits:
     """``Q0(s,a)`` = mean realised return ``beta^(T-t+1) R`` of the pair, ``V0 = sum_a mu Q0``
     (Eq. 4, 6), then the same gate, normalisation and combination as :func:`crbc`."""
@@ -210,7 +216,7 @@ def _step_return_credits(name: str, p: Process, t: B.StepReturnTerms, cfg, value
 
 
 @register("gigpo", GiGPOConfig, "GiGPO: per-occurrence discounted step return, normalised at each anchor",
-          needs_actions=False, label="GiGPO", color="#ff7f0e")
+          needs=("rewards",), signal="step_advantage", label="GiGPO", color="#ff7f0e")
 def gigpo(p: Process, cfg: GiGPOConfig) -> Credits:
     """verl-agent's GiGPO (:func:`crbc.estimators.baselines.gigpo_terms`): step rewards r (``10 R_i`` on the
     last step of a group without rewards), ``G_t = sum_{k>=t} gamma^(k-t) r_k``, the invalid-action
@@ -235,7 +241,7 @@ def hop_distance(p: Process) -> np.ndarray:
 
 @register("shortest_path", ShortestPathConfig,
           "Shortest path (GraphGPO): 10 * 0.8^hops from the successor to success, normalised like GiGPO",
-          label="shortest path", color="#9467bd")
+          needs=("actions", "success"), signal="step_advantage", label="shortest path", color="#9467bd")
 def shortest_path(p: Process, cfg: ShortestPathConfig) -> Credits:
     """``q = reward_scale * gamma_g ** d(x_t)`` (0 when x_t cannot reach z+), ``d`` the hop distance
     to z+ on the merged graph; penalty, episode term, normalisation and combination as GiGPO.
@@ -252,7 +258,7 @@ def shortest_path(p: Process, cfg: ShortestPathConfig) -> Credits:
 
 @register("rewardflow", RewardFlowConfig,
           "RewardFlow: reward propagated by a maximum over the group's state graph, as a potential difference",
-          needs_actions=False, label="RewardFlow", color="#8c564b")
+          needs=("rewards",), signal="step_advantage", label="RewardFlow", color="#8c564b")
 def rewardflow(p: Process, cfg: RewardFlowConfig) -> Credits:
     """RewardFlow (:mod:`crbc.estimators.rewardflow`): ``V = max(r, gamma max_succ V)`` on the
     group's graph, ``d = V(next) - V(s)`` (own reward on a truncated rollout's last step), then
