@@ -9,8 +9,8 @@ result type), ``coverage`` (evidence coverage of the finite-depth family), ``boo
 API is re-exported here: ``from crbc.estimators import compute, names``.
 """
 
-from crbc.estimators import builtin  # noqa: F401, E402  (registers the built-in estimators)
-from crbc.estimators import builtin_graph  # noqa: F401, E402  (GraphGPO, HGPO, G2PO: docs/MATH.md section 12)
+# registers the built-in estimators, then the state-graph methods (docs/MATH.md section 12)
+from crbc.estimators import builtin, builtin_graph  # noqa: F401, E402
 from crbc.estimators.registry import (
     CREDIT_SCHEMA,
     Credits,

@@ -70,7 +70,7 @@ def _episode_terms(p: Process, x_N: np.ndarray, mode: str) -> B.StepReturnTerms:
 
 @register("graphgpo", GraphGPOConfig,
           "GraphGPO: 10 gamma^hops from the successor to success (unreachable: farthest + 1), normalised like GiGPO",
-          needs_actions=False, label="GraphGPO", color="#bcbd22")
+          needs=("success", "rewards"), signal="step_advantage", label="GraphGPO", color="#bcbd22")
 def graphgpo(p: Process, cfg: GraphGPOConfig) -> Credits:
     """``R = 10 gamma^d(next)`` (or ``10 gamma^(d(next) - d(s) + 1)``), ``A_S`` = R normalised over
     the anchor's occurrences, ``A_E`` GiGPO's episode term, ``A = w_G A_E + w_S A_S``. Credit file:
@@ -87,7 +87,7 @@ def graphgpo(p: Process, cfg: GraphGPOConfig) -> Credits:
 
 @register("hgpo", HGPOConfig,
           "HGPO: returns normalised among steps with the same last 1..H+1 anchors, length-weighted",
-          has_value=False, needs_actions=False, label="HGPO", color="#e377c2")
+          has_value=False, needs=("rewards",), signal="step_advantage", label="HGPO", color="#e377c2")
 def hgpo(p: Process, cfg: HGPOConfig) -> Credits:
     """``g`` = discounted step return; ``A = A_S`` = the length-weighted mean of g's nonzero
     normalised deviations in the step's k-context clusters (plus the episode term as k = 0 with
@@ -108,7 +108,7 @@ def hgpo(p: Process, cfg: HGPOConfig) -> Credits:
 
 @register("g2po", G2POConfig,
           "G2PO (reconstructed): one-step TD error on group-mean state values, standardised over the group",
-          needs_actions=False, label="G2PO", color="#2ca02c")
+          needs=("rewards",), signal="credit", label="G2PO", color="#2ca02c")
 def g2po(p: Process, cfg: G2POConfig) -> Credits:
     """``V(x)`` = mean discounted return at x, ``delta = r + gamma V(next) - V(s)``, ``A_S`` = delta
     standardised over the group's steps, ``A = w_G A_E + w_S A_S`` (A_E GiGPO's, mean_std_norm).

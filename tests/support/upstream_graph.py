@@ -163,7 +163,7 @@ def hgpo_advantage(token_level_rewards, step_rewards, response_mask, anchor_obs,
         for i in rows:
             trajs[traj_index[i]].append(i)
         clusters = defaultdict(list)
-        for t_id, t_rows in trajs.items():
+        for t_rows in trajs.values():
             seq = [up.hashable(anchor_obs[i]) for i in t_rows]
             for si in range(len(t_rows)):
                 for k in range(1, min(history_length + 1, si + 1) + 1):
