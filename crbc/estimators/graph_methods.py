@@ -96,44 +96,45 @@ def graphgpo_returns(p: Process, gamma: float, normalize_distance: bool) -> Grap
 
 # -------------------------------------------------------------------------------------- HGPO
 
-def context_ids(p: Process, k_max: int) -> list[np.ndarray]:
-    """``ctx[k-1]``: an integer id per step of its k-context (s_{t-k+1}, ..., s_t), -1 where t < k
-    (1-based t), for k = 1..k_max. Equal ids mean equal contexts in the same group (anchor ids are
-    per group). Built by induction: the k-context of step n is the (k-1)-context of step n-1
-    followed by s_n, so each level is one ``np.unique`` over pairs."""
+def context_ids(p: Process, k_max: int) -> list[tuple[np.ndarray, int]]:
+    """``ctx[k-1] = (id_N, n_ids)``: an integer id in ``[0, n_ids)`` per step of its k-context
+    (s_{t-k+1}, ..., s_t), -1 where t < k (1-based t), for k = 1..k_max. Equal ids mean equal
+    contexts in the same group (anchor ids are per group). Built by induction: the k-context of
+    step n is the (k-1)-context of step n-1 followed by s_n, so each level is one ``np.unique``
+    over the integer pairs ``prev * S + s``."""
     state_N = p.step_state.astype(np.int64)
-    out = [state_N]
+    out = [(state_N, p.n_states)]
     prev = state_N
     for k in range(2, k_max + 1):
-        ok_N = p.step_t >= k
+        idx = np.flatnonzero(p.step_t >= k)
         cur = np.full(p.n_steps, -1, dtype=np.int64)
-        if ok_N.any():
-            idx = np.flatnonzero(ok_N)
-            pairs = np.stack([prev[idx - 1], state_N[idx]], axis=1)
-            _, inv = np.unique(pairs, axis=0, return_inverse=True)
+        n_ids = 0
+        if len(idx):
+            uniq, inv = np.unique(prev[idx - 1] * p.n_states + state_N[idx], return_inverse=True)
             cur[idx] = inv.ravel()
-        out.append(cur)
+            n_ids = len(uniq)
+        out.append((cur, n_ids))
         prev = cur
     return out
 
 
-def cluster_advantage(key_N: np.ndarray, x_N: np.ndarray, remove_std: bool, eps: float = EPS
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    """``(a_N, member_N)``: over the steps with ``key >= 0``, clusters of equal keys with at least
-    two steps; ``a = x - mean`` (``remove_std``) or ``(x - mean) / (std + eps)``, std with divisor n
-    (upstream's ``unbiased=False``, core_hgpo.py:258-267); exactly 0 where ``|x - mean|`` is within
-    ``ZERO_REL`` of the cluster's largest ``|x|`` (rounding of the mean: equal values give 0). ``member_N``: the step is in such a cluster."""
+def cluster_advantage(key_N: np.ndarray, n_keys: int, x_N: np.ndarray, remove_std: bool,
+                      eps: float = EPS) -> tuple[np.ndarray, np.ndarray]:
+    """``(a_N, member_N)``: over the steps with ``key >= 0`` (keys in ``[0, n_keys)``), clusters of
+    equal keys with at least two steps; ``a = x - mean`` (``remove_std``) or
+    ``(x - mean) / (std + eps)``, std with divisor n (upstream's ``unbiased=False``,
+    core_hgpo.py:258-267); exactly 0 where ``|x - mean|`` is within ``ZERO_REL`` of the cluster's
+    largest ``|x|`` (rounding of the mean: equal values give 0). ``member_N``: the step is in such
+    a cluster."""
     a_N = np.zeros(len(key_N))
+    member_N = np.zeros(len(key_N), dtype=bool)
     sel = np.flatnonzero(key_N >= 0)
     if not len(sel):
-        return a_N, np.zeros(len(key_N), dtype=bool)
-    _, c_N = np.unique(key_N[sel], return_inverse=True)
-    c_N = c_N.ravel()
-    n_c = int(c_N.max()) + 1
-    x = x_N[sel]
-    n_C, mean_C, std1_C = grouped_stats(c_N, x, n_c)
+        return a_N, member_N
+    c_N, x = key_N[sel], x_N[sel]
+    n_C, mean_C, std1_C = grouped_stats(c_N, x, n_keys)
     std_C = std1_C * np.sqrt(np.maximum(n_C - 1, 0) / np.maximum(n_C, 1))  # divisor n
-    big_C = np.zeros(n_c)
+    big_C = np.zeros(n_keys)
     np.maximum.at(big_C, c_N, np.abs(x))
     dev = x - mean_C[c_N]
     # a deviation within the rounding of the mean is an exact 0 (so it is dropped as upstream's)
@@ -141,7 +142,6 @@ def cluster_advantage(key_N: np.ndarray, x_N: np.ndarray, remove_std: bool, eps:
     a = dev if remove_std else dev / (std_C[c_N] + eps)
     member = n_C[c_N] >= 2
     a_N[sel] = np.where(member, a, 0.0)
-    member_N = np.zeros(len(key_N), dtype=bool)
     member_N[sel] = member
     return a_N, member_N
 
@@ -177,8 +177,8 @@ def hgpo_step_advantage(p: Process, g_N: np.ndarray, history_length: int, mode: 
     remove_std = mode == "mean_norm"
     num_N = np.zeros(p.n_steps)
     den_N = np.zeros(p.n_steps)
-    for k, key_N in enumerate(context_ids(p, history_length + 1), start=1):
-        a_N, member_N = cluster_advantage(key_N, g_N, remove_std, eps)
+    for k, (key_N, n_keys) in enumerate(context_ids(p, history_length + 1), start=1):
+        a_N, member_N = cluster_advantage(key_N, n_keys, g_N, remove_std, eps)
         kept = member_N & (a_N != 0)
         w = float(k + 1) ** alpha
         num_N += np.where(kept, w * a_N, 0.0)
