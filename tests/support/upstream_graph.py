@@ -13,7 +13,7 @@ zzj1111/alfworldauto @ 51c1a039c38f1af54b09c05b81b76ce52d72c383:
   ``step_norm_reward``, ``episode_norm_reward``: twins in tests/support/upstream.py);
   ``recipe/GraphGPO/rollout_loop.py`` 283-292 (the last next_obs of a successful episode is the
   literal ``'success'``); ``recipe/GraphGPO/graphgpo_ray_trainer.py`` 1140-1154 (graph returns
-  before the reward step), 1188-1194 (the invalid-action penalty, off in these tests).
+  before the reward step), 1189-1194 (the invalid-action penalty, off in these tests).
 - ``recipe/hgpo/core_hgpo.py``: ``compute_step_discounted_returns`` 27-64 (twin:
   tests/support/upstream.py ``step_discounted_returns``), ``trajectory_advantages`` 101-144,
   ``hgpo_advantage_estimate`` 146-285.
