@@ -4,6 +4,7 @@ combination, random groups), against re-implementations of the upstream function
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections import deque
 from fractions import Fraction
@@ -276,7 +277,7 @@ def test_hgpo_equals_upstream_on_most_rows_and_departs_only_on_rounding_residues
         np.testing.assert_allclose(c.advantage_N[~residue], want.numpy()[~residue], rtol=0, atol=1e-5)
         n_rows += len(residue)
         n_residue += int(residue.sum())
-    assert n_residue < 0.25 * n_rows, (n_residue, n_rows)
+    assert n_residue < 0.02 * n_rows, (n_residue, n_rows)  # 18 of 14,642 rows over 200 batches
 
 
 # ------------------------------------------------------------------------------ by hand
@@ -340,3 +341,38 @@ def test_defaults_are_the_recipes():
     assert (h.gamma, h.history_length, h.mode, h.alpha, h.base_group) == (0.95, 2, "mean_std_norm", 1.0, False)
     g = get("g2po").config()
     assert (g.gamma, g.w_group, g.w_step) == (0.95, 1.0, 1.0)
+
+
+# ------------------------------------------------- every parameter combination, deterministically
+
+GRAPHGPO_GRID = list(itertools.product([0.8, 1.0], MODES, [1.0, 0.0], [1.0, 2.5], [False, True]))
+HGPO_GRID = list(itertools.product([0.95, 1.0], [0, 1, 2, 4], MODES, [0.0, 1.0, 2.0], [False, True]))
+G2PO_GRID = list(itertools.product([0.95, 0.5, 1.0], [1.0, 0.0], [1.0, 2.5]))
+
+
+@pytest.mark.parametrize("i", range(len(GRAPHGPO_GRID)))
+def test_graphgpo_every_combination(i):
+    gamma, mode, w_group, w_step, nd = GRAPHGPO_GRID[i]
+    groups = random_groups(700 + i)
+    c = compute("graphgpo", groups, gamma=gamma, mode=mode, w_group=w_group, w_step=w_step,
+                normalize_distance=nd)
+    want = [x for g in groups for x in twin_graphgpo(g, gamma, mode, w_group, w_step, nd)["a"]]
+    assert c.advantage_N == pytest.approx(want, rel=1e-7, abs=1e-7)
+
+
+@pytest.mark.parametrize("i", range(len(HGPO_GRID)))
+def test_hgpo_every_combination(i):
+    gamma, h, mode, alpha, base = HGPO_GRID[i]
+    groups = random_groups(800 + i)
+    c = compute("hgpo", groups, gamma=gamma, history_length=h, mode=mode, alpha=alpha, base_group=base)
+    want = [x for g in groups for x in twin_hgpo(g, gamma, h, mode, alpha, base)["a"]]
+    assert c.advantage_N == pytest.approx(want, rel=1e-7, abs=1e-7)
+
+
+@pytest.mark.parametrize("i", range(len(G2PO_GRID)))
+def test_g2po_every_combination(i):
+    gamma, w_group, w_step = G2PO_GRID[i]
+    groups = random_groups(900 + i)
+    c = compute("g2po", groups, gamma=gamma, w_group=w_group, w_step=w_step)
+    want = [x for g in groups for x in twin_g2po(g, gamma, w_group, w_step)["a"]]
+    assert c.advantage_N == pytest.approx(want, rel=1e-7, abs=1e-6)
