@@ -376,3 +376,12 @@ def test_g2po_every_combination(i):
     c = compute("g2po", groups, gamma=gamma, w_group=w_group, w_step=w_step)
     want = [x for g in groups for x in twin_g2po(g, gamma, w_group, w_step)["a"]]
     assert c.advantage_N == pytest.approx(want, rel=1e-7, abs=1e-6)
+
+
+def test_declared_needs_and_signals():
+    """What each reads from a batch and which field the truth scores (docs/MATH.md section 12)."""
+    from crbc.estimators import get
+    assert get("graphgpo").needs == {"success", "rewards"} and get("graphgpo").signal == "step_advantage"
+    assert get("hgpo").needs == {"rewards"} and get("hgpo").signal == "step_advantage"
+    assert get("g2po").needs == {"rewards"} and get("g2po").signal == "credit"
+    assert not any(get(n).needs_actions for n in ("graphgpo", "hgpo", "g2po"))
