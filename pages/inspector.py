@@ -13,7 +13,7 @@ import streamlit as st
 
 import crbc.explain.arithmetic as E
 import crbc.explain.lesson_tables as T
-from crbc.estimators.bootstrap import DEFAULT_B, DEFAULT_LEVEL, credit_intervals, pair_table
+from crbc.estimators.bootstrap import DEFAULT_B, DEFAULT_LEVEL, pair_table
 from crbc.explain import disagreements as compare
 from crbc.explain import observation as O
 from crbc.explain.anchor_names import anchor_labels
@@ -37,16 +37,6 @@ GRAPH_MAX_ANCHORS = 400
 B, LEVEL = DEFAULT_B, DEFAULT_LEVEL  # the validated default: B = 200, level 0.9 (docs/MATH.md s. 10.1)
 CALIBRATION = load_report(state.SHIPPED_DIR)  # the measured coverage (sample_rollouts/interval-calibration.json)
 OBS_SHOWN = 1200  # characters of a long observation shown before "see all"
-
-
-@st.cache_resource(show_spinner=False, max_entries=32)
-def _intervals(group_key: str, params: tuple, _process):
-    return credit_intervals(_process, "crbc", n_resamples=B, level=LEVEL, seed=0, **dict(params))
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _disagreement(group_key: str, comparison: str, params: tuple, _process) -> compare.Disagreement:
-    return compare.disagreements(_process, comparison, **dict(params))
 
 
 def _pick_from_graph(labels: tuple[str, ...], picked: str) -> None:
@@ -94,7 +84,7 @@ with c_pick:
     if sort == "disagreement":
         cmp_name = st.selectbox("Disagreement between", list(compare.COMPARISONS), key="inspect_cmp",
                                 bind="query-params")
-        dis = _disagreement(ctx.key, cmp_name, tuple(sorted(shared.items())), p)
+        dis = ctx.disagreement(cmp_name, shared)
         order = [r.anchor for r in dis.anchors]
         info = {r.anchor: f"mean |Δ A_S| {r.disagreement:.3f} ({r.visits} visits)" for r in dis.anchors}
     else:
@@ -146,7 +136,7 @@ def _anchor_view() -> None:
         svg_view(backup_tree_svg(ar), key="inspect_tree")
 
     # ---- how sure: error bars on Q and Q - V per action (crbc.credit_intervals)
-    ci = _intervals(ctx.key, tuple(sorted({"beta": beta, "depth": depth, "sigma_min": sigma_min}.items())), p)
+    ci = ctx.intervals("crbc", {**ctx.estimator_params("crbc"), "depth": depth})
     pairs = pair_table(ci, state)
     kind = "calibrated intervals" if ci.method == "calibrated" else "resampling ranges, not calibrated"
     st.markdown(f"**How sure is each action's credit here** ({LEVEL:.0%} {kind}, {B} draws)")

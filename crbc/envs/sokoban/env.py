@@ -14,11 +14,6 @@ from crbc.envs.sokoban.level import SokobanConfig, SokobanLevel
 from crbc.envs.sokoban.solver import SokobanSolution, solve
 from crbc.envs.sokoban.xsb import from_xsb
 
-Cell = tuple[int, int]
-
-
-Cell = tuple[int, int]
-
 
 class SokobanEnv(TextEnv):
     """Sokoban env (see the module docstring for symbols, rewards and the generator).
