@@ -270,5 +270,5 @@ for col, (path, title, icon) in zip(bcols, OPEN_IN, strict=True):
         if run_key_of[run.name].startswith("shipped:") and run_source.resolve(str(folder)) is not None:
             run_source.open_run(folder, iteration, gids[gi])  # a folder: the link carries it
         else:
-            state.open_groups(source, gi)  # a .zip upload lives in this session only
+            run_source.open_groups(source, gi)  # a .zip upload lives in this session only
         url.switch_page(path)

@@ -14,10 +14,8 @@ and only renders what ``ctx`` and ``crbc.viz`` give it; only ``app.py`` draws th
     page_context(require=True) -> PageContext the chosen group, rollout, estimator, parameters,
         and every result a page draws, each cached once (:mod:`ui.context`): ``ctx.process``,
         ``ctx.credits``, ``ctx.intervals``, ``ctx.sweep``, ``ctx.disagreement``, ...
-    open_groups(source, group_index)         make ``source`` (e.g. a training-run iteration) the
-                                   current source "run"; the sidebar applies it on the next run
 
-Session keys: ``_crbc_source`` (Source), ``_crbc_opened`` (Source from open_groups: a .zip run's
+Session keys: ``_crbc_source`` (Source), ``_crbc_opened`` (Source from ui.run_source.open_groups: a .zip run's
 iteration), ``_crbc_open_request`` (widget values the sidebar applies on its next run, e.g. source,
 run, run_iter, group), ``_crbc_error`` (a refused upload's message), ``_crbc_run_view`` (the run
 the Training runs page reviews, :class:`ui.run_source.RunView`).
@@ -168,15 +166,3 @@ def page_context(require: bool = True) -> PageContext | None:
         rollout=_int_or_zero(st.session_state.get("rollout", 0), len(src.groups[i])),
         estimator=name if name in estimators.names() else "crbc",
         params=shared_params())
-
-
-def open_groups(source: Source, group_index: int = 0) -> None:
-    """Make ``source`` (an iteration of a run uploaded as a .zip, which has no folder to name in
-    a link) the current source of every page, with group ``group_index`` chosen. Call it from a
-    page, then switch page: the sidebar applies the request on the next run (source "run", the
-    run picker's session-only entry). A run folder opens with :func:`ui.run_source.open_run`."""
-    from ui.run_source import OPENED
-
-    st.session_state["_crbc_opened"] = source
-    st.session_state["_crbc_open_request"] = {"source": "run", "run": OPENED,
-                                              "group": source.groups[group_index].group, "rollout": 0}
