@@ -137,7 +137,7 @@ class GridWorldEnv(TextEnv):
     (:data:`~crbc.envs.base.SOLVE_BONUS`).
 
     ## Starting State
-    The player on a random floor cell other than the goal's.
+    The player on a random floor cell at least ``config.min_distance`` steps from the goal.
 
     ## Episode End
     Terminated when the player reaches the goal; truncated after ``max_steps`` steps.
