@@ -144,7 +144,7 @@ def test_lesson_which_estimate_is_right(app):
     at = app("pages/lesson.py")
     assert any("Which estimate is right?" in h.value for h in at.header)
     groups = read_rollouts(ROOT / "sample_rollouts" / "sokoban-weak.jsonl")
-    from ui.state import showcase_group
+    from crbc.io.rollouts import showcase_group
 
     grp = groups[showcase_group(groups)]
     assert f"`{grp.group}`" in _texts(at)
