@@ -57,7 +57,8 @@ def test_accuracy_page_opens_the_shipped_result(app):
     assert got == pytest.approx({g: round(m, 3) for g, m in want.items()}, abs=1e-9)
     at.radio(key="acc_metric").set_value("rmse").run()
     assert not at.exception
-    assert lines("shipped_est") == ["crbc", "visit_local"]  # only Q - V signals have an RMSE
+    # only credit (Q - V) signals have an RMSE: crbc, visit_local and g2po (its TD error, on the reward scale)
+    assert lines("shipped_est") == [n for n in estimators.names() if estimators.get(n).signal == "credit"]
 
 
 def test_accuracy_page_small_live_run(app):
