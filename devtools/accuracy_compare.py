@@ -7,7 +7,7 @@ Prints markdown tables: the mean Spearman correlation with the exact step advant
 setting and G (95% bootstrap interval over levels, from the file), and for each metric
 (``spearman``, ``sign``: sign agreement) the paired difference ``a - b`` per level (mean, 95%
 percentile bootstrap over levels with 2,000 resamples, seed 0, and on how many levels ``a`` is
-ahead). Levels where either side has no value (a constant signal or truth) are left out of the
+ahead: :func:`crbc.truth.paired.paired_difference`). Levels where either side has no value (a constant signal or truth) are left out of the
 pair.
 """
 
@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-import numpy as np
+from crbc.truth.paired import paired_difference
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = (("sokoban-weak", "sokoban-6x6, weak model"), ("sokoban-strong", "sokoban-6x6, strong model"),
@@ -53,17 +53,12 @@ def paired_table(a: str, others: list[str], metric: str = "spearman") -> str:
     lines = ["| setting | G | " + " | ".join(f"{a} - {b} ({metric})" for b in others) + " |",
              "|---|---|" + "---|" * len(others)]
     for setting, label in SETTINGS:
-        per = _load(setting)["per_level"]
+        data = _load(setting)
         for g in GS:
             cells = []
             for b in others:
-                x = np.asarray(per[a][g]["step"][metric], dtype=float)
-                y = np.asarray(per[b][g]["step"][metric], dtype=float)
-                ok = np.isfinite(x) & np.isfinite(y)
-                d = x[ok] - y[ok]
-                boot = d[np.random.default_rng(0).integers(0, len(d), (2000, len(d)))].mean(1)
-                lo, hi = np.percentile(boot, [2.5, 97.5])
-                cells.append(f"{d.mean():+.3f} [{lo:+.3f}, {hi:+.3f}], {int((d > 0).sum())}/{len(d)}")
+                p = paired_difference(data, a, b, g, metric)
+                cells.append(f"{p.mean:+.3f} [{p.lo:+.3f}, {p.hi:+.3f}], {p.wins}/{p.n}")
             lines.append(f"| {label if g == GS[0] else ''} | {g} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
