@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import textwrap
 import time
 from pathlib import Path
 
@@ -192,41 +191,16 @@ def table(rep: dict | None = None) -> str:
 
 
 def constants() -> str:
-    """Rewrite the fitted-constants block of crbc/estimators/calibration.py from the fit JSON."""
+    """Copy the chosen fit from the fit JSON into the shipped data crbc/estimators/calibration.json."""
     fit_json = json.loads((OUT / "calibration-fit.json").read_text(encoding="utf-8"))
-    ch, grid_ = fit_json["chosen"], fit_json["lambda_grid"]
-
-    def tup(xs, indent: str) -> str:
-        """``(x, y, ...)`` wrapped at 100 characters, continuation lines at ``indent``."""
-        return "(" + textwrap.fill(", ".join(repr(x) for x in xs) + ",", 100 - len(indent),
-                                   subsequent_indent=indent, break_on_hyphens=False).lstrip() + ")"
-
-    def table(t) -> str:
-        """A [stratum][G][level] table, one block per stratum, one tuple per G."""
-        return "(\n" + "".join(f"    (  # stratum {k}\n" + "".join(f"        {tup(row, ' ' * 9)},\n" for row in per_k)
-                                 + "    ),\n" for k, per_k in enumerate(t)) + ")"
-
-    rule = (ch["rule"][0], tuple(ch["rule"][1]), ch["rule"][2])
-    block = (
-        "# BEGIN FITTED CONSTANTS (written by python -m benchmarks.calibrate_intervals constants)\n"
-        "#: posterior draws: pseudo weight of the unseen successor per pair, Beta concentration of its\n"
-        "#: value, pseudo weight of the unseen action per anchor (crbc.estimators.posterior)\n"
-        f"ALPHA, KAPPA, ALPHA_PI = {ch['alpha']!r}, {ch['kappa']!r}, {ch['alpha_pi']!r}\n"
-        "#: the bias scale and the interval's shape (\"oriented\" or \"symmetric\")\n"
-        f"TAU, PROXY, SHAPE = {ch['tau']!r}, {ch['proxy']!r}, {ch['shape']!r}\n"
-        "#: the Mondrian stratum rule (feature, edges, none apart): crbc.estimators.calibration_strata\n"
-        f"RULE: tuple[str, tuple[float, ...], bool] = {rule!r}\n"
-        f"GROUP_SIZES: tuple[int, ...] = {tuple(grid_['group_sizes'])!r}\n"
-        f"LEVELS: tuple[float, ...] = (\n    {tup(grid_['levels'], '    ')[1:]}\n"
-        "#: lo(L, G, k) and hi(L, G, k): per stratum k, rows G in GROUP_SIZES, columns LEVELS\n"
-        f"LAMBDA_LO: tuple[tuple[tuple[float, ...], ...], ...] = {table(grid_['lo'])}\n"
-        f"LAMBDA_HI: tuple[tuple[tuple[float, ...], ...], ...] = {table(grid_['hi'])}\n"
-        "# END FITTED CONSTANTS")
-    path_ = Path("crbc/estimators/calibration.py")
-    text = path_.read_text(encoding="utf-8")
-    a, b = text.index("# BEGIN FITTED CONSTANTS"), text.index("# END FITTED CONSTANTS") + len("# END FITTED CONSTANTS")
-    path_.write_text(text[:a] + block + text[b:], encoding="utf-8")
-    return block
+    keep = ("alpha", "kappa", "alpha_pi", "tau", "proxy", "shape", "rule", "strata")
+    data = {"schema": "crbc.calibration-constants/1", "fitted_by": "python -m benchmarks.calibrate_intervals fit",
+            "copied_from": "benchmarks/results/issue36/calibration-fit.json",
+            "chosen": {k: fit_json["chosen"][k] for k in keep},
+            "lambda_grid": {k: fit_json["lambda_grid"][k] for k in ("levels", "group_sizes", "lo", "hi")}}
+    text = json.dumps(data, indent=1) + "\n"
+    Path("crbc/estimators/calibration.json").write_text(text, encoding="utf-8")
+    return text
 
 
 def _mean(v) -> float | None:

@@ -16,7 +16,7 @@ import streamlit as st
 
 from crbc.explain.lesson_questions import Question
 from crbc.explain.table_rows import cells
-from crbc.io.rollouts import RolloutGroup, read_rollouts
+from crbc.io.rollouts import RolloutGroup, read_rollouts, showcase_group
 from crbc.process import Process, merge
 from crbc.viz.lesson import format_rows
 from ui import exact_truth, lesson_rewardflow, state, widgets
@@ -160,7 +160,7 @@ def change_panel(view: LessonView, group: RolloutGroup, labels: tuple[str, ...],
 def _truth_group(stamp: float) -> RolloutGroup:
     del stamp  # part of the key
     groups = read_rollouts(state.SHIPPED_DIR / TRUTH_FILE)
-    return groups[state.showcase_group(groups)]
+    return groups[showcase_group(groups)]
 
 
 def truth_section(beta: float):

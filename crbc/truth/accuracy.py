@@ -2,10 +2,10 @@
 
 Each estimator's raw step signal x is scored against the true advantage A_t(s_t, a_t) of the
 policy that generated the group (``target="step"``; ``"anchor"`` uses the occupancy-weighted
-A(s_t, a_t) instead). Which signal an estimator has is read from the registry, never from a list
-of names: an estimator without a value function (``has_value=False``) is scored on
-``advantage``; one whose config has a ``beta`` (the CRBC family, whose Q - V is on the truth's
-scale) on ``credit`` = Q - V; every other one on ``step_advantage``.
+A(s_t, a_t) instead). Which signal an estimator has is the one it declared at registration
+(:attr:`crbc.estimators.registry.Estimator.signal`): ``credit`` = Q - V for the CRBC family (on
+the truth's scale), ``step_advantage`` for the per-anchor normalised methods, ``advantage`` for
+one without a step term (grpo).
 
 Per level (one group), with N the group's steps:
 
@@ -60,11 +60,7 @@ class Variant:
 
 def signal_kind(name: str) -> str:
     """``"advantage"``, ``"credit"`` or ``"step_advantage"`` (see the module docstring)."""
-    est = estimators.get(name)
-    if not est.has_value:
-        return "advantage"
-    fields = {f.name for f in dataclasses.fields(est.config_cls)}
-    return "credit" if "beta" in fields else "step_advantage"
+    return estimators.get(name).signal
 
 
 def step_signal(credits, kind: str) -> np.ndarray:

@@ -89,3 +89,19 @@ def agreement_table(scores: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
     frame = pd.DataFrame.from_dict(scores, orient="index")
     return frame.rename(columns={"sign": "sign agreement", "spearman": "Spearman",
                                  "rmse": "RMSE of Q - V"})
+
+
+def paired_table(result: Mapping[str, Any], metric: str = "spearman", target: str = "step",
+                 reference: str = "crbc") -> pd.DataFrame:
+    """Estimators x G table of the paired difference ``reference - estimator`` per level
+    (:func:`crbc.truth.paired.paired_rows`): ``mean [lo, hi] · wins/levels``; a positive mean
+    whose interval excludes 0 says the reference scores higher on these levels."""
+    from crbc.truth.paired import paired_rows
+
+    rows = paired_rows(result, reference, metric, target)
+    sizes = sorted({r["G"] for r in rows})
+    table: dict[str, dict[str, str]] = {}
+    for r in rows:
+        table.setdefault(f"{reference} − {r['estimator']}", {})[f"G={r['G']}"] = (
+            f"{r['mean']:+.3f} [{r['lo']:+.2f}, {r['hi']:+.2f}] · {r['wins']}/{r['n']}")
+    return pd.DataFrame.from_dict(table, orient="index", columns=[f"G={g}" for g in sizes])

@@ -11,12 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from crbc.envs.base import ACTIONS, DELTAS
-from crbc.envs.sokoban.level import SokobanLevel
-
-Cell = tuple[int, int]
-
-
-Cell = tuple[int, int]
+from crbc.envs.sokoban.level import Cell, SokobanLevel
 
 
 @dataclass(frozen=True, eq=False)

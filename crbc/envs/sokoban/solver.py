@@ -13,11 +13,6 @@ from crbc.envs.base import ACTIONS
 from crbc.envs.sokoban.encoding import Room, encode, has_dead_box, is_solved_key, room_of, successors
 from crbc.envs.sokoban.level import SokobanLevel
 
-Cell = tuple[int, int]
-
-Cell = tuple[int, int]
-
-
 DEFAULT_MAX_STATES = 1_000_000
 
 

@@ -7,13 +7,7 @@ from collections import deque
 from typing import Any
 
 from crbc.envs.base import DELTAS
-from crbc.envs.sokoban.level import SokobanLevel
-
-Cell = tuple[int, int]
-
-
-Cell = tuple[int, int]
-
+from crbc.envs.sokoban.level import Cell, SokobanLevel
 
 _XSB_FLOOR = (" ", "-", "_")
 _XSB_CHARS = "#@+$*." + "".join(_XSB_FLOOR)
