@@ -13,8 +13,12 @@ with the group's numbers, and its score of each action is read from its own defi
   minus the anchor's mean.
 - ``gigpo`` (visit-local returns, section 7): ``V(s)`` = mean discounted return ``G`` of the
   anchor's steps; score: mean ``G`` of the pair minus ``V(s)``.
-- ``graphgpo``, ``hgpo``, ``g2po`` (section 12): when registered, the mean step advantage of the
-  pair in the method's own normalised units (a hook until their arithmetic is written out).
+- ``graphgpo`` (section 12.1): ``d(s)`` as above but ``D + 1`` where z+ cannot be reached; score:
+  the pair's mean ``10 gamma^d(next)`` minus the anchor's mean.
+- ``hgpo`` (12.2): history clusters; score: the pair's mean aggregated step advantage ``A_S``.
+- ``g2po`` (12.3): ``V(x)`` = mean return of the anchor's steps; score: the pair's mean
+  ``r + gamma V(next)`` minus ``V(s)`` (its TD error).
+  The three are shown when registered (crbc/estimators/graph_methods.py).
 
 A method ranks the actions *right* when it orders the most pairs of actions as the reference does
 (:func:`pairs_agreeing`, ties equal within ``TIE``; with two actions: the same order): the exact
@@ -182,13 +186,46 @@ def _gigpo(p, s, labels) -> MethodLine:
                             for a, x in zip(acts, g, strict=True)), tuple(g - v))
 
 
-def _hooked(p, s, labels, name) -> MethodLine:
-    cr = registry.compute(name, p)
-    x = _pair_mean(p, s, cr.step_advantage_N)
+def _graph_method(p, s, labels, name) -> MethodLine:
+    """graphgpo / hgpo / g2po at anchor ``s``, from their registered credits (CRBC.md section 12)."""
+    est = registry.get(name)
+    cfg = est.config()
+    cr = est(p, cfg)
+    lab = labels[s]
     acts = [p.action_names[p.sa_action[sa]] for sa in state_pairs(p, s)]
-    return MethodLine(name, RULES[name], f"{name} at {labels[s]}: mean step advantage of each action "
-                      "(its own normalised units; see CRBC.md section 12)",
-                      tuple(f"A_S({labels[s]},{a}) = {v:+.4f}" for a, v in zip(acts, x, strict=True)), tuple(x))
+    at_s = p.step_state == s
+    gamma = float(getattr(cfg, "gamma", 0.95))
+    if name == "graphgpo":
+        from crbc.estimators.graph_methods import graphgpo_returns
+
+        gr = graphgpo_returns(p, gamma, bool(getattr(cfg, "normalize_distance", False)))
+        succ = _successors(p, s, p.step_next)
+        parts = ", ".join(f"d({labels[x]}) = {gr.d_X[x]:g}" for x in succ) or "none"
+        r = _pair_mean(p, s, gr.r_N)
+        mean_s = float(gr.r_N[at_s].mean())
+        return MethodLine(name, RULES[name],
+                          f"d({lab}) = 1 + min({parts}) = {gr.d_X[s]:g} (no path: D + 1);  value "
+                          f"10 × {gamma:g}^d = {gr.value_S[s]:.4f}",
+                          tuple(f"R({lab},{a}) = mean 10 × {gamma:g}^d(next) = {x:.4f};  minus the anchor's "
+                                f"mean {mean_s:.4f} = {x - mean_s:+.4f}" for a, x in zip(acts, r, strict=True)),
+                          tuple(r - mean_s))
+    if name == "g2po":
+        v = float(np.asarray(cr.value_N, dtype=float)[at_s][0])
+        q = _pair_mean(p, s, cr.q_N)
+        succ = _successors(p, s, p.step_next)
+        vx = {int(x): float(np.asarray(cr.value_N, dtype=float)[p.step_state == x][0]) if x < p.n_states else 0.0
+              for x in succ}
+        vals = ", ".join(f"V({labels[x]}) = {vx[x]:.4f}" for x in succ)
+        return MethodLine(name, RULES[name],
+                          f"V({lab}) = mean return G of its {int(p.n_s[s])} visits = {v:.4f};  successors: {vals}",
+                          tuple(f"δ({lab},{a}) = mean(r + {gamma:g} × V(next)) − V({lab}) = {x:.4f} − {v:.4f} = "
+                                f"{x - v:+.4f}" for a, x in zip(acts, q, strict=True)), tuple(q - v))
+    x = _pair_mean(p, s, cr.step_advantage_N)
+    h = int(getattr(cfg, "history_length", 0))
+    return MethodLine(name, RULES[name],
+                      f"clusters: the steps whose last k anchors (k = 1..{h + 1}) equal this step's; in each, "
+                      "a = G − the cluster's mean return; A_S = the (k+1)^alpha-weighted mean of a step's a",
+                      tuple(f"mean A_S({lab},{a}) = {v:+.4f}" for a, v in zip(acts, x, strict=True)), tuple(x))
 
 
 def available_methods() -> tuple[str, ...]:
@@ -207,7 +244,7 @@ def side_by_side(p: Process, state: int, beta: float = 0.98, sigma_min: float = 
     labels = node_labels(p)
     lines = [_crbc(p, state, beta, sigma_min), _rewardflow(p, state, labels, rf_gamma),
              _shortest(p, state, labels, gamma_g), _gigpo(p, state, labels)]
-    lines += [_hooked(p, state, labels, m) for m in available_methods()[4:]]
+    lines += [_graph_method(p, state, labels, m) for m in available_methods()[4:]]
     acts = tuple(p.action_names[p.sa_action[sa]] for sa in state_pairs(p, state))
     truth = None if anchor_advantage_N is None else tuple(_pair_mean(p, state, anchor_advantage_N))
     ref = truth if truth is not None else lines[0].scores

@@ -32,8 +32,12 @@ def test_each_method_at_s0_of_the_worked_example(worked):
     assert np.allclose(by["shortest_path"].scores, [0.0, 0.0])
     # GiGPO: rollout 0's a won in 2 steps (0.95 x 10); b: one win of four
     assert np.allclose(by["gigpo"].scores, [9.5 - 3.8, 2.375 - 3.8])
-    # orders like the closure (a above b): gigpo; the two extrema tie (crbc is the reference here)
-    assert sb.right == ("gigpo",)
+    # orders like the closure (a above b): gigpo, and HGPO's and G2PO's means of returns; the two
+    # extrema (and GraphGPO's shortest path) tie; crbc is the reference here, not a candidate
+    assert sb.right == ("gigpo", "hgpo", "g2po")
+    assert "d(s0) = 1 + min(d(s1) = 1, d(s2) = 1) = 2" in by["graphgpo"].value_line
+    assert "V(s1) = 5.0000, V(s2) = 3.3333" in by["g2po"].value_line  # 0.95 x 10 / 2 and 10 / 3
+    assert np.allclose(by["g2po"].scores, [0.95, -0.2375])
     assert B.pairs_agreeing(by["rewardflow"].scores, by["crbc"].scores) == (0, 1)
     assert sb.best(by["shortest_path"].scores) == "(tie)" and sb.best(by["crbc"].scores) == "a"
 
