@@ -7,21 +7,18 @@ callbacks are in ``ui/lesson_state.py``, the pieces it draws with in ``ui/lesson
 
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
 import crbc.explain.arithmetic as E
 import crbc.explain.lesson_questions as Qs
 import crbc.explain.lesson_tables as T
-from crbc.estimators.closure import estimate
-from crbc.explain import disagreements as compare
 from crbc.explain.anchor_names import SHORT_LABEL, node_labels
 from crbc.explain.table_rows import num
-from crbc.process import merge
 from crbc.viz.backup_tree import backup_tree_svg
 from crbc.viz.lesson import arithmetic_markdown, solution_latex, system_latex
 from crbc.viz.lesson_graph import lesson_graph_svg
 from ui import backups_side, lesson_depth, lesson_handout, lesson_page, lesson_rewardflow, state, url, widgets
+from ui import lesson_data as D
 from ui import lesson_sections as S
 from ui import lesson_state as L
 from ui.svg_view import svg_view
@@ -63,7 +60,7 @@ if group is None:
 params = ctx.params if ctx else state.shared_params()
 beta, sigma_min = params["beta"], params["sigma_min"]
 w_group, w_step = params["w_group"], params["w_step"]
-p = merge([group])
+p = D.process_of(group)
 view = S.LessonView.of(p)
 table, fold = view.table, view.fold
 labels = node_labels(p)
@@ -83,13 +80,8 @@ st.markdown(
     "boundary: **z+** after a success, **z-** after a failure or a time-out. "
     f"The discount is beta = {num(beta)} (sidebar, *Parameters*).")
 traj = T.trajectory_table(p)
-v_now = estimate(p, beta, None)[0]
-before = st.session_state.get("lesson_before")
-delta = None
-if before is not None:  # the values before the last edit, anchor by anchor (new anchors: none)
-    p_b = merge([before])
-    v_b = dict(zip(p_b.state_anchor, estimate(p_b, beta, None)[0], strict=True))
-    delta = np.array([v_now[s] - v_b.get(a, np.nan) for s, a in enumerate(p.state_anchor)])
+vals = D.values(p, st.session_state.get("lesson_before"), beta)  # and how they moved with the last edit
+v_now, delta = vals.v_S, vals.delta_S
 g1, g2 = st.columns([2, 3]) if n_anchors <= BIG else (st.container(), None)
 with g1, fold(f"The {len(group)} rollouts as paths of anchors", key="paths") as shown:  # folded on a big group
     if shown:
@@ -224,7 +216,7 @@ foil = T.foil_table(p, beta=beta)
 with fold(f"Hops and values of the {n_anchors} anchors", key="foil") as shown:
     if shown:
         table(foil)
-dis = compare.disagreements(p, "crbc vs shortest_path", beta=beta, sigma_min=sigma_min, depth=None)
+dis = D.foil_disagreements(p, beta, sigma_min)
 foil_answered = S.ask(Qs.foil_question(p, beta))
 top = dis.anchors[0]
 if top.ranks_differ:
@@ -268,7 +260,7 @@ st.markdown(
     "section 9, read each backup with its numbers, and predict which one orders the actions as "
     "the exact truth does.")
 if tgroup is not None and tt is not None:
-    backups_side.render(merge([tgroup]), beta, sigma_min, tt.anchor_advantage_N, key="lesson_sbs")
+    backups_side.render(D.process_of(tgroup), beta, sigma_min, tt.anchor_advantage_N, key="lesson_sbs")
 else:
     backups_side.render(p, beta, sigma_min, None, key="lesson_sbs",
                         no_truth="Without the shipped Sokoban sample this runs on the lesson group, "
