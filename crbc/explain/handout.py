@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crbc.explain import arithmetic as E
+from crbc.explain import depth_lesson as D
 from crbc.explain import lesson_questions as Qs
 from crbc.explain import lesson_tables as T
 from crbc.explain.anchor_names import node_labels
@@ -25,7 +26,8 @@ class Handout:
     """``paths``: (rollout id, path, R) per rollout; ``values``: (anchor, N(s), V(s)) at the
     closure; ``k0_lines`` / ``closure_lines``: the backup at ``anchor`` at K = 0 and K = inf;
     ``questions``: the predict-first questions (asked or not), ``answers``: the reader's, by id;
-    ``edits``: the changes made to the start group."""
+    ``edits``: the changes made to the start group; ``depth_rows``: (K, ||A_inf - A^(K)||, the
+    Cor. 3 bound) on section 7's group (``depth_group``), ``depth_why``: why the error shrinks."""
 
     group: str
     beta: float
@@ -37,6 +39,9 @@ class Handout:
     questions: list[Question]
     answers: dict[str, str]
     edits: list[str]
+    depth_group: str = ""
+    depth_rows: tuple[tuple[int, float, float], ...] = ()
+    depth_why: str = ""
 
 
 def lesson_handout(group: RolloutGroup, beta: float, sigma_min: float, answers: dict[str, str] | None = None,
@@ -49,10 +54,15 @@ def lesson_handout(group: RolloutGroup, beta: float, sigma_min: float, answers: 
     paths = [(r.rollout, r.path, r.r) for r in T.trajectory_table(p)]
     values = [(labels[s], int(p.n_s[s]), float(ar_v)) for s, ar_v in enumerate(_closure_values(p, beta))]
     qs = [Qs.depth_question(p, beta, sigma_min), Qs.foil_question(p, beta), *(extra or [])]
+    dl = D.choose(p, beta, 6)
+    sw = dl.sweep
+    rows = tuple((k, float(sw.err_a_K[k]), float(sw.bound_K[k])) for k in range(1, sw.k_max + 1))
     return Handout(group.group, float(beta), labels[0], paths, values,
                    [a.q_expression for a in a0.actions] + [a0.v_expression],
                    [a.q_expression for a in ar.actions] + [ar.v_expression],
-                   qs, dict(answers or {}), list(edits or []))
+                   qs, dict(answers or {}), list(edits or []),
+                   group.group if dl.own else "the worked example with retries", rows,
+                   D.contraction(sw).sentence())
 
 
 def _closure_values(p, beta: float):

@@ -55,7 +55,11 @@ def handout_html(h: Handout) -> str:
              "<span class='blank'></span></li>"
              f"<li>Compute Q(s,a) = β Σ_x P(x|s,a) V(x) and A = Q − V at {e(h.anchor)}, at K = 0 "
              "(mean realised return β^(T−t+1) R) and at the closure. <span class='blank'></span></li></ol>",
-             "<h2>3. Predict first</h2><ol>"]
+             f"<h2>3. The backups converge</h2><p>On {e(h.depth_group)}: the largest gap "
+             "‖A∞ − A^(K)‖∞ after K rounds of backup, and the guarantee 2β^K/(1−β)·‖TV0 − V0‖∞. "
+             "Why does the gap shrink every round? <span class='blank'></span></p>",
+             _table(["K", "gap", "bound"], list(h.depth_rows)),
+             "<h2>4. Predict first</h2><ol>"]
     for q in h.questions:
         if q.asked:
             parts.append(f"<li>{_md(q.text)}<br>Options: {e(' / '.join(q.options))}. "
@@ -69,7 +73,7 @@ def handout_html(h: Handout) -> str:
         mark = "" if mine is None else (f" (your answer on the page: {e(mine)}, "
                                         + ("right" if mine == q.answer else "not quite") + ")")
         parts.append(f"<li><b>{e(q.answer)}</b>{mark}: {_md(q.why)}</li>")
-    parts.append("</ol><h3>The closure's values</h3>")
+    parts.append(f"</ol><h3>Why the backups converge</h3><p>{e(h.depth_why)}</p><h3>The closure's values</h3>")
     parts.append(_table(["anchor", "N(s)", "V(s)"], h.values))
     parts.append(f"<h3>The backup at {e(h.anchor)}, K = 0</h3><pre>{e(chr(10).join(h.k0_lines))}</pre>")
     parts.append(f"<h3>The backup at {e(h.anchor)}, the closure</h3><pre>{e(chr(10).join(h.closure_lines))}</pre></div>")
