@@ -35,9 +35,13 @@ def test_arrow_keys_do_not_answer_and_numbers_stay_on_one_line(app_url, page):
     page.set_viewport_size({"width": 1024, "height": 768})
     _open(page, f"{app_url}/lesson?lesson_start=worked+example")
     box = page.locator('[class*="st-key-lesson_pred_k_"]').first
-    box.get_by_text("rise", exact=True).focus()
+    box.locator("button", has_text="rise").first.focus()
+    page.keyboard.press("ArrowRight")  # pills move the focus with the arrows; they never choose
     page.keyboard.press("ArrowRight")
-    page.keyboard.press("ArrowRight")
+    # the focused control shows a ring (ui.lesson_page: 3 px, #1f5fbf)
+    ring = page.evaluate("() => { const s = getComputedStyle(document.activeElement); "
+                         "return [s.outlineStyle, parseFloat(s.outlineWidth)]; }")
+    assert ring[0] != "none" and ring[1] >= 2, ring
     page.wait_for_timeout(500)  # a keypress that answered would rerun and reveal; give it the chance
     wait_ready(page, "Lesson", TIMEOUT_MS)
     assert "Answer the question above to reveal the closure's numbers." in page.inner_text("[data-testid=stMain]")
