@@ -42,9 +42,9 @@ def test_arrow_keys_do_not_answer_and_numbers_stay_on_one_line(app_url, page):
     ring = page.evaluate("() => { const s = getComputedStyle(document.activeElement); "
                          "return [s.outlineStyle, parseFloat(s.outlineWidth)]; }")
     assert ring[0] != "none" and ring[1] >= 2, ring
-    page.wait_for_timeout(500)  # a keypress that answered would rerun and reveal; give it the chance
     wait_ready(page, "Lesson", TIMEOUT_MS)
     assert "Answer the question above to reveal the closure's numbers." in page.inner_text("[data-testid=stMain]")
+    assert "ls=" not in page.url  # an answer would be in the address (ui.lesson_state.write_url)
     # every number cell of every table sits on one line at 1024 px
     broken = page.evaluate("""() => [...document.querySelectorAll('.crbc-table td.num, .crbc-table th')]
         .filter(td => td.getClientRects().length && td.getBoundingClientRect().height > 30)
