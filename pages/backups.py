@@ -184,7 +184,7 @@ def view() -> None:
 view()
 
 st.header("The backups side by side", anchor="backups-side-by-side")
-st.caption("One graph, different backups (CRBC.md section 12): at one anchor of this group, each "
+st.caption("One graph, different backups (docs/MATH.md section 12): at one anchor of this group, each "
            "method's value from its successors' as one line of arithmetic, then which of them "
            "orders the anchor's actions as the exact truth does (on toy groups) or as the closure does.")
 _sbs_truth, _sbs_why = exact_truth.group_truth(ctx) if has_truth else (None, "")

@@ -15,7 +15,7 @@ from crbc.process import Process, merge
 
 
 def process_of(group: RolloutGroup) -> Process:
-    """The group merged into its empirical process (CRBC.md section 2)."""
+    """The group merged into its empirical process (docs/MATH.md section 2)."""
     return merge([group])
 
 

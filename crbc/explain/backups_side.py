@@ -1,6 +1,6 @@
 """One graph, different backups: each method's value at one anchor as one line of arithmetic.
 
-CRBC.md section 12: on one group, at anchor s, every state-graph method backs a value up over the
+docs/MATH.md section 12: on one group, at anchor s, every state-graph method backs a value up over the
 same merged graph and scores the actions observed at s. Here each method's rule is written out
 with the group's numbers, and its score of each action is read from its own definition:
 
@@ -187,7 +187,7 @@ def _gigpo(p, s, labels) -> MethodLine:
 
 
 def _graph_method(p, s, labels, name) -> MethodLine:
-    """graphgpo / hgpo / g2po at anchor ``s``, from their registered credits (CRBC.md section 12)."""
+    """graphgpo / hgpo / g2po at anchor ``s``, from their registered credits (docs/MATH.md section 12)."""
     est = registry.get(name)
     cfg = est.config()
     cr = est(p, cfg)

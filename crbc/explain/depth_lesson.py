@@ -1,6 +1,6 @@
 """What the Lesson's section 7 (finite depth) reads: a group whose backups move, and how fast they do.
 
-On the worked example (CRBC.md section 8) every anchor is one step from a boundary, so one round
+On the worked example (docs/MATH.md section 8) every anchor is one step from a boundary, so one round
 of backup already gives the closure and V^(K) is the same for every K: nothing moves. Section 7
 therefore runs on the lesson group only when its backups move over several rounds, else on
 :func:`retry_loop_group`, the worked example with retries (a self-loop at s1 and at s2), where
@@ -46,7 +46,7 @@ def retry_loop_group() -> RolloutGroup:
     """
     rollouts = tuple(
         Rollout(RETRY_LOOP, i, tuple(Step(s, a) for s, a in steps), ok,
-                meta={"source": "crbc.explain.depth_lesson: CRBC.md section 8 with retries"})
+                meta={"source": "crbc.explain.depth_lesson: docs/MATH.md section 8 with retries"})
         for i, (steps, ok) in enumerate(RETRY_LOOP_PATHS))
     return RolloutGroup(RETRY_LOOP, rollouts)
 

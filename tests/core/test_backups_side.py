@@ -1,5 +1,5 @@
 """The backups side by side (crbc.explain.backups_side): each method's line at one anchor of the
-worked example (CRBC.md section 8), checked by hand, and the order comparison."""
+worked example (docs/MATH.md section 8), checked by hand, and the order comparison."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def test_each_method_at_s0_of_the_worked_example(worked):
     sb = B.side_by_side(worked, 0)
     assert sb.label == "s0" and sb.actions == ("a", "b") and sb.truth is None and sb.reference == "the closure"
     by = {m.method: m for m in sb.lines}
-    # the fixed point: CRBC.md section 8, K = infinity
+    # the fixed point: docs/MATH.md section 8, K = infinity
     assert by["crbc"].value_line == "V(s0) = Σ_a mu(a|s0) Q(s0,a) = 0.2 × 0.4802 + 0.8 × 0.3601 = 0.3842"
     assert np.allclose(by["crbc"].scores, [0.0960, -0.0240], atol=1e-4)
     # the maximum: both successors are one step from a win worth 10, so V_rf(s1) = V_rf(s2) = 0.9 x 10

@@ -82,7 +82,7 @@ def test_the_handout_holds_the_group_the_questions_and_the_answer_key():
     doc = handout_html(h)
     assert doc.startswith("<!DOCTYPE html>")
     for needle in ("s0 -a-&gt; s1 -c-&gt; z+", "Predict first", "Answer key", "page-break-before",
-                   "0.3842", "0.4900", "0.3267",  # the closure's V of CRBC.md section 8
+                   "0.3842", "0.4900", "0.3267",  # the closure's V of docs/MATH.md section 8
                    "Q(s0,a) = 0.98 × (1 × V(s1))", "realised return 0.9604",
                    "your answer on the page: s2, not quite", "rollout 1: outcome flipped",
                    "The backups converge", "the worked example with retries", "0.1879",  # gap at K = 1
