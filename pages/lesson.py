@@ -260,10 +260,10 @@ st.markdown(
     "section 9, read each backup with its numbers, and predict which one orders the actions as "
     "the exact truth does.")
 if tgroup is not None and tt is not None:
-    backups_side.render(D.process_of(tgroup), beta, sigma_min, tt.anchor_advantage_N, key="lesson_sbs")
+    backups_side.render(D.process_of(tgroup), beta, sigma_min, tt.anchor_advantage_N, key="lesson_sbs", ask=S.ask)
 else:
     backups_side.render(p, beta, sigma_min, None, key="lesson_sbs",
                         no_truth="Without the shipped Sokoban sample this runs on the lesson group, "
-                                 "judged against the closure.")
+                                 "judged against the closure.", ask=S.ask)
 busy.empty()
 lesson_handout.share_and_print(share_box, group, L.write_url(), beta, sigma_min)

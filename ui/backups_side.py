@@ -13,15 +13,17 @@ import streamlit as st
 
 from crbc.explain import backups_side as B
 from crbc.explain.anchor_names import node_labels
+from crbc.explain.lesson_questions import Question
 from crbc.process import Process
 from ui import widgets
 from ui.widgets import short
 
 
 def render(p: Process, beta: float, sigma_min: float, anchor_advantage_N: np.ndarray | None,
-           key: str, no_truth: str = "") -> None:
+           key: str, no_truth: str = "", ask=None) -> None:
     """The view on ``p``; ``anchor_advantage_N``: the exact anchor-level A(s,a) per step, or None
-    (then ``no_truth`` says why and the closure is the reference); ``key``: a prefix for widgets."""
+    (then ``no_truth`` says why and the closure is the reference); ``key``: a prefix for widgets;
+    ``ask``: the Lesson's :func:`ui.lesson_sections.ask` (the question joins its link and handout)."""
     anchors = B.choosable_anchors(p)
     if not anchors:
         st.info("No anchor of this group saw two or more actions: every method gives each step the "
@@ -48,20 +50,29 @@ def render(p: Process, beta: float, sigma_min: float, anchor_advantage_N: np.nda
     if sb.truth is None and no_truth:
         st.caption(no_truth)
     others = [m.method for m in sb.lines if m.method != "crbc" or sb.truth is not None]
-    qkey = f"{key}_pred_{sb.state}_{p.n_steps}"
-    with st.container(border=True):
-        got = st.pills(f":material/psychology: **Predict first.** Which method orders the actions at "
-                       f"{short(sb.label, 40)} most like {ref}?", others, key=qkey, selection_mode="single")
-        if got is None:
-            st.caption("Choose a method to reveal the reference's order.")
+    right = [m for m in sb.right if m in others]
+    text = f"Which method orders the actions at {short(sb.label, 40)} most like {ref}?"
+    if ask is not None:  # the Lesson: its question framework (the shared link, the handout)
+        opts = tuple(others) + (() if right else ("none of them",))
+        why = (f"{', '.join(right)} order{'s' if len(right) == 1 else ''} the most pairs of actions like {ref}."
+               if right else f"no method orders any pair of actions like {ref} here.")
+        q = Question(f"sbs{sb.state}", "10", text, opts, right[0] if right else "none of them", why,
+                     tuple(right[1:]))
+        if not ask(q):
             return
-        right = [m for m in sb.right if m in others]
-        if got in right:
-            st.success(f"Right: {got} orders them most like {ref}" + (f", and so do {', '.join(x for x in right if x != got)}."
-                                                                         if len(right) > 1 else "."))
-        else:
-            st.warning(f"Not quite: {got} orders fewer pairs of actions like {ref}. "
-                       + (f"Right here: {', '.join(right)}." if right else "None of them does here."))
+    else:
+        with st.container(border=True):
+            got = st.pills(f":material/psychology: **Predict first.** {text}", others,
+                           key=f"{key}_pred_{sb.state}_{p.n_steps}", selection_mode="single")
+            if got is None:
+                st.caption("Choose a method to reveal the reference's order.")
+                return
+            if got in right:
+                st.success(f"Right: {got} orders them most like {ref}"
+                           + (f", and so do {', '.join(x for x in right if x != got)}." if len(right) > 1 else "."))
+            else:
+                st.warning(f"Not quite: {got} orders fewer pairs of actions like {ref}. "
+                           + (f"Right here: {', '.join(right)}." if right else "None of them does here."))
     ref_scores = sb.truth if sb.truth is not None else sb.lines[0].scores
     rows = [{"method": "truth A(s,a)" if sb.truth is not None else "closure A(s,a)",
              **{short(a, 30): float(v) for a, v in zip(sb.actions, ref_scores, strict=True)},

@@ -102,8 +102,9 @@ def ask(q: Question) -> bool:
             st.caption("Choose an answer to reveal what the numbers say.")
             return False
         answers[q.qid] = got
-        (st.success if got == q.answer else st.warning)(
-            ("Right: " if got == q.answer else f"Not quite: the answer is **{q.answer}**. ") + q.why)
+        right = q.is_right(got)
+        (st.success if right else st.warning)(
+            ("Right: " if right else f"Not quite: the answer is **{q.answer}**. ") + q.why)
         return True
 
 

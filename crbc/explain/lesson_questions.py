@@ -21,7 +21,8 @@ TOL = 5e-5  # differences below this are "the same" (4 decimals are shown)
 @dataclass(frozen=True)
 class Question:
     """``qid``: a stable name ("k", "foil", ...); ``text``, ``options``, ``answer``, ``why``:
-    Markdown with the group's numbers. ``options`` empty: nothing to ask here, ``why`` says why."""
+    Markdown with the group's numbers. ``options`` empty: nothing to ask here, ``why`` says why.
+    ``also_right``: other options that are right too (several methods can tie)."""
 
     qid: str
     section: str
@@ -29,6 +30,10 @@ class Question:
     options: tuple[str, ...]
     answer: str
     why: str
+    also_right: tuple[str, ...] = ()
+
+    def is_right(self, got: str) -> bool:
+        return got == self.answer or got in self.also_right
 
     @property
     def asked(self) -> bool:

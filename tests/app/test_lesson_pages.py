@@ -59,7 +59,7 @@ def test_lesson_walks_through_every_section(lesson):
 
 
 def test_the_backups_side_by_side_asks_then_reveals_against_the_truth(lesson):
-    pick = next(r for r in lesson.pills if r.key and r.key.startswith("lesson_sbs_pred_"))
+    pick = next(r for r in lesson.pills if r.key and r.key.startswith("lesson_pred_sbs"))
     assert "most like the exact truth" in pick.label
     codes = _codes(lesson)
     for start in ("V_rf(", "Q(s", "= 1 + min(", "mean discounted return G"):
@@ -67,7 +67,7 @@ def test_the_backups_side_by_side_asks_then_reveals_against_the_truth(lesson):
     pick.set_value("rewardflow").run()
     assert not lesson.exception
     said = " ".join(x.value for x in [*lesson.success, *lesson.warning])
-    assert "rewardflow orders" in said
+    assert "the most pairs of actions like the exact truth" in said
     assert "truth A(s,a)" in _tables(lesson)
 
 
