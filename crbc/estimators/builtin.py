@@ -27,6 +27,12 @@ from crbc.estimators.params import Checked, param
 from crbc.estimators.registry import register
 from crbc.process import Process
 
+__all__ = [
+    "crbc", "CRBCConfig", "g2po", "G2POConfig", "gigpo", "GiGPOConfig", "graphgpo", "GraphGPOConfig",
+    "grpo", "GRPOConfig", "hgpo", "HGPOConfig", "hop_distance", "rewardflow", "RewardFlowConfig",
+    "shortest_path", "ShortestPathConfig", "visit_local", "VisitLocalConfig"
+]
+
 # --------------------------------------------------------------------------------------------
 # configs (defaults: CRBC Sec. 5.1; GiGPO and GraphGPO papers). One line per parameter.
 

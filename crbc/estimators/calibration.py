@@ -34,6 +34,11 @@ from importlib import resources
 
 import numpy as np
 
+__all__ = [
+    "ALPHA", "ALPHA_PI", "bias_proxy", "calibrated_interval", "GROUP_SIZES", "KAPPA", "LAMBDA_HI",
+    "LAMBDA_LO", "LEVELS", "PROXY", "RULE", "SHAPE", "strata", "TAU", "widening"
+]
+
 
 def _fitted() -> dict:
     """The fitted constants, shipped as data (``calibration.json`` beside this module)."""

@@ -30,6 +30,11 @@ from crbc.estimators.baselines import EPS, OUTCOME_REWARD, grouped_stats, normal
 from crbc.estimators.rewardflow import next_nodes
 from crbc.process import Process
 
+__all__ = [
+    "base_term", "cluster_advantage", "context_ids", "g2po_td", "graphgpo_returns", "GraphReturns",
+    "hgpo_step_advantage", "hop_distances", "TDErrors", "WEIGHT_EPS", "ZERO_REL"
+]
+
 WEIGHT_EPS = 1e-6   #: added to HGPO's weight sum (core_hgpo.py:202, upstream's ``epsilon``)
 ZERO_REL = 1e-12    #: a cluster deviation below this share of the cluster's largest |g| is exactly 0
 

@@ -33,6 +33,8 @@ from crbc.io.runs import ROLLOUTS_DIR, find_runs, read_run
 from crbc.train.analysis import order_runs, paired_table, summarize
 from crbc.train.tables import paired_markdown, table_markdown
 
+__all__ = ["arm_params", "evaluate_finished", "extra_eval_name", "run_all", "run_name", "write_summary"]
+
 
 def run_name(estimator: str, seed: int) -> str:
     return f"{estimator}-s{seed}"

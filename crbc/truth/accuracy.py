@@ -35,6 +35,13 @@ from scipy.stats import rankdata
 from crbc.estimators import registry as estimators
 from crbc.io.rollouts import RolloutGroup
 
+__all__ = [
+    "ACCURACY_SCHEMA", "AccuracyConfig", "AccuracyResult", "bootstrap_mean", "group_agreement",
+    "level_scores", "markdown_table", "METRICS", "Progress", "rmse", "run_accuracy", "score_groups",
+    "sign_agreement", "SIGN_EPS", "signal_kind", "spearman", "step_signal", "truth_pairs", "value_gaps",
+    "Variant", "variants"
+]
+
 ACCURACY_SCHEMA = "crbc.truth.accuracy/1"
 SIGN_EPS = 1e-3
 METRICS = ("sign", "spearman", "rmse")

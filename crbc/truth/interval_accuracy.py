@@ -31,6 +31,11 @@ from crbc.estimators import registry as estimators
 from crbc.estimators.bootstrap import credit_intervals, signal_of
 from crbc.io.rollouts import RolloutGroup
 
+__all__ = [
+    "COVER_TOL", "interval_estimators", "INTERVAL_METRICS", "interval_rows", "level_interval_scores",
+    "score_intervals", "SIGN_EPS"
+]
+
 INTERVAL_METRICS = ("sure_share", "sure_sign", "coverage", "zero_miss")
 SIGN_EPS = 1e-3
 COVER_TOL = 1e-9

@@ -17,6 +17,11 @@ from crbc.viz.core.chart import chart_svg
 from crbc.viz.core.credits import est_color_at
 from crbc.viz.core.series import Series
 
+__all__ = [
+    "accuracy_chart_svg", "accuracy_table", "agreement_table", "METRIC_LABELS", "paired_table",
+    "series", "TARGET_LABELS"
+]
+
 METRIC_LABELS = {
     "spearman": "Spearman rank correlation with the truth",
     "sign": "sign agreement with the truth (|A| > 1e-3)",

@@ -15,6 +15,11 @@ from crbc.viz.core.axes import Axis
 from crbc.viz.core.chart import chart_svg, grid_svg
 from crbc.viz.core.series import Series
 
+__all__ = [
+    "calibration_rows", "COLORS", "coverage_range", "interval_note", "LEVELS", "load_report", "NAMES",
+    "reliability_svg", "REPORT_NAME"
+]
+
 LEVELS = (0.8, 0.9, 0.95)
 COLORS = {8: "#2a6fdb", 16: "#e07b39", 32: "#3a9a5b"}
 NAMES = {"calibrated": "calibrated", "range": "resampling range"}
