@@ -83,7 +83,7 @@ st.subheader("How sure is a credit: the interval's level, measured")
 _report = load_report(state.SHIPPED_DIR)
 if _report is None:
     st.info("No shipped calibration report (`sample_rollouts/interval-calibration.json`). Make one "
-            "with `python -m benchmarks.calibration_data && python -m benchmarks.calibrate_intervals "
+            "with `python -m experiments.calibration_data && python -m experiments.calibrate_intervals "
             "report`.")
 else:
     st.markdown(

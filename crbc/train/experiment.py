@@ -14,7 +14,7 @@ folder holds only what ships (run.json, metrics.jsonl, rollouts/). ``--keep-roll
 keeps every iteration's rollouts of seeds below K only (the others' are deleted once the run
 is finished). Outputs in OUT: ``summary.json`` and ``summary.md`` (:mod:`crbc.train.analysis`: the
 table with 95% intervals and the paired tests). The figure is drawn by
-``benchmarks/training_figure.py`` (it needs the local chromium).
+``experiments/training_figure.py`` (it needs the local chromium).
 """
 
 from __future__ import annotations

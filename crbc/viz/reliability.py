@@ -1,6 +1,6 @@
 """The reliability figure of the credit intervals: nominal level against measured coverage.
 
-Input: the report of ``python -m benchmarks.calibrate_intervals report``
+Input: the report of ``python -m experiments.calibrate_intervals report``
 (``sample_rollouts/interval-calibration.json``, schema ``crbc.interval-calibration-report/1``):
 rows with ``setting``, ``G``, ``method`` and ``coverage_<L>`` for L in 0.8, 0.9, 0.95. One panel
 per setting (small multiples, :func:`crbc.viz.core.chart.grid_svg`): a line per (method, G)
@@ -52,7 +52,7 @@ def reliability_svg(report: dict[str, Any]) -> str:
     return grid_svg(panels, settings, cols=3, legend=legend)
 
 
-REPORT_NAME = "interval-calibration.json"  #: in sample_rollouts/ (benchmarks/calibrate_intervals.py)
+REPORT_NAME = "interval-calibration.json"  #: in sample_rollouts/ (experiments/calibrate_intervals.py)
 
 
 def load_report(samples_dir) -> dict[str, Any] | None:

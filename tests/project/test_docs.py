@@ -10,7 +10,7 @@ from tests.support.paths import ROOT
 SCANNED_DIRS = ("crbc", "ui", "pages", "tests", "benchmarks", "devtools", "docs")
 SCANNED_FILES = ("README.md", "sample_rollouts/README.md", "app.py", "studio.py")
 # Files the code writes at run time rather than ships (an experiment's summary.md).
-GENERATED = {"summary.md", "prereg.md"}  # prereg.md: devtools/prereg_report.py
+GENERATED = {"summary.md", "prereg.md"}  # prereg.md: experiments/prereg_report.py
 
 OURS = ("crbc", "ui", "pages", "tests", "benchmarks", "devtools", "docs", "sample_rollouts")
 # A path token ending in .md or .py, neither preceded nor followed by a path character (so URLs
