@@ -14,7 +14,7 @@ from crbc.viz.reliability import calibration_rows, interval_note, load_report
 from ui import accuracy_data, state, url, widgets
 from ui.svg_view import svg_view
 
-METRICS = {"spearman": "Spearman (rank agreement)", "sign": "sign agreement", "rmse": "RMSE of Q − V"}
+METRICS = {"spearman": "Spearman (rank agreement)", "sign": "sign agreement", "rmse": "RMSE (truth's units only)"}
 TARGETS = {"step": "per-step truth A_t", "anchor": "anchor-level truth A(s, a)"}
 
 
@@ -52,8 +52,7 @@ st.caption(
     "On our own environments the truth is computable: the dynamics are known and the tiny "
     "policy's action probabilities can be read exactly, so every state's finite-horizon value "
     "V_t, Q_t and advantage A_t = Q_t − V_t is solved backwards over all reachable states. Each "
-    "estimator's raw step signal (Q − V for the CRBC family, the step advantage for gigpo, "
-    "shortest_path and rewardflow, the advantage for grpo) is then scored against the true A of "
+    f"estimator's raw step signal ({VA.signals_sentence()}) is then scored against the true A of "
     "the same step.")
 
 url.check_choice("acc_metric", list(METRICS), "the score is one of " + ", ".join(METRICS), METRICS.get)

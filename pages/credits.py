@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 from crbc.estimators import registry as estimators
+from crbc.viz import accuracy as VA
 from crbc.viz.core.credits import FIELDS, field_N
 from crbc.viz.heatmap import Panel, credit_heatmaps_svg, heatmaps_svg, shared_range
 from crbc.viz.rollout import timeline_chart_svg
@@ -169,11 +170,10 @@ st.caption("Where the lines disagree, the estimators tell the learner different 
 if truth is not None:
     st.subheader("Which estimator agrees with the truth on this group?")
     widgets.table(exact_truth.agreement_table(ctx, all_c, truth, all_params), hide_index=False)
-    st.caption("Each estimator's raw step signal (Q − V for the CRBC family, A_S for gigpo, "
-               "shortest_path and rewardflow, A_final for grpo) against the true A_t of the same step: share of "
-               "steps with the right sign (|A_t| > 0.001; a zero credit is a miss), rank "
-               "correlation over all steps, and for Q − V the root-mean-square error. Over many "
-               "levels: the *Estimator accuracy* page.")
+    st.caption(f"Each estimator's raw step signal ({VA.signals_sentence()}) against the true A_t of "
+               "the same step: share of steps with the right sign (|A_t| > 0.001; a zero credit is a "
+               "miss), rank correlation over all steps, and the root-mean-square error where the "
+               "signal is in the truth's units. Over many levels: the *Estimator accuracy* page.")
 elif no_truth:
     st.caption(no_truth)
 

@@ -4,7 +4,7 @@ Each method merges a group's rollouts into a graph of anchors, as CRBC does, and
 over it by its own rule; everything after the backup is GiGPO's machinery from
 :mod:`crbc.estimators.baselines` (step rewards ``r_N``, episode scores ``S_R``, discounted
 returns, per-anchor normalisation, the episode term over the group's step rows). None of the
-three applies verl-agent's invalid-action penalty (CRBC.md section 12 lists no such parameter;
+three applies verl-agent's invalid-action penalty (MATH.md section 12 gives them no such parameter;
 docs/MATH.md names it as a departure for the two that have upstream code).
 
 * :func:`graphgpo_returns`: hop distance ``d`` to z+ (D + 1 where z+ cannot be reached),
