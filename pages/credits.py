@@ -18,11 +18,10 @@ from ui.svg_view import svg_view
 st.title("Step credits")
 st.caption(
     "Every estimator gives each step a credit: did this action do better (blue) or worse (red) than "
-    "what the group usually did from the same anchor? **grpo** gives no step credit (only the "
-    "trajectory's A_G); **visit_local** compares raw outcomes of visits; **crbc** compares values "
-    "after recombining all rollouts through the merged graph; **gigpo** normalises discounted step "
-    "returns per anchor; **shortest_path** rewards being few hops from any success; "
-    "**rewardflow** propagates the best reward reachable over the graph and credits its change. "
+    "what the group usually did from the same anchor? They differ in how they back a value up over "
+    f"the group's merged graph ({len(estimators.names())} registered: "
+    + ", ".join(f"**{n}**" for n in estimators.names())
+    + "; each one's rule is under the heatmaps, its arithmetic at one anchor on *Bellman backups*). "
     "Edit β, K, σ_min, w_G and w_S under *Parameters* in the sidebar.")
 
 ctx = state.page_context()
