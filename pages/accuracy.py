@@ -40,7 +40,7 @@ def _show(result: dict, metric: str, target: str, key: str) -> None:
         widgets.table(VA.accuracy_table(result, metric, target), hide_index=False)
     if metric != "rmse" and result.get("per_level", {}).get("crbc"):
         with st.expander("Paired against crbc, level by level (crbc − rival [95% interval] · levels crbc is ahead)"):
-            widgets.table(VA.paired_table(result, metric, target), hide_index=False)
+            widgets.table(VA.paired_difference_table(result, metric, target), hide_index=False)
             st.caption("Every estimator is scored on the same groups of the same levels, so the scores "
                        "pair up: the difference per level, its mean, a 95% bootstrap interval over "
                        "levels, and on how many levels crbc scores higher. An interval above 0: crbc "

@@ -18,7 +18,7 @@ from crbc.viz.core.credits import est_color_at
 from crbc.viz.core.series import Series
 
 __all__ = [
-    "accuracy_chart_svg", "accuracy_table", "agreement_table", "METRIC_LABELS", "paired_table",
+    "accuracy_chart_svg", "accuracy_table", "agreement_table", "METRIC_LABELS", "paired_difference_table",
     "series", "TARGET_LABELS"
 ]
 
@@ -96,7 +96,7 @@ def agreement_table(scores: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
                                  "rmse": "RMSE of Q - V"})
 
 
-def paired_table(result: Mapping[str, Any], metric: str = "spearman", target: str = "step",
+def paired_difference_table(result: Mapping[str, Any], metric: str = "spearman", target: str = "step",
                  reference: str = "crbc") -> pd.DataFrame:
     """Estimators x G table of the paired difference ``reference - estimator`` per level
     (:func:`crbc.truth.paired.paired_rows`): ``mean [lo, hi] · wins/levels``; a positive mean
