@@ -19,7 +19,7 @@ from crbc.viz.core.series import Series
 
 __all__ = [
     "accuracy_chart_svg", "accuracy_table", "agreement_table", "METRIC_LABELS", "paired_difference_table",
-    "series", "TARGET_LABELS"
+    "series", "signals_sentence", "TARGET_LABELS"
 ]
 
 METRIC_LABELS = {
