@@ -7,6 +7,11 @@ one line on standard error and exit status 2.
 
 from __future__ import annotations
 
+__all__ = [
+    "BudgetError", "FormatError", "RolloutFormatError", "RunFormatError", "UnknownEstimatorError",
+    "UnknownNameError", "UsageError"
+]
+
 
 class FormatError(ValueError):
     """A file (or in-memory record) breaks one of the formats of docs/FORMATS.md.

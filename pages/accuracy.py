@@ -14,7 +14,7 @@ from crbc.viz.reliability import calibration_rows, interval_note, load_report
 from ui import accuracy_data, state, url, widgets
 from ui.svg_view import svg_view
 
-METRICS = {"spearman": "Spearman (rank agreement)", "sign": "sign agreement", "rmse": "RMSE of Q − V"}
+METRICS = {"spearman": "Spearman (rank agreement)", "sign": "sign agreement", "rmse": "RMSE (truth's units only)"}
 TARGETS = {"step": "per-step truth A_t", "anchor": "anchor-level truth A(s, a)"}
 
 
@@ -40,7 +40,7 @@ def _show(result: dict, metric: str, target: str, key: str) -> None:
         widgets.table(VA.accuracy_table(result, metric, target), hide_index=False)
     if metric != "rmse" and result.get("per_level", {}).get("crbc"):
         with st.expander("Paired against crbc, level by level (crbc − rival [95% interval] · levels crbc is ahead)"):
-            widgets.table(VA.paired_table(result, metric, target), hide_index=False)
+            widgets.table(VA.paired_difference_table(result, metric, target), hide_index=False)
             st.caption("Every estimator is scored on the same groups of the same levels, so the scores "
                        "pair up: the difference per level, its mean, a 95% bootstrap interval over "
                        "levels, and on how many levels crbc scores higher. An interval above 0: crbc "
@@ -52,8 +52,7 @@ st.caption(
     "On our own environments the truth is computable: the dynamics are known and the tiny "
     "policy's action probabilities can be read exactly, so every state's finite-horizon value "
     "V_t, Q_t and advantage A_t = Q_t − V_t is solved backwards over all reachable states. Each "
-    "estimator's raw step signal (Q − V for the CRBC family, the step advantage for gigpo, "
-    "shortest_path and rewardflow, the advantage for grpo) is then scored against the true A of "
+    f"estimator's raw step signal ({VA.signals_sentence()}) is then scored against the true A of "
     "the same step.")
 
 url.check_choice("acc_metric", list(METRICS), "the score is one of " + ", ".join(METRICS), METRICS.get)
@@ -83,7 +82,7 @@ st.subheader("How sure is a credit: the interval's level, measured")
 _report = load_report(state.SHIPPED_DIR)
 if _report is None:
     st.info("No shipped calibration report (`sample_rollouts/interval-calibration.json`). Make one "
-            "with `python -m benchmarks.calibration_data && python -m benchmarks.calibrate_intervals "
+            "with `python -m experiments.calibration_data && python -m experiments.calibrate_intervals "
             "report`.")
 else:
     st.markdown(

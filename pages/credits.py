@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 from crbc.estimators import registry as estimators
+from crbc.viz import accuracy as VA
 from crbc.viz.core.credits import FIELDS, field_N
 from crbc.viz.heatmap import Panel, credit_heatmaps_svg, heatmaps_svg, shared_range
 from crbc.viz.rollout import timeline_chart_svg
@@ -17,11 +18,10 @@ from ui.svg_view import svg_view
 st.title("Step credits")
 st.caption(
     "Every estimator gives each step a credit: did this action do better (blue) or worse (red) than "
-    "what the group usually did from the same anchor? **grpo** gives no step credit (only the "
-    "trajectory's A_G); **visit_local** compares raw outcomes of visits; **crbc** compares values "
-    "after recombining all rollouts through the merged graph; **gigpo** normalises discounted step "
-    "returns per anchor; **shortest_path** rewards being few hops from any success; "
-    "**rewardflow** propagates the best reward reachable over the graph and credits its change. "
+    "what the group usually did from the same anchor? They differ in how they back a value up over "
+    f"the group's merged graph ({len(estimators.names())} registered: "
+    + ", ".join(f"**{n}**" for n in estimators.names())
+    + "; each one's rule is under the heatmaps, its arithmetic at one anchor on *Bellman backups*). "
     "Edit β, K, σ_min, w_G and w_S under *Parameters* in the sidebar.")
 
 ctx = state.page_context()
@@ -169,11 +169,10 @@ st.caption("Where the lines disagree, the estimators tell the learner different 
 if truth is not None:
     st.subheader("Which estimator agrees with the truth on this group?")
     widgets.table(exact_truth.agreement_table(ctx, all_c, truth, all_params), hide_index=False)
-    st.caption("Each estimator's raw step signal (Q − V for the CRBC family, A_S for gigpo, "
-               "shortest_path and rewardflow, A_final for grpo) against the true A_t of the same step: share of "
-               "steps with the right sign (|A_t| > 0.001; a zero credit is a miss), rank "
-               "correlation over all steps, and for Q − V the root-mean-square error. Over many "
-               "levels: the *Estimator accuracy* page.")
+    st.caption(f"Each estimator's raw step signal ({VA.signals_sentence()}) against the true A_t of "
+               "the same step: share of steps with the right sign (|A_t| > 0.001; a zero credit is a "
+               "miss), rank correlation over all steps, and the root-mean-square error where the "
+               "signal is in the truth's units. Over many levels: the *Estimator accuracy* page.")
 elif no_truth:
     st.caption(no_truth)
 

@@ -58,7 +58,7 @@ def iteration_groups(run_key: str, run: R.Run, iteration: int):
 def experiments_newest_first(root: str, shipped: tuple[str, ...]) -> list[str]:
     """The experiment folders of the shipped runs, the most recently created first (the newest
     ``created_at`` of their runs' run.json; an unreadable one counts as oldest), a folder with a
-    pre-registered report (``prereg.json``, devtools/prereg_report.py) before all others, so the
+    pre-registered report (``prereg.json``, experiments/prereg_report.py) before all others, so the
     page opens on the pre-registered comparison."""
     newest: dict[str, str] = {}
     for rel in shipped:

@@ -19,6 +19,11 @@ import numpy as np
 
 from crbc.envs.base import ACTIONS, DEFAULT_MAX_STEPS, DELTAS, Dynamics, TextEnv
 
+__all__ = [
+    "Cell", "FLOOR", "generate_level", "GOAL", "goal_distances", "GridConfig", "GridLevel",
+    "GridWorldEnv", "PLAYER", "WALL"
+]
+
 Cell = tuple[int, int]
 
 WALL, FLOOR, GOAL, PLAYER = "#", "_", "G", "P"

@@ -42,6 +42,13 @@ from crbc.estimators.credits import Credits
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process, merge
 
+__all__ = [
+    "ALIASES", "calibrated_applies", "check_args", "credit_intervals", "CreditIntervals", "DEFAULT_B",
+    "DEFAULT_LEVEL", "DEFAULT_METHOD", "default_method", "EVIDENCE", "FAST_PATHS", "MAX_CELLS",
+    "METHODS", "pair_table", "percentile_interval", "resolve_method", "signal_of", "SNAP",
+    "structural_none", "summarise"
+]
+
 #: interval methods: ``calibrated`` (the default for crbc's closure; docs/MATH.md section 10.1),
 #: ``range`` (the percentile range of rollout resamples: a resampling range, not a calibrated
 #: interval) and ``bayes`` (the percentile range of the Bayesian bootstrap of transitions)

@@ -27,6 +27,12 @@ from crbc.estimators.params import Checked, param
 from crbc.estimators.registry import register
 from crbc.process import Process
 
+__all__ = [
+    "crbc", "CRBCConfig", "g2po", "G2POConfig", "gigpo", "GiGPOConfig", "graphgpo", "GraphGPOConfig",
+    "grpo", "GRPOConfig", "hgpo", "HGPOConfig", "hop_distance", "rewardflow", "RewardFlowConfig",
+    "shortest_path", "ShortestPathConfig", "visit_local", "VisitLocalConfig"
+]
+
 # --------------------------------------------------------------------------------------------
 # configs (defaults: CRBC Sec. 5.1; GiGPO and GraphGPO papers). One line per parameter.
 
@@ -225,7 +231,7 @@ def _closure_depth(params: dict[str, Any]) -> bool:
 
 
 @register("crbc", CRBCConfig, "CRBC: Q - V of the cross-rollout Bellman closure (exact, or depth K)",
-          needs=("actions", "success"), signal="credit", calibrated=_closure_depth,
+          needs=("actions", "success"), signal="credit", truth_scale=True, calibrated=_closure_depth,
           label="CRBC", color="#2a6fdb")
 def crbc(p: Process, cfg: CRBCConfig) -> Credits:
     """Closure credit (Eq. 9): solve ``(I - beta M) V = b``, ``Q = B V``, ``A = Q - V``;
@@ -236,7 +242,8 @@ def crbc(p: Process, cfg: CRBCConfig) -> Credits:
 
 
 @register("visit_local", VisitLocalConfig, "Visit-local averaging: CRBC at depth K = 0",
-          needs=("actions", "success"), signal="credit", label="visit-local", color="#17becf")
+          needs=("actions", "success"), signal="credit", truth_scale=True, label="visit-local",
+          color="#17becf")
 def visit_local(p: Process, cfg: VisitLocalConfig) -> Credits:
     """``Q0(s,a)`` = mean realised return ``beta^(T-t+1) R`` of the pair, ``V0 = sum_a mu Q0``
     (Eq. 4, 6), then the same gate, normalisation and combination as :func:`crbc`."""

@@ -22,9 +22,9 @@ tabulated on ``LEVELS`` x ``GROUP_SIZES`` per stratum (``LAMBDA_LO``, ``LAMBDA_H
 interpolated linearly in L and in log2 G (constant outside 8-32). They depend on G because the
 draws' spread shrinks like 1 / sqrt(G) while the bias does not. The closure shrinks credits
 toward 0, so the far side ``hi`` is wider than the near side ``lo``.
-The constants are fitted by ``python -m benchmarks.calibrate_intervals fit`` and shipped as data,
-``crbc/estimators/calibration.json``, copied from ``benchmarks/results/issue36/calibration-fit.json``
-by ``python -m benchmarks.calibrate_intervals constants`` (a test checks they agree).
+The constants are fitted by ``python -m experiments.calibrate_intervals fit`` and shipped as data,
+``crbc/estimators/calibration.json``, copied from ``experiments/results/issue36/calibration-fit.json``
+by ``python -m experiments.calibrate_intervals constants`` (a test checks they agree).
 """
 
 from __future__ import annotations
@@ -33,6 +33,11 @@ import json
 from importlib import resources
 
 import numpy as np
+
+__all__ = [
+    "ALPHA", "ALPHA_PI", "bias_proxy", "calibrated_interval", "GROUP_SIZES", "KAPPA", "LAMBDA_HI",
+    "LAMBDA_LO", "LEVELS", "PROXY", "RULE", "SHAPE", "strata", "TAU", "widening"
+]
 
 
 def _fitted() -> dict:

@@ -4,7 +4,7 @@ Each method merges a group's rollouts into a graph of anchors, as CRBC does, and
 over it by its own rule; everything after the backup is GiGPO's machinery from
 :mod:`crbc.estimators.baselines` (step rewards ``r_N``, episode scores ``S_R``, discounted
 returns, per-anchor normalisation, the episode term over the group's step rows). None of the
-three applies verl-agent's invalid-action penalty (CRBC.md section 12 lists no such parameter;
+three applies verl-agent's invalid-action penalty (MATH.md section 12 gives them no such parameter;
 docs/MATH.md names it as a departure for the two that have upstream code).
 
 * :func:`graphgpo_returns`: hop distance ``d`` to z+ (D + 1 where z+ cannot be reached),
@@ -29,6 +29,11 @@ import numpy as np
 from crbc.estimators.baselines import EPS, OUTCOME_REWARD, grouped_stats, normalised
 from crbc.estimators.rewardflow import next_nodes
 from crbc.process import Process
+
+__all__ = [
+    "base_term", "cluster_advantage", "context_ids", "g2po_td", "graphgpo_returns", "GraphReturns",
+    "hgpo_step_advantage", "hop_distances", "TDErrors", "WEIGHT_EPS", "ZERO_REL"
+]
 
 WEIGHT_EPS = 1e-6   #: added to HGPO's weight sum (core_hgpo.py:202, upstream's ``epsilon``)
 ZERO_REL = 1e-12    #: a cluster deviation below this share of the cluster's largest |g| is exactly 0

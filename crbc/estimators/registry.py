@@ -63,9 +63,12 @@ class Estimator:
     ``Q - V`` exists). needs: the inputs it reads besides anchors and scores (a subset of
     :data:`NEEDS`): ``actions`` (it works on (anchor, action) pairs), ``success`` (R_i),
     ``rewards`` (step rewards, or R_i where no step carries one). signal: its raw step signal
-    (:data:`SIGNALS`). calibrated: ``calibrated(params) -> bool``, whether the calibrated interval
-    (docs/MATH.md section 10.1) was fitted for these parameters. label: display name. color: chart
-    colour (hex).
+    (:data:`SIGNALS`). truth_scale: the signal is in the truth's units (Q - V of the beta-discounted
+    chance of success), so its RMSE against the truth and the coverage of its intervals mean
+    something; a signal on a reward scale (10 per success) ranks and signs like the truth but is
+    not comparable in size. calibrated: ``calibrated(params) -> bool``, whether the calibrated
+    interval (docs/MATH.md section 10.1) was fitted for these parameters. label: display name.
+    color: chart colour (hex).
     """
 
     name: str
@@ -75,6 +78,7 @@ class Estimator:
     has_value: bool = True
     needs: frozenset[str] = frozenset({"actions", "success"})
     signal: str = "credit"
+    truth_scale: bool = False
     calibrated: Callable[[dict[str, Any]], bool] = _never
     label: str = ""
     color: str = ""
@@ -131,7 +135,7 @@ REGISTRY: Registry[Estimator] = Registry("estimator", unknown_error=UnknownEstim
 
 def register(name: str, config_cls: type, summary: str, *, has_value: bool = True,
              needs: Collection[str] = ("actions", "success"), signal: str | None = None,
-             calibrated: Callable[[dict[str, Any]], bool] = _never,
+             truth_scale: bool = False, calibrated: Callable[[dict[str, Any]], bool] = _never,
              label: str | None = None, color: str | None = None):
     """Decorator: register ``fn(process, config) -> Credits`` under ``name`` with its capabilities
     (see :class:`Estimator`; ``signal`` defaults to ``credit`` with a value function, else
@@ -146,7 +150,7 @@ def register(name: str, config_cls: type, summary: str, *, has_value: bool = Tru
         raise ValueError(f"estimator {name!r}: a credit signal (Q - V) needs has_value=True")
 
     def deco(fn):
-        REGISTRY.add(Estimator(name, fn, config_cls, summary, has_value, needs, sig, calibrated,
+        REGISTRY.add(Estimator(name, fn, config_cls, summary, has_value, needs, sig, truth_scale, calibrated,
                                label or name, color or _FALLBACK_COLORS[len(REGISTRY) % len(_FALLBACK_COLORS)]))
         return fn
 

@@ -27,6 +27,8 @@ from crbc.estimators.registry import Credits
 from crbc.frame import step_table
 from crbc.io.creditfile import encoded_chunks
 
+__all__ = ["COLUMNS", "credit_table", "credits_jsonl"]
+
 COLUMNS = ("estimator", "group", "rollout", "step", "anchor", "action", "success", "value", "q", "credit",
            "step_advantage", "group_advantage", "advantage", "lo", "hi", "evidence", "trainer_advantage")
 

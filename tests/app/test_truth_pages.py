@@ -61,8 +61,8 @@ def test_accuracy_page_opens_the_shipped_result(app):
     assert all(f"crbc − {n}" in html for n in ("graphgpo", "hgpo", "g2po", "gigpo", "rewardflow")), html[:300]
     at.radio(key="acc_metric").set_value("rmse").run()
     assert not at.exception
-    # only credit (Q - V) signals have an RMSE: crbc, visit_local and g2po (its TD error, on the reward scale)
-    assert lines("shipped_est") == [n for n in estimators.names() if estimators.get(n).signal == "credit"]
+    # only signals in the truth's units have an RMSE: crbc and visit_local (not g2po's TD error)
+    assert lines("shipped_est") == [n for n in estimators.names() if estimators.get(n).truth_scale]
 
 
 def test_accuracy_page_small_live_run(app):

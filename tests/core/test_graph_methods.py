@@ -1,4 +1,4 @@
-"""graphgpo, hgpo and g2po: against slow twins written from CRBC.md section 12 (every parameter
+"""graphgpo, hgpo and g2po: against slow twins written from docs/MATH.md section 12 (every parameter
 combination, random groups), against re-implementations of the upstream functions
 (tests/support/upstream_graph.py, cited there by file and line), and on groups checked by hand."""
 
@@ -283,7 +283,7 @@ def test_hgpo_equals_upstream_on_most_rows_and_departs_only_on_rounding_residues
 # ------------------------------------------------------------------------------ by hand
 
 def _worked_example() -> RolloutGroup:
-    """CRBC.md section 8: s0 -a-> s1 -c-> z+ ; s0 -b-> s1 -d-> z- ; s0 -b-> s2 -e-> z- (x2) ;
+    """docs/MATH.md section 8: s0 -a-> s1 -c-> z+ ; s0 -b-> s1 -d-> z- ; s0 -b-> s2 -e-> z- (x2) ;
     s0 -b-> s2 -g-> z+."""
     def ro(i, path, ok):
         return Rollout("w", i, tuple(Step(s, a) for s, a in path), ok)
@@ -294,7 +294,7 @@ def _worked_example() -> RolloutGroup:
 
 def test_graphgpo_on_the_worked_example_sees_one_hop_everywhere():
     """d(s1) = d(s2) = 1, d(s0) = 2, d(z-) = D + 1 = 3: every first step is worth 10 * 0.8 and
-    gets no step advantage, although s2 succeeds once in three visits (CRBC.md section 8)."""
+    gets no step advantage, although s2 succeeds once in three visits (docs/MATH.md section 8)."""
     c = compute("graphgpo", [_worked_example()])
     first = c.process.rollout_offsets[:-1]
     assert c.credit_N[first] == pytest.approx([8.0] * 5)

@@ -250,7 +250,9 @@ def test_no_private_name_crosses_a_package():
 
 def test_the_library_never_imports_the_studio_tests_or_benchmarks():
     for path in (ROOT / "crbc").rglob("*.py"):
-        assert not _imports(path) & {"ui", "pages", "tests", "benchmarks", "app"}, path
+        assert not _imports(path) & {"ui", "pages", "tests", "benchmarks", "experiments", "devtools", "app"}, path
+    for path in (ROOT / "benchmarks").rglob("*.py"):  # timings only: no experiment's code
+        assert "experiments" not in _imports(path), f"{path}: an experiment belongs in experiments/"
     for path in (ROOT / "tests").rglob("*.py"):
         assert "benchmarks" not in _imports(path), f"{path}: helpers shared with benchmarks live in devtools/"
 

@@ -14,6 +14,8 @@ from crbc.envs.sokoban.level import SokobanConfig, SokobanLevel
 from crbc.envs.sokoban.solver import SokobanSolution, solve
 from crbc.envs.sokoban.xsb import from_xsb
 
+__all__ = ["SokobanEnv"]
+
 
 class SokobanEnv(TextEnv):
     """Push every box onto a target.

@@ -9,6 +9,8 @@ from crbc.envs.base import ACTIONS, DELTAS
 from crbc.envs.sokoban.level import Cell, SokobanConfig, SokobanLevel
 from crbc.envs.sokoban.solver import shortest_distance
 
+__all__ = ["generate_level"]
+
 
 def _border(height: int, width: int) -> set[Cell]:
     return {

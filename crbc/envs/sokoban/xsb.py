@@ -9,6 +9,8 @@ from typing import Any
 from crbc.envs.base import DELTAS
 from crbc.envs.sokoban.level import Cell, SokobanLevel
 
+__all__ = ["from_xsb", "to_xsb"]
+
 _XSB_FLOOR = (" ", "-", "_")
 _XSB_CHARS = "#@+$*." + "".join(_XSB_FLOOR)
 

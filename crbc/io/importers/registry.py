@@ -16,6 +16,11 @@ from typing import Any
 
 from crbc.registry import Registry
 
+__all__ = [
+    "get_importer", "Importer", "importers", "Reader", "register_importer", "REGISTRY",
+    "unregister_importer"
+]
+
 Reader = Callable[..., Any]
 
 

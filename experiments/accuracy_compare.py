@@ -1,6 +1,6 @@
 """The estimator-accuracy comparison of docs/results/accuracy.md from the shipped `accuracy-*.json` files.
 
-    python -m devtools.accuracy_compare [--a crbc] [--others rewardflow,gigpo,graphgpo,hgpo,g2po]
+    python -m experiments.accuracy_compare [--a crbc] [--others rewardflow,gigpo,graphgpo,hgpo,g2po]
                                         [--metrics spearman,sign]
 
 Prints markdown tables: the mean Spearman correlation with the exact step advantage A_t per
