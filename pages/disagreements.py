@@ -65,7 +65,7 @@ grp, groups, params = ctx.group, ctx.groups, ctx.params
 ss = st.session_state
 # the trainer's own advantage (a recorded or imported run) is a side against every estimator
 has_trainer = ctx.file_trainer_N() is not None
-comparisons = list(compare.COMPARISONS) + ([f"trainer vs {n}" for n in estimators.names()] if has_trainer else [])
+comparisons = compare.comparison_names(estimators.names(), has_trainer)  # "trainer vs crbc" first on a recorded run
 url.check_choice("dis_cmp", comparisons,
                  "no such comparison" + ("" if has_trainer else " (this source records no trainer advantage)"))
 url.check_choice("dis_scope", SCOPES, "the scope is this group or all groups of the file")

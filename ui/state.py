@@ -124,11 +124,13 @@ def _sample(path: str, size: int, mtime_ns: int) -> tuple[str, list[RolloutGroup
 
 @dataclass(frozen=True, eq=False)
 class Source:
-    """A loaded data source. key: content-hash cache key. label: for people. groups: its groups."""
+    """A loaded data source. key: content-hash cache key. label: for people. groups: its groups.
+    recorded_key: the anchor key its anchors already carry (a run's ``config.anchor_key``; "")."""
 
     key: str
     label: str
     groups: tuple[RolloutGroup, ...]
+    recorded_key: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "groups", tuple(self.groups))
