@@ -49,7 +49,9 @@ def _inspect_link(group_id: str, label: str) -> dict[str, str]:
     # the shared view can be missing from st.query_params right after a page change: take the
     # values that decide the numbers from the session (defaults are dropped from the URL again)
     qp.update({k: str(ss[k]) for k in SHARED_URL_KEYS if ss.get(k) is not None})
-    qp.update(inspect=label, inspect_sort="disagreement", inspect_cmp=st.session_state["dis_cmp"])
+    cmp_name = st.session_state["dis_cmp"]  # the Inspector ranks by estimator pairs only
+    qp.update(inspect=label, **({"inspect_sort": "disagreement", "inspect_cmp": cmp_name}
+                                if cmp_name in compare.COMPARISONS else {}))
     if group_id != ctx.group.group:
         qp["group"] = group_id
     return qp

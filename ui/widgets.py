@@ -108,7 +108,7 @@ def pre(text: str, container: Any = None) -> None:
     has no syntax to highlight."""
     import html
 
-    (container or st).html(f'<pre class="crbc-pre" style="white-space: pre-wrap; margin: 0 0 0.5rem; '
+    (container or st).html(f'<pre class="crbc-pre" style="white-space: pre-wrap; overflow-wrap: anywhere; margin: 0 0 0.5rem; '
                            f'padding: 0.6rem 0.8rem; background: #f6f7f9; border-radius: 0.4rem; '
                            f'font-size: 0.85rem; line-height: 1.35">{html.escape(text)}</pre>')
 

@@ -72,8 +72,11 @@ def load(run: Run, progress=None, anchor: str | None = None):
     with, :func:`crbc.io.anchor_keys.effective_key`): the first audit file computed with that
     key and its name, else the minimal summary keyed so and where it came from (naming an audit
     computed with another key, which is not used)."""
-    from crbc.io.anchor_keys import describe_key, effective_key, key_to_apply, recorded_key
+    from crbc.io.anchor_keys import effective_key, key_to_apply, recorded_key
     from crbc.io.audit_reader import audit_key, find_audits, read_audit  # noqa: I001 (pandas, when a report is built)
+
+    def describe_key(key: str) -> str:  # plain text: the report escapes it, no Markdown
+        return f"the anchor key {key}" if key else "the exact text (no anchor key)"
 
     recorded = recorded_key(run.meta)
     want = effective_key(anchor, recorded)
