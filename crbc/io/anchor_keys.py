@@ -206,6 +206,6 @@ def no_match_hint(pattern: str, text: str) -> str:
     """A hint for a regex that does not match ``text``: when the text has line breaks and the
     pattern uses ``.`` without ``(?s)``, ``.`` stops at a newline; else ""."""
     if "\n" in text and "." in pattern and "(?s" not in pattern and not re.search(r"\(\?[a-z]*s", pattern):
-        return (" (the text spans several lines and `.` does not cross a line break: start the "
+        return (" (the text spans several lines and a dot (.) does not match a line break: start the "
                 "pattern with (?s) to let it)")
     return ""

@@ -48,6 +48,12 @@ def _text(page, where: str) -> str:
     return page.locator(f"[data-testid={where}]").inner_text()
 
 
+def _wait_main(page, text: str) -> None:
+    """Wait until the page's main part shows ``text`` (the audit's grid and caption draw late)."""
+    page.wait_for_function("t => document.querySelector('[data-testid=stMain]').innerText.includes(t)",
+                           arg=text, timeout=120_000)
+
+
 def _runs_url(app_url: str, run, **extra: str) -> str:
     q = {"source": "run", "run": str(run), "runs_kind": "any", **extra}
     return f"{app_url}/runs?{urllib.parse.urlencode(q)}"
@@ -59,6 +65,7 @@ def test_record_audit_studio_report_offline_same_share(app_url, page, runs_root,
     run = runs_root / "sokoban-exp" / "crbc-run"
     page.goto(_runs_url(app_url, run, anchor_key=BOARD, run_iter="1"))
     wait_ready(page, "Training runs", 120_000)
+    _wait_main(page, "The trainer's metrics")
     side, main = _text(page, "stSidebar"), _text(page, "stMain")
     assert "Loaded: run sokoban-exp/crbc-run · iteration 1" in side, side[-600:]  # a real name
     assert "computed with the anchor key (?s)(Current Board:" in main, main[:1500]
@@ -104,6 +111,7 @@ def test_a_run_recorded_with_the_key_is_described_with_it(app_url, page, runs_ro
     for extra in ({}, {"anchor_key": BOARD}):  # the field empty, then the same key typed in
         page.goto(_runs_url(app_url, run, **extra))
         wait_ready(page, "Training runs", 120_000)
+        _wait_main(page, "The trainer's metrics")
         main, side = _text(page, "stMain"), _text(page, "stSidebar")
         assert "computed with the anchor key (?s)(Current Board:" in main, main[:1200]
         assert "exact text" not in main and "Recompute" not in main
