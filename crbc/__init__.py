@@ -25,13 +25,13 @@ from crbc.estimators.bootstrap import CreditIntervals, credit_intervals
 from crbc.estimators.registry import Credits, compute, get, names, register
 from crbc.frame import step_frame
 from crbc.io.anchor_keys import anchor_key, rekey
+from crbc.io.rollout_files import read_rollouts
 from crbc.io.rollouts import (
     Rollout,
     RolloutFormatError,
     RolloutGroup,
     Step,
     parse_rollouts,
-    read_rollouts,
     write_rollouts,
 )
 from crbc.io.runs import read_run

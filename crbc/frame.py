@@ -26,7 +26,7 @@ estimator E:
                               (another source, a training iteration > 0, an unreadable model)
 
 Rows are estimator after estimator, each in the process's step order (group after group, rollout
-after rollout). pandas is imported only when called (``pip install crbc[studio]`` or pandas).
+after rollout). pandas is imported only when called (``pip install "crbc[report]"`` or pandas).
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def pandas():
         import pandas as pd
     except ImportError:
         raise ImportError("this needs pandas, which the core library does not install: "
-                          "pip install 'crbc[studio]' (or pip install pandas)") from None
+                          "pip install \"crbc[report]\" (or pip install pandas)") from None
     return pd
 
 
@@ -113,23 +113,9 @@ def read_groups(path: str | os.PathLike) -> list[RolloutGroup]:
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path} is a folder: for a run's iteration pass (run_dir, iteration)")
-    if path.name.endswith(".parquet"):
-        from crbc.io.parquet_rollouts import read_parquet_rollouts
+    from crbc.io.rollout_files import read_rollouts
 
-        return read_parquet_rollouts(path)
-    if path.name.endswith(".gz"):
-        from crbc.errors import RolloutFormatError
-        from crbc.io.rollouts import parse_rollouts
-        from crbc.io.runs import gunzip
-
-        try:
-            raw = path.read_bytes()
-        except OSError as e:
-            raise RolloutFormatError(f"cannot read file ({e.strerror})", str(path)) from None
-        return parse_rollouts(gunzip(raw, str(path)), str(path))
-    from crbc.io.rollouts import read_rollouts
-
-    return read_rollouts(path)
+    return read_rollouts(path)  # JSON Lines, gzip or Parquet, by the file's first bytes
 
 
 def source_groups(source: Any) -> list[RolloutGroup]:

@@ -90,15 +90,19 @@ def pack(episodes: list[dict], rng: np.random.Generator, anchor: str = "history"
 
 
 def record_run(out: str | Path, iterations: int = 4, groups: int = 8, rollouts: int = 8,
-               estimator: str = "gigpo", levels: tuple[int, ...] | None = None) -> Path:
-    """Record ``iterations`` batches of ``groups`` levels x ``rollouts`` episodes into ``out``."""
+               estimator: str = "gigpo", levels: tuple[int, ...] | None = None, anchor: str | None = None,
+               trainer_config: dict | None = None) -> Path:
+    """Record ``iterations`` batches of ``groups`` levels x ``rollouts`` episodes into ``out``;
+    ``anchor``: the recorder's anchor key (None: the transcripts as they are), ``trainer_config``:
+    a verl-like config for the recorder (its project, experiment and seed name the run)."""
     import torch
     from verl import DataProto
 
     from crbc.integrations import verl as V
 
     levels = levels or tuple(range(1, groups + 1))
-    rec = V.RunRecorder(out, {"env": "textarena/Sokoban-v0", "config": {"estimator": estimator}})
+    rec = V.RunRecorder(out, {"env": "textarena/Sokoban-v0", "config": {"estimator": estimator}}, anchor=anchor,
+                        trainer_config=trainer_config)
     rng = np.random.default_rng(0)
     for it in range(iterations):
         eps = [play(level, i, it) for level in levels[:groups] for i in range(rollouts)]
@@ -108,7 +112,9 @@ def record_run(out: str | Path, iterations: int = 4, groups: int = 8, rollouts: 
         data = DataProto.concat([data, data.select_idxs(dup)])  # adjust_batch(mode="copy")
         data.reorder(torch.as_tensor(rng.permutation(len(data))))  # _balance_batch
         V.compute_advantage(data, estimator)
-        rec.record(data, it, {"success_rate": float(np.mean([e["success"] for e in eps]))})
+        adv = data.batch["advantages"]
+        rec.record(data, it, {"episode/success_rate": float(np.mean([e["success"] for e in eps])),
+                              "critic/advantages/mean": float(adv.mean()), "critic/advantages/max": float(adv.max())})
     return Path(out)
 
 

@@ -31,7 +31,9 @@ def _inspect_link(group_id: str, label: str) -> dict[str, str]:
     # the shared view can be missing from st.query_params right after a page change: take the
     # values that decide the numbers from the session (defaults are dropped from the URL again)
     qp.update({k: str(ss[k]) for k in SHARED_URL_KEYS if ss.get(k) is not None})
-    qp.update(inspect=label, inspect_sort="disagreement", inspect_cmp=st.session_state["dis_cmp"])
+    cmp_name = st.session_state["dis_cmp"]  # the Inspector ranks by estimator pairs only
+    qp.update(inspect=label, **({"inspect_sort": "disagreement", "inspect_cmp": cmp_name}
+                                if cmp_name in compare.COMPARISONS else {}))
     if group_id != ctx.group.group:
         qp["group"] = group_id
     return qp
@@ -47,7 +49,7 @@ grp, groups, params = ctx.group, ctx.groups, ctx.params
 ss = st.session_state
 # the trainer's own advantage (a recorded or imported run) is a side against every estimator
 has_trainer = ctx.file_trainer_N() is not None
-comparisons = list(compare.COMPARISONS) + ([f"trainer vs {n}" for n in estimators.names()] if has_trainer else [])
+comparisons = compare.comparison_names(estimators.names(), has_trainer)  # "trainer vs crbc" first on a recorded run
 url.check_choice("dis_cmp", comparisons,
                  "no such comparison" + ("" if has_trainer else " (this source records no trainer advantage)"))
 url.check_choice("dis_scope", SCOPES, "the scope is this group or all groups of the file")

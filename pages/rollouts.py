@@ -103,7 +103,7 @@ def _step_view() -> None:
         else:  # a long anchor: its beginning, the rest behind "show all"
             widgets.long_text(step.anchor, "The whole anchor")
     with m:
-        st.metric("Action", short(step.action, 80))  # a metric's value is Markdown too
+        widgets.value("Action", step.action)  # wrapped: a long text action never runs past the column
         st.metric("Reward", "—" if step.reward is None else f"{step.reward:g}")
         st.metric(f"A_S ({name})", f"{c.step_advantage_N[i]:+.3f}",
                   help="Normalised step credit: positive = better than the anchor's average action.")

@@ -45,7 +45,8 @@ url.check_choice("runs_kind", list(KINDS), "runs are ours or any", KINDS.get)
 if st.segmented_control("Which runs", list(KINDS), format_func=KINDS.get, key="runs_kind",
                         default="any" if run_source.run_view() is not None else "ours", required=True,
                         bind="query-params") == "any":
-    run_review.render(OPEN_IN + [("pages/inspector.py", "Inspector", ":material/search:")])
+    run_review.render(OPEN_IN + [("pages/inspector.py", "Inspector", ":material/search:"),
+                                 ("pages/disagreements.py", "Disagreements", ":material/compare_arrows:")])
     widgets.fragment_done()  # the end-of-run marker app.py cannot write after st.stop()
     st.stop()
 

@@ -17,7 +17,8 @@ import hashlib
 import streamlit as st
 
 from crbc.explain.merge_profile import MergeProfile, merge_profile
-from crbc.io.anchor_keys import AnchorKeyError, anchor_key, rekey
+from crbc.io.anchor_keys import AnchorKeyError, anchor_key, effective_key, key_to_apply, rekey
+from ui import widgets
 from ui.session_memo import memo
 from ui.state import Source
 
@@ -42,7 +43,7 @@ def check(regex: str) -> str | None:
     try:
         anchor_key(regex)
     except Exception as e:  # re.error, or the regex engine's own error: never a traceback
-        return f"Anchor key {regex!r}: not a regular expression ({str(e).splitlines()[0]})"
+        return widgets.text(f"Anchor key {regex!r}: not a regular expression ({str(e).splitlines()[0]})")
     return None
 
 
@@ -62,9 +63,9 @@ def keyed(src: Source, regex: str) -> tuple[Source | None, str | None]:
     try:
         groups = _rekeyed(src.key, regex, src.groups)
     except AnchorKeyError as e:
-        return None, f"Anchor key: {e}"
+        return None, widgets.text(f"Anchor key: {e}")  # the regex and the text as typed: no Markdown
     tag = hashlib.sha1(regex.encode()).hexdigest()[:10]
-    return Source(f"{src.key}|key:{tag}", src.label, groups), None
+    return Source(f"{src.key}|key:{tag}", src.label, groups, src.recorded_key), None
 
 
 @memo(max_entries=64)
@@ -77,13 +78,29 @@ def profile(src: Source) -> MergeProfile:
     return _profile(src.key, src.groups)
 
 
+def used(src: Source | None, regex: str) -> str:
+    """The key the source's anchors are keyed with: the sidebar's ``regex``, or the key a run was
+    recorded with when the field is empty or holds that key (:func:`crbc.io.anchor_keys.effective_key`)."""
+    return effective_key(regex, src.recorded_key if src is not None else "")
+
+
+def to_apply(src: Source, regex: str) -> str:
+    """The regex still to apply to ``src``: "" when its anchors already carry it (a run recorded
+    with that key, :func:`crbc.io.anchor_keys.key_to_apply`)."""
+    return key_to_apply(regex, src.recorded_key)
+
+
 def merge_line(src: Source, regex: str) -> None:
-    """Under the data source: the merge line, and a warning when almost nothing beyond the first
-    step merges (every credit after step 0 would be 0)."""
+    """Under the data source: the merge line, which key made it when the run was recorded with
+    one, and a warning when almost nothing beyond the first step merges (every credit after step
+    0 would be 0)."""
     mp = profile(src)
-    st.sidebar.caption(mp.line())
+    key = used(src, regex)
+    recorded = src.recorded_key and key == src.recorded_key
+    st.sidebar.caption(mp.line() + (" · anchors keyed when the run was recorded, with "
+                                    f"{widgets.code(src.recorded_key)} (run.json)" if recorded else ""))
     if mp.merges_nothing:
-        what = f"The key `{regex}` merges" if regex else "Exact text merges"
+        what = f"The key {widgets.code(key)} merges" if key else "Exact text merges"
         st.sidebar.warning(f"{what} almost nothing beyond the first step ({mp.later_share:.0%} of "
                            "later steps at shared anchors), so every step credit after step 0 is "
                            "about 0. If the observations carry their history, set an anchor key "

@@ -40,11 +40,13 @@ __all__ = ["PageContext", "Source"]
 @dataclass(frozen=True, eq=False)
 class Source:
     """A loaded data source. key: content-hash cache key (``sample:...``, ``upload:<sha1>``,
-    ``gen:<sha1>``, ``run:<sha1>``). label: for people. groups: its groups."""
+    ``gen:<sha1>``, ``run:<sha1>``). label: for people. groups: its groups. recorded_key: the
+    anchor key its anchors already carry (a run's ``config.anchor_key``; "" for none)."""
 
     key: str
     label: str
     groups: tuple[RolloutGroup, ...]
+    recorded_key: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "groups", tuple(self.groups))

@@ -38,8 +38,11 @@ def group_file(ctx: PageContext) -> bytes:
             raise ValueError(why.removeprefix("No exact truth for this group:").strip())
         return got
 
+    from ui import anchor_key
+
+    key = anchor_key.used(ctx.source, st.session_state.get(anchor_key.KEY) or "")
     return group_report(ctx.group, params=dict(ctx.params), truth=truth, policy_root=str(ROOT),
-                        source=ctx.source.label.removeprefix("sample ")).encode("utf-8")
+                        source=ctx.source.label.removeprefix("sample "), key=key).encode("utf-8")
 
 
 def group_button(ctx: PageContext, key: str, container=None) -> None:
@@ -50,13 +53,16 @@ def group_button(ctx: PageContext, key: str, container=None) -> None:
         key=key, icon=":material/description:", help=HELP)
 
 
-def run_button(run_dir: str | Path, name: str, iteration: int | None, key: str, container=None) -> None:
+def run_button(run_dir: str | Path, name: str, iteration: int | None, key: str, container=None,
+               anchor: str = "") -> None:
     """The download button of a run folder's report (its audit curves and the groups worth a
-    look of ``iteration``)."""
+    look of ``iteration``), its anchors keyed by ``anchor`` (the sidebar's key; "": the run's
+    recorded key, else the exact text), as ``crbc report RUN --anchor`` keys them."""
     from crbc.report import run_report
 
     (container or st).download_button(
-        "Download this run as a report", lambda: run_report(run_dir, iteration=iteration).encode("utf-8"),
+        "Download this run as a report",
+        lambda: run_report(run_dir, iteration=iteration, anchor=anchor or None).encode("utf-8"),
         file_name=f"{_slug(name)}.report.html", mime="text/html", on_click="ignore", key=key,
         icon=":material/description:",
         help="One self-contained HTML file: the audit's curves over the iterations (the audit file "

@@ -30,9 +30,11 @@ import crbc.explain.run_review as RR
 from crbc.audit_job import AuditJob, start_audit
 from crbc.errors import FormatError
 from crbc.estimators.bootstrap import DEFAULT_B
+from crbc.io.anchor_keys import effective_key, key_to_apply
 from crbc.io.audit_reader import audit_key, find_audits, read_audit
 from crbc.viz.audit import audit_grid_svg
-from ui import anchor_key, figure_cache, report_download, run_source, state, url
+from crbc.viz.trainer_metrics import trainer_metrics_svg
+from ui import anchor_key, figure_cache, report_download, run_source, state, url, widgets
 from ui.run_source import RunView
 from ui.svg_view import svg_view
 
@@ -56,7 +58,8 @@ def _pct(x: float) -> str:
 
 
 def _key_text(regex: str) -> str:
-    return f"`{regex}`" if regex else "the exact text (no anchor key)"
+    """A key for a caption or a label: a code span (a regex's ``*`` never becomes italics)."""
+    return widgets.code(regex) if regex else "the exact text (no anchor key)"
 
 
 def _audits(view: RunView) -> list[tuple[Path, pd.DataFrame]]:
@@ -89,13 +92,13 @@ def _history(view: RunView, params: tuple, regex: str) -> tuple[pd.DataFrame | N
                     len(done) == len(view.iterations), None)
     audits = _audits(view)
     for path, frame in audits:
-        if audit_key(frame) == regex:
+        if effective_key(audit_key(frame), view.recorded_key) == regex:  # "" on a keyed run: its key
             return frame, _where(view, path), True, None
     if reviewed is not None and reviewed[2]:
         return reviewed
     if audits:
         path, frame = audits[0]
-        return frame, _where(view, path), False, audit_key(frame)
+        return frame, _where(view, path), False, effective_key(audit_key(frame), view.recorded_key)
     return reviewed or (None, "", False, None)
 
 
@@ -140,7 +143,7 @@ def _compute(view: RunView, params: tuple, regex: str, other_key: str | None) ->
     left = [i for i in view.iterations
             if i not in st.session_state.get("_review_done", {}).get((view.key, params, regex), {})]
     c1, c2 = st.columns([1, 2], vertical_alignment="center")
-    label = (f"Recompute the audit with the key {regex}" if other_key is not None and regex
+    label = (f"Recompute the audit with the key {_key_text(regex)}" if other_key is not None and regex
              else "Recompute the audit on the exact text" if other_key is not None
              else f"Compute the audit ({len(view.iterations)} iterations)")
     if view.folder is not None and c1.button(label, key="runs_audit_go", type="primary",
@@ -148,7 +151,8 @@ def _compute(view: RunView, params: tuple, regex: str, other_key: str | None) ->
         old = st.session_state.pop("_audit_job", None)
         if old is not None:  # one audit per session: one started for another run or key stops
             old[2].cancel()
-        st.session_state["_audit_job"] = (view.key, regex, start_audit(view.folder, bootstrap=B, anchor=regex))
+        st.session_state["_audit_job"] = (view.key, regex, start_audit(view.folder, bootstrap=B,
+                                                                          anchor=key_to_apply(regex, view.recorded_key)))
         st.rerun()
     c2.caption("The audit (`python -m crbc audit RUN_DIR --anchor REGEX`) computes every iteration once, "
                "in a worker process (this page and every other session stay free; Cancel stops it), "
@@ -180,7 +184,7 @@ def _iteration(view: RunView, iteration: int, params: tuple, open_in: list[tuple
     except ERRORS as e:
         st.error(f"Iteration {iteration} could not be read: {e}")
         return
-    regex = st.session_state.get(anchor_key.KEY, "").strip()
+    regex = effective_key(st.session_state.get(anchor_key.KEY, ""), view.recorded_key)
     st.session_state.setdefault("_review_done", {}).setdefault((view.key, params, regex), {})[iteration] = rv
     rec = view.metrics.get(iteration, {})
     cols = st.columns(5)
@@ -219,8 +223,33 @@ def _iteration(view: RunView, iteration: int, params: tuple, open_in: list[tuple
     for col, (path, title, icon) in zip(bcols, open_in, strict=True):
         if (Path(state.ROOT) / path).exists() and col.button(
                 f"Open in {title}", icon=icon, key=f"review_open_{Path(path).stem}"):
-            st.session_state["_crbc_open_request"] = {view.iter_key: iteration, "group": row.group, "rollout": 0}
+            st.session_state["_crbc_open_request"] = {view.iter_key: iteration, "group": row.group, "rollout": 0,
+                                                      **open_comparison(path, by, rv.trainer_steps)}
             url.switch_page(path)
+
+
+def _trainer_metrics(view: RunView, iteration: int) -> None:
+    """The trainer's own metrics (metrics.jsonl: verl's ``episode/...``, ``critic/...``, the
+    recorder's ``crbc/...``, the CPU trainer's names), the sidebar's iteration marked."""
+    lines = [view.metrics[i] for i in sorted(view.metrics)]
+    svg = figure_cache.figure("runs_trainer_metrics", (view.key, len(lines), iteration),
+                              lambda: trainer_metrics_svg(lines, iteration))
+    if svg is None:
+        return
+    st.markdown("**The trainer's metrics** (metrics.jsonl)")
+    svg_view(svg, key="runs_trainer_metrics", download="trainer-metrics")
+    st.caption("What the trainer logged each iteration (verl's episode/, critic/, actor/ names and the "
+               "recorder's crbc/ credit health; extremes and timings left out); the orange line is the "
+               "sidebar's iteration.")
+
+
+def open_comparison(path: str, sort: str | None, trainer_steps: int) -> dict[str, str]:
+    """What else a group opened from the list asks of its page: Disagreements opens on the
+    comparison the list was ranked by ("trainer vs crbc" when ranked by the trainer's
+    disagreement with crbc and the run records the trainer's advantage), else nothing."""
+    if Path(path).name == "disagreements.py" and (sort or "disagreement") == "disagreement" and trainer_steps:
+        return {"dis_cmp": RR.TRAINER_COMPARISON}
+    return {}
 
 
 def render(open_in: list[tuple[str, str, str]]) -> None:
@@ -238,8 +267,9 @@ def render(open_in: list[tuple[str, str, str]]) -> None:
     iteration = iteration if iteration in view.iterations else view.iterations[-1]
     st.subheader(f"{view.label}: every iteration")
     if view.folder is not None:  # a run folder (not an upload): its report, built on the click
-        report_download.run_button(view.folder, view.label.removeprefix("run "), iteration, "review_dl_report")
-    regex = (st.session_state.get(anchor_key.KEY) or "").strip()
+        report_download.run_button(view.folder, view.label.removeprefix("run "), iteration, "review_dl_report",
+                                   anchor=effective_key(st.session_state.get(anchor_key.KEY), view.recorded_key))
+    regex = effective_key(st.session_state.get(anchor_key.KEY), view.recorded_key)  # run.json's when empty
     frame, where, complete, other_key = _history(view, params, regex)
     if other_key is not None:
         st.warning(f"This overview was computed with the anchor key {_key_text(other_key)}, not the "
@@ -256,11 +286,13 @@ def render(open_in: list[tuple[str, str, str]]) -> None:
                 st.session_state["_review_shown"] = (view.key, int(value))
 
         svg_view(svg, key="runs_audit", on_pick=pick, download="audit")
-        key_note = "" if where.startswith("reviewed") else f", computed with the anchor key {_key_text(audit_key(frame))}"
+        key_note = ("" if where.startswith("reviewed") else ", computed with the anchor key "
+                    + _key_text(effective_key(audit_key(frame), view.recorded_key)))
         st.caption(f"From {where}{key_note}. Click a point to list that iteration's groups worth a "
                    "look; the dotted line is the sidebar's iteration.")
     if not complete:
         _compute(view, params, regex, other_key)
+    _trainer_metrics(view, iteration)
     shown = st.session_state.get("_review_shown") == (view.key, iteration)
     if not shown and st.button(f"Groups worth a look in iteration {iteration}", key="review_open_iter",
                                icon=":material/manage_search:"):

@@ -26,6 +26,7 @@ import streamlit as st
 
 import crbc.io.runs as R
 from crbc.errors import FormatError
+from crbc.io.anchor_keys import effective_key, recorded_key
 from ui import anchor_key, state, url
 from ui.context import Source
 
@@ -115,7 +116,8 @@ class RunView:
     """A run the Training runs page reviews. key: cache key; label: for people; iterations: those
     with rollouts; iter_key: the sidebar widget that chooses the iteration; folder: the run folder
     (None for an upload); metrics: the trainer's metrics by iteration; groups(i): iteration i's
-    groups under the sidebar's anchor key (may raise FormatError, OSError, KeyError, ValueError)."""
+    groups under the sidebar's anchor key (may raise FormatError, OSError, KeyError, ValueError);
+    recorded_key: the key the run's anchors were recorded with (run.json ``config.anchor_key``)."""
 
     key: str
     label: str
@@ -124,6 +126,7 @@ class RunView:
     folder: Path | None
     metrics: dict
     groups: Callable[[int], tuple]
+    recorded_key: str = ""
 
 
 def run_view() -> RunView | None:
@@ -196,22 +199,23 @@ def run_source(regex: str) -> tuple[Source | None, str | None]:
     it = sb.selectbox(f"Iteration ({len(its)} in the run)", its, key="run_iter",
                       bind="query-params", help="Every iteration at once: the Training runs page.")
     base = f"run:{hashlib.sha1(str(path).encode()).hexdigest()[:16]}:{when}"
+    recorded = recorded_key(run.meta)
 
     def groups(i: int) -> tuple:
-        src = Source(f"{base}#{i}", "", _iteration(str(path), when, i, run))
-        out, err = anchor_key.keyed(src, regex)
+        src = Source(f"{base}#{i}", "", _iteration(str(path), when, i, run), recorded)
+        out, err = anchor_key.keyed(src, anchor_key.to_apply(src, regex))
         if err:
             raise ValueError(err)
         return out.groups
 
     st.session_state["_crbc_run_view"] = RunView(
-        base + f"|{regex}", f"run {run.name}", tuple(its), "run_iter", path,
-        {m["iteration"]: m for m in run.metrics}, groups)
+        base + f"|{effective_key(regex, recorded)}", f"run {run.name}", tuple(its), "run_iter", path,
+        {m["iteration"]: m for m in run.metrics}, groups, recorded)
     try:
         raw = _iteration(str(path), when, it, run)
     except (FormatError, OSError, KeyError) as e:
         return None, f"Iteration {it} could not be read: {e}"
-    return Source(f"{base}#{it}", f"run {run.name} · iteration {it}", raw), None
+    return Source(f"{base}#{it}", f"run {run.name} · iteration {it}", raw, recorded), None
 
 
 def open_run(folder: Path, iteration: int, group: str) -> None:

@@ -104,7 +104,7 @@ def _run_source(regex: str) -> None:
     elif src is None:
         _clear_source()
     else:
-        _set_source(src, regex)
+        _set_source(src, anchor_key.to_apply(src, regex))  # a run recorded with the key: not twice
 
 
 @st.cache_resource(show_spinner=False)
@@ -239,6 +239,7 @@ def sidebar(page: str | None = None) -> None:
 
     ``page`` is the current page's url path; on ``credits`` the parameters start expanded."""
     sb = st.sidebar
+    widgets.layout_css()  # every page: nothing of Streamlit's own pushes a page sideways
     sb.header("Data")
     url.check_choice("source", list(SOURCES), "not a data source (sample, upload, generate, run)")
     url.check_choice("estimator", estimators.names(), "no estimator has that name")

@@ -77,6 +77,30 @@ def table(rows: Any, container: Any = None, hide_index: bool = True, max_height_
     (container or st).html(html_table(rows, index=not hide_index, max_height_px=max_height_px))
 
 
+def value(label: str, text: str, container: Any = None, limit: int = 400) -> None:
+    """A labelled value like ``st.metric``'s, for user text (an action): escaped, at most
+    ``limit`` characters, large when short and wrapped anywhere when long, so a WebShop-like
+    ``search[...]`` action never runs past its column (a metric's value never wraps)."""
+    import html
+
+    t = str(text) if len(str(text)) <= limit else str(text)[:limit] + f"… ({len(str(text)):,} characters)"
+    size = "2.25rem" if len(t) <= 14 else "1.25rem" if len(t) <= 40 else "1rem"
+    (container or st).html(f'<div style="font-size:0.875rem;color:#31333f">{html.escape(label)}</div>'
+                           f'<div class="crbc-value" style="font-size:{size};line-height:1.3;overflow-wrap:anywhere;'
+                           f'margin-bottom:0.75rem">{html.escape(t)}</div>')
+
+
+#: the studio's page-wide layout rules: Streamlit's slider keeps a visually hidden range input
+#: (about 130 px wide) at its thumb, which at the right end pushed the Inspector's page 120 px wide
+LAYOUT_CSS = ("<style>[data-testid=stSlider] input[type=range]{width:1px!important;max-width:1px}"
+              "[data-testid=stMetricValue] div{overflow-wrap:anywhere;white-space:normal}</style>")
+
+
+def layout_css() -> None:
+    """Add :data:`LAYOUT_CSS` to the page (a style-only ``st.html`` takes no room)."""
+    st.html(LAYOUT_CSS)
+
+
 def pre(text: str, container: Any = None) -> None:
     """Monospace text that keeps its line breaks and wraps long lines: a board, a response, the
     arithmetic of a backup. Plain HTML, where ``st.code`` would make a fresh browser session load
@@ -84,7 +108,7 @@ def pre(text: str, container: Any = None) -> None:
     has no syntax to highlight."""
     import html
 
-    (container or st).html(f'<pre class="crbc-pre" style="white-space: pre-wrap; margin: 0 0 0.5rem; '
+    (container or st).html(f'<pre class="crbc-pre" style="white-space: pre-wrap; overflow-wrap: anywhere; margin: 0 0 0.5rem; '
                            f'padding: 0.6rem 0.8rem; background: #f6f7f9; border-radius: 0.4rem; '
                            f'font-size: 0.85rem; line-height: 1.35">{html.escape(text)}</pre>')
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from crbc.estimators import registry as estimators
 from crbc.estimators.params import Param, parse_text
-from crbc.io.columns import read_columns
 from crbc.io.creditfile import write_credits
+from crbc.io.rollout_files import read_columns
 from crbc.process import from_columns
 
 

@@ -1,9 +1,10 @@
 """``python -m crbc report SRC -o REPORT.html``: a self-contained HTML report (docs/FORMATS.md).
 
-SRC is a ``crbc.rollout/1`` file (a report of one group: ``--group`` by id or 0-based index,
-default the first group that mixes successes and failures) or a ``crbc.run/1`` folder (the
-audit's curves and the groups worth a look of ``--iteration``, default the last with saved
-rollouts). The file is written atomically: on bad input nothing is left behind.
+SRC is a rollout file (JSON Lines, gzip or the recorder's Parquet: a report of one group,
+``--group`` by id or 0-based index, default the first group that mixes successes and failures)
+or a ``crbc.run/1`` folder (the audit's curves, the trainer's metrics and the groups worth a look
+of ``--iteration``, default the last with saved rollouts; with ``--group``, that group's report).
+The anchor key: ``--anchor``, else the run's ``config.anchor_key``, else the exact text. The file is written atomically: on bad input nothing is left behind.
 """
 
 from __future__ import annotations
@@ -24,8 +25,12 @@ def _depth(text: str):
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("src", metavar="SRC", help="a crbc.rollout/1 file or a crbc.run/1 folder")
     p.add_argument("-o", "--output", metavar="REPORT.html", required=True, help="the HTML file to write")
-    p.add_argument("--group", default=None, help="group id or 0-based index (rollout files)")
+    p.add_argument("--group", default=None,
+                   help="group id or 0-based index: that group's report (of --iteration on a run folder)")
     p.add_argument("--iteration", type=int, default=None, help="iteration whose groups are shown (runs)")
+    p.add_argument("--anchor", default=None, metavar="REGEX",
+                   help="anchor key: the last match of REGEX (its first group if it has one); default the "
+                        "run's config.anchor_key, else the exact text")
     p.add_argument("--estimators", default=None,
                    help="comma-separated registered names (default: all for a group, crbc,gigpo for a run)")
     p.add_argument("--beta", type=float, default=0.98, help="discount beta (0.98)")
@@ -42,7 +47,13 @@ def run(args: argparse.Namespace) -> int:
     from crbc.errors import UsageError
     from crbc.estimators import registry
     from crbc.io.rollouts import atomic_write_chunks
-    from crbc.report import report, run_report
+
+    try:  # the report's tables and curves; a trainer's environment may have pyarrow only
+        import pandas  # noqa: F401
+    except ImportError:
+        raise UsageError('a report needs pandas, which the library alone does not install: '
+                         'pip install "crbc[report]" (or pip install pandas)') from None
+    from crbc.report import report
 
     names = None
     if args.estimators:
@@ -56,16 +67,22 @@ def run(args: argparse.Namespace) -> int:
     src = Path(args.src)
     if not src.exists():
         raise UsageError(f"{args.src}: no such file or folder")
+    anchor = args.anchor.strip() if args.anchor and args.anchor.strip() else None
+    if anchor:
+        from crbc.io.anchor_keys import compile_regex
+
+        compile_regex(anchor)  # RegexError (a ValueError) naming the pattern, before any work
     params = {"beta": args.beta, "sigma_min": args.sigma_min, "depth": args.depth}
-    if src.is_dir():
+    if src.is_dir() and args.group is None:
         if not (src / "run.json").is_file():
             raise UsageError(f"{args.src}: a folder must be a crbc.run/1 run (no run.json in it)")
+        from crbc.report import run_report
+
         text = run_report(src, estimators=tuple(names or ("crbc", "gigpo")), iteration=args.iteration,
-                          params=params, top=args.top)
+                          params=params, top=args.top, anchor=anchor)
     else:
-        if args.iteration is not None:
-            raise UsageError("--iteration is for run folders")
-        text = report(src, group=args.group, estimators=names, params=params, truth=not args.no_truth)
+        text = report(src, group=args.group, iteration=args.iteration, estimators=names, params=params,
+                      truth=not args.no_truth, anchor=anchor)
     data = text.encode("utf-8")
     atomic_write_chunks(args.output, [data])
     if not args.quiet:

@@ -70,6 +70,17 @@ COMPARISONS: dict[str, Comparison] = {c.name: c for c in (
     Comparison("K = 0 vs closure", "visit_local", "crbc"),
 )}
 
+def comparison_names(estimators: Sequence[str], has_trainer: bool) -> list[str]:
+    """The comparisons a source offers, the default first: with a recorded trainer advantage
+    "trainer vs crbc" (then the trainer against every other estimator, then the fixed ones), so a
+    recorded run opens on how the trainer's advantage differs from crbc's; else the fixed ones."""
+    fixed = list(COMPARISONS)
+    if not has_trainer:
+        return fixed
+    ordered = sorted(estimators, key=lambda n: n != "crbc")
+    return [f"trainer vs {n}" for n in ordered] + fixed
+
+
 def _params_for(name: str, shared: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
     out = get(name).shared(shared)  # the shared parameters the registry says it takes
     out.update(fixed)

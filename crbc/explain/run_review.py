@@ -36,6 +36,7 @@ from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process, merge, merge_stats
 
 SIGN_EPS = 1e-6
+TRAINER_COMPARISON = "trainer vs crbc"  #: the Disagreements comparison of the "disagreement" sort
 SORTS = {"disagreement": "most disagreement between the trainer and crbc",
          "sharing": "most steps at shared anchors",
          "mixed": "mixed outcomes first (success rate nearest 50%)"}

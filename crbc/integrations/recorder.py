@@ -31,6 +31,7 @@ import numpy as np
 
 from crbc.actions import INVALID_ACTION
 from crbc.health import unknown_params
+from crbc.integrations.run_meta import run_name, trainer_facts
 from crbc.integrations.step_rows import batch_field, column, key_anchors, stable_key
 from crbc.integrations.trainer_metrics import describe_key, trainer_metrics
 from crbc.io.anchor_keys import AnchorKeySpec, anchor_key
@@ -278,6 +279,9 @@ class RunRecorder:
     ``estimators``, ``bootstrap``, ``seed``, ``params``: what :func:`crbc.health.iteration_health`
     compares with the trainer's advantage (``bootstrap`` > 0 adds ``crbc/sure_share``).
     ``format="parquet"`` needs pyarrow (``pip install "crbc[parquet]"``); ``"jsonl"`` does not.
+    ``trainer_config``: the trainer's config (verl's ``self.config``, an OmegaConf or a dict):
+    its ``trainer.project_name``, ``trainer.experiment_name`` and seed name the run
+    (:func:`trainer_facts`); without it the run is named after its folder (:func:`run_name`).
     An existing run is continued; recording a step at or before the last one recorded (a resumed
     trainer) first forgets the iterations from that step on.
     """
@@ -285,7 +289,7 @@ class RunRecorder:
     def __init__(self, run_dir: str | Path, meta: dict[str, Any] | None = None, format: str = "parquet",
                  success_threshold: float | None = None, anchor: AnchorKeySpec = None,
                  estimators: tuple[str, ...] = ("crbc", "gigpo"), bootstrap: int = 0, seed: int = 0,
-                 params: dict[str, Any] | None = None):
+                 params: dict[str, Any] | None = None, trainer_config: Any = None):
         self.path = Path(run_dir)
         self.format, self.success_threshold = format, success_threshold
         rollouts_name(0, format)  # refuses an unknown format now, not at the first step
@@ -310,12 +314,13 @@ class RunRecorder:
             self._last = max([run.last_iteration, *run.iterations_with_rollouts], default=-1)
         else:
             meta = dict(meta or {})
-            config = {"estimator": "trainer", "source": "verl recorder", **meta.pop("config", {})}
+            config = {"estimator": "trainer", "source": "verl recorder", **trainer_facts(trainer_config),
+                      **meta.pop("config", {})}
             if anchor is not None:
                 config.setdefault("anchor_key", getattr(anchor, "pattern", None) or
                                   (anchor if isinstance(anchor, str) else getattr(anchor, "__name__", "callable")))
             self.writer = RunWriter.create(self.path, {
-                "name": meta.pop("name", self.path.name), "config": config,
+                "name": meta.pop("name", None) or run_name(self.path, config), "config": config,
                 "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **meta})
             self._last = -1
         self._warned = False

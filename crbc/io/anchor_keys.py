@@ -116,7 +116,8 @@ def regex_key(pattern: str | re.Pattern[str], budget_s: float = TIME_BUDGET_S) -
                              f"{budget_s:g} s matching")
         if last is None:
             shown = text if len(text) <= 60 else text[:28] + " ... " + text[-27:]
-            raise AnchorKeyError(f"the anchor regex {rx.pattern!r} does not match {shown!r}")
+            raise AnchorKeyError(f"the anchor regex {rx.pattern!r} does not match {shown!r}"
+                                 + no_match_hint(rx.pattern, text))
         return last.group(1) if rx.groups else last.group(0)
 
     key.__name__ = f"regex({rx.pattern!r})"
@@ -166,3 +167,45 @@ def rekey(groups: Sequence[RolloutGroup], spec: AnchorKeySpec) -> list[RolloutGr
             rollouts.append(dataclasses.replace(r, steps=tuple(steps)))
         out.append(RolloutGroup(g.group, tuple(rollouts)))
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# the key a run was recorded with (run.json's config.anchor_key)
+
+
+def recorded_key(meta: dict[str, Any] | None) -> str:
+    """The anchor key a run's anchors already carry: ``config.anchor_key`` of its ``run.json``
+    (``meta``: the parsed file; the recorder writes it when given ``anchor=``), "" for none."""
+    cfg = (meta or {}).get("config") or {}
+    key = cfg.get("anchor_key") if isinstance(cfg, dict) else None
+    return key.strip() if isinstance(key, str) else ""
+
+
+def effective_key(requested: str | None, recorded: str = "") -> str:
+    """The key the anchors end up keyed with when ``requested`` (a regex; "" or None: none) is
+    asked for on a run whose anchors were recorded with ``recorded``: the recorded key when
+    nothing else is asked for (or the same key), else the requested one ("" = the exact text)."""
+    requested = (requested or "").strip()
+    return recorded if requested in ("", recorded) else requested
+
+
+def key_to_apply(requested: str | None, recorded: str = "") -> str:
+    """The regex still to apply to a run's recorded anchors for ``requested``: "" when nothing is
+    asked for or the anchors already carry that key (a key applied twice need not give the same
+    text: ``Board:(.*)`` keeps no ``Board:`` to match again), else ``requested``."""
+    requested = (requested or "").strip()
+    return "" if requested in ("", recorded) else requested
+
+
+def describe_key(key: str) -> str:
+    """How a report or a page names a key: ``the anchor key `KEY` `` or ``the exact text``."""
+    return f"the anchor key `{key}`" if key else "the exact text (no anchor key)"
+
+
+def no_match_hint(pattern: str, text: str) -> str:
+    """A hint for a regex that does not match ``text``: when the text has line breaks and the
+    pattern uses ``.`` without ``(?s)``, ``.`` stops at a newline; else ""."""
+    if "\n" in text and "." in pattern and "(?s" not in pattern and not re.search(r"\(\?[a-z]*s", pattern):
+        return (" (the text spans several lines and a dot (.) does not match a line break: start the "
+                "pattern with (?s) to let it)")
+    return ""

@@ -53,7 +53,9 @@ def showcase_group(groups: Sequence[RolloutGroup]) -> int:
 
 
 def read_rollouts(path: str | os.PathLike) -> list[RolloutGroup]:
-    """Read and validate a ``crbc.rollout/1`` file (JSON Lines; ``.gz`` too) into groups.
+    """Read and validate a ``crbc.rollout/1`` JSON Lines file into groups (any kind of rollout
+    file, the recorder's Parquet and gzip too: :func:`crbc.io.rollout_files.read_rollouts`,
+    which is ``crbc.read_rollouts``).
 
     Args:
         path: the file.

@@ -53,6 +53,7 @@ MAX_ZIP_BYTES = 200 * 10**6  #: refuse uploaded run archives that expand beyond 
 MAX_GZ_BYTES = 1 << 30  #: refuse a compressed rollout file that expands beyond this
 
 
+GENERIC_NAMES = frozenset({"crbc-run", "crbc", "run", "runs"})  #: folder names that name no run
 ROLLOUT_FORMATS = ("jsonl", "parquet")  #: the formats a writer may choose (readers take all, and .jsonl.gz)
 
 
@@ -86,7 +87,12 @@ class Run:
 
     @property
     def name(self) -> str:
-        return str(self.meta.get("name") or Path(self.source).name)
+        """run.json's name, else the folder's; a generic one (the documented recipe's folder
+        ``crbc-run``, :data:`GENERIC_NAMES`) becomes ``<parent folder>/<name>``: verl's
+        ``default_local_dir`` is ``checkpoints/<project>/<experiment>``, so the experiment."""
+        name = str(self.meta.get("name") or Path(self.source).name)
+        parent = Path(self.source).resolve().parent.name if not self.source.endswith(".zip") else ""
+        return f"{parent}/{name}" if name in GENERIC_NAMES and parent else name
 
     @property
     def config(self) -> dict[str, Any]:
@@ -124,6 +130,10 @@ class Run:
                     names[k] = None
         return list(names)
 
+    def trainer_metric_names(self, limit: int | None = None) -> list[str]:
+        """The trainer's own metrics worth a curve (:func:`trainer_metric_names`)."""
+        return trainer_metric_names(self.metric_names(), limit or TRAINER_METRICS_MAX)
+
     def rollouts(self, iteration: int) -> list[RolloutGroup]:
         """The validated groups of one iteration (all or nothing, like every rollout reader)."""
         if iteration not in self._files:
@@ -133,23 +143,15 @@ class Run:
             from crbc.io.parquet_rollouts import read_parquet_rollouts
 
             return read_parquet_rollouts(f"{self.source}/{ref}", self._parquet[iteration])
+        if self._zip is None:  # a folder: the one rollout reader (JSONL, gzip, Parquet by magic bytes)
+            from crbc.io.rollout_files import read_rollouts
+
+            return read_rollouts(ref)
         if str(ref).endswith(".parquet"):
             from crbc.io.parquet_rollouts import read_parquet_rollouts
 
-            if self._zip is None:
-                return read_parquet_rollouts(ref)
             with zipfile.ZipFile(io.BytesIO(self._zip)) as z:
                 return read_parquet_rollouts(f"{self.source}/{ref}", z.read(ref))
-        if self._zip is None:
-            from crbc.io.rollouts import parse_rollouts, read_rollouts
-
-            if not str(ref).endswith(".gz"):
-                return read_rollouts(ref)
-            try:
-                raw = Path(ref).read_bytes()
-            except OSError as e:
-                raise RolloutFormatError(f"cannot read file ({e.strerror})", str(ref)) from None
-            return parse_rollouts(gunzip(raw, str(ref)), str(ref))
         with zipfile.ZipFile(io.BytesIO(self._zip)) as z:
             data = z.read(ref)
         if ref.endswith(".gz"):
@@ -158,6 +160,26 @@ class Run:
         if not groups:
             raise RolloutFormatError("no rollouts found (the file is empty)", f"{self.source}/{ref}")
         return groups
+
+
+#: the CPU trainer's metric names (crbc train), drawn first when a run has them
+TRAINER_METRICS = ("eval_success_rate", "success_rate", "mean_return", "mean_length", "loss", "kl")
+#: verl's and the recorder's metric families (verl's ``compute_data_metrics``, verl-agent's
+#: ``episode/...``, RunRecorder's ``crbc/...``), drawn in this order after the CPU trainer's
+VERL_PREFIXES = ("episode/", "crbc/", "critic/", "actor/", "response_length/", "env/", "val/")
+TRAINER_METRICS_MAX = 24  #: curves drawn at most
+_SKIP = ("/max", "/min", "/clip_ratio", "record_seconds", "timing", "perf/")
+
+
+def trainer_metric_names(names: list[str], limit: int = TRAINER_METRICS_MAX) -> list[str]:
+    """Of a run's numeric metric ``names``, those worth a curve, in order: :data:`TRAINER_METRICS`,
+    then verl's names by family (:data:`VERL_PREFIXES`, each in the run's order; extremes
+    ``.../max``, ``.../min``, timings and the recorder's own seconds left out); at most ``limit``."""
+    have = set(names)
+    out = [m for m in TRAINER_METRICS if m in have]
+    for prefix in VERL_PREFIXES:
+        out += [m for m in names if m.startswith(prefix) and not any(k in m for k in _SKIP)]
+    return out[:limit]
 
 
 def iteration_files(folder: Path) -> dict[int, Path]:

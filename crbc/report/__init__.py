@@ -9,6 +9,6 @@ The same file is what the studio's "Download this view as a report" gives.
 
 from __future__ import annotations
 
-from crbc.report.build import group_report, report, run_report
+from crbc.report.build import group_report, report, run_group_report, run_report
 
-__all__ = ["group_report", "report", "run_report"]
+__all__ = ["group_report", "report", "run_group_report", "run_report"]

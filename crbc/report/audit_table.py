@@ -29,12 +29,14 @@ LABELS = {"success_rate": "success rate", "shared_step_share": "steps at shared 
 PERCENT = {"success_rate", "shared_step_share", "none_share", "sure_share", "trainer_sign_agreement"}
 
 
-def minimal_summary(run: Run, progress=None):
-    """The minimal per-iteration summary (module docstring) of ``run``; ``progress(i, n)`` is
-    called after each iteration file. An iteration file that cannot be read leaves its row
-    with the trainer's numbers only."""
+def minimal_summary(run: Run, progress=None, apply: str = ""):
+    """The minimal per-iteration summary (module docstring) of ``run``, its anchors keyed by the
+    regex ``apply`` ("" as recorded); ``progress(i, n)`` is called after each iteration file. An
+    iteration file that cannot be read leaves its row with the trainer's numbers only (a key
+    that does not match raises :class:`crbc.io.anchor_keys.AnchorKeyError`)."""
     import pandas as pd
 
+    from crbc.io.anchor_keys import rekey
     from crbc.process import merge, merge_stats
 
     by_it = {int(m["iteration"]): m for m in run.metrics}
@@ -50,6 +52,8 @@ def minimal_summary(run: Run, progress=None):
                 groups = run.rollouts(it)
             except (FormatError, OSError, KeyError):
                 groups = None
+            if groups and apply:
+                groups = rekey(groups, apply)
             if groups:
                 st = merge_stats(merge(groups))
                 n_roll = sum(len(g) for g in groups)
@@ -63,12 +67,25 @@ def minimal_summary(run: Run, progress=None):
     return pd.DataFrame(rows)
 
 
-def load(run: Run, progress=None):
-    """``(frame, origin)``: the audit file's table and its name, or the minimal summary and
-    ``"computed from metrics.jsonl and the iteration files"``."""
-    from crbc.io.audit_reader import find_audit, read_audit  # pandas: imported when a report is built
+def load(run: Run, progress=None, anchor: str | None = None):
+    """``(frame, origin)`` under the anchor key ``anchor`` (None: the one the run was recorded
+    with, :func:`crbc.io.anchor_keys.effective_key`): the first audit file computed with that
+    key and its name, else the minimal summary keyed so and where it came from (naming an audit
+    computed with another key, which is not used)."""
+    from crbc.io.anchor_keys import effective_key, key_to_apply, recorded_key
+    from crbc.io.audit_reader import audit_key, find_audits, read_audit  # noqa: I001 (pandas, when a report is built)
 
-    path = find_audit(run.source)
-    if path is not None:
-        return read_audit(path), path.name
-    return minimal_summary(run, progress), "computed from metrics.jsonl and the iteration files"
+    def describe_key(key: str) -> str:  # plain text: the report escapes it, no Markdown
+        return f"the anchor key {key}" if key else "the exact text (no anchor key)"
+
+    recorded = recorded_key(run.meta)
+    want = effective_key(anchor, recorded)
+    others = []
+    for path in find_audits(run.source):
+        frame = read_audit(path)
+        got = effective_key(audit_key(frame), recorded)
+        if got == want:
+            return frame, f"{path.name}, computed with {describe_key(got)}"
+        others.append(f"{path.name} was computed with {describe_key(got)}, so it is not used")
+    origin = f"computed from metrics.jsonl and the iteration files with {describe_key(want)}"
+    return minimal_summary(run, progress, key_to_apply(anchor, recorded)), "; ".join([origin, *others])

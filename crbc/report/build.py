@@ -63,45 +63,85 @@ def default_truth(policy_root: str | None = None):
 
 def group_report(group: RolloutGroup, *, estimators: Sequence[str] | None = None,
                  params: Mapping[str, Any] | None = None, truth: bool | Any = True,
-                 policy_root: str | None = None, source: str = "") -> str:
+                 policy_root: str | None = None, source: str = "", key: str = "") -> str:
     """The HTML file of one group (see :mod:`crbc.report.group`). ``truth``: True computes the
     exact truth where the group's meta allows it, False never, or a function
-    ``truth(group, anchors, beta) -> GroupTruth``. ``source``: where the group came from (shown)."""
+    ``truth(group, anchors, beta) -> GroupTruth``. ``source``: where the group came from (shown);
+    ``key``: the anchor key its anchors carry (named; "" the exact text). A group whose steps
+    record the trainer's advantage gets the trainer row."""
+    from crbc.explain.run_review import trainer_advantage
+
     fn = default_truth(policy_root) if truth is True else (truth or None)
-    view = G.group_view(group, estimators, {**default_params(), **dict(params or {})}, fn)
+    view = G.group_view(group, estimators, {**default_params(), **dict(params or {})}, fn,
+                        trainer_advantage([group]), key)
     sub = (f"A report of group <b>{esc(group.group[:200])}</b>"
-           + (f" from {esc(source[:300])}" if source else "") + ": its anchor graph, every estimator's step "
+           + (f" from {esc(source[:300])}" if source else "") + ", anchors keyed by "
+           + (f"the anchor key <code>{esc(key[:200])}</code>" if key else "the exact text")
+           + ": its anchor graph, every estimator's step "
            "credits, the Bellman backups from K = 0 to the closure and where the estimators disagree.")
     return page(f"crbc report: {group.group[:120]}", G.sections(view), subtitle=sub)
 
 
 def run_report(run_dir: str | os.PathLike, *, estimators: Sequence[str] = ("crbc", "gigpo"),
                iteration: int | None = None, params: Mapping[str, Any] | None = None,
-               top: int = 5, progress=None) -> str:
-    """The HTML file of a ``crbc.run/1`` folder (see :mod:`crbc.report.run`)."""
+               top: int = 5, progress=None, anchor: str | None = None) -> str:
+    """The HTML file of a ``crbc.run/1`` folder (see :mod:`crbc.report.run`). ``anchor``: the
+    anchor key (a regex; None: the run's ``config.anchor_key``, else the exact text)."""
     from crbc.report import run as RUN
 
     return RUN.run_report(run_dir, estimators=estimators, iteration=iteration,
-                          params={**default_params(), **dict(params or {})}, top=top, progress=progress)
+                          params={**default_params(), **dict(params or {})}, top=top, progress=progress,
+                          anchor=anchor)
+
+
+def run_group_report(run_dir: str | os.PathLike, group: str | int, *, iteration: int | None = None,
+                     estimators: Sequence[str] | None = None, params: Mapping[str, Any] | None = None,
+                     anchor: str | None = None) -> str:
+    """The report of one group of a run's ``iteration`` (default the last with saved rollouts),
+    under the anchor key ``anchor`` (as :func:`run_report`); an unknown group or iteration
+    raises UsageError naming what exists."""
+    from crbc.io.anchor_keys import effective_key, key_to_apply, recorded_key
+    from crbc.io.runs import read_run
+    from crbc.report.run import run_groups
+
+    run = read_run(run_dir)
+    recorded = recorded_key(run.meta)
+    it, groups = run_groups(run, iteration, key_to_apply(anchor, recorded))
+    if it is None:
+        raise UsageError(f"{run_dir}: the run saved no rollouts, so it has no group to report")
+    k = pick_group(groups, group)
+    return group_report(groups[k], estimators=estimators, params=params, truth=False,
+                        source=f"run {run.name}, iteration {it}", key=effective_key(anchor, recorded))
 
 
 def report(src: str | os.PathLike, *, group: str | int | None = None, iteration: int | None = None,
            estimators: Sequence[str] | None = None, params: Mapping[str, Any] | None = None,
-           truth: bool = True) -> str:
-    """The report of ``src``: a run folder (``run.json`` inside) or a rollout file."""
+           truth: bool = True, anchor: str | None = None) -> str:
+    """The report of ``src``: a run folder (``run.json`` inside; with ``group``, that group's
+    report of ``iteration``) or a rollout file (JSON Lines, gzip or the recorder's Parquet),
+    its anchors keyed by ``anchor`` when given."""
     path = Path(src)
     if path.is_dir():
         if not (path / "run.json").is_file():
             raise UsageError(f"{src}: a folder must be a crbc.run/1 run (no run.json in it)")
+        if group is not None:
+            return run_group_report(path, group, iteration=iteration, estimators=estimators, params=params,
+                                    anchor=anchor)
         return run_report(path, estimators=tuple(estimators or ("crbc", "gigpo")), iteration=iteration,
-                          params=params)
-    from crbc.io.rollouts import read_rollouts
+                          params=params, anchor=anchor)
+    if iteration is not None:
+        raise UsageError("--iteration is for run folders")
+    from crbc.io.anchor_keys import rekey
+    from crbc.io.rollout_files import read_rollouts
 
     groups = read_rollouts(path)
+    anchor = (anchor or "").strip()
+    if anchor:
+        groups = rekey(groups, anchor)
     k = pick_group(groups, group)
     root = str(path.resolve().parent.parent)
     return group_report(groups[k], estimators=estimators, params=params, truth=truth, policy_root=root,
-                        source=path.name)
+                        source=path.name, key=anchor)
 
 
-__all__ = ["Section", "group_report", "pick_group", "report", "run_report"]
+__all__ = ["Section", "group_report", "pick_group", "report", "run_group_report", "run_report"]

@@ -42,13 +42,17 @@ TruthFn = Callable[[RolloutGroup, Sequence[str], float], Any]
 class GroupView:
     """What the sections of one group read: the group, its process, the credits per estimator
     (``credits``: name -> :class:`~crbc.estimators.credits.Credits`), the shared ``params``
-    (beta, sigma_min, depth, ...), the truth (a ``GroupTruth`` or None) and why there is none."""
+    (beta, sigma_min, depth, ...), the truth (a ``GroupTruth`` or None) and why there is none,
+    ``trainer``: (N,) the advantage the user's trainer gave each step in merge order (NaN where
+    none; None when the group records none), ``key``: the anchor key its anchors carry ("" exact)."""
 
     group: RolloutGroup
     credits: Mapping[str, Any]
     params: Mapping[str, Any]
     truth: Any = None
     no_truth: str = ""
+    trainer: np.ndarray | None = None
+    key: str = ""
 
     @property
     def process(self):
@@ -56,9 +60,11 @@ class GroupView:
 
 
 def group_view(group: RolloutGroup, estimators: Sequence[str] | None = None,
-               params: Mapping[str, Any] | None = None, truth: TruthFn | None = None) -> GroupView:
+               params: Mapping[str, Any] | None = None, truth: TruthFn | None = None,
+               trainer: np.ndarray | None = None, key: str = "") -> GroupView:
     """Merge ``group``, compute every estimator of ``estimators`` (default: every registered one)
-    with the shared ``params`` each takes, and the truth with ``truth`` when given."""
+    with the shared ``params`` each takes, and the truth with ``truth`` when given; ``trainer``
+    and ``key``: see :class:`GroupView`."""
     names = list(estimators or registry.names())
     params = dict(params or {})
     p = merge([group])
@@ -76,7 +82,7 @@ def group_view(group: RolloutGroup, estimators: Sequence[str] | None = None,
                 t, why = truth(group, p.state_anchor, beta), ""
             except (ValueError, OSError) as e:
                 why = "No exact truth for this group: " + " ".join(str(e).split())
-    return GroupView(group, credits, params, t, why)
+    return GroupView(group, credits, params, t, why, trainer, key)
 
 
 def _ids(prefix: str) -> Callable[[str], str]:
@@ -105,7 +111,8 @@ def summary_html(v: GroupView) -> str:
     shared = ", ".join(f"{k} = {val}" for k, val in sorted(v.params.items())) or "defaults"
     return (long_text(g.group, 200)
             + facts({"rollouts": len(g), "steps": p.n_steps, "anchors": p.n_states,
-                     "success": f"{g.success_rate:.0%}", "parameters": shared}))
+                     "success": f"{g.success_rate:.0%}", "parameters": shared,
+                     "anchor key": v.key[:200] if v.key else "exact text"}))
 
 
 def graph_html(v: GroupView) -> str:
@@ -137,6 +144,8 @@ def credits_html(v: GroupView) -> str:
                             zmax=zmax, value_name="A_S", scale_name=field_label(field), pickable=False))
     out.append('<p class="note">' + " · ".join(
         f"<b>{esc(n)}</b>: {esc(registry.get(n).summary)}" for n in panels if n in registry.names()) + "</p>")
+    if v.trainer is not None:
+        out.append(trainer_html(v))
     if v.truth is not None:
         from crbc.truth import accuracy
         from crbc.viz.accuracy import agreement_table
@@ -152,6 +161,23 @@ def credits_html(v: GroupView) -> str:
     elif v.no_truth:
         out.append(f'<p class="note">{esc(v.no_truth)}</p>')
     return "".join(out)
+
+
+def trainer_html(v: GroupView) -> str:
+    """The trainer row, as Step credits shows it under *A_final*: every estimator's A_final and
+    the advantage the user's trainer gave each step (recorded with the run) on one colour scale."""
+    field = "advantage"
+    shown = [n for n, c in v.credits.items() if field_N(c, field) is not None]
+    zmax = max(shared_range([v.credits[n] for n in shown], field) if shown else 0.0,
+               float(np.nanmax(np.abs(v.trainer))) if np.isfinite(v.trainer).any() else 0.0) or 1.0
+    panels = [Panel(n, field_N(v.credits[n], field)) for n in shown]
+    panels.append(Panel("trainer", np.asarray(v.trainer, dtype=float)))
+    return ('<h3>The trainer\'s advantage</h3><p class="note"><b>trainer</b>: the advantage your trainer gave '
+            f'each step (recorded with the run; blank where none), beside every estimator\'s {esc(field_label(field))} '
+            f'on one colour scale (dark blue = +{zmax:.3g}, dark red = −{zmax:.3g}): the trainer\'s is an A_final, '
+            'so it is compared with the estimators\' A_final.</p>'
+            + heatmaps_svg(v.process, panels, zmax=zmax, value_name="A", scale_name=field_label(field),
+                           pickable=False))
 
 
 def disagreements_html(v: GroupView, prefix: str = "") -> str:

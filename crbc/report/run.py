@@ -21,6 +21,7 @@ import numpy as np
 
 from crbc.errors import UsageError
 from crbc.explain import disagreements as compare
+from crbc.io.anchor_keys import effective_key, key_to_apply, recorded_key, rekey
 from crbc.io.runs import Run, read_run
 from crbc.process import merge, merge_stats
 from crbc.report import audit_table as AT
@@ -32,8 +33,8 @@ from crbc.viz.core.chart import chart_svg, grid_svg
 from crbc.viz.core.credits import est_color
 from crbc.viz.core.series import Mark, Series
 from crbc.viz.core.text import esc
+from crbc.viz.trainer_metrics import trainer_metrics_svg
 
-TRAINER_METRICS = ("eval_success_rate", "success_rate", "mean_return", "mean_length", "loss", "kl")
 TABLE_MAX = 200  #: groups listed in the table at most
 
 
@@ -78,21 +79,13 @@ def curves_html(frame, origin: str, estimators: Sequence[str], iteration: int | 
 
 
 def trainer_html(run: Run, iteration: int | None) -> str:
-    """The trainer's own metrics (metrics.jsonl) over iterations, those of
-    :data:`TRAINER_METRICS` the run has."""
-    panels, titles = [], []
-    marks = [Mark(iteration, "", "#ff7f0e")] if iteration is not None else []
-    for m in TRAINER_METRICS:
-        its, vals = run.series(m)
-        if not len(its):
-            continue
-        panels.append(chart_svg([Series(m, its, vals, "#31333f", markers=len(its) <= 60, width=1.6)],
-                                x=Axis("iteration"), y=Axis(percent="success" in m), size=(400, 210),
-                                legend=False, marks=marks))
-        titles.append(m)
-    if not panels:
-        return '<p class="note">The run records none of the usual trainer metrics.</p>'
-    return grid_svg(panels, titles, cols=3)
+    """The trainer's own metrics (metrics.jsonl) over iterations: the CPU trainer's names and
+    verl's (``episode/...``, ``critic/...``, ``crbc/...``; :func:`crbc.io.runs.trainer_metric_names`)."""
+    svg = trainer_metrics_svg(run.metrics, iteration, run.trainer_metric_names())
+    if svg is None:
+        return ('<p class="note">metrics.jsonl holds no numbers per iteration besides the iteration '
+                '(neither the CPU trainer\'s names nor verl\'s episode/, critic/, actor/ or crbc/ ones).</p>')
+    return svg
 
 
 def rank_groups(groups, estimators: Sequence[str], params: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -142,43 +135,76 @@ def groups_table_html(rows: Sequence[Mapping[str, Any]], linked: Mapping[int, st
     return STYLE + "".join(out) + more
 
 
-def run_report(run_dir: str | os.PathLike, *, estimators: Sequence[str] = ("crbc", "gigpo"),
-               iteration: int | None = None, params: Mapping[str, Any] | None = None, top: int = 5,
-               progress=None) -> str:
-    """The HTML file of the run in ``run_dir`` (module docstring). ``iteration``: whose groups
-    are ranked (default the last with saved rollouts; one without raises UsageError);
-    ``estimators``: those computed for each written-out group (the first two are compared);
-    ``top``: groups written out in full; ``progress(i, n)``: see
-    :func:`crbc.report.audit_table.minimal_summary`."""
-    run = read_run(run_dir)
-    params = dict(params or {})
-    estimators = list(estimators)
-    frame, origin = AT.load(run, progress)
+def run_groups(run: Run, iteration: int | None, apply: str) -> tuple[int | None, list]:
+    """``(iteration, groups)``: the iteration whose groups are shown (default the last with
+    saved rollouts; one without raises UsageError) and its groups keyed by ``apply``."""
     saved = list(run.iterations_with_rollouts)
     if iteration is None and saved:
         iteration = saved[-1]
     if iteration is not None and iteration not in saved:
-        raise UsageError(f"iteration {iteration} has no saved rollouts in {run_dir} "
+        raise UsageError(f"iteration {iteration} has no saved rollouts in {run.source} "
                          f"(saved: {', '.join(map(str, saved[:10]))}{', ...' if len(saved) > 10 else ''})")
+    if iteration is None:
+        return None, []
+    groups = run.rollouts(iteration)
+    return iteration, rekey(groups, apply) if apply else groups
+
+
+def run_facts(run: Run, key: str) -> str:
+    """The run's name, estimator, seed, iterations and the anchor key the report used."""
     cfg = run.config
-    head = facts({"run": run.name[:120], "estimator": cfg.get("estimator", "?"), "seed": cfg.get("seed", "?"),
-                  "iterations": len(run.metrics), "iterations with rollouts": len(saved)})
+    seed = cfg.get("seed")
+    return facts({"run": run.name[:120], "estimator": cfg.get("estimator", "?"),
+                  "seed": seed if seed is not None else "not recorded", "iterations": len(run.metrics),
+                  "iterations with rollouts": len(run.iterations_with_rollouts),
+                  "anchor key": key[:200] if key else "exact text"})
+
+
+def run_report(run_dir: str | os.PathLike, *, estimators: Sequence[str] = ("crbc", "gigpo"),
+               iteration: int | None = None, params: Mapping[str, Any] | None = None, top: int = 5,
+               progress=None, anchor: str | None = None) -> str:
+    """The HTML file of the run in ``run_dir`` (module docstring). ``iteration``: whose groups
+    are ranked (default the last with saved rollouts; one without raises UsageError);
+    ``estimators``: those computed for each written-out group (the first two are compared);
+    ``top``: groups written out in full; ``anchor``: the anchor key (a regex; None: the run's
+    ``config.anchor_key``, else the exact text), named in the file; ``progress(i, n)``: see
+    :func:`crbc.report.audit_table.minimal_summary`."""
+    run = read_run(run_dir)
+    params = dict(params or {})
+    estimators = list(estimators)
+    recorded = recorded_key(run.meta)
+    key = effective_key(anchor, recorded)
+    iteration, groups = run_groups(run, iteration, key_to_apply(anchor, recorded))
+    frame, origin = AT.load(run, progress, anchor)
+    head = run_facts(run, key)
     secs = [Section("curves", "Audit over iterations", head + curves_html(frame, origin, estimators, iteration)),
             Section("trainer", "The trainer's metrics", trainer_html(run, iteration))]
     if iteration is not None:
-        groups = run.rollouts(iteration)
+        trainer = trainer_by_group(groups)
         rows = rank_groups(groups, estimators, params)
         chosen = [r["index"] for r in rows[:top]]
         linked = {k: f"g{k}" for k in chosen}
         label = f"{estimators[0]} ~ {estimators[1]}" if len(estimators) >= 2 else ""
+        from crbc.explain.merge_profile import merge_profile
+
         secs.append(Section("groups", f"Iteration {iteration}: the groups worth a look",
+                            f'<p class="merge-line">Iteration {iteration}, anchors keyed by '
+                            + (f"the anchor key <code>{esc(key[:200])}</code>" if key else "the exact text")
+                            + f': <b>{esc(merge_profile(groups).line())}</b></p>'
                             '<p class="note">Groups whose rollouts mix successes and failures first (there the '
                             'estimators have something to compare), then by how much the first two estimators '
                             f'disagree on their steps. The first {len(chosen)} are written out below (click a name).</p>'
                             + groups_table_html(rows, linked, label)))
         for rank, k in enumerate(chosen, start=1):
-            view = G.group_view(groups[k], estimators, params, None)
+            view = G.group_view(groups[k], estimators, params, None, trainer[k], key)
             body = "".join(render(s) for s in G.sections(view, f"g{k}-", level=3))
             secs.append(Section(linked[k], f"Group {rank}: {groups[k].group[:100]}", body, 2, "group-section"))
     sub = f"A report of the run <b>{esc(run.name[:200])}</b> ({esc(Path(run.source).name[:200])})."
     return page(f"crbc report: run {run.name[:100]}", secs, subtitle=sub)
+
+
+def trainer_by_group(groups) -> list:
+    """(per group) the trainer's advantage per step in merge order (None where the group records none)."""
+    from crbc.explain.run_review import trainer_advantage
+
+    return [trainer_advantage([g]) for g in groups]

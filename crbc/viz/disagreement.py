@@ -6,12 +6,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from crbc.explain.disagreements import Disagreement, StepDisagreement
+from crbc.explain.disagreements import TRAINER, Disagreement, StepDisagreement
 from crbc.viz.core.html import FONT
 from crbc.viz.core.style import HIGHLIGHT
 from crbc.viz.core.text import esc, one_line
 
 DIFFERS, AGREES = "#c0392b", "#7f8c8d"  # disagreement bars: a different best action or the same
+
+
+def delta_name(dis: Disagreement) -> str:
+    """What the bars measure: ``mean |Δ A_S|`` between two estimators, or, for the trainer's
+    side (its advantage is an A_final), ``mean |trainer's advantage − NAME's A_final|``."""
+    cmp_ = dis.comparison
+    if cmp_.value_name == "A_S":
+        return "mean |Δ A_S|"
+    side = lambda label: f"{label}'s advantage" if label == TRAINER else f"{label}'s A_final"  # noqa: E731
+    return f"mean |{side(cmp_.x_label)} − {side(cmp_.y_label)}|"
 
 
 def disagreement_bars_html(dis: Disagreement, top: int = 15, highlight: str | None = None) -> str:
@@ -21,8 +31,9 @@ def disagreement_bars_html(dis: Disagreement, top: int = 15, highlight: str | No
     With more than one group in ``dis`` each name is ``group / anchor``."""
     rows = dis.anchors[:top]
     cmp_ = dis.comparison
+    what = delta_name(dis)
     head = (f'<div style="font-weight:600;margin-bottom:6px">{esc(cmp_.x_label)} vs {esc(cmp_.y_label)}: '
-            f'mean |Δ A_S| per anchor <span style="font-weight:400;color:#666">(red: they pick a different '
+            f'{esc(what)} per anchor <span style="font-weight:400;color:#666">(red: they pick a different '
             f'best action)</span></div>')
     if not rows:
         return f'<div class="crbc-dis-bars" style="{FONT}">{head}<div>No anchor to rank.</div></div>'
@@ -33,7 +44,7 @@ def disagreement_bars_html(dis: Disagreement, top: int = 15, highlight: str | No
         name = f"{r.group} / {r.anchor}" if multi else r.anchor
         color = HIGHLIGHT if r.anchor == highlight else (DIFFERS if r.ranks_differ else AGREES)
         pct = max(0.0, min(100.0, 100.0 * r.disagreement / biggest))
-        tip = (f"{one_line(name, 2000)}\nmean |Δ A_S| = {r.disagreement:.4f}\nvisits {r.visits}, "
+        tip = (f"{one_line(name, 2000)}\n{what} = {r.disagreement:.4f}\nvisits {r.visits}, "
                f"actions {r.actions}\nbest action differs: {'yes' if r.ranks_differ else 'no'}")
         out.append(
             f'<div class="crbc-dis-bar" title="{esc(tip)}" style="display:grid;'

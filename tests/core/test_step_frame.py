@@ -141,5 +141,5 @@ def test_without_pandas_the_error_says_what_to_install(monkeypatch):
     import sys
 
     monkeypatch.setitem(sys.modules, "pandas", None)  # `import pandas` now raises ImportError
-    with pytest.raises(ImportError, match=r"pip install 'crbc\[studio\]' \(or pip install pandas\)"):
+    with pytest.raises(ImportError, match=r'pip install "crbc\[report\]" \(or pip install pandas\)'):
         step_frame(random_groups(0))

@@ -58,11 +58,12 @@ def declared() -> dict[str, dict[str, Requirement]]:
 
 def test_pyproject_declares_the_core_and_the_extras():
     d = declared()
-    assert set(d) == {"core", "parquet", "studio", "train", "ray"}
+    assert set(d) == {"core", "parquet", "report", "studio", "train", "ray"}
     assert {"numpy", "scipy", "msgspec"} <= set(d["core"])
     assert not set(d["core"]) & NEVER_IN_CORE, "studio or training packages in the core"
     assert "pyarrow" in d["parquet"] and "streamlit" in d["studio"] and "torch" in d["train"]
     assert "ray" in d["ray"]
+    assert "pandas" in d["report"] and not set(d["report"]) & {"streamlit", "torch"}  # a trainer's report
 
 
 def test_the_version_has_one_source():

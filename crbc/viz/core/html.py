@@ -22,9 +22,10 @@ CELL_LIMIT = 300  # characters of a text cell shown; the rest is cut with "…" 
 STYLE = ("<style>.crbc-table-wrap{overflow-x:auto;margin:0 0 1rem}"
          ".crbc-table{border-collapse:collapse;font-size:0.875rem;line-height:1.4;"
          "font-family:'Source Sans',sans-serif;color:#31333f}"
-         ".crbc-table th,.crbc-table td{border-bottom:1px solid #e6e9ef;padding:0.25rem 0.75rem;"
+         ".crbc-table th,.crbc-table td{border-bottom:1px solid #e6e9ef;padding:0.25rem 0.5rem;"
          "text-align:left;vertical-align:top;white-space:pre-wrap;word-break:break-word}"
-         ".crbc-table th{font-weight:600;color:#555867;border-bottom:1px solid #c9ccd3;white-space:nowrap;word-break:normal}"
+         ".crbc-table td:not(.num){min-width:5em;overflow-wrap:anywhere}"  # a long action wraps, not the page
+         ".crbc-table th{font-weight:600;color:#555867;border-bottom:1px solid #c9ccd3;white-space:nowrap;word-break:normal}"  # a header never breaks inside a word
          ".crbc-table td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
          ".crbc-table tbody tr:hover{background:#f6f7f9}</style>")
 
