@@ -44,9 +44,11 @@ def test_sidebar_merge_line_and_the_merges_nothing_warning(app, tmp_path, monkey
     assert not [w for w in at.sidebar.warning if "almost nothing" in w.value]
     at.text_input(key="anchor_key").set_value("(").run()  # a bad regex: one line, nothing loaded
     assert not at.exception
-    assert any(e.value.startswith("Anchor key '(': not a regular expression") for e in at.sidebar.error)
+    assert [e.value for e in at.error if "'('" in e.value][0].startswith(
+        "The anchor key '(': not a valid regular expression")
+    assert len(at.error) == 1 and not at.sidebar.error  # one alert, on the page
     at.text_input(key="anchor_key").set_value("nomatch").run()  # names the step it does not match
-    assert any("group 'h' rollout 0 step 0" in e.value for e in at.sidebar.error)
+    assert any("group 'h' rollout 0 step 0" in e.value for e in at.error)
 
 
 def test_the_upload_offers_every_importer(app, tmp_path, monkeypatch):
