@@ -10,7 +10,8 @@ job gives every student a fair share however many tabs they open.
 cache keyed by the run's files and the key (:func:`crbc.io.audit_reader.keyed_cache`), never
 into the run's folder (a shared run's ``audit.parquet`` is not one session's, and students never
 write into ``sample_rollouts/runs``). The page's fragment calls :func:`waiting` once a second,
-which is the heartbeat that keeps the job alive.
+the heartbeat; while it beats, or while the session's tab is still connected (it went on to
+another page), the job lives; a closed tab ends it within the queue's heartbeat time.
 """
 
 from __future__ import annotations
@@ -60,6 +61,19 @@ def owner() -> str:
     return "session:" + session_id()
 
 
+def _connection():
+    """A check that this session's tab is still connected to the server (Streamlit's runtime
+    knows; None outside a server, e.g. under AppTest: then the heartbeat alone decides)."""
+    from streamlit.runtime import Runtime
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is None or not Runtime.exists():
+        return None
+    runtime, sid = Runtime.instance(), ctx.session_id
+    return lambda: runtime.is_active_session(sid)
+
+
 def queue() -> JobQueue:
     return server_queue()
 
@@ -77,7 +91,7 @@ def ask_audit(view_key: str, folder: Path, regex: str, bootstrap: int) -> str | 
         return start_audit(folder, bootstrap=bootstrap, anchor=regex, out=out)
 
     ticket, why = q.submit(owner(), session_id(), (str(folder), regex), f"the audit of {folder.name}", start,
-                           done_already=out.is_file)
+                           done_already=out.is_file, connected=_connection())
     if ticket is None:
         return why
     st.session_state[_HELD] = (view_key, regex, ticket)

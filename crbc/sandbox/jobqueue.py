@@ -12,7 +12,9 @@ take 2 GB for 30 min); tabs are free to open, so a bound per session is no bound
   come first served is a fair share;
 * ends a job nobody waits for: the page that asked calls :meth:`JobQueue.beat` whenever it polls
   (once a second); a ticket whose last beat is older than ``stale_s`` (:data:`STALE_S`,
-  ``$CRBC_JOB_HEARTBEAT_S``) is cancelled, waiting or running, so a closed tab frees its place;
+  ``$CRBC_JOB_HEARTBEAT_S``) is cancelled, waiting or running, unless its ``connected()`` says
+  the asking session is still there (a student who went on to another page, whose tab still
+  holds its connection), so a closed tab frees its place;
 * skips a waiting job whose result appeared meanwhile (``done_already``, e.g. another session's
   audit of the same run under the same key wrote the file).
 
@@ -51,6 +53,7 @@ class Ticket:
     what: str
     start: Callable[[], Any]
     done_already: Callable[[], bool] | None = None
+    connected: Callable[[], bool] | None = None
     id: int = field(default_factory=lambda: next(_ids))
     state: str = "waiting"
     progress: dict = field(default_factory=dict)
@@ -80,9 +83,12 @@ class JobQueue:
 
     # ---------------------------------------------------------------- what pages call
     def submit(self, owner: str, session: str, key: Hashable, what: str, start: Callable[[], Any],
-               done_already: Callable[[], bool] | None = None) -> tuple[Ticket | None, str | None]:
+               done_already: Callable[[], bool] | None = None,
+               connected: Callable[[], bool] | None = None) -> tuple[Ticket | None, str | None]:
         """Queue a job: ``(ticket, None)``, or ``(None, line)`` when another tab of ``owner``
-        already has one (waiting or running). The same tab's earlier ticket is cancelled."""
+        already has one (waiting or running). The same tab's earlier ticket is cancelled.
+        ``done_already()``: its result exists (skip it); ``connected()``: its session is still
+        open (a stale heartbeat alone does not end it then)."""
         with self._lock:
             for t in list(self._tickets):
                 if t.owner == owner and t.session != session:
@@ -91,7 +97,7 @@ class JobQueue:
                                   "server. Cancel it there, or wait for it to finish.")
                 if t.owner == owner:
                     self._end(t, {"error": f"{t.what}: replaced by your new request"})
-            ticket = Ticket(owner, session, key, what, start, done_already)
+            ticket = Ticket(owner, session, key, what, start, done_already, connected)
             self._tickets.append(ticket)
             self._ensure_thread()
         self._wake.set()
@@ -143,7 +149,7 @@ class JobQueue:
         now = time.monotonic()
         with self._lock:
             for t in list(self._tickets):
-                if now - t.beat > self.stale_s:
+                if now - t.beat > self.stale_s and not (t.connected is not None and _safe(t.connected)):
                     self._end(t, {"error": f"{t.what}: stopped, nobody waited for it for {self.stale_s:g} s "
                                            "(its page was closed)"})
                 elif t.state == "running":

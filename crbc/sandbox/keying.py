@@ -69,16 +69,16 @@ class KeyJob(LimitedRead):
 
     def died(self) -> str:
         if self.cpu_exhausted():
-            return (f"{self.what}: matching needed more than the CPU budget of {self.limits.cpu_seconds:g} s; "
+            return (f"matching needed more than the CPU budget of {self.limits.cpu_seconds:g} s; "
                     "stopped, nothing was keyed")
-        return (f"{self.what}: the worker stopped (exit code {self.proc.exitcode}), most likely at its "
+        return (f"the worker stopped (exit code {self.proc.exitcode}), most likely at its "
                 f"memory budget of {budgets.mb(self.limits.memory_bytes)}; nothing was keyed")
 
     def timed_out(self) -> str:
-        return f"{self.what}: matching took longer than {self.limits.seconds:g} s; stopped, nothing was keyed"
+        return f"matching took longer than {self.limits.seconds:g} s; stopped, nothing was keyed"
 
     def cancelled(self) -> str:
-        return f"{self.what}: cancelled; nothing was keyed"
+        return "cancelled; nothing was keyed"
 
     def result(self) -> tuple[list[RolloutGroup] | None, str | None]:
         """``(groups, None)`` or ``(None, one line)``; the folder is removed."""

@@ -73,9 +73,10 @@ def test_one_audit_per_person_across_tabs(app, server, monkeypatch):
     assert q.counts() == (1, 0) and tab1.session_state["_audit_job"][2].state == "running"
 
 
-def test_an_audit_nobody_waits_for_ends_and_frees_its_place(app, server):
+def test_an_audit_nobody_waits_for_ends_and_frees_its_place(app, server, monkeypatch):
     path, q, log = server
     q.stale_s = 0.5
+    monkeypatch.setattr(jobs, "_connection", lambda: (lambda: False))  # the tabs' connections are gone
     gone = _ask(app, path, "(?s)(.)")  # its tab is closed: nothing polls it any more
     q.step()
     kept = _ask(app, path, "(?s)(..)")

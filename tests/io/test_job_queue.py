@@ -77,3 +77,17 @@ def test_the_thread_moves_the_queue_by_itself():
     while t.state != "done" and time.monotonic() < deadline:
         time.sleep(0.02)
     assert t.outcome == {"done": "a"}
+
+
+def test_a_connected_session_keeps_its_job_without_beats_a_closed_one_does_not():
+    q, log = JobQueue(max_running=2, stale_s=0.2, thread=False), []
+    open_tab = {"on": True}
+    kept, _ = q.submit("a", "a/s", "k", "the audit of a", lambda: FakeJob(log, "a"),
+                       connected=lambda: open_tab["on"])
+    q.step()
+    time.sleep(0.3)
+    q.step()
+    assert kept.state == "running"  # on another page: no beats, but the tab is there
+    open_tab["on"] = False  # the tab is closed
+    q.step()
+    assert kept.state == "done" and "nobody waited" in kept.outcome["error"]
