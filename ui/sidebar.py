@@ -327,7 +327,7 @@ def _upload_error(source: str) -> None:
     """A refused upload's report, on the page, until another file is loaded."""
     err = st.session_state.get("_crbc_error") if source == "upload" else None
     if err:
-        st.sidebar.error("The last file was refused (see the message on the page).")
+        st.sidebar.caption(":material/error: The last file was refused: see the message on the page.")
         st.error("**The uploaded file was refused; nothing was loaded.** Fix these lines and "
                  "upload it again:")
         widgets.pre(err)

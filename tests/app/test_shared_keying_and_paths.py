@@ -89,3 +89,13 @@ def test_an_over_long_run_path_typed_or_linked_is_a_notice(app, tmp_path, monkey
     assert not at.exception and at.sidebar.error
     at.sidebar.text_input(key="run_path").set_value(str(run)).run()
     assert not at.exception and not at.sidebar.error
+
+
+def test_a_refused_upload_is_one_alert(app, tmp_path):
+    at = app(samples=_samples(tmp_path), run=False, source="upload")
+    at.session_state["_crbc_error"] = "bad.jsonl:1: group: missing"
+    at.run()
+    assert not at.exception and not at.sidebar.error
+    assert [e.value for e in at.error] == ["**The uploaded file was refused; nothing was loaded.** Fix these lines "
+                                           "and upload it again:"]
+    assert any("see the message on the page" in c.value for c in at.sidebar.caption)
