@@ -22,10 +22,11 @@ from collections import OrderedDict
 import streamlit as st
 
 from crbc.explain.merge_profile import MergeProfile, merge_profile
-from crbc.io.anchor_keys import RegexError, compile_regex, shown
+from crbc.io.anchor_keys import SHOWN_CHARS, RegexError, compile_regex, shown
 from crbc.sandbox.keying import KeyJob
 from ui.session_memo import memo
 from ui.state import Source
+from ui.widgets import code, text
 
 KEY = "anchor_key"
 EXAMPLE = r"(?s)(Current Board:.*?)(?:Available Moves|$)"
@@ -49,8 +50,16 @@ def check(regex: str) -> str | None:
     try:
         compile_regex(regex, "The anchor key")
     except Exception as e:  # RegexError, or the regex engine's own error: never a traceback
-        return str(e).splitlines()[0] if str(e) else f"The anchor key: refused ({type(e).__name__})"
+        return text(str(e).splitlines()[0] if str(e) else f"The anchor key: refused ({type(e).__name__})")
     return None
+
+
+def quoted(regex: str) -> str:
+    """A pattern as Markdown shows it exactly: a code span of at most 60 characters (then its start
+    and its length)."""
+    if len(regex) <= SHOWN_CHARS:
+        return code(regex)
+    return f"{code(regex[:SHOWN_CHARS - 20] + '…')} ({len(regex):,} characters)"
 
 
 KEEP = 4  #: keyed sources kept per session
@@ -94,7 +103,7 @@ def keyed(src: Source, regex: str) -> tuple[Source | None, str | None]:
         return store[at]
     groups, err = _in_worker(src.groups, regex)
     if err:
-        out: tuple[Source | None, str | None] = (None, f"Anchor key: {err}")
+        out: tuple[Source | None, str | None] = (None, text(f"Anchor key: {err}"))
         if err.endswith("cancelled; nothing was keyed"):
             return out
     else:
@@ -122,7 +131,7 @@ def merge_line(src: Source, regex: str) -> None:
     mp = profile(src)
     st.sidebar.caption(mp.line())
     if mp.merges_nothing:
-        what = f"The key {shown(regex)} merges" if regex else "Exact text merges"
+        what = f"The key {quoted(regex)} merges" if regex else "Exact text merges"
         st.sidebar.warning(f"{what} almost nothing beyond the first step ({mp.later_share:.0%} of "
                            "later steps at shared anchors), so every step credit after step 0 is "
                            "about 0. If the observations carry their history, set an anchor key "

@@ -32,7 +32,6 @@ import streamlit as st
 import crbc.explain.run_review as RR
 from crbc.errors import FormatError
 from crbc.estimators.bootstrap import DEFAULT_B
-from crbc.io.anchor_keys import shown
 from crbc.io.audit_reader import audit_key, find_audits, keyed_cache, read_audit
 from crbc.viz.audit import audit_grid_svg
 from ui import anchor_key, figure_cache, jobs, report_download, run_source, state, url
@@ -59,7 +58,7 @@ def _pct(x: float) -> str:
 
 
 def _key_text(regex: str) -> str:
-    return shown(regex) if regex else "the exact text (no anchor key)"
+    return anchor_key.quoted(regex) if regex else "the exact text (no anchor key)"
 
 
 def _audits(view: RunView, regex: str) -> list[tuple[Path, pd.DataFrame]]:
@@ -148,7 +147,7 @@ def _compute(view: RunView, params: tuple, regex: str, other_key: str | None) ->
     left = [i for i in view.iterations
             if i not in st.session_state.get("_review_done", {}).get((view.key, params, regex), {})]
     c1, c2 = st.columns([1, 2], vertical_alignment="center")
-    label = (f"Recompute the audit with the key {shown(regex)}" if other_key is not None and regex
+    label = (f"Recompute the audit with the key {anchor_key.quoted(regex)}" if other_key is not None and regex
              else "Recompute the audit on the exact text" if other_key is not None
              else f"Compute the audit ({len(view.iterations)} iterations)")
     if view.folder is not None and c1.button(label, key="runs_audit_go", type="primary",

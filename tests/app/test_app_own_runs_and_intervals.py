@@ -202,9 +202,9 @@ def test_an_audit_under_another_key_is_named_and_recomputed_with_the_sidebars(ap
     at = app("pages/runs.py", run_folder=path, anchor_key="(?s)(.*)")
     assert not at.exception
     warn = " ".join(w.value for w in at.warning)
-    assert "computed with the anchor key the exact text" in warn and "'(?s)(.*)'" in warn
+    assert "computed with the anchor key the exact text" in warn and "`(?s)(.*)`" in warn
     go = at.button(key="runs_audit_go")
-    assert go.label == "Recompute the audit with the key '(?s)(.*)'"
+    assert go.label == "Recompute the audit with the key `(?s)(.*)`"
     go.click().run()
     _finish_audit(at)
     # the session's key goes to the studio's cache by run and key: the run's own audit stays
@@ -212,7 +212,7 @@ def test_an_audit_under_another_key_is_named_and_recomputed_with_the_sidebars(ap
     assert audit_key(read_audit(keyed_cache(path, "(?s)(.*)"))) == "(?s)(.*)"
     assert sorted(p.name for p in path.iterdir()) == ["audit.parquet", "metrics.jsonl", "rollouts", "run.json"]
     assert not [w for w in at.warning if "computed with the anchor key" in w.value]
-    assert any("computed with the anchor key '(?s)(.*)'" in c.value and "studio's cache" in c.value
+    assert any("computed with the anchor key `(?s)(.*)`" in c.value and "studio's cache" in c.value
                for c in at.caption)
     assert not [b for b in at.button if b.key == "runs_audit_go"]
 

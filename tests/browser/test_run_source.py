@@ -100,7 +100,7 @@ def test_a_recorded_run_from_the_sidebar_to_a_shared_step_credits_view(app_url, 
     pg.locator('.st-key-runs_audit [data-pick="2"]').first.wait_for(state="attached", timeout=180_000)
     wait_ready(pg, "Training runs")
     main = _main(pg)
-    assert "the studio's cache of this run's audits (by its files and the anchor key), computed with the anchor key '(?s)(Current Board:" in main, main[:1500]
+    assert "the studio's cache of this run's audits (by its files and the anchor key), computed with the anchor key (?s)(Current Board:" in main, main[:1500]
     assert not (runs_root / NAME / "audit.parquet").exists()  # never into the run's folder
     _shot(pg, artifacts_dir, "3-history")
     _after(pg, "Training runs", lambda: pg.locator('.st-key-runs_audit [data-pick="2"]').first.click())
