@@ -7,7 +7,8 @@ regex, its first group if it has one), and an upload (the importers take it them
 refused row is named by file and row). The pattern is anyone's input (a link carries it), so
 :func:`check` bounds its size and nesting before anything runs, and :func:`keyed` keys in a worker
 process under an upload's budgets (:mod:`crbc.sandbox.keying`), never on the server's interpreter;
-every ending is a notice quoting at most 60 characters of the pattern. The keyed groups are kept
+every ending is a notice quoting at most 60 characters of the pattern; at most :data:`AT_ONCE`
+keyings run at once on the server, others wait for a place. The keyed groups are kept
 per session (:data:`KEEP` of them, by source and pattern), so a rerun never keys twice. :func:`merge_line` shows, under the source, the
 :class:`crbc.explain.merge_profile.MergeProfile` of the keyed groups ("anchors, steps at shared
 anchors, steps beyond the first at shared anchors") and warns when almost nothing beyond the
@@ -17,6 +18,8 @@ first step merges.
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 from collections import OrderedDict
 
 import streamlit as st
@@ -64,12 +67,23 @@ def quoted(regex: str) -> str:
 
 KEEP = 4  #: keyed sources kept per session
 _STORE = "_crbc_keyed"
+AT_ONCE = 2  #: keying workers the whole server runs at once (every tab of every session together)
+WAIT_S = 60.0  #: how long a keying waits for a free worker before it says the server is busy
+_SLOTS = threading.BoundedSemaphore(AT_ONCE)
 
 
 def _in_worker(groups: tuple, regex: str) -> tuple[list | None, str | None]:
-    """Key ``groups`` in a worker (crbc.sandbox.keying), showing its time; a rerun (leaving the
-    page, another choice) interrupts the wait and the worker is killed in ``finally``."""
+    """Key ``groups`` in a worker (crbc.sandbox.keying) once one of the server's :data:`AT_ONCE`
+    places is free, showing the wait and the time; a rerun (leaving the page, another choice)
+    interrupts the wait and the worker is killed in ``finally``."""
     slot = st.empty()
+    waited = time.monotonic()
+    while not _SLOTS.acquire(timeout=0.25):
+        if time.monotonic() - waited > WAIT_S:
+            slot.empty()
+            return None, (f"the server is busy keying for others ({AT_ONCE} at a time); nothing was keyed, "
+                          "try again in a minute")
+        slot.caption(f"Waiting for a keying worker ({AT_ONCE} at a time on this server)...")
     job = None
     try:
         job = KeyJob(groups, regex)
@@ -84,6 +98,7 @@ def _in_worker(groups: tuple, regex: str) -> tuple[list | None, str | None]:
     finally:
         if job is not None:
             job.cancel()
+        _SLOTS.release()
         slot.empty()
 
 
@@ -104,8 +119,8 @@ def keyed(src: Source, regex: str) -> tuple[Source | None, str | None]:
     groups, err = _in_worker(src.groups, regex)
     if err:
         out: tuple[Source | None, str | None] = (None, text(f"Anchor key: {err}"))
-        if err.endswith("cancelled; nothing was keyed"):
-            return out
+        if err.endswith(("cancelled; nothing was keyed", "try again in a minute")):
+            return out  # not kept: the next rerun tries again
     else:
         tag = hashlib.sha1(regex.encode()).hexdigest()[:10]
         out = (Source(f"{src.key}|key:{tag}", src.label, tuple(groups)), None)

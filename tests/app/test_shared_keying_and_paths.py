@@ -99,3 +99,21 @@ def test_a_refused_upload_is_one_alert(app, tmp_path):
     assert [e.value for e in at.error] == ["**The uploaded file was refused; nothing was loaded.** Fix these lines "
                                            "and upload it again:"]
     assert any("see the message on the page" in c.value for c in at.sidebar.caption)
+
+
+def test_keyings_share_a_few_workers_and_a_long_wait_is_a_notice(app, tmp_path, monkeypatch):
+    from ui import anchor_key
+
+    monkeypatch.setattr(anchor_key, "_SLOTS", __import__("threading").BoundedSemaphore(1))
+    monkeypatch.setattr(anchor_key, "WAIT_S", 0.5)
+    anchor_key._SLOTS.acquire()  # another session's keying holds the only place
+    try:
+        at = app(samples=_samples(tmp_path))
+        at.text_input(key="anchor_key").set_value(r"room (\d+)$").run()
+        assert not at.exception
+        (err,) = [e.value for e in at.error]
+        assert "busy keying for others" in err
+    finally:
+        anchor_key._SLOTS.release()
+    at.run()  # a place is free: the same key is tried again (a busy server is not kept as its answer)
+    assert not at.exception and not at.error
