@@ -80,7 +80,7 @@ def audit_run_folder(root: Path) -> Path:
     """A run folder for the audit burst (verl-agent-like transcripts: some seconds of work each)."""
     from devtools.textworld import alfworld_like_run
 
-    return alfworld_like_run(root / "soak-audit", iterations=12, groups=6)
+    return alfworld_like_run(root / "soak-audit", iterations=60, groups=8)
 
 
 def archive_bytes(iterations: int = 3000) -> bytes:
@@ -188,7 +188,7 @@ async def player(browser, base: str, i: int, stop_at: float, out: dict) -> None:
             try:
                 await page.goto(f"{base}/backups?K=0")
                 await page.wait_for_function(READY, arg="Bellman backups")
-                button = page.locator(".st-key-play button")
+                button = page.locator(".st-key-play button").first
                 t = time.perf_counter()
                 await button.click()
                 label = "() => (document.querySelector('.st-key-play button') || {}).innerText || ''"
