@@ -142,16 +142,10 @@ class Run:
                 return read_parquet_rollouts(ref)
             with zipfile.ZipFile(io.BytesIO(self._zip)) as z:
                 return read_parquet_rollouts(f"{self.source}/{ref}", zip_member(z, ref, self.source))
-        if self._zip is None:
-            from crbc.io.rollouts import parse_rollouts, read_rollouts
+        if self._zip is None:  # .jsonl, or .jsonl.gz streamed a line at a time (crbc.io.columns)
+            from crbc.io.rollouts import read_rollouts
 
-            if not str(ref).endswith(".gz"):
-                return read_rollouts(ref)
-            try:
-                raw = Path(ref).read_bytes()
-            except OSError as e:
-                raise RolloutFormatError(f"cannot read file ({e.strerror})", str(ref)) from None
-            return parse_rollouts(gunzip(raw, str(ref)), str(ref))
+            return read_rollouts(ref)
         with zipfile.ZipFile(io.BytesIO(self._zip)) as z:
             data = zip_member(z, ref, self.source)
         if ref.endswith(".gz"):
