@@ -15,8 +15,9 @@ take 2 GB for 30 min); tabs are free to open, so a bound per session is no bound
   ``$CRBC_JOB_HEARTBEAT_S``) is cancelled, waiting or running, unless its ``connected()`` says
   the asking session is still there (a student who went on to another page, whose tab still
   holds its connection), so a closed tab frees its place;
-* skips a waiting job whose result appeared meanwhile (``done_already``, e.g. another session's
-  audit of the same run under the same key wrote the file).
+* never runs two jobs of one ``key`` at once (two sessions auditing one run under one key wait
+  for each other, never share a sidecar), and skips a waiting job whose result appeared
+  meanwhile (``done_already``, e.g. the other session's audit wrote the file).
 
 A background thread (started with the first ticket) is the only one that starts, polls and ends
 the jobs (:class:`crbc.sandbox.worker.WorkerJob`); pages only read a ticket's ``state``,
@@ -164,8 +165,8 @@ class JobQueue:
                 if t.done_already is not None and _safe(t.done_already):
                     self._end(t, {"done": {"already": True}})
                     continue
-                if running >= self.max_running:
-                    continue
+                if running >= self.max_running or any(r.state == "running" and r.key == t.key for r in self._tickets):
+                    continue  # no place, or the same job runs for someone else: its result may serve this one
                 try:
                     t.job = t.start()
                 except Exception as e:  # noqa: BLE001 (one line for the page, never a traceback)

@@ -91,3 +91,18 @@ def test_a_connected_session_keeps_its_job_without_beats_a_closed_one_does_not()
     open_tab["on"] = False  # the tab is closed
     q.step()
     assert kept.state == "done" and "nobody waited" in kept.outcome["error"]
+
+
+def test_two_jobs_of_one_key_never_run_at_once_and_the_second_uses_the_firsts_result():
+    q, log = JobQueue(max_running=2, stale_s=60, thread=False), []
+    written = {"file": False}
+    a, _ = q.submit("a", "a/s", ("run", "key"), "the audit", lambda: FakeJob(log, "a"),
+                    done_already=lambda: written["file"])
+    b, _ = q.submit("b", "b/s", ("run", "key"), "the audit", lambda: FakeJob(log, "b"),
+                    done_already=lambda: written["file"])
+    q.step()
+    assert a.state == "running" and b.state == "waiting" and log == [("start", "a")]
+    written["file"] = True
+    a.job.finish()
+    q.step()
+    assert b.state == "done" and b.outcome == {"done": {"already": True}} and ("start", "b") not in log
