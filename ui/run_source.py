@@ -7,6 +7,9 @@ Allowed roots (:func:`roots`): ``sample_rollouts/runs`` (the samples folder's ``
 in the URL by its path (relative to the repository when it is inside it, else absolute), and a
 path is opened only when it resolves, symlinks followed, to a folder holding ``run.json`` under
 one of the roots: a link never opens any other server path. The path field takes the same rule.
+A path longer than any file system takes (:data:`MAX_PATH_CHARS`, or a folder name beyond 255
+bytes) is refused as such, before the operating system is asked, and messages quote at most
+80 characters of it.
 
 :func:`run_source` draws ``run`` (bound to the URL), the path field and ``run_iter`` (bound), and
 returns the chosen iteration's groups keyed by the anchor key as a :class:`ui.state.Source`;
