@@ -40,7 +40,9 @@ def _key_job(payload: dict, send: Send) -> int:
     folder = Path(payload["folder"])
     with budgets.scope(budgets.Budget(**payload["budget"])):
         try:
-            groups = rekey(read_parquet_rollouts(folder / "in.parquet"), payload["pattern"])
+            # named "the source", never by the worker's folder: a message carries no server path
+            groups = rekey(read_parquet_rollouts("the source", (folder / "in.parquet").read_bytes()),
+                           payload["pattern"])
             write_parquet_rollouts(folder / "out.parquet", groups)
         except (AnchorKeyError, RegexError, FormatError) as e:
             raise WorkerFailure(" ".join(str(e).split())) from None

@@ -63,8 +63,23 @@ def test_the_worker_keys_as_rekey_does_and_refuses_in_one_line():
     assert keyed is None and "at most 1,000" in err and HOSTILE not in err
 
 
+def _many(n: int) -> list:
+    """n copies of the worked example's groups, each under its own group id."""
+    import dataclasses
+
+    from crbc.io.rollouts import RolloutGroup
+
+    return [RolloutGroup(f"{g.group}-{i}", tuple(dataclasses.replace(r, group=f"{g.group}-{i}") for r in g.rollouts))
+            for i in range(n) for g in read_rollouts(WORKED)]
+
+
 def test_the_worker_stops_at_its_budgets():
-    groups = read_rollouts(WORKED)
     tight = Limits(seconds=0.01, memory_bytes=10**9, cpu_seconds=None)
-    keyed, err = key_limited(groups * 200, r"(?s)(.)", tight)
+    keyed, err = key_limited(_many(2000), r"(?s)(.)", tight)
     assert keyed is None and "took longer than" in err and "nothing was keyed" in err
+
+
+def test_a_refusal_names_no_server_path():
+    groups = read_rollouts(WORKED)
+    keyed, err = key_limited(groups * 2, r"(?s)(.)")  # a group twice: the worker's reader refuses it
+    assert keyed is None and "the source" in err and "/tmp" not in err and "crbc-key" not in err
