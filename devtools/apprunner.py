@@ -169,8 +169,9 @@ READY = """(title) => {
     return false;
   if (main.querySelector('[data-stale=true]') || main.querySelector('[data-testid=stSkeleton]')) return false;
   // ui.svg_view: its script puts the server's SVG into the component after the element arrives
+  // (a component that draws nothing, ui.lesson_page's, marks itself .crbc-no-drawing when mounted)
   for (const c of main.querySelectorAll('.stBidiComponent'))
-    if (!c.querySelector('.crbc-svg-view > svg')) return false;
+    if (!c.querySelector('.crbc-svg-view > svg, .crbc-no-drawing')) return false;
   for (const f of main.querySelectorAll('iframe')) {
     let d = null;
     try { d = f.contentDocument; } catch (e) { continue; }

@@ -11,7 +11,7 @@ from crbc.estimators.closure import DepthSweep
 from crbc.truth import accuracy
 from crbc.viz.backups import convergence_chart_svg, coverage_chart_svg, sweep_table, truth_gap_chart_svg
 from crbc.viz.graph import graph_svg
-from ui import exact_truth, figure_cache, state, url, widgets
+from ui import backups_side, exact_truth, figure_cache, state, url, widgets
 from ui.svg_view import svg_view
 
 TOL = 1e-6
@@ -182,3 +182,13 @@ def view() -> None:
 
 
 view()
+
+st.header("The backups side by side", anchor="backups-side-by-side")
+st.caption("One graph, different backups (docs/MATH.md section 12): at one anchor of this group, each "
+           "method's value from its successors' as one line of arithmetic, then which of them "
+           "orders the anchor's actions as the exact truth does (on toy groups) or as the closure does.")
+_sbs_truth, _sbs_why = exact_truth.group_truth(ctx) if has_truth else (None, "")
+backups_side.render(p, beta, ctx.params["sigma_min"],
+                    None if _sbs_truth is None else _sbs_truth.anchor_advantage_N, key="backups_sbs",
+                    no_truth=_sbs_why or "The exact truth exists only for groups generated on the toy "
+                                         "tasks (their meta names env, level and policy).")

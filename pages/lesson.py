@@ -1,29 +1,26 @@
 """Lesson: credit assignment on a small group, in the order a teacher would take it.
 
 Every number on this page is computed by ``crbc`` (through ``crbc.explain.arithmetic``) from the
-group shown. This file only draws the nine sections; the lesson's own copy of the group and its
+group shown. This file only draws the ten sections; the lesson's own copy of the group and its
 callbacks are in ``ui/lesson_state.py``, the pieces it draws with in ``ui/lesson_sections.py``.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
 import crbc.explain.arithmetic as E
+import crbc.explain.lesson_questions as Qs
 import crbc.explain.lesson_tables as T
-from crbc.estimators.closure import estimate
-from crbc.explain import disagreements as compare
 from crbc.explain.anchor_names import SHORT_LABEL, node_labels
-from crbc.explain.table_rows import fmt, num
-from crbc.process import merge
+from crbc.explain.table_rows import num
 from crbc.viz.backup_tree import backup_tree_svg
-from crbc.viz.lesson import arithmetic_markdown, depth_chart_svg, solution_latex, system_latex
+from crbc.viz.lesson import arithmetic_markdown, solution_latex, system_latex
 from crbc.viz.lesson_graph import lesson_graph_svg
-from ui import lesson_rewardflow, state, url, widgets
+from ui import backups_side, lesson_depth, lesson_handout, lesson_page, lesson_rewardflow, state, url, widgets
+from ui import lesson_data as D
 from ui import lesson_sections as S
 from ui import lesson_state as L
-from ui.lesson_sections import predict
 from ui.svg_view import svg_view
 from ui.widgets import short, text
 
@@ -32,6 +29,8 @@ TABLE_MAX_ANCHORS = 40
 BIG = S.BIG  # beyond this many anchors, the long per-anchor tables fold into expanders
 
 ctx = state.page_context(require=False)  # the sidebar's group is one possible start
+lesson_page.style()
+lesson_page.land_on_hash()  # early: it keeps the reader on a linked section while the page grows
 st.title("Lesson: who gets the credit?")
 st.markdown(
     "A group of rollouts of one task ends in successes and failures. Which *steps* deserve the "
@@ -44,8 +43,15 @@ url.check_choice("lesson_start", L.STARTS, "the lesson starts from the worked ex
 if "lesson_start" in st.session_state and st.session_state["lesson_start"] not in L.STARTS:
     del st.session_state["lesson_start"]
 st.radio("Start from", L.STARTS, key="lesson_start", horizontal=True, bind="query-params",
-         captions=["docs/MATH.md section 8, checkable by hand", "a gridworld fork (sample_rollouts/)",
+         captions=["docs/MATH.md section 8, checkable by hand", "the same with retries: backups that move",
+                   "a gridworld fork (sample_rollouts/)",
                    "whatever the sidebar has loaded"])
+st.caption("This lesson works on its own copy of the group picked here. The sidebar's data ("
+           + (f"group **{short(ctx.group.group, 60)}**" if ctx else "nothing loaded")
+           + ") feeds the other pages, and this one only when you start from *sidebar group*.")
+st.session_state["lesson_asked"] = {}  # the questions of this run (ui.lesson_sections.ask)
+L.restore_from_url()
+share_box = st.container()  # filled at the end: the link to this state and the handout
 group = L.current_group()
 if group is None:
     st.info("No group is loaded in the sidebar; pick the worked example or the rare-route sample.")
@@ -54,7 +60,7 @@ if group is None:
 params = ctx.params if ctx else state.shared_params()
 beta, sigma_min = params["beta"], params["sigma_min"]
 w_group, w_step = params["w_group"], params["w_step"]
-p = merge([group])
+p = D.process_of(group)
 view = S.LessonView.of(p)
 table, fold = view.table, view.fold
 labels = node_labels(p)
@@ -62,7 +68,7 @@ n_anchors = p.n_states
 root = 0  # the first anchor of the group: where every rollout starts in these examples
 busy = st.empty()  # on a big group the sections take seconds: say so until the last one is drawn
 if n_anchors > BIG:
-    busy.info(f"This group has {n_anchors} anchors: the nine sections below appear one by one as "
+    busy.info(f"This group has {n_anchors} anchors: the ten sections below appear one by one as "
               "they are computed (a few seconds on a laptop).", icon=":material/hourglass_top:")
 
 # ---- 1. the group ---------------------------------------------------------------------------
@@ -74,13 +80,8 @@ st.markdown(
     "boundary: **z+** after a success, **z-** after a failure or a time-out. "
     f"The discount is beta = {num(beta)} (sidebar, *Parameters*).")
 traj = T.trajectory_table(p)
-v_now = estimate(p, beta, None)[0]
-before = st.session_state.get("lesson_before")
-delta = None
-if before is not None:  # the values before the last edit, anchor by anchor (new anchors: none)
-    p_b = merge([before])
-    v_b = dict(zip(p_b.state_anchor, estimate(p_b, beta, None)[0], strict=True))
-    delta = np.array([v_now[s] - v_b.get(a, np.nan) for s, a in enumerate(p.state_anchor)])
+vals = D.values(p, st.session_state.get("lesson_before"), beta)  # and how they moved with the last edit
+v_now, delta = vals.v_S, vals.delta_S
 g1, g2 = st.columns([2, 3]) if n_anchors <= BIG else (st.container(), None)
 with g1, fold(f"The {len(group)} rollouts as paths of anchors", key="paths") as shown:  # folded on a big group
     if shown:
@@ -88,7 +89,7 @@ with g1, fold(f"The {len(group)} rollouts as paths of anchors", key="paths") as 
 if g2 is not None:
     with g2:
         gkey = f"lesson_graph_{st.session_state.get('lesson_version', 0)}"
-        svg_view(lesson_graph_svg(p, v_now, delta_S=delta), key=gkey, on_pick=L.graph_pick)
+        svg_view(lesson_graph_svg(p, v_now, delta_S=delta, shown_width_px=400), key=gkey, on_pick=L.graph_pick)
         st.caption("**The graph is the control.** Click a numbered chip (✓ / ✗) to flip that "
                    "rollout's outcome; click a ◇ on an edge to edit that step below. Node colour "
                    "and number: V at the closure." + (" Rings: how each V moved with the last "
@@ -199,81 +200,24 @@ with fold(f"Every step's credit ({p.n_steps} steps)", key="steps") as shown:
                            w_step=w_step))
 
 # ---- 7. finite depth -------------------------------------------------------------------------------
-st.header("7 · Finite depth: from visit-local averages to the closure")
-st.markdown(
-    r"Depth **K = 0** averages what each rollout itself experienced: $Q_0(s,a)$ is the mean realised "
-    r"return $\beta^{T-t+1} R$ of the pair's occurrences. Each further round $K$ backs the values up "
-    r"once through the merged process, $Q^{(K)} = B\,V^{(K-1)}$, letting outcomes observed in *other* "
-    "rollouts flow back. As K grows the family reaches the closure of section 6.")
-k_max = S.depth_flow(p, beta, n_anchors, S.BIG)
-a0 = E.anchor_arithmetic(p, root, beta=beta, depth=0, sigma_min=sigma_min)
-changed = [(x, y) for x, y in zip(a0.actions, ar.actions, strict=True) if abs(x.a - y.a) > 5e-5]
-revealed = True
-if changed:
-    x, y = max(changed, key=lambda xy: abs(xy[0].a - xy[1].a))
-    revealed = predict(
-        f"lesson_pred_k_{st.session_state.get('lesson_version', 0)}",
-        f"At K = 0, A({short(ar.label, 80)}, {short(x.action, 80)}) = {fmt(x.a, signed=True)}. At K = ∞, will it "
-        "rise or fall?", ["rise", "fall"], "rise" if y.a > x.a else "fall",
-        f"action **{short(x.action, 80)}** at **{short(ar.label, 80)}** has A = {fmt(x.a, signed=True)} at K = 0 but "
-        f"{fmt(y.a, signed=True)} at the closure. What the other rollouts revealed about the "
-        "anchors it leads to flows back through the backup.")
-c1, c2 = st.columns(2)
-with c1:
-    st.markdown(f"**K = 0 at {short(a0.label, 80)}**")
-    table(a0.rows())
-    widgets.pre("\n".join(a.q_expression for a in a0.actions))
-with c2:
-    st.markdown(f"**K = ∞ (closure) at {short(ar.label, 80)}**")
-    if revealed:
-        table(ar.rows())
-        widgets.pre("\n".join(a.q_expression for a in ar.actions))
-    else:
-        st.caption("Answer the question above to reveal the closure's numbers.")
-rows_a = T.depth_table(p, beta=beta, k_max=k_max, what="A")
-if revealed:
-    st.markdown("**A^(K)(s,a) for every pair** (dotted: the closure)")
-    svg_view(depth_chart_svg(rows_a), key="lesson_depth_fig")
-    with fold(f"A^(K) of the {len(rows_a.columns)} pairs, K = 0..{k_max}", key="depths") as shown:
-        if shown:
-            table(rows_a.records())
+st.header("7 · Finite depth: from visit-local averages to the closure", anchor="7-finite-depth")
+lesson_depth.render(p, beta, sigma_min, table, fold, S.ask, big=n_anchors > S.BIG)
 
 # ---- 8. the foil ---------------------------------------------------------------------------------------
-st.header("8 · The shortest-path foil")
+st.header("8 · The shortest-path foil", anchor="8-the-shortest-path-foil")
 st.markdown(
-    "A graph-based alternative scores a step by the **fewest hops** from its successor to success "
-    "on the same merged graph (10 × 0.8^hops), ignoring how often each edge was seen. It takes an "
-    "extremum: one lucky route is enough. The closure instead weighs every route by how often it "
-    "was observed.")
+    "GraphGPO-style **shortest path** scores an anchor by the **fewest hops** from it to success on "
+    "the same merged graph, ignoring how often each edge was seen: V_sp = 0.8^hops (the column "
+    "below, between 0 and 1). Its step credit uses the successor's value on the reward scale of a "
+    "win, 10 × 0.8^hops (as GiGPO's returns are 10 × won), then normalises per anchor; only the "
+    "order and the sign of those credits are comparable with the closure's. It takes an extremum: "
+    "one lucky route is enough. The closure instead weighs every route by how often it was observed.")
 foil = T.foil_table(p, beta=beta)
 with fold(f"Hops and values of the {n_anchors} anchors", key="foil") as shown:
     if shown:
         table(foil)
-dis = compare.disagreements(p, "crbc vs shortest_path", beta=beta, sigma_min=sigma_min, depth=None)
-ties = {}
-for r in foil:
-    if r.hops is not None:
-        ties.setdefault(r.hops, []).append(r)
-fooled = [grp for grp in ties.values() if len(grp) >= 2]
-foil_answered = not fooled  # without a question there is nothing to spoil
-if fooled:
-    grp = max(fooled, key=lambda g: max(r.v_closure for r in g) - min(r.v_closure for r in g))
-    hi = max(grp, key=lambda r: r.v_closure)
-    lo = min(grp, key=lambda r: r.v_closure)
-    a, b = sorted([short(hi.anchor, 80), short(lo.anchor, 80)])
-    foil_answered = predict(
-        f"lesson_pred_foil_{st.session_state.get('lesson_version', 0)}",
-        f"{a} and {b} are both {hi.hops} hop(s) from success. Which one does the "
-        "closure value higher?", [a, b, "the same"],
-        short(hi.anchor, 80) if hi.v_closure - lo.v_closure > 5e-5 else "the same",
-        "the closure counts how often each route worked, not how short the best one is.")
-    if foil_answered:
-        st.markdown(
-            f"**{short(hi.anchor, 80)}** and **{short(lo.anchor, 80)}** are both {hi.hops} hop(s) from success, so "
-            f"shortest path values them the same. But {hi.succeeded} of the "
-            f"{hi.through} rollouts through {short(hi.anchor, 80)} succeeded, and only "
-            f"{lo.succeeded} of {lo.through} through {short(lo.anchor, 80)}: the closure "
-            f"gives V = {fmt(hi.v_closure)} against {fmt(lo.v_closure)}.")
+dis = D.foil_disagreements(p, beta, sigma_min)
+foil_answered = S.ask(Qs.foil_question(p, beta))
 top = dis.anchors[0]
 if top.ranks_differ:
     other = ("gives every action there the same credit" if top.best_y == "(tie)"
@@ -305,4 +249,21 @@ tgroup, tt = S.truth_section(beta)
 from ui import lesson_sure  # noqa: E402 (a section appended here, drawn by ui/lesson_sure.py)
 
 lesson_sure.render(tgroup if tgroup is not None else group, tt, beta, sigma_min, table)
+
+# ---- 10. the backups side by side ----------------------------------------------------------------
+st.header("10 · One graph, different backups", anchor="10-one-graph-different-backups")
+st.markdown(
+    "Every method above merges the rollouts into the same graph; they differ only in how they back "
+    "a value up over it: a **maximum** (RewardFlow), the **shortest path** (GraphGPO), the anchor's "
+    "**own returns** (GiGPO), history-cluster means (HGPO) or one-step TD on group means (G2PO) when "
+    "available, and the **fixed point** (the closure). Pick an anchor of the Sokoban group of "
+    "section 9, read each backup with its numbers, and predict which one orders the actions as "
+    "the exact truth does.")
+if tgroup is not None and tt is not None:
+    backups_side.render(D.process_of(tgroup), beta, sigma_min, tt.anchor_advantage_N, key="lesson_sbs", ask=S.ask)
+else:
+    backups_side.render(p, beta, sigma_min, None, key="lesson_sbs",
+                        no_truth="Without the shipped Sokoban sample this runs on the lesson group, "
+                                 "judged against the closure.", ask=S.ask)
 busy.empty()
+lesson_handout.share_and_print(share_box, group, L.write_url(), beta, sigma_min)

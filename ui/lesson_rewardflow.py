@@ -38,7 +38,10 @@ def foil(view, p: Process, beta: float, reveal: bool = True) -> None:
         f"reward flow backwards by a **maximum**: V(s) = max(r(s), {GAMMA} × the best V among the "
         "states the group went to next). Its step credit is the difference V(next) − V(s). A rare "
         "route that succeeded once lifts every state that can reach it as high as a route that "
-        "almost always works.")
+        "almost always works. **Scale:** RewardFlow's V is on the environment's reward scale (a win "
+        "pays 10 × won, as in verl-agent; the gridworld's moves cost 0.1 each), so it lies between 0 "
+        "and 10, while the closure's V is a discounted probability of success between 0 and 1: "
+        "compare the two columns by their order, not by their size.")
     if not reveal:
         st.caption("Answer the question above to compare RewardFlow's values with the closure's.")
         return

@@ -14,20 +14,18 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from crbc.estimators.closure import depth_sweep
+from crbc.explain.lesson_questions import Question
 from crbc.explain.table_rows import cells
 from crbc.io.rollouts import RolloutGroup, read_rollouts, showcase_group
 from crbc.process import Process, merge
 from crbc.viz.lesson import format_rows
-from crbc.viz.lesson_graph import lesson_graph_svg
 from ui import exact_truth, lesson_rewardflow, state, widgets
 from ui import lesson_state as L
-from ui.svg_view import svg_view
 from ui.widgets import short, text
 
 BIG = 10  # beyond this many anchors, the long per-anchor tables fold into expanders
 TRUTH_FILE = "sokoban-weak.jsonl"
-TRUTH_RIVALS = ("visit_local", "crbc", "shortest_path", "rewardflow")
+TRUTH_RIVALS = ("visit_local", "crbc", "gigpo", "shortest_path", "rewardflow")
 
 
 @dataclass(frozen=True)
@@ -80,17 +78,33 @@ class LessonView:
         widgets.rows_view(format_rows(rows, **kw))  # a long table (a big group): a scrolling grid
 
 
-def predict(key: str, question: str, options: list[str], answer: str, why: str) -> bool:
-    """Predict first: ask, and reveal only once answered (``answer`` is computed from the group;
-    ``question``, ``options``, ``answer`` and ``why`` are Markdown, user strings escaped)."""
+def ask(q: Question) -> bool:
+    """Predict first: ask ``q`` (:mod:`crbc.explain.lesson_questions`) and return whether it is
+    answered; the answer and why appear once it is. A question the group does not offer says so
+    (it never silently vanishes). Options are pills, not radios: arrow keys move between them
+    without answering. The answer is kept under ``lesson_pred_<qid>_<version>`` (a new group
+    version asks afresh) and in ``lesson_answers`` for the shared link and the handout."""
+    ss = st.session_state
+    asked = ss.setdefault("lesson_asked", {})
+    asked[q.qid] = q
+    if not q.asked:
+        st.caption(f":material/psychology: No question here: {q.why}")
+        return True
+    key = f"lesson_pred_{q.qid}_{ss.get('lesson_version', 0)}"
+    if ss.get(key) is not None and ss[key] not in q.options:  # a stale or shared answer that no longer fits
+        del ss[key]
     with st.container(border=True):
-        got = st.radio(f":material/psychology: **Predict first.** {question}", options, index=None,
-                       key=key, horizontal=True)
+        got = st.pills(f":material/psychology: **Predict first.** {q.text}", list(q.options), key=key,
+                       selection_mode="single")
+        answers = ss.setdefault("lesson_answers", {})
         if got is None:
+            answers.pop(q.qid, None)
             st.caption("Choose an answer to reveal what the numbers say.")
             return False
-        (st.success if got == answer else st.warning)(
-            ("Right: " if got == answer else f"Not quite: the answer is **{answer}**. ") + why)
+        answers[q.qid] = got
+        right = q.is_right(got)
+        (st.success if right else st.warning)(
+            ("Right: " if right else f"Not quite: the answer is **{q.answer}**. ") + q.why)
         return True
 
 
@@ -101,35 +115,31 @@ def change_panel(view: LessonView, group: RolloutGroup, labels: tuple[str, ...],
     with st.container(border=True):
         st.markdown("**Try it: change the group.** Flip one rollout's outcome or edit a step (here or "
                     "on the graph); every table on the page is recomputed.")
-        c1, c2 = st.columns([1, 2])
         rollout_opts = [L.rollout_label(group, i) for i in range(len(group))]
         for key in ("lesson_flip_r", "lesson_edit_r"):  # keep the pickers valid when the group changes
             if st.session_state.get(key) not in rollout_opts:
                 st.session_state[key] = rollout_opts[0]
-        edit_i = rollout_opts.index(st.session_state["lesson_edit_r"])
-        n_steps = len(group.rollouts[edit_i].steps)
-        if not 0 <= int(st.session_state.get("lesson_edit_t", 0)) < n_steps:  # 0-based, as the files
-            st.session_state["lesson_edit_t"] = 0
-        with c1:
-            st.selectbox("Rollout", rollout_opts, key="lesson_flip_r")
-            st.button("Flip its outcome", on_click=L.flip, key="lesson_flip", icon=":material/swap_horiz:")
-        with c2:
-            picked = st.session_state.pop("lesson_picked", None)
-            if picked is not None:
-                i, t = picked
-                stp = group.rollouts[i].steps[t]
-                where = labels[int(p.step_state[int(p.rollout_offsets[i]) + t])]
-                st.info(f"Editing rollout {group.rollouts[i].rollout}, step {t} ({short(where, 80)} --{short(stp.action, 80)}-->): type a new "
-                        "anchor or action and apply.", icon=":material/edit:")
-            e1, e2, e3, e4 = st.columns([1.2, 0.8, 1, 1])
-            e1.selectbox("Rollout ", rollout_opts, key="lesson_edit_r")
-            e2.number_input("Step t", 0, n_steps - 1, key="lesson_edit_t",
-                            help="Steps are numbered from 0, as the files number them.")
-            e3.text_input("New anchor", key="lesson_edit_anchor", placeholder="keep",
-                          help="Exact anchor key; an existing one merges the step into it. The "
-                               "boundaries z+ and z- are not anchors (flip the outcome instead).")
-            e4.text_input("New action", key="lesson_edit_action", placeholder="keep")
-            st.button("Apply the edit", on_click=L.edit, key="lesson_edit")
+        f1, f2 = st.columns([3, 2], vertical_alignment="bottom")
+        f1.selectbox("Rollout to flip", rollout_opts, key="lesson_flip_r")
+        f2.button("Flip its outcome", on_click=L.flip, key="lesson_flip", icon=":material/swap_horiz:")
+        picked = st.session_state.pop("lesson_picked", None)
+        if picked is not None:
+            i, t = picked
+            stp = group.rollouts[i].steps[t]
+            where = labels[int(p.step_state[int(p.rollout_offsets[i]) + t])]
+            st.info(f"Editing rollout {group.rollouts[i].rollout}, step {t} ({short(where, 80)} --{short(stp.action, 80)}-->): type a new "
+                    "anchor or action and apply.", icon=":material/edit:")
+        e1, e2 = st.columns([3, 2])
+        e1.selectbox("Rollout to edit", rollout_opts, key="lesson_edit_r")
+        # no max: a step beyond the rollout is refused with a message by L.edit, never clamped
+        e2.number_input("Step t (from 0)", min_value=0, step=1, key="lesson_edit_t",
+                        help="Steps are numbered from 0, as the files number them.")
+        e3, e4, e5 = st.columns([2, 2, 1.4], vertical_alignment="bottom")
+        e3.text_input("New anchor", key="lesson_edit_anchor", placeholder="keep",
+                      help="Exact anchor key; an existing one merges the step into it. The "
+                           "boundaries z+ and z- are not anchors (flip the outcome instead).")
+        e4.text_input("New action", key="lesson_edit_action", placeholder="keep")
+        e5.button("Apply the edit", on_click=L.edit, key="lesson_edit")
         err = st.session_state.pop("lesson_error", None)
         if err:
             st.error(f"That edit was not applied: {text(err)}")
@@ -145,52 +155,6 @@ def change_panel(view: LessonView, group: RolloutGroup, labels: tuple[str, ...],
                            "no anchor value moved."))
             if moved:
                 view.table([{"anchor": a, "V before": b, "V after": x, "Δ V": d} for a, b, x, d in moved][:12])
-
-
-def depth_flow(p: Process, beta: float, n_anchors: int, big: int) -> int:
-    """Section 7's animation: the deepest K to show (returned), and on a small group V^(K) on the
-    graph, scrubbed or played one round of backup per second. The Play button lives outside the
-    auto-refreshing fragment: its click reruns the whole page, which starts or stops the timer."""
-    k_max = st.slider("Deepest K to show", 1, 12, 4, key="lesson_kmax")
-    sweep = depth_sweep(p, beta, k_max)
-    playing = st.session_state.get("lesson_playing", False)
-
-    def _toggle_play() -> None:
-        st.session_state["lesson_playing"] = not st.session_state.get("lesson_playing", False)
-        if st.session_state["lesson_playing"] and int(st.session_state.get("lesson_K", 0)) >= k_max:
-            st.session_state["lesson_K"] = 0
-
-    @st.fragment(run_every=1.0 if playing else None)
-    def _flow() -> None:
-        """V^(K) on the graph, one round of backup per tick: the flow of value, animated. The Play
-        button lives outside this fragment: its click reruns the whole page, which is what starts
-        (or stops) the fragment's timer."""
-        if st.session_state.get("lesson_playing", False):
-            k_now = int(st.session_state.get("lesson_K", 0))
-            if k_now >= k_max:
-                st.session_state["lesson_playing"] = False
-                st.rerun()  # the whole page: the timer stops and the button says Play again
-            st.session_state["lesson_K"] = k_now + 1
-        ss = st.session_state
-        if ss.get("lesson_K_max") not in (None, k_max):  # a new range is a new widget: keep K
-            ss["lesson_K"] = min(int(ss.get("lesson_K_shown", 0)), k_max)
-        if int(ss.get("lesson_K", 0)) > k_max:
-            ss["lesson_K"] = k_max
-        k = st.slider("Depth K on the graph", 0, k_max, key="lesson_K",
-                      help="Scrub, or press Play: each step is one more round of backup.")
-        ss["lesson_K_shown"], ss["lesson_K_max"] = k, k_max
-        d = sweep.v_KS[k] - sweep.v_KS[k - 1] if k >= 1 else None
-        svg_view(lesson_graph_svg(p, sweep.v_KS[k], value_name=f"V^({k})", delta_S=d), key="lesson_flow_fig")
-        st.caption(f"Node colour and number: V^({k}). " + ("K = 0: each anchor knows only the outcomes of "
-                   "its own visits." if k == 0 else "Rings: the values this round of backup moved (blue "
-                   "up, red down): what other rollouts found flows one step back."))
-
-    if n_anchors <= big:
-        st.button("Pause" if playing else "Play", key="lesson_play", on_click=_toggle_play,
-                  icon=":material/pause:" if playing else ":material/play_arrow:",
-                  help="Animate K from 0 to the deepest K, one round of backup per second.")
-        _flow()
-    return k_max
 
 
 @st.cache_resource(show_spinner=False)
@@ -216,7 +180,7 @@ def truth_section(beta: float):
             "reachable board at every time step, and the true advantage A = Q − V of every move, "
             f"follow from one backward pass. Here is a real group, `{tgroup.group}` from "
             f"`{TRUTH_FILE}` ({sum(r.success for r in tgroup)} of {len(tgroup)} rollouts solved it), "
-            "with the truth beside visit-local, the closure and the two foils (shortest path, RewardFlow).")
+            "with the truth beside visit-local, the closure, GiGPO and the two foils (shortest path, RewardFlow).")
         tkey = f"lesson-truth:{TRUTH_FILE}:{tgroup.group}"
         tt, why = exact_truth.truth_for_group(tkey, tgroup, beta)
         if tt is None:
@@ -235,17 +199,27 @@ def truth_section(beta: float):
                 "One row per (anchor, action) at anchors where the group tried two or more actions, "
                 "most visited first. true A_t: the exact advantage, averaged over the steps where the "
                 "group took this action here; true A(s,a): the same averaged over every time the policy "
-                "may be here. visit_local and crbc: their Q − V (same units); shortest_path and "
-                "rewardflow: their normalised step advantage (their own units: read the sign and "
-                "the order).")
+                "may be here. visit_local and crbc: their Q − V (same units as the truth); gigpo, "
+                "shortest_path and rewardflow: their normalised step advantage (their own units, "
+                "rewards of 10 per win: read the sign and the order, not the size).")
             lesson_rewardflow.with_truth(view, tp, tt.value_N, beta)
             agree = accuracy.group_agreement(tcred, tt.advantage_N)
             view.table([{"estimator": n, "sign agreement": agree[n]["sign"], "Spearman": agree[n]["spearman"],
                          "RMSE of Q − V": agree[n].get("rmse")} for n in TRUTH_RIVALS])
-            best = max(TRUTH_RIVALS, key=lambda n: agree[n]["spearman"])
+            best = max(TRUTH_RIVALS, key=lambda n: np.nan_to_num(agree[n]["spearman"], nan=-2.0))
+            signs = max(TRUTH_RIVALS, key=lambda n: np.nan_to_num(agree[n]["sign"], nan=-1.0))
             st.markdown(
-                f"On this group **{best}** ranks the steps most like the truth (Spearman "
-                f"{agree[best]['spearman']:.2f}). One group is one sample: the **Estimator accuracy** "
+                "The three columns ask three different questions. **Sign agreement**: does it say "
+                "*better* or *worse* than the anchor's average where the truth does? **Spearman**: "
+                "does it put the steps in the truth's *order*? **RMSE of Q − V**: is the *number* "
+                "itself right? Only visit_local and crbc are in the truth's units, so only they have "
+                "one. A maximum can order steps well (a state that can reach success sits above one "
+                "that cannot) while its numbers say nothing about how often success comes, which is "
+                "what the argument against it in section 8 was about.")
+            st.markdown(
+                f"On this group **{best}** orders the steps most like the truth (Spearman "
+                f"{agree[best]['spearman']:.2f}) and **{signs}** gets the most signs right "
+                f"({agree[signs]['sign']:.0%}). One group is one sample: the **Estimator accuracy** "
                 "page scores every estimator this way on 100 held-out levels and shows how each one "
                 "improves as the group grows.")
         return tgroup, tt

@@ -66,3 +66,13 @@ def intervals_by_size(group: RolloutGroup, anchor: str, action: str, sizes: Sequ
                     row["covers the truth"] = bool(lo - 1e-12 <= truth <= hi + 1e-12)
         rows.append(row)
     return rows
+
+
+def sure_pair(p: Process, n_resamples: int = 200, level: float = 0.9, seed: int = 0, **params: Any) -> int | None:
+    """The most visited (anchor, action) pair whose crbc interval on the whole group excludes 0
+    (evidence ``sure``: lo > 0 or hi < 0), at an anchor with >= 2 actions; None if there is none."""
+    ci = credit_intervals(p, "crbc", n_resamples=n_resamples, level=level, seed=seed, **params)
+    lo, hi = np.asarray(ci.lo_SA, dtype=float), np.asarray(ci.hi_SA, dtype=float)
+    ok = (p.n_actions[p.sa_state] >= 2) & ~np.asarray(ci.none_SA, dtype=bool) & ((lo > 0) | (hi < 0))
+    keep = np.flatnonzero(ok)
+    return None if not len(keep) else int(keep[np.argmax(p.n_sa[keep])])

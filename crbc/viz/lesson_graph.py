@@ -13,6 +13,9 @@ from crbc.viz.core.svg import FONT_FAMILY
 from crbc.viz.core.text import esc
 from crbc.viz.graph import boundaries_svg
 
+#: outcome chips' text: the boundaries' hues, dark enough for 4.5:1 on white (WCAG AA)
+CHIP_TEXT = {True: "#1d6b30", False: "#a3281c"}
+
 
 def _first_steps(p: Process) -> dict[tuple[int, int, int], tuple[int, int]]:
     """(anchor, action index, successor) -> (rollout position, step t, 0-based as in the files) of
@@ -27,7 +30,7 @@ def _first_steps(p: Process) -> dict[tuple[int, int, int], tuple[int, int]]:
 
 def lesson_graph_svg(p: Process, value_S: np.ndarray, *, value_name: str = "V",
                      delta_S: np.ndarray | None = None, shown_width_px: float = 520.0,
-                     max_height_px: int = 420) -> str:
+                     max_height_px: int = 420, pickable: bool = True) -> str:
     """The Lesson's group as a graph that is also its control panel (SVG, for
     :func:`ui.svg_view.svg_view`). Anchors coloured and numbered by ``value_S`` (NaN: grey, no
     number), the boundaries, one line per observed (anchor, successor), and three kinds of
@@ -43,7 +46,11 @@ def lesson_graph_svg(p: Process, value_S: np.ndarray, *, value_name: str = "V",
     ``delta_S`` adds a ring on each anchor whose value moved by more than 5e-5 (blue: rose, red:
     fell) with the change written beside it. Sizes assume the drawing is ``shown_width_px`` wide
     (the Lesson's graph column on a laptop); in a wider column the drawing grows up to
-    ``max_height_px`` tall and is centred."""
+    ``max_height_px`` tall and is centred. ``pickable=False`` draws the same graph as a picture:
+    no ``data-pick``, and the outcome chips as plain text, so nothing looks clickable."""
+    def pick(v: str) -> str:
+        return f' data-pick="{v}"' if pickable else ""
+
     lay = layout(p)
     n = p.n_states
     labels = anchor_labels(p)
@@ -59,7 +66,7 @@ def lesson_graph_svg(p: Process, value_S: np.ndarray, *, value_name: str = "V",
         k = count[b]
         count[b] += 1
         chips.append((i, ok, float(lay.x_B[b]) + 0.55 * gap * (1 + k // 4),
-                      float(lay.y_B[b]) + (-1 if ok else 1) * 22 * (k % 4)))
+                      float(lay.y_B[b]) + (-1 if ok else 1) * 30 * (k % 4)))
     x0 = float(xs.min()) - 60
     x1 = max([float(xs.max())] + [c[2] for c in chips]) + 90
     y0 = min([float(ys.min())] + [c[3] for c in chips]) - 45
@@ -82,8 +89,10 @@ def lesson_graph_svg(p: Process, value_S: np.ndarray, *, value_name: str = "V",
         target = "z+" if x == n else "z-" if x == n + 1 else labels[x]
         d = 5.5 * u
         parts.append(
-            f'<g data-pick="edge:{i}:{t}"><title>{esc(f"{labels[s]} --{name}--> {target}")}&#10;'
-            f'click: edit rollout {int(p.rollout_index[i])}, step {t}</title>'
+            f'<g{pick(f"edge:{i}:{t}")}><title>{esc(f"{labels[s]} --{name}--> {target}")}'
+            + (f'&#10;click: edit rollout {int(p.rollout_index[i])}, step {t}' if pickable else "") + '</title>'
+            + f'<circle cx="{px:.1f}" cy="{py:.1f}" r="{12 * u:.1f}" fill="transparent" stroke="none"/>'
+
             f'<polygon points="{px:.1f},{py - d:.1f} {px + d:.1f},{py:.1f} {px:.1f},{py + d:.1f} {px - d:.1f},{py:.1f}" '
             f'fill="white" stroke="#9aa3ad" stroke-width="{1.5 * u:.2f}"/>'
             f'<text x="{px:.1f}" y="{py - d - 3 * u:.1f}" text-anchor="middle" font-size="{11 * u:.1f}" '
@@ -94,7 +103,7 @@ def lesson_graph_svg(p: Process, value_S: np.ndarray, *, value_name: str = "V",
         value = (f'<tspan x="{xs[s]:.1f}" dy="{14 * u:.1f}">{esc(value_name)}={v[s]:.3f}</tspan>'
                  if known else "")
         parts.append(
-            f'<g data-pick="node:{s}:0"><title>{esc(labels[s])}: visited {int(p.n_s[s])} times</title>'
+            f'<g{pick(f"node:{s}:0")}><title>{esc(labels[s])}: visited {int(p.n_s[s])} times</title>'
             f'<circle cx="{xs[s]:.1f}" cy="{ys[s]:.1f}" r="{15 * u:.1f}" fill="{fill}" stroke="#333" '
             f'stroke-width="{u:.2f}"/><text x="{xs[s]:.1f}" y="{ys[s] + 29 * u:.1f}" text-anchor="middle">'
             f'<tspan font-weight="600">{esc(labels[s][:40])}</tspan>{value}</text></g>')
@@ -103,9 +112,12 @@ def lesson_graph_svg(p: Process, value_S: np.ndarray, *, value_name: str = "V",
         colour = Z_PLUS_COLOR if ok else Z_MINUS_COLOR
         rid = int(p.rollout_index[i])
         parts.append(
-            f'<g data-pick="outcome:{i}:0"><title>rollout {rid} {"succeeded" if ok else "failed"}: click to flip '
-            f'its outcome</title><circle cx="{cx:.1f}" cy="{cy:.1f}" r="{7 * u:.1f}" fill="white" stroke="{colour}" '
-            f'stroke-width="{2 * u:.2f}"/><text x="{cx + 10 * u:.1f}" y="{cy + 4 * u:.1f}" fill="{colour}">'
+            f'<g{pick(f"outcome:{i}:0")}><title>rollout {rid} {"succeeded" if ok else "failed"}'
+            + (': click to flip its outcome' if pickable else '') + '</title>'
+            + (f'<rect x="{cx - 12 * u:.1f}" y="{cy - 12 * u:.1f}" width="{46 * u:.1f}" height="{24 * u:.1f}" '
+               f'rx="{4 * u:.1f}" fill="white" stroke="{colour}" stroke-width="{1.5 * u:.2f}"/>'
+               f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{5 * u:.1f}" fill="{colour}"/>' if pickable else "")
+            + f'<text x="{cx + 10 * u:.1f}" y="{cy + 4 * u:.1f}" fill="{CHIP_TEXT[ok]}" font-weight="600">'
             f'{rid} {"✓" if ok else "✗"}</text></g>')
     if delta_S is not None:
         d_S = np.asarray(delta_S, dtype=float)

@@ -53,9 +53,22 @@ def test_lesson_truth_section_shows_rewardflow_beside_the_truth(lesson):
 
 def test_lesson_walks_through_every_section(lesson):
     heads = [h.value for h in lesson.main.header]  # the sidebar has headers too
-    assert [h.split(" · ")[0] for h in heads] == [str(i) for i in range(1, 10)]
+    assert [h.split(" · ")[0] for h in heads] == [str(i) for i in range(1, 11)]
     assert "GRPO" in heads[1] and "linear system" in heads[4] and "shortest-path" in heads[7]
-    assert "Which estimate is right" in heads[8]
+    assert "Which estimate is right" in heads[8] and "different backups" in heads[9]
+
+
+def test_the_backups_side_by_side_asks_then_reveals_against_the_truth(lesson):
+    pick = next(r for r in lesson.pills if r.key and r.key.startswith("lesson_pred_sbs"))
+    assert "most like the exact truth" in pick.label
+    codes = _codes(lesson)
+    for start in ("V_rf(", "Q(s", "= 1 + min(", "mean discounted return G"):
+        assert start in codes, start
+    pick.set_value("rewardflow").run()
+    assert not lesson.exception
+    said = " ".join(x.value for x in [*lesson.success, *lesson.warning])
+    assert "the most pairs of actions like the exact truth" in said
+    assert "truth A(s,a)" in _tables(lesson)
 
 
 def test_lesson_shows_the_worked_example_numbers_of_crbc_md(lesson):
@@ -119,12 +132,13 @@ def test_a_long_new_anchor_is_refused_rather_than_renaming_every_anchor(lesson):
 def test_lesson_on_the_rare_route_sample(lesson):
     lesson.radio(key="lesson_start").set_value("rare route").run()
     assert not lesson.exception
-    foil = next(r for r in lesson.radio if r.key and r.key.startswith("lesson_pred_foil"))
+    foil = next(r for r in lesson.pills if r.key and r.key.startswith("lesson_pred_foil"))
     foil.set_value("s1").run()  # predict first: the reveal follows the answer
     md = _md(lesson)
     assert any("Right:" in s.value for s in lesson.success)
-    assert "**s1** and **s2** are both 1 hop(s) from success" in md
-    assert "3 of the 4 rollouts through s1 succeeded, and only 1 of 4 through s2" in md
+    why = " ".join(s.value for s in lesson.success)
+    assert "3 of the 4 rollouts through s1 succeeded and 1 of 4 through s2" in why
+    assert "V = 0.7277 against 0.2450" in why
     assert "the closure prefers **up** while shortest path gives every action there the same credit" in md
     # RewardFlow's maximum: the rare route lifts s2 as high as the reliable s1
     assert "RewardFlow gives **s1** and **s2** the same value, V = 8.91" in md
@@ -237,3 +251,49 @@ def test_disagreements_other_comparisons_and_steps(app):
     ins = _follow(app, links[3])
     assert ins.subheader[0].value.startswith("Anchor s0")
     assert ins.selectbox(key="inspect_cmp").value == "K = 0 vs closure"
+
+
+def test_an_out_of_range_step_is_refused_with_a_message_not_clamped(lesson):
+    # rollout 0 of the worked example has steps 0 and 1: step 9 must not edit step 1
+    _edit(lesson, "rollout 0 (success)", 9, "action", "zzz")
+    assert any("rollout 0 has steps 0 to 1 (numbered from 0); there is no step 9" in e.value
+               for e in lesson.error)
+    assert "s0 -a-> s1 -c-> z+" in _tables(lesson)  # the group unchanged
+    assert "zzz" not in _tables(lesson)
+    assert "none — this is the original group." in "\n".join(c.value for c in lesson.caption)
+
+
+def test_the_lesson_state_round_trips_through_the_url(app, lesson):
+    """Edits, K and answers go into the URL (``ls``); a fresh session opening it gets them back."""
+    lesson.selectbox(key="lesson_flip_r").set_value("rollout 1 (failure)")
+    lesson.button(key="lesson_flip").click().run()
+    _edit(lesson, "rollout 0 (success)", 1, "action", "zz")
+    lesson.slider(key="lesson_K").set_value(3).run()
+    foil = next(r for r in lesson.pills if r.key and r.key.startswith("lesson_pred_foil"))
+    foil.set_value(foil.options[1]).run()
+    assert not lesson.exception
+    shared = lesson.query_params.get("ls")
+    shared = shared[0] if isinstance(shared, list) else shared
+    assert shared, "the state is in the URL"
+    link = next(c.value for c in lesson.code if "ls=" in c.value)
+    assert shared in link and "lesson_start=worked+example" in link
+    fresh = app("pages/lesson.py", sample="worked-example.jsonl", ls=shared)
+    assert not fresh.exception
+    caps = "\n".join(c.value for c in fresh.caption)
+    assert "rollout 1: outcome flipped to success" in caps and "rollout 0, step 1: action zz" in caps
+    assert fresh.slider(key="lesson_K").value == 3
+    again = next(r for r in fresh.pills if r.key and r.key.startswith("lesson_pred_foil"))
+    assert again.value == foil.options[1]
+    assert _tables(fresh) == _tables(lesson)
+
+
+def test_a_broken_shared_link_is_said_and_ignored(app):
+    at = app("pages/lesson.py", sample="worked-example.jsonl", ls="not-a-lesson")
+    assert not at.exception
+    assert any("Ignored URL parameter" in w.value and "ls=" in w.value for w in at.warning)
+    assert "none — this is the original group." in "\n".join(c.value for c in at.caption)
+
+
+def test_the_handout_download_is_offered(lesson):
+    # the handout's contents are tested in tests/core/test_lesson_teaching.py
+    assert any(b.label == "Handout with answer key" for b in lesson.get("download_button"))

@@ -153,9 +153,9 @@ def test_lesson_which_estimate_is_right(app):
     grp = groups[showcase_group(groups)]
     assert f"`{grp.group}`" in _texts(at)
     p, gt = _truth_of(grp)
-    creds = {n: estimators.compute(n, [grp]) for n in ("visit_local", "crbc", "shortest_path", "rewardflow")}
+    creds = {n: estimators.compute(n, [grp]) for n in ("visit_local", "crbc", "gigpo", "shortest_path", "rewardflow")}
     agree = accuracy.group_agreement(creds, gt.advantage_N)
     last = next(t.value for t in reversed(tables(at)) if "estimator" in t.value.columns)  # section 9's agreement
     # st.table cells are Markdown: the page escapes them (ui.widgets.table), the reader sees plain text
-    assert [e.replace("\\", "") for e in last["estimator"]] == ["visit_local", "crbc", "shortest_path", "rewardflow"]
+    assert [e.replace("\\", "") for e in last["estimator"]] == ["visit_local", "crbc", "gigpo", "shortest_path", "rewardflow"]
     assert float(last["Spearman"].iloc[1]) == pytest.approx(agree["crbc"]["spearman"], abs=1e-3)

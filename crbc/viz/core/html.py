@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from numbers import Integral, Real
 from typing import Any
 
@@ -23,14 +24,19 @@ STYLE = ("<style>.crbc-table-wrap{overflow-x:auto;margin:0 0 1rem}"
          "font-family:'Source Sans',sans-serif;color:#31333f}"
          ".crbc-table th,.crbc-table td{border-bottom:1px solid #e6e9ef;padding:0.25rem 0.75rem;"
          "text-align:left;vertical-align:top;white-space:pre-wrap;word-break:break-word}"
-         ".crbc-table th{font-weight:600;color:#555867;border-bottom:1px solid #c9ccd3}"
+         ".crbc-table th{font-weight:600;color:#555867;border-bottom:1px solid #c9ccd3;white-space:nowrap;word-break:normal}"
          ".crbc-table td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
          ".crbc-table tbody tr:hover{background:#f6f7f9}</style>")
 
 
+_NUMBER = re.compile(r"^[+\-−]?(\d+(\.\d*)?|\.\d+)([eE][+\-]?\d+)?%?$")
+
+
 def cell_text(v: Any, limit: int = CELL_LIMIT) -> tuple[str, bool]:
     """``(text, is_number)`` of one cell: None and NaN blank, bools as True/False, integers as
-    they are, other reals with 4 decimals, text cut to ``limit`` characters."""
+    they are, other reals with 4 decimals, text cut to ``limit`` characters; a string that is a
+    formatted number ("+0.0960", "1.2e-05", "45%") counts as a number (right-aligned, never
+    broken across lines)."""
     if v is None:
         return "", False
     if isinstance(v, bool):
@@ -41,6 +47,8 @@ def cell_text(v: Any, limit: int = CELL_LIMIT) -> tuple[str, bool]:
         f = float(v)
         return ("" if math.isnan(f) else f"{f:.4f}"), True
     s = str(v)
+    if _NUMBER.match(s):  # a number already formatted ("+0.0960", "1.2e-05"): kept on one line
+        return s, True
     if len(s) > limit:
         s = s[:limit] + f"… ({len(s):,} characters)"
     return s, False

@@ -1,0 +1,52 @@
+"""Browser test: the Lesson as a teacher uses it: a link to a section lands on it, the keyboard
+never answers a question by itself, and the projector's width breaks no number across lines."""
+
+from __future__ import annotations
+
+import pytest
+
+from devtools.apprunner import wait_ready
+
+TIMEOUT_MS = 90_000
+
+pytestmark = pytest.mark.browser
+
+
+def _open(page, url: str) -> None:
+    page.goto(url)
+    wait_ready(page, "Lesson", TIMEOUT_MS)
+
+
+def test_a_link_to_section_8_lands_on_section_8(app_url, page):
+    page.set_viewport_size({"width": 1024, "height": 768})
+    _open(page, f"{app_url}/lesson?lesson_start=worked+example#8-the-shortest-path-foil")
+    head = page.locator('[id="8-the-shortest-path-foil"]')
+    page.screenshot(path="test-artifacts/lesson-hash-link.png")
+    page.wait_for_function(
+        """() => { const h = document.getElementById('8-the-shortest-path-foil');
+                   if (!h) return false; const t = h.getBoundingClientRect().top;
+                   return t >= -5 && t < 200; }""", timeout=TIMEOUT_MS)
+    assert "8 · The shortest-path foil" in head.inner_text()
+    seven = page.locator('[id="7-finite-depth"]').bounding_box()
+    assert seven is None or seven["y"] + seven["height"] < 0  # section 7 is above the screen
+
+
+def test_arrow_keys_do_not_answer_and_numbers_stay_on_one_line(app_url, page):
+    page.set_viewport_size({"width": 1024, "height": 768})
+    _open(page, f"{app_url}/lesson?lesson_start=worked+example")
+    box = page.locator('[class*="st-key-lesson_pred_k_"]').first
+    box.locator("button", has_text="rise").first.focus()
+    page.keyboard.press("ArrowRight")  # pills move the focus with the arrows; they never choose
+    page.keyboard.press("ArrowRight")
+    # the focused control shows a ring (ui.lesson_page: 3 px, #1f5fbf)
+    ring = page.evaluate("() => { const s = getComputedStyle(document.activeElement); "
+                         "return [s.outlineStyle, parseFloat(s.outlineWidth)]; }")
+    assert ring[0] != "none" and ring[1] >= 2, ring
+    wait_ready(page, "Lesson", TIMEOUT_MS)
+    assert "Answer the question above to reveal the closure's numbers." in page.inner_text("[data-testid=stMain]")
+    assert "ls=" not in page.url  # an answer would be in the address (ui.lesson_state.write_url)
+    # every number cell of every table sits on one line at 1024 px
+    broken = page.evaluate("""() => [...document.querySelectorAll('.crbc-table td.num, .crbc-table th')]
+        .filter(td => td.getClientRects().length && td.getBoundingClientRect().height > 30)
+        .map(td => td.innerText).slice(0, 5)""")
+    assert broken == []

@@ -1,0 +1,74 @@
+"""The Lesson as a page a projector and a keyboard can use: its style, the sidebar folded, and a
+link to a section (``/lesson#8-the-shortest-path-foil``) that lands on it.
+
+- Style: captions and small print at 4.5:1 or more on white (WCAG AA: ``#555867`` is 7.4:1,
+  Streamlit's own caption, its grey at 0.6 opacity, about 3.9:1), a visible focus ring on every control, table headers
+  that never break inside a word.
+- The sidebar starts folded on the Lesson (``initial_sidebar_state="collapsed"``): at 1024 px it
+  took 300 px of the page.
+- A section link: Streamlit scrolls to the header when it is drawn, but figures drawn later above
+  it push it down (the link to section 8 landed in section 7), and tidying the query drops the
+  ``#...`` from the address. :func:`land_on_hash` reads the hash of the page load and re-scrolls
+  to the header until it has stayed in place for 4 s (90 s at most), and stops at the reader's
+  first wheel, key, click or touch.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+CSS = """<style>
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p,
+[data-testid="stWidgetLabel"] [data-testid="stCaptionContainer"], .crbc-svg-download { color: #555867 !important; opacity: 1 !important; }
+[data-testid="stMain"] button:focus-visible, [data-testid="stMain"] input:focus-visible,
+[data-testid="stMain"] [role="radio"]:focus-visible, [data-testid="stMain"] a:focus-visible,
+[data-testid="stMain"] label:has(input:focus-visible), [data-testid="stMain"] [tabindex]:focus-visible,
+[data-testid="stMain"] summary:focus-visible {
+  outline: 3px solid #1f5fbf !important; outline-offset: 2px !important; border-radius: 4px; }
+[data-testid="stMain"] button { min-height: 2rem; }
+.crbc-table th { white-space: nowrap; word-break: normal; }
+.crbc-table td { word-break: normal; overflow-wrap: anywhere; }
+</style>"""
+
+HASH_JS = """
+export default function (component) {
+  if (!component.parentElement.querySelector(".crbc-no-drawing")) {  // mounted (devtools.apprunner.READY)
+    const mark = document.createElement("span");
+    mark.className = "crbc-no-drawing";
+    mark.hidden = true;
+    component.parentElement.appendChild(mark);
+  }
+  // Streamlit rewrites the address (dropping the #...) when it tidies the query, so the hash is
+  // also read from the page load's own URL, while the reader is still on that page
+  const nav = (performance.getEntriesByType("navigation")[0] || {}).name || "";
+  let first = "";
+  try { const u = new URL(nav); if (u.pathname === window.location.pathname) first = u.hash; } catch (e) {}
+  const hash = decodeURIComponent((window.location.hash || first || "").slice(1));
+  if (!hash || window.__crbcLanded === hash) return;
+  window.__crbcLanded = hash;
+  let ticks = 0, still = 0;
+  const timer = setInterval(() => {
+    ticks += 1;
+    const el = document.getElementById(hash);
+    if (el && Math.abs(el.getBoundingClientRect().top) > 4) { el.scrollIntoView({ block: "start" }); still = 0; }
+    else if (el) still += 1;
+    if (still >= 16 || ticks > 360) clearInterval(timer);  // 4 s in place, or 90 s at most
+  }, 250);
+  const stop = () => clearInterval(timer);
+  for (const ev of ["wheel", "keydown", "touchstart", "mousedown"])
+    window.addEventListener(ev, stop, { once: true, passive: true });
+}
+"""
+
+_hash = st.components.v2.component("crbc_land_on_hash", js=HASH_JS, isolate_styles=False)
+
+
+def style() -> None:
+    """The Lesson's page setup: the sidebar folded on first load, and :data:`CSS`."""
+    st.set_page_config(initial_sidebar_state="collapsed")
+    st.html(CSS)
+
+
+def land_on_hash() -> None:
+    """Call once, near the top of the page: a link to a section header lands on it (see above)."""
+    _hash(key="lesson_land_on_hash")
