@@ -12,7 +12,11 @@ sent all of it; on a 2-core machine thirty browsers would measure the browsers, 
   (Python's ``re`` backtracks for about a minute on it);
 - ``bomb``: a 0.6 MB Parquet step table whose dictionary-encoded observation column decodes to
   6 GB (3,000,000 rows of one 2,000-character string);
-- ``largest``: the largest valid upload, a 19.5 MB step table of about 55,000 tiny groups.
+- ``largest``: the largest valid upload, a 19.5 MB step table of about 55,000 tiny groups;
+
+and the second round (:mod:`benchmarks.soak_attacks`): the hostile ``anchor_key`` link in
+``--hostile-tabs`` tabs, the ``--audit-tabs``-tab audit burst on one run folder, the
+``--archive-iterations`` run archive, while ``--players`` students press Play on Bellman backups.
 
 Reported: students' page-ready times (median, p95, max) before the attacks and while they
 run (from the first upload until the last attacker has its answer, plus 5 s), every error any
@@ -42,6 +46,7 @@ import threading
 import time
 from pathlib import Path
 
+from benchmarks import soak_attacks as SA
 from benchmarks.wire_client import open_session
 from devtools.apprunner import CHROMIUM, CHROMIUM_ARGS, READY, RUN_NO, running_server
 
@@ -239,7 +244,7 @@ async def burst(browser, base: str, n: int) -> list[float]:
 async def run(base: str, a, files: dict) -> dict:
     from playwright.async_api import async_playwright
 
-    out = {"pages": [], "wire_pages": [], "script": [], "errors": [], "foreign": [], "attacks": {}}
+    out = {"pages": [], "wire_pages": [], "script": [], "errors": [], "foreign": [], "attacks": {}, "plays": []}
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         # warm-up: one session draws the Lesson once (the server's first run imports the model
@@ -263,9 +268,19 @@ async def run(base: str, a, files: dict) -> dict:
         for i in range(a.wire_students):
             tasks.append(asyncio.create_task(wire_student(base, i, stop_at, out)))
             await asyncio.sleep(0.1)
+        tasks += [asyncio.create_task(SA.player(browser, base, i, stop_at, out)) for i in range(a.players)]
         await asyncio.sleep(max(0.0, t0 + 60 * a.minutes * a.calm - time.perf_counter()))
         out["attack_start"] = time.perf_counter()
-        hostile = [asyncio.create_task(attacker(browser, base, k, p, rx, out)) for k, (p, rx) in files.items()]
+        hostile = [asyncio.create_task(attacker(browser, base, k, p, rx, out)) for k, (p, rx) in files.items()
+                   if not k.startswith("_")]
+        if a.hostile_tabs:
+            hostile.append(asyncio.create_task(SA.hostile_link(browser, base, a.hostile_tabs, out)))
+        if a.audit_tabs:
+            hostile.append(asyncio.create_task(SA.audit_burst(browser, base, files["_audit_run"], a.audit_tabs, out,
+                                                              a.workers)))
+        if a.archive_iterations:
+            hostile.append(asyncio.create_task(SA.big_archive(browser, base, files["_folder"], out,
+                                                              a.archive_iterations)))
         await asyncio.gather(*hostile)
         out["attack_end"] = time.perf_counter() + 5
         await asyncio.gather(*tasks)
@@ -284,6 +299,10 @@ def main() -> int:
     ap.add_argument("--burst", type=int, default=0, help="sessions opening the Lesson at once at the end (wire)")
     ap.add_argument("--burst-browsers", type=int, default=0, help="Chromium sessions joining that burst")
     ap.add_argument("--memory-budget-mb", type=float, default=2000.0, help="the server's stated memory budget")
+    ap.add_argument("--hostile-tabs", type=int, default=4, help="tabs opening the hostile anchor_key link")
+    ap.add_argument("--audit-tabs", type=int, default=8, help="tabs of one browser computing one run's audit")
+    ap.add_argument("--archive-iterations", type=int, default=3000, help="iterations of the hostile run archive")
+    ap.add_argument("--players", type=int, default=2, help="students pressing Play on Bellman backups")
     a = ap.parse_args()
     if not Path(CHROMIUM).exists():
         print(json.dumps({"error": f"{CHROMIUM} not found"}))
@@ -291,8 +310,11 @@ def main() -> int:
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="crbc-soak-") as tmp:
         files = attack_files(Path(tmp))
-        with running_server(timeout=120) as (base, proc):
+        files["_folder"], files["_audit_run"] = Path(tmp), SA.audit_run_folder(Path(tmp) / "runs")
+        env = {"CRBC_RUNS_DIRS": str(Path(tmp) / "runs"), "CRBC_CACHE_DIR": str(Path(tmp) / "cache")}
+        with running_server(timeout=120, extra_env=env) as (base, proc):
             own = lambda: rss_one(proc.pid)  # noqa: E731
+            a.workers = lambda: SA.job_processes(proc.pid)  # noqa: E731
             mem = {"start": own(), "peak": 0.0, "workers_peak": 0.0}
             stop = threading.Event()
 
@@ -330,7 +352,7 @@ def main() -> int:
         "server_script_s": {"before_attacks": summary([d for t, d in out["script"] if t < s]),
                             "during_attacks": summary([d for t, d in out["script"] if s <= t < e]),
                             "after_attacks": summary([d for t, d in out["script"] if t >= e])},
-        "attacks": attacks, "attack_window_s": round(e - s, 1),
+        "attacks": attacks, "attack_window_s": round(e - s, 1), **SA.report(out, s, e),
         "student_errors": out["errors"], "foreign_data_seen": out["foreign"],
         "server_rss_mb": {k: round(v, 1) for k, v in mem.items()}, "memory_budget_mb": a.memory_budget_mb,
         "lesson_burst_s": summary(out["burst"]) | {"all_within_10s": all(x <= 10 for x in out["burst"])}

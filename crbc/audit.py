@@ -34,6 +34,7 @@ import json
 import math
 import os
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -115,7 +116,7 @@ def _plain(x: Any) -> Any:
 
 
 def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:12]}")  # never two writers on one
     try:
         write(tmp)
         os.replace(tmp, path)
@@ -321,9 +322,11 @@ def audit_run(run_dir: str | os.PathLike, estimators: Sequence[str] = ("crbc", "
                           KEY_COLUMN: object})
     write_audit(frame, path)
     for p in side.glob("iter-*.json") if side.is_dir() else []:
-        p.unlink()
-    if side.is_dir() and not any(side.iterdir()):
-        side.rmdir()
+        p.unlink(missing_ok=True)  # another audit of the same output may have removed it first
+    try:
+        side.rmdir()  # only when empty
+    except OSError:
+        pass
     return frame
 
 

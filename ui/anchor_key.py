@@ -4,7 +4,12 @@ The field (``anchor_key``, bound to the URL) holds a regex; empty means the exac
 to whatever the sidebar loaded: a shipped sample, a live group, a run folder's iteration (through
 :func:`keyed`, i.e. :func:`crbc.io.anchor_keys.rekey`: each anchor becomes the last match of the
 regex, its first group if it has one), and an upload (the importers take it themselves, so a
-refused row is named by file and row). :func:`merge_line` shows, under the source, the
+refused row is named by file and row). The pattern is anyone's input (a link carries it), so
+:func:`check` bounds its size and nesting before anything runs, and :func:`keyed` keys in a worker
+process under an upload's budgets (:mod:`crbc.sandbox.keying`), never on the server's interpreter;
+every ending is a notice quoting at most 60 characters of the pattern; at most :data:`AT_ONCE`
+keyings run at once on the server, others wait for a place. The keyed groups are kept
+per session (:data:`KEEP` of them, by source and pattern), so a rerun never keys twice. :func:`merge_line` shows, under the source, the
 :class:`crbc.explain.merge_profile.MergeProfile` of the keyed groups ("anchors, steps at shared
 anchors, steps beyond the first at shared anchors") and warns when almost nothing beyond the
 first step merges.
@@ -13,14 +18,19 @@ first step merges.
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
+from collections import OrderedDict
 
 import streamlit as st
 
 from crbc.explain.merge_profile import MergeProfile, merge_profile
-from crbc.io.anchor_keys import AnchorKeyError, anchor_key, effective_key, key_to_apply, rekey
+from crbc.io.anchor_keys import SHOWN_CHARS, RegexError, compile_regex, effective_key, key_to_apply, shown
+from crbc.sandbox.keying import KeyJob
 from ui import widgets
 from ui.session_memo import memo
 from ui.state import Source
+from ui.widgets import code, text
 
 KEY = "anchor_key"
 EXAMPLE = r"(?s)(Current Board:.*?)(?:Available Moves|$)"
@@ -37,35 +47,88 @@ def key_field() -> str:
 
 
 def check(regex: str) -> str | None:
-    """None when ``regex`` is usable as an anchor key, else a one-line message naming it."""
+    """None when ``regex`` is usable as an anchor key, else a one-line message quoting at most its
+    start: too long, nested too deep (checked before compiling), or refused by RE2."""
     if not regex:
         return None
     try:
-        anchor_key(regex)
-    except Exception as e:  # re.error, or the regex engine's own error: never a traceback
-        return widgets.text(f"Anchor key {regex!r}: not a regular expression ({str(e).splitlines()[0]})")
+        compile_regex(regex, "The anchor key")
+    except Exception as e:  # RegexError, or the regex engine's own error: never a traceback
+        return text(str(e).splitlines()[0] if str(e) else f"The anchor key: refused ({type(e).__name__})")
     return None
 
 
-@memo(max_entries=16, show_spinner="Applying the anchor key...")
-def _rekeyed(key: str, regex: str, _groups: tuple) -> tuple:
-    return tuple(rekey(list(_groups), regex))
+def quoted(regex: str) -> str:
+    """A pattern as Markdown shows it exactly: a code span of at most 60 characters (then its start
+    and its length)."""
+    if len(regex) <= SHOWN_CHARS:
+        return code(regex)
+    return f"{code(regex[:SHOWN_CHARS - 20] + '…')} ({len(regex):,} characters)"
+
+
+KEEP = 4  #: keyed sources kept per session
+_STORE = "_crbc_keyed"
+AT_ONCE = 2  #: keying workers the whole server runs at once (every tab of every session together)
+WAIT_S = 60.0  #: how long a keying waits for a free worker before it says the server is busy
+_SLOTS = threading.BoundedSemaphore(AT_ONCE)
+
+
+def _in_worker(groups: tuple, regex: str) -> tuple[list | None, str | None]:
+    """Key ``groups`` in a worker (crbc.sandbox.keying) once one of the server's :data:`AT_ONCE`
+    places is free, showing the wait and the time; a rerun (leaving the page, another choice)
+    interrupts the wait and the worker is killed in ``finally``."""
+    slot = st.empty()
+    waited = time.monotonic()
+    while not _SLOTS.acquire(timeout=0.25):
+        if time.monotonic() - waited > WAIT_S:
+            slot.empty()
+            return None, (f"the server is busy keying for others ({AT_ONCE} at a time); nothing was keyed, "
+                          "try again in a minute")
+        slot.caption(f"Waiting for a keying worker ({AT_ONCE} at a time on this server)...")
+    job = None
+    try:
+        job = KeyJob(groups, regex)
+        while not job.poll(0.25):
+            slot.caption(f"Applying the anchor key {shown(regex)} in a worker ({job.elapsed:.0f} s of at "
+                         f"most {job.limits.seconds:.0f} s)...")
+        return job.result()
+    except RegexError as e:
+        return None, str(e)
+    except Exception as e:  # noqa: BLE001 (never a traceback on the page)
+        return None, f"the anchor key could not be applied ({type(e).__name__})"
+    finally:
+        if job is not None:
+            job.cancel()
+        _SLOTS.release()
+        slot.empty()
 
 
 def keyed(src: Source, regex: str) -> tuple[Source | None, str | None]:
     """``src`` with every anchor keyed by ``regex`` (``(src, None)`` when it is empty), or
-    ``(None, message)``: a bad regex, or a step it does not match (named by group, rollout, step)."""
+    ``(None, message)``: a bad regex, a budget, or a step it does not match (named by group,
+    rollout, step). Keyed in a worker; the outcome, refusals too, kept for this session."""
     if not regex:
         return src, None
     err = check(regex)
     if err:
         return None, err
-    try:
-        groups = _rekeyed(src.key, regex, src.groups)
-    except AnchorKeyError as e:
-        return None, widgets.text(f"Anchor key: {e}")  # the regex and the text as typed: no Markdown
-    tag = hashlib.sha1(regex.encode()).hexdigest()[:10]
-    return Source(f"{src.key}|key:{tag}", src.label, groups, src.recorded_key), None
+    store: OrderedDict = st.session_state.setdefault(_STORE, OrderedDict())
+    at = (src.key, regex)
+    if at in store:
+        store.move_to_end(at)
+        return store[at]
+    groups, err = _in_worker(src.groups, regex)
+    if err:
+        out: tuple[Source | None, str | None] = (None, text(f"Anchor key: {err}"))
+        if err.endswith(("cancelled; nothing was keyed", "try again in a minute")):
+            return out  # not kept: the next rerun tries again
+    else:
+        tag = hashlib.sha1(regex.encode()).hexdigest()[:10]
+        out = (Source(f"{src.key}|key:{tag}", src.label, tuple(groups), src.recorded_key), None)
+    store[at] = out
+    while len(store) > KEEP:
+        store.popitem(last=False)
+    return out
 
 
 @memo(max_entries=64)
@@ -100,7 +163,7 @@ def merge_line(src: Source, regex: str) -> None:
     st.sidebar.caption(mp.line() + (" · anchors keyed when the run was recorded, with "
                                     f"{widgets.code(src.recorded_key)} (run.json)" if recorded else ""))
     if mp.merges_nothing:
-        what = f"The key {widgets.code(key)} merges" if key else "Exact text merges"
+        what = f"The key {quoted(key)} merges" if key else "Exact text merges"
         st.sidebar.warning(f"{what} almost nothing beyond the first step ({mp.later_share:.0%} of "
                            "later steps at shared anchors), so every step credit after step 0 is "
                            "about 0. If the observations carry their history, set an anchor key "

@@ -8,9 +8,12 @@ several iterations). :func:`render` draws
    :func:`crbc.viz.audit.audit_grid_svg`): success, sharing, evidence shares and the
    trainer's agreement with each estimator per iteration. The audit whose ``anchor_key`` is the
    sidebar's key is used; one computed under another key is drawn under a warning naming its key,
-   with a button that recomputes it. Computing runs :func:`crbc.audit_job.start_audit` in a worker
-   process (a fragment polls its progress once a second, with Cancel), so neither this session nor
-   the server waits; or, for an upload, reviews every iteration here
+   with a button that recomputes it. Computing queues :func:`crbc.audit_job.start_audit` on the
+   server's one job queue (:mod:`ui.jobs`: a bound on audits at once, the place in the queue
+   shown, one per person, ended when its page stops polling); the worker writes the audit into
+   the studio's cache by run and key, never into the run's folder. A fragment polls it once a
+   second, with Cancel, so neither this session nor the server waits; or, for an upload, reviews
+   every iteration here
    (:func:`crbc.explain.run_review.review_iteration`, about a second each), kept for the session;
 2. a click on an iteration (a point of the grid, or the sidebar's iteration) and the button under
    the grid list that iteration's groups worth a look, each one click from the other pages.
@@ -27,14 +30,13 @@ import pandas as pd
 import streamlit as st
 
 import crbc.explain.run_review as RR
-from crbc.audit_job import AuditJob, start_audit
 from crbc.errors import FormatError
 from crbc.estimators.bootstrap import DEFAULT_B
 from crbc.io.anchor_keys import effective_key, key_to_apply
-from crbc.io.audit_reader import audit_key, find_audits, read_audit
+from crbc.io.audit_reader import audit_key, find_audits, keyed_cache, read_audit
 from crbc.viz.audit import audit_grid_svg
 from crbc.viz.trainer_metrics import trainer_metrics_svg
-from ui import anchor_key, figure_cache, report_download, run_source, state, url, widgets
+from ui import anchor_key, figure_cache, jobs, report_download, run_source, state, url
 from ui.run_source import RunView
 from ui.svg_view import svg_view
 
@@ -58,14 +60,17 @@ def _pct(x: float) -> str:
 
 
 def _key_text(regex: str) -> str:
-    """A key for a caption or a label: a code span (a regex's ``*`` never becomes italics)."""
-    return widgets.code(regex) if regex else "the exact text (no anchor key)"
+    return anchor_key.quoted(regex) if regex else "the exact text (no anchor key)"
 
 
-def _audits(view: RunView) -> list[tuple[Path, pd.DataFrame]]:
-    """Every readable audit file of the run folder (beside it, then in its cache folder)."""
+def _audits(view: RunView, regex: str) -> list[tuple[Path, pd.DataFrame]]:
+    """Every readable audit file of the run folder: the studio's under the sidebar's key, then
+    the run's own (beside it, then in its cache folder)."""
     out = []
-    for path in find_audits(view.folder) if view.folder is not None else []:
+    if view.folder is None:
+        return out
+    mine = keyed_cache(view.folder, regex)
+    for path in ([mine] if mine.is_file() else []) + find_audits(view.folder):
         try:
             out.append((path, _audit(str(path), path.stat().st_mtime)))
         except (FormatError, OSError) as e:
@@ -74,6 +79,8 @@ def _audits(view: RunView) -> list[tuple[Path, pd.DataFrame]]:
 
 
 def _where(view: RunView, path: Path) -> str:
+    if path.parent.parent.name == "keyed":
+        return "the studio's cache of this run's audits (by its files and the anchor key)"
     return (f"`{path.name}` beside the run" if path.parent == Path(view.folder)
             else f"`{path.name}` in the studio's cache for this run (its folder is not writable)")
 
@@ -90,7 +97,7 @@ def _history(view: RunView, params: tuple, regex: str) -> tuple[pd.DataFrame | N
         rows = [row for i in sorted(done) for row in done[i].audit_rows(i)]
         reviewed = (pd.DataFrame(rows), f"reviewed here ({len(done)} of {len(view.iterations)} iterations)",
                     len(done) == len(view.iterations), None)
-    audits = _audits(view)
+    audits = _audits(view, regex)
     for path, frame in audits:
         if effective_key(audit_key(frame), view.recorded_key) == regex:  # "" on a keyed run: its key
             return frame, _where(view, path), True, None
@@ -102,32 +109,31 @@ def _history(view: RunView, params: tuple, regex: str) -> tuple[pd.DataFrame | N
     return reviewed or (None, "", False, None)
 
 
-def _job(view: RunView, regex: str) -> AuditJob | None:
-    held = st.session_state.get("_audit_job")
-    return held[2] if held is not None and held[:2] == (view.key, regex) else None
-
-
 @st.fragment(run_every=1.0)
 def _audit_progress(view: RunView, regex: str) -> None:
-    """The running audit's progress bar and Cancel, polled once a second (only this fragment
-    reruns; the worker does the work); its end reruns the page, which then reads the file."""
-    job = _job(view, regex)
-    if job is None:
+    """The audit's place in the queue or its progress, and Cancel, polled once a second (only
+    this fragment reruns; each poll is the heartbeat that keeps the job); its end reruns the
+    page, which then reads the file."""
+    ticket = jobs.held(view.key, regex)
+    if ticket is None:
         return
-    if not job.poll(0):
-        k, n = job.done_total
-        st.progress(k / n if n else 0.0, text=f"Auditing every iteration with the key {_key_text(regex)}: "
-                    f"{k} of {n or len(view.iterations)} iterations ({job.elapsed:.0f} s)")
+    jobs.waiting(ticket)
+    if ticket.live:
+        if ticket.state == "waiting":
+            ahead = jobs.queue().position(ticket)
+            st.progress(0.0, text=f"Queued: {ahead} audit(s) ahead of yours on this server (it runs "
+                        f"{jobs.queue().max_running} at a time); yours starts when a place frees.")
+        else:
+            k, n = int(ticket.progress.get("iterations", 0)), int(ticket.progress.get("total", 0))
+            st.progress(k / n if n else 0.0, text=f"Auditing every iteration with the key {_key_text(regex)}: "
+                        f"{k} of {n or len(view.iterations)} iterations ({ticket.job.elapsed:.0f} s)")
         if st.button("Cancel the audit", key="runs_audit_cancel", icon=":material/cancel:"):
-            job.cancel()
-            st.session_state["_audit_note"] = job.outcome["error"]
-            del st.session_state["_audit_job"]
+            st.session_state["_audit_note"] = jobs.cancel(ticket)
             st.rerun()
         return
-    del st.session_state["_audit_job"]
-    if "error" in job.outcome:
-        st.session_state["_audit_note"] = f"The audit failed: {job.outcome['error']}"
-    job.close()
+    jobs.forget()
+    if "error" in ticket.outcome:
+        st.session_state["_audit_note"] = f"The audit failed: {ticket.outcome['error']}"
     st.rerun()
 
 
@@ -137,27 +143,27 @@ def _compute(view: RunView, params: tuple, regex: str, other_key: str | None) ->
     note = st.session_state.pop("_audit_note", None)
     if note:
         (st.error if note.startswith("The audit failed") else st.warning)(note)
-    if _job(view, regex) is not None:
+    if jobs.held(view.key, regex) is not None:
         _audit_progress(view, regex)
         return
     left = [i for i in view.iterations
             if i not in st.session_state.get("_review_done", {}).get((view.key, params, regex), {})]
     c1, c2 = st.columns([1, 2], vertical_alignment="center")
-    label = (f"Recompute the audit with the key {_key_text(regex)}" if other_key is not None and regex
+    label = (f"Recompute the audit with the key {anchor_key.quoted(regex)}" if other_key is not None and regex
              else "Recompute the audit on the exact text" if other_key is not None
              else f"Compute the audit ({len(view.iterations)} iterations)")
     if view.folder is not None and c1.button(label, key="runs_audit_go", type="primary",
                                              icon=":material/query_stats:"):
-        old = st.session_state.pop("_audit_job", None)
-        if old is not None:  # one audit per session: one started for another run or key stops
-            old[2].cancel()
-        st.session_state["_audit_job"] = (view.key, regex, start_audit(view.folder, bootstrap=B,
-                                                                          anchor=key_to_apply(regex, view.recorded_key)))
+        why = jobs.ask_audit(view.key, view.folder, regex, B,  # one per person: another run or key replaces it
+                             apply=key_to_apply(regex, view.recorded_key))
+        if why:
+            st.session_state["_audit_note"] = why
         st.rerun()
     c2.caption("The audit (`python -m crbc audit RUN_DIR --anchor REGEX`) computes every iteration once, "
-               "in a worker process (this page and every other session stay free; Cancel stops it), "
-               "and writes `audit.parquet` beside the run (or in the studio's cache when the folder is "
-               "not writable), with the anchor key it used; the page then draws the whole history at once.")
+               "in a worker process queued with the server's other audits (this page and every other "
+               "session stay free; Cancel stops it, and so does closing the page), and keeps it in the "
+               "studio's cache by run and anchor key, never in the run's folder; the page then draws "
+               "the whole history at once.")
     if left and st.button(f"Review the {len(left)} iteration(s) here (about a second each; kept for this "
                           "session)", key="review_all"):
         bar = st.progress(0.0)

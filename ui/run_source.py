@@ -7,6 +7,9 @@ Allowed roots (:func:`roots`): ``sample_rollouts/runs`` (the samples folder's ``
 in the URL by its path (relative to the repository when it is inside it, else absolute), and a
 path is opened only when it resolves, symlinks followed, to a folder holding ``run.json`` under
 one of the roots: a link never opens any other server path. The path field takes the same rule.
+A path longer than any file system takes (:data:`MAX_PATH_CHARS`, or a folder name beyond 255
+bytes) is refused as such, before the operating system is asked, and messages quote at most
+80 characters of it.
 
 :func:`run_source` draws ``run`` (bound to the URL), the path field and ``run_iter`` (bound), and
 returns the chosen iteration's groups keyed by the anchor key as a :class:`ui.state.Source`;
@@ -60,18 +63,39 @@ def value(path: Path) -> str:
         return str(p)
 
 
+MAX_PATH_CHARS = 1024  #: the longest run path a field or a link may name (Linux: 4,096; a name: 255)
+
+
+def too_long(text: str) -> bool:
+    """A path no file system takes (longer than :data:`MAX_PATH_CHARS`, or a part beyond 255
+    bytes): said as such, before the operating system refuses it with ``OSError``."""
+    return len(text) > MAX_PATH_CHARS or any(len(part.encode(errors="replace")) > 255 for part in text.split("/"))
+
+
+def shown(text: str) -> str:
+    """A path as a message quotes it: at most 80 characters."""
+    return text if len(text) <= 80 else f"{text[:60]}… ({len(text):,} characters)"
+
+
+def _is_file(p: Path) -> bool:
+    try:
+        return p.is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def resolve(text: str) -> Path | None:
     """The run folder that ``text`` names, when it is under an allowed root and holds run.json."""
-    if not text or "\x00" in text:
+    if not text or "\x00" in text or too_long(text):
         return None
     p = Path(text).expanduser()
     try:
         p = (p if p.is_absolute() else state.ROOT / p).resolve()
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):
         return None
     if not any(p == r or p.is_relative_to(r) for r in roots()):
         return None
-    return p if (p / R.RUN_FILE).is_file() else None
+    return p if _is_file(p / R.RUN_FILE) else None
 
 
 @st.cache_data(show_spinner=False, ttl=30)
@@ -137,6 +161,9 @@ def run_view() -> RunView | None:
 def _why_not(v: str) -> str:
     if v == OPENED:
         return "a run uploaded as a .zip lives only in the session that uploaded it"
+    if too_long(v):
+        return (f"a path of {len(v):,} characters is longer than any run folder's (at most "
+                f"{MAX_PATH_CHARS:,} characters, 255 per folder name)")
     return (f"not a run folder under the studio's run folders ({roots_text()}); a link never "
             "opens other paths on the server (start the studio with --runs-dir to add a folder)")
 
@@ -147,10 +174,16 @@ def _typed() -> None:
     st.session_state.pop("_run_path_error", None)
     if not text:
         return
-    here = Path.cwd() / Path(text).expanduser()
-    p = resolve(str(here) if not Path(text).expanduser().is_absolute() and here.exists() else text)
+    p = None
+    if not too_long(text):
+        here = Path.cwd() / Path(text).expanduser()
+        try:
+            local = not Path(text).expanduser().is_absolute() and here.exists()
+        except (OSError, ValueError):
+            local = False
+        p = resolve(str(here) if local else text)
     if p is None:
-        st.session_state["_run_path_error"] = f"{text}: {_why_not(text)}."
+        st.session_state["_run_path_error"] = f"{shown(text)}: {_why_not(text)}."
         return
     st.session_state["run"] = value(p)
     st.session_state.pop("run_iter", None)
@@ -167,7 +200,7 @@ def run_source(regex: str) -> tuple[Source | None, str | None]:
         options = [chosen] + options  # a run folder given by path or link, found since
     if opened is not None:
         options = options + [OPENED]
-    url.check_url("run", lambda v: v in options, _why_not(str(st.query_params.get("run"))))
+    url.check_url("run", lambda v: v in options, _why_not(str(st.query_params.get("run"))))  # quotes 40 characters
     url.drop_invalid("run", options)
     pick = sb.selectbox(f"Run ({len(options)} found)", options, index=None, key="run", bind="query-params",
                         placeholder="choose a run folder",
@@ -185,7 +218,7 @@ def run_source(regex: str) -> tuple[Source | None, str | None]:
         return opened, None
     path = resolve(pick)
     if path is None:
-        return None, f"{pick}: {_why_not(pick)}."
+        return None, f"{shown(pick)}: {_why_not(pick)}."
     when = stamp(path)
     try:
         run = read(str(path), when)

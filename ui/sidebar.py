@@ -47,9 +47,10 @@ def _set_source(source: Source, regex: str = "", keyed: bool = True) -> None:
 
 
 def _source_error(msg: str) -> None:
-    """A source that cannot be shown: one line in the sidebar and on the page, nothing loaded."""
+    """A source that cannot be shown: one alert, on the page, and a pointer to it in the sidebar
+    (the same alert twice read as two problems); nothing loaded."""
     _clear_source()
-    st.sidebar.error(msg)
+    st.sidebar.caption(":material/error: Nothing loaded: see the message on the page.")
     st.error(msg)
 
 
@@ -327,7 +328,7 @@ def _upload_error(source: str) -> None:
     """A refused upload's report, on the page, until another file is loaded."""
     err = st.session_state.get("_crbc_error") if source == "upload" else None
     if err:
-        st.sidebar.error("The last file was refused (see the message on the page).")
+        st.sidebar.caption(":material/error: The last file was refused: see the message on the page.")
         st.error("**The uploaded file was refused; nothing was loaded.** Fix these lines and "
                  "upload it again:")
         widgets.pre(err)

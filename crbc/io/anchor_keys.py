@@ -30,7 +30,9 @@ AnchorKey = Callable[[str], str]
 AnchorKeySpec = Union[None, str, "re.Pattern[str]", AnchorKey]
 
 TIME_BUDGET_S = 60.0  #: seconds of matching one regex key may spend over all the texts it keys
-MAX_PATTERN_CHARS = 10_000  #: the longest pattern accepted
+MAX_PATTERN_CHARS = 1_000  #: the longest pattern accepted (an anchor key is a line, not a program)
+MAX_NESTING = 10  #: the deepest nesting of groups accepted (``((((...))))``)
+SHOWN_CHARS = 60  #: how much of a pattern a message quotes
 _FLAGS = {re.IGNORECASE: "i", re.DOTALL: "s", re.MULTILINE: "m"}
 #: constructs RE2 does not run, and what to tell the user
 _UNSUPPORTED = (
@@ -53,6 +55,52 @@ def exact(text: str) -> str:
     return text
 
 
+def shown(pattern: str) -> str:
+    """``pattern`` as a message quotes it: in full up to :data:`SHOWN_CHARS` characters, else its
+    start and its length (a 10 KB pattern sent in a link is never echoed back whole)."""
+    if len(pattern) <= SHOWN_CHARS:
+        return repr(pattern)
+    return f"{pattern[:SHOWN_CHARS - 20]!r}... ({len(pattern):,} characters)"
+
+
+def nesting(pattern: str) -> int:
+    """The deepest nesting of groups in ``pattern`` (escaped parentheses and those inside a
+    character class do not count)."""
+    depth = deepest = 0
+    i, n, in_class = 0, len(pattern), False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1:i + 2] == "^":
+                i += 1
+            if pattern[i + 1:i + 2] == "]":  # a leading ] is a literal
+                i += 1
+        elif c == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c == ")":
+            depth = max(depth - 1, 0)
+        i += 1
+    return deepest
+
+
+def check_size(text: str, what: str = "anchor regex") -> None:
+    """Refuse, before compiling, a pattern longer than :data:`MAX_PATTERN_CHARS` or nesting groups
+    deeper than :data:`MAX_NESTING` (RE2 accepts ``(`` x 5000 + ``)`` x 5000, then matches it
+    slowly): :class:`RegexError` quoting only its start."""
+    if len(text) > MAX_PATTERN_CHARS:
+        raise RegexError(f"{what} {shown(text)}: the pattern has {len(text):,} characters; at most "
+                         f"{MAX_PATTERN_CHARS:,}")
+    if (d := nesting(text)) > MAX_NESTING:
+        raise RegexError(f"{what} {shown(text)}: groups nested {d} deep; at most {MAX_NESTING}")
+
+
 def _options():
     import re2
 
@@ -71,25 +119,23 @@ def compile_regex(pattern: str | re.Pattern[str], what: str = "anchor regex"):
         flags = pattern.flags & ~re.UNICODE
         inline = "".join(c for f, c in _FLAGS.items() if flags & f)
         if flags & ~sum(_FLAGS):
-            raise RegexError(f"{what} {pattern.pattern!r}: only the flags IGNORECASE, DOTALL and "
+            raise RegexError(f"{what} {shown(pattern.pattern)}: only the flags IGNORECASE, DOTALL and "
                              "MULTILINE are supported")
         text = (f"(?{inline})" if inline else "") + pattern.pattern
     elif isinstance(pattern, str):
         text = pattern
     else:
         raise TypeError(f"a regex is a str or a compiled pattern, not {type(pattern).__name__}")
-    if len(text) > MAX_PATTERN_CHARS:
-        raise RegexError(f"{what}: the pattern has {len(text):,} characters; at most "
-                         f"{MAX_PATTERN_CHARS:,}")
+    check_size(text, what)
     try:
         return re2.compile(text, _options())
     except re2.error as e:
         reason = e.args[0].decode("utf-8", "replace") if e.args and isinstance(e.args[0], bytes) else str(e)
         for rx, name in _UNSUPPORTED:
             if rx.search(text):
-                raise RegexError(f"{what} {text!r}: {name} are not supported (patterns run in linear "
+                raise RegexError(f"{what} {shown(text)}: {name} are not supported (patterns run in linear "
                                  f"time with RE2, which has no backtracking)") from None
-        raise RegexError(f"{what} {text!r}: not a valid regular expression (RE2: {reason})") from None
+        raise RegexError(f"{what} {shown(text)}: not a valid regular expression (RE2: {reason})") from None
 
 
 def regex_key(pattern: str | re.Pattern[str], budget_s: float = TIME_BUDGET_S) -> AnchorKey:
@@ -112,15 +158,15 @@ def regex_key(pattern: str | re.Pattern[str], budget_s: float = TIME_BUDGET_S) -
                 break
         spent[0] += time.perf_counter() - t0
         if spent[0] > budget_s:
-            raise RegexError(f"anchor regex {rx.pattern!r} spent more than its time budget of "
+            raise RegexError(f"anchor regex {shown(rx.pattern)} spent more than its time budget of "
                              f"{budget_s:g} s matching")
         if last is None:
-            shown = text if len(text) <= 60 else text[:28] + " ... " + text[-27:]
-            raise AnchorKeyError(f"the anchor regex {rx.pattern!r} does not match {shown!r}"
+            part = text if len(text) <= 60 else text[:28] + " ... " + text[-27:]
+            raise AnchorKeyError(f"the anchor regex {shown(rx.pattern)} does not match {part!r}"
                                  + no_match_hint(rx.pattern, text))
         return last.group(1) if rx.groups else last.group(0)
 
-    key.__name__ = f"regex({rx.pattern!r})"
+    key.__name__ = f"regex({shown(rx.pattern)})"
     return key
 
 

@@ -47,6 +47,39 @@ def cache_folder(run_dir: str | os.PathLike) -> Path:
     return root / "audits" / digest
 
 
+def run_fingerprint(run_dir: str | os.PathLike) -> str:
+    """What a run's audit depends on, as a hex digest: the folder's resolved path and, of
+    ``run.json`` and every ``rollouts/iter-NNNN.*``, the name, size and modification time (a run
+    that grows, or is rewritten, gets a new fingerprint)."""
+    from crbc.io.runs import ITER_RE, ROLLOUTS_DIR, RUN_FILE
+
+    folder = Path(run_dir).resolve()
+    h = hashlib.sha256(str(folder).encode())
+    files = [folder / RUN_FILE]
+    try:
+        files += sorted(p for p in (folder / ROLLOUTS_DIR).iterdir() if ITER_RE.match(p.name))
+    except OSError:
+        pass
+    for p in files:
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        h.update(f"\0{p.name}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def keyed_cache(run_dir: str | os.PathLike, key: str) -> Path:
+    """Where the studio keeps the audit of a run under the anchor key ``key`` (``""``: the exact
+    text): ``$CRBC_CACHE_DIR`` (default ``~/.cache/crbc``) ``/audits/keyed/<24 hex of sha256 of
+    the run's fingerprint and the key>/audit.parquet``. Never the run's own folder: a shared run's
+    ``audit.parquet`` is not one session's to replace, and audits under different keys never
+    share a file (nor a ``.partial`` sidecar)."""
+    root = Path(os.environ.get("CRBC_CACHE_DIR") or Path.home() / ".cache" / "crbc")
+    digest = hashlib.sha256(f"{run_fingerprint(run_dir)}\0{key}".encode()).hexdigest()[:24]
+    return root / "audits" / "keyed" / digest / AUDIT_FILES[0]
+
+
 def find_audits(run_dir: str | os.PathLike) -> list[Path]:
     """Every audit file of ``run_dir`` that exists: :data:`AUDIT_FILES` beside it, then in its
     :func:`cache_folder`."""

@@ -12,7 +12,8 @@ A budget (:class:`Budget`) bounds, over one read (all files of an import togethe
 * ``decoded_bytes``: what the input decodes to: text bytes after gunzip, Parquet column
   bytes after decoding (a dictionary-encoded string counted once per row that uses it);
 * ``rows``: step rows, rollout lines, Parquet rows and episode steps;
-* ``text_chars``: one text cell (an anchor, observation, action, response).
+* ``text_chars``: one text cell (an anchor, observation, action, response);
+* ``line_bytes``: one line of a gzip text read as a stream (:meth:`Meter.gunzip_lines`).
 
 Two sets (docs/FORMATS.md, "Budgets"): :data:`CLI` for the command line and the library, and the
 lower :data:`STUDIO` for uploads to a shared studio. MB here means 10**6 bytes, everywhere.
@@ -27,6 +28,7 @@ import contextvars
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from crbc.errors import BudgetError
 
@@ -42,6 +44,7 @@ class Budget:
     decoded_bytes: int
     rows: int
     text_chars: int = 2_000_000
+    line_bytes: int = 64 * MB  #: one line of a streamed gzip text (a bomb of one line stops here)
 
 
 CLI = Budget("command line", file_bytes=1000 * MB, decoded_bytes=1000 * MB, rows=10_000_000)
@@ -109,6 +112,49 @@ class Meter:
         return out
 
 
+    def gunzip_lines(self, data: bytes | BinaryIO, source: str, charge: bool = True) -> Iterator[bytes]:
+        """The lines (each with its ``\\n``) of one gzip member, decompressed a chunk at a time:
+        never more than one line plus a chunk is held, a line beyond ``line_bytes`` is refused as
+        soon as it passes it (a bomb of one huge line never decodes whole), and with ``charge``
+        every decoded byte is charged as it comes (a reader that charges its lines itself passes
+        False). Corrupt or truncated data is refused naming ``source``."""
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            view = memoryview(data)
+            chunks = (bytes(view[i:i + _CHUNK]) for i in range(0, len(view), _CHUNK))
+            read = lambda: next(chunks, b"")  # noqa: E731
+        else:
+            read = lambda: data.read(_CHUNK)  # noqa: E731
+        buf = bytearray()
+        lineno = 0
+        while not d.eof:
+            feed = d.unconsumed_tail or read()
+            try:
+                out = d.decompress(feed, _CHUNK)
+            except zlib.error as e:
+                raise BudgetError(f"not a valid gzip file ({e})", source) from None
+            if not feed and not out:
+                break
+            if charge:
+                self.add_bytes(len(out), source)
+            buf += out
+            start = 0
+            while (end := buf.find(b"\n", start)) >= 0:
+                lineno += 1
+                yield bytes(buf[start:end + 1])
+                start = end + 1
+            del buf[:start]
+            if len(buf) > self.budget.line_bytes:
+                raise BudgetError(f"line {lineno + 1} is longer than {mb(self.budget.line_bytes)}, the "
+                                  f"{self.budget.name}'s budget per line (docs/FORMATS.md, Budgets); "
+                                  "nothing was read", source)
+        if not d.eof:
+            raise BudgetError("truncated gzip file", source)
+        if buf:
+            yield bytes(buf)
+
+
+_CHUNK = 1 << 20  #: bytes decompressed at a time by Meter.gunzip_lines
 _CURRENT: contextvars.ContextVar[Meter | None] = contextvars.ContextVar("crbc_budget_meter", default=None)
 
 

@@ -344,13 +344,17 @@ def parse_columns(data: str | bytes, source: str = "<input>", keep_text: bool = 
 def read_columns(path: str | os.PathLike, keep_text: bool = True) -> Columns:
     """Read and validate a ``crbc.rollout/1`` file into :class:`Columns`. All or nothing.
 
-    The file is streamed line by line; decoded records become arrays every
+    The file is streamed line by line (a gzip file, ``.jsonl.gz``, by its magic bytes, through
+    :meth:`crbc.io.budgets.Meter.gunzip_lines`); decoded records become arrays every
     ``CHUNK_ROLLOUTS`` rollouts, so the live memory is the columns plus one chunk.
     """
     path = Path(path)
     try:
         with open(path, "rb") as f:
-            cols = decode_lines(f, str(path), keep_text)
+            gz = f.read(2) == b"\x1f\x8b"  # .jsonl.gz (docs/FORMATS.md): streamed, a line at a time
+            f.seek(0)
+            lines = budgets.meter().gunzip_lines(f, str(path), charge=False) if gz else f
+            cols = decode_lines(lines, str(path), keep_text)
     except OSError as e:
         raise RolloutFormatError(f"cannot read file ({e.strerror})", str(path)) from None
     return _nonempty(cols, str(path), "the file is empty")

@@ -10,8 +10,7 @@ import os
 from pathlib import Path
 
 from crbc.errors import RolloutFormatError
-from crbc.io import budgets
-from crbc.io.columns import Columns, decode_lines
+from crbc.io.columns import Columns
 from crbc.io.columns import read_columns as read_jsonl_columns
 from crbc.io.records import RolloutGroup
 
@@ -43,18 +42,6 @@ def _parquet(path: Path) -> list[RolloutGroup]:
     return read_parquet_rollouts(path)
 
 
-def _gzip_columns(path: Path, keep_text: bool) -> Columns:
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise RolloutFormatError(f"cannot read file ({e.strerror})", str(path)) from None
-    data = budgets.meter().gunzip(raw, str(path))  # charged to the decoded-size budget
-    cols = decode_lines(data.splitlines(), str(path), keep_text)
-    if cols.n_rollouts == 0:
-        raise RolloutFormatError("no rollouts found (the file is empty)", str(path), None, None)
-    return cols
-
-
 def read_rollouts(path: str | os.PathLike) -> list[RolloutGroup]:
     """Read and validate a rollout file into groups (in order of first appearance, rollouts in
     file order): JSON Lines, gzip or Parquet by :func:`sniff`. All or nothing: a bad line or row
@@ -64,14 +51,14 @@ def read_rollouts(path: str | os.PathLike) -> list[RolloutGroup]:
     kind = sniff(path)
     if kind == "parquet":
         return _parquet(path)
-    return (_gzip_columns(path, True) if kind == "gzip" else read_jsonl_columns(path)).to_groups()
+    return read_jsonl_columns(path).to_groups()  # JSON Lines, gzip streamed a line at a time
 
 
 def read_columns(path: str | os.PathLike, keep_text: bool = True) -> Columns:
-    """:class:`Columns` of a rollout file of any kind (:func:`read_rollouts`); JSON Lines is
-    streamed (:func:`crbc.io.columns.read_columns`)."""
+    """:class:`Columns` of a rollout file of any kind (:func:`read_rollouts`); JSON Lines, gzip or
+    not, is streamed (:func:`crbc.io.columns.read_columns`)."""
     path = Path(path)
     kind = sniff(path)
     if kind == "parquet":
         return Columns.from_groups(_parquet(path), keep_text)
-    return _gzip_columns(path, keep_text) if kind == "gzip" else read_jsonl_columns(path, keep_text)
+    return read_jsonl_columns(path, keep_text)

@@ -45,6 +45,8 @@ def _archive_job(payload: dict, send: Send) -> dict:
                                 f"{budgets.mb(payload['memory_bytes'])}; nothing was loaded") from None
         except RecursionError:
             raise WorkerFailure(f"{name}: nested too deeply to read; nothing was loaded") from None
+        except Exception as e:  # noqa: BLE001 (a forged archive the readers did not foresee: still named)
+            raise WorkerFailure(f"{name}: could not be read ({type(e).__name__}); nothing was loaded") from None
     return {"meta": run.meta, "metrics": run.metrics, "partial_tail": run.partial_tail, "iterations": iterations}
 
 

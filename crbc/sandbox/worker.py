@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 #: modules the fork server imports once, for every job (names only: nothing is imported here)
-PRELOAD = ["crbc.sandbox.upload", "crbc.io.importers", "crbc.io.parquet_rollouts", "crbc.process",
+PRELOAD = ["crbc.sandbox.upload", "crbc.sandbox.keying", "crbc.io.importers", "crbc.io.parquet_rollouts", "crbc.process",
            "pyarrow.parquet", "crbc.audit"]
 MESSAGE_MAX = 1 << 24  #: bytes of one message from the child
 NICENESS = 10  #: how much lower the child's scheduling priority is than the parent's (``man 2 nice``)

@@ -44,9 +44,11 @@ def test_sidebar_merge_line_and_the_merges_nothing_warning(app, tmp_path, monkey
     assert not [w for w in at.sidebar.warning if "almost nothing" in w.value]
     at.text_input(key="anchor_key").set_value("(").run()  # a bad regex: one line, nothing loaded
     assert not at.exception
-    assert any(e.value.startswith("Anchor key '(': not a regular expression") for e in at.sidebar.error)
+    assert [e.value for e in at.error if "'('" in e.value][0].startswith(
+        "The anchor key '(': not a valid regular expression")
+    assert len(at.error) == 1 and not at.sidebar.error  # one alert, on the page
     at.text_input(key="anchor_key").set_value("nomatch").run()  # names the step it does not match
-    assert any("group 'h' rollout 0 step 0" in e.value for e in at.sidebar.error)
+    assert any("group 'h' rollout 0 step 0" in e.value for e in at.error)
 
 
 def test_the_upload_offers_every_importer(app, tmp_path, monkeypatch):
@@ -169,14 +171,17 @@ def _audit_rows(iterations: int) -> list[dict]:
 
 
 def _finish_audit(at) -> None:
-    """Wait for the audit the page started (its worker writes the file), then let the page's
-    progress fragment see the end (AppTest does not run a fragment's timer)."""
-    held = at.session_state["_audit_job"]
-    job = held[2]
-    assert job.running or job.outcome, "a job in a worker, not a computation in the page"
-    while not job.poll(0.5):
-        pass
-    assert "done" in job.outcome, job.outcome
+    """Wait for the audit the page queued (the server's queue starts its worker, which writes
+    the file), then let the page's progress fragment see the end (AppTest does not run a
+    fragment's timer)."""
+    import time
+
+    ticket = at.session_state["_audit_job"][2]
+    deadline = time.monotonic() + 150
+    while ticket.live and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ticket.job is not None, "a job in a worker, not a computation in the page"
+    assert "done" in ticket.outcome, ticket.outcome
     at.run()
     assert not at.exception
 
@@ -189,7 +194,11 @@ def test_an_audit_under_another_key_is_named_and_recomputed_with_the_sidebars(ap
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
     import pandas as pd
 
+    from crbc.io.audit_reader import keyed_cache
+
+    monkeypatch.setenv("CRBC_CACHE_DIR", str(tmp_path / "cache"))
     pd.DataFrame(_audit_rows(2)).to_parquet(path / "audit.parquet")  # a CLI audit, on the exact text
+    before = (path / "audit.parquet").read_bytes()
     at = app("pages/runs.py", run_folder=path, anchor_key="(?s)(.*)")
     assert not at.exception
     warn = " ".join(w.value for w in at.warning)
@@ -198,9 +207,13 @@ def test_an_audit_under_another_key_is_named_and_recomputed_with_the_sidebars(ap
     assert go.label == "Recompute the audit with the key `(?s)(.*)`"  # a code span: its * never italics
     go.click().run()
     _finish_audit(at)
-    assert audit_key(read_audit(path / "audit.parquet")) == "(?s)(.*)"
+    # the session's key goes to the studio's cache by run and key: the run's own audit stays
+    assert (path / "audit.parquet").read_bytes() == before
+    assert audit_key(read_audit(keyed_cache(path, "(?s)(.*)"))) == "(?s)(.*)"
+    assert sorted(p.name for p in path.iterdir()) == ["audit.parquet", "metrics.jsonl", "rollouts", "run.json"]
     assert not [w for w in at.warning if "computed with the anchor key" in w.value]
-    assert any("computed with the anchor key `(?s)(.*)`" in c.value for c in at.caption)
+    assert any("computed with the anchor key `(?s)(.*)`" in c.value and "studio's cache" in c.value
+               for c in at.caption)
     assert not [b for b in at.button if b.key == "runs_audit_go"]
 
 
@@ -208,17 +221,21 @@ def test_an_audit_under_another_key_is_named_and_recomputed_with_the_sidebars(ap
 def test_runs_page_draws_the_whole_history_from_the_audit_beside_the_run(app, tmp_path, monkeypatch):
     import pandas as pd
 
+    from crbc.io.audit_reader import keyed_cache
+
     path = alfworld_like_run(tmp_path / "runs" / "alf", iterations=3, groups=2)
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
+    monkeypatch.setenv("CRBC_CACHE_DIR", str(tmp_path / "cache"))
     at = app("pages/runs.py", run_folder=path)
     assert not at.exception
-    # no audit yet: the page offers it; one click starts it in a worker and the page returns at once
+    # no audit yet: the page offers it; one click queues it for a worker and the page returns at once
     at.button(key="runs_audit_go").click().run()
     assert not at.exception
     _finish_audit(at)
-    assert (path / "audit.parquet").exists()
+    assert keyed_cache(path, "").exists() and not (path / "audit.parquet").exists()  # never into the run
     assert any("computed with the anchor key the exact text" in c.value for c in at.caption)
-    pd.DataFrame(_audit_rows(3)).to_parquet(path / "audit.parquet")
+    keyed_cache(path, "").unlink()
+    pd.DataFrame(_audit_rows(3)).to_parquet(path / "audit.parquet")  # a CLI audit beside the run
     at.run()
     assert not at.exception
     assert any("`audit.parquet` beside the run" in c.value for c in at.caption)

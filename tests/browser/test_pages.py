@@ -8,6 +8,7 @@ any request to a host other than 127.0.0.1 fails. Screenshots go to ``test-artif
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -209,4 +210,16 @@ def test_a_run_archive_uploads_through_the_worker_and_opens(app_url, page, artif
     page.screenshot(path=str(artifacts_dir / "browser-run-archive.png"), full_page=True)
     page.locator(".st-key-runs_upload input[type=file]").set_input_files(str(bad))
     page.wait_for_selector("text=A run was refused: broken.zip: not a zip archive")
+    _no_exception(page)
+    # 3,000 iterations of one tiny rollout each: refused before any of them is read
+    big = tmp_path / "big.zip"
+    line = b'{"group": "g", "rollout": 0, "steps": [{"anchor": "a", "action": "x"}], "success": true}\n'
+    with zipfile.ZipFile(big, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("big/run.json", '{"schema": "crbc.run/1", "name": "big", "config": {}}')
+        for i in range(3000):
+            z.writestr(f"big/rollouts/iter-{i:04d}.jsonl", line)
+    t = time.perf_counter()
+    page.locator(".st-key-runs_upload input[type=file]").set_input_files(str(big))
+    page.wait_for_selector("text=big.zip: more than 500 iteration files", timeout=60_000)
+    assert time.perf_counter() - t < 60
     _no_exception(page)

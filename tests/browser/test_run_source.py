@@ -35,9 +35,10 @@ def runs_root(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def studio_env(runs_root):
-    """The module's studio lists the recorded run's folder (conftest's ``app_url`` serves it)."""
-    return {"CRBC_RUNS_DIRS": str(runs_root)}
+def studio_env(runs_root, tmp_path_factory):
+    """The module's studio lists the recorded run's folder (conftest's ``app_url`` serves it) and
+    keeps its audits in a cache of its own."""
+    return {"CRBC_RUNS_DIRS": str(runs_root), "CRBC_CACHE_DIR": str(tmp_path_factory.mktemp("studio-cache"))}
 
 
 def _shot(page, artifacts_dir, name: str, at: str | None = None) -> None:
@@ -99,8 +100,8 @@ def test_a_recorded_run_from_the_sidebar_to_a_shared_step_credits_view(app_url, 
     pg.locator('.st-key-runs_audit [data-pick="2"]').first.wait_for(state="attached", timeout=180_000)
     wait_ready(pg, "Training runs")
     main = _main(pg)
-    assert "beside the run, computed with the anchor key (?s)(Current Board:" in main, main[:1500]
-    assert (runs_root / NAME / "audit.parquet").exists()
+    assert "the studio's cache of this run's audits (by its files and the anchor key), computed with the anchor key (?s)(Current Board:" in main, main[:1500]
+    assert not (runs_root / NAME / "audit.parquet").exists()  # never into the run's folder
     _shot(pg, artifacts_dir, "3-history")
     _after(pg, "Training runs", lambda: pg.locator('.st-key-runs_audit [data-pick="2"]').first.click())
     pg.locator(".st-key-review_open_credits button").wait_for()

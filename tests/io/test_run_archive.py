@@ -7,6 +7,8 @@ import io
 import zipfile
 from pathlib import Path
 
+import pytest
+
 import crbc.io.run_writer as RW
 import crbc.io.runs as R
 from crbc.io import budgets
@@ -52,3 +54,46 @@ def test_a_bad_archive_is_one_line_naming_its_file_and_line(tmp_path):
     tight = Limits(budget=budgets.Budget(**{**budgets.STUDIO.__dict__, "decoded_bytes": 1000}))
     run, err = read_archive_limited("big.zip", _zipped(tmp_path / "big"), tight)
     assert run is None and "big.zip" in err and "budget" in err
+
+
+def _archive(members: list[tuple[str, bytes]]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in members:
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+RUN_JSON = b'{"schema": "crbc.run/1", "name": "r", "config": {}}'
+
+
+def test_an_archive_of_too_many_iterations_or_members_is_refused_before_any_work():
+    many_its = _archive([("r/run.json", RUN_JSON)]
+                        + [(f"r/rollouts/iter-{i:04d}.jsonl", b"") for i in range(R.MAX_ZIP_ITERATIONS + 1)])
+    try:
+        R.read_run_zip(many_its, "many.zip")
+        raise AssertionError("accepted")
+    except R.RunFormatError as e:
+        assert str(e).startswith("many.zip:") and f"at most {R.MAX_ZIP_ITERATIONS}" in str(e)
+    members = _archive([("r/run.json", RUN_JSON)] + [(f"r/x/{i}", b"") for i in range(R.MAX_ZIP_MEMBERS)])
+    run, err = read_archive_limited("members.zip", members)
+    assert run is None and err.startswith("members.zip:") and f"{R.MAX_ZIP_MEMBERS:,}" in err
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name")
+def test_a_duplicate_run_json_or_two_runs_in_one_archive_are_refused():
+    dup = _archive([("r/run.json", RUN_JSON), ("r/run.json", RUN_JSON.replace(b'"r"', b'"evil"'))])
+    run, err = read_archive_limited("dup.zip", dup)
+    assert run is None and err.startswith("dup.zip:") and "twice" in err and "run.json" in err
+    two = _archive([("a/run.json", RUN_JSON), ("b/run.json", RUN_JSON)])
+    run, err = read_archive_limited("two.zip", two)
+    assert run is None and err.startswith("two.zip:") and "two run folders" in err
+
+
+def test_a_forged_member_is_named_with_its_archive(tmp_path):
+    data = bytearray(_zipped(tmp_path / "forged", iterations=1))
+    at = bytes(data).index(b'"group"')  # inside the stored rollout file: its CRC no longer holds
+    data[at + 1] ^= 0x20
+    run, err = read_archive_limited("forged.zip", bytes(data))
+    assert run is None and "forged.zip/forged/rollouts/iter-0000.jsonl" in err and "forged" in err
+    assert "Traceback" not in err

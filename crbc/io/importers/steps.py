@@ -13,7 +13,7 @@ import csv
 import io
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from crbc.io import budgets
@@ -72,10 +72,22 @@ def _constant(name: str) -> float:
 _DECODER = json.JSONDecoder(parse_constant=_constant)  # one decoder (json.loads builds one per call)
 
 
-def jsonl_rows(data: bytes, source: str) -> Iterator[Row]:
-    """One :class:`Row` per non-blank line (row = line number)."""
+def _text_lines(lines: Iterable[bytes], source: str) -> Iterator[str]:
+    """Streamed lines (bytes, each with its ending) as text: UTF-8, a first byte-order mark dropped."""
+    for lineno, raw in enumerate(lines, start=1):
+        try:
+            line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+        except UnicodeDecodeError as e:
+            raise ImportFormatError(f"not valid UTF-8 ({e.reason})", source, lineno) from None
+        yield line.rstrip("\r\n")
+
+
+def jsonl_rows(data: bytes | Iterable[bytes], source: str) -> Iterator[Row]:
+    """One :class:`Row` per non-blank line (row = line number) of the text, or of its lines
+    streamed (:meth:`crbc.io.budgets.Meter.gunzip_lines`)."""
     m = budgets.meter()
-    for lineno, line in enumerate(decode_text(data, source).splitlines(), start=1):
+    text = decode_text(data, source).splitlines() if isinstance(data, bytes) else _text_lines(data, source)
+    for lineno, line in enumerate(text, start=1):
         if not line.strip():
             continue
         m.add_rows(1, source)
@@ -87,6 +99,10 @@ def jsonl_rows(data: bytes, source: str) -> Iterator[Row]:
             raise ImportFormatError(NESTED, source, lineno) from None
         if not isinstance(obj, dict):
             raise ImportFormatError(f"expected a JSON object, got {type(obj).__name__}", source, lineno)
+        if len(line) > m.budget.text_chars:  # a text over the budget is refused at its line, not after the file
+            for k, v in obj.items():
+                if isinstance(v, str):
+                    m.text(len(v), source, lineno, k)
         yield Row(source, lineno, obj)
 
 
@@ -150,7 +166,17 @@ def table_rows(path: str | os.PathLike, columns: Sequence[str] | None = None,
     check_size(path, limit)
     if name.endswith((".parquet", ".pq")):
         return list(parquet_rows(path, source, columns))
-    data = read_bytes(path, limit)
+    if not name.endswith((".csv", ".csv.gz")):
+        try:
+            raw = path.read_bytes()
+        except OSError as e:
+            raise ImportFormatError(f"cannot read file ({e.strerror})", source) from None
+        if raw[:2] == b"\x1f\x8b":  # JSON Lines in gzip: streamed, never decoded whole
+            return list(jsonl_rows(budgets.meter().gunzip_lines(raw, source), source))
+        budgets.meter().add_bytes(len(raw), source)
+        data = raw
+    else:
+        data = read_bytes(path, limit)
     if data[:4] == PARQUET_MAGIC:
         raise ImportFormatError("this is a Parquet file: name it .parquet", source)
     if name.endswith((".csv", ".csv.gz")):

@@ -1,0 +1,208 @@
+"""One queue for the long jobs of a whole server (a run's audit): a bound, fair turns, no orphans.
+
+A shared studio's sessions may each ask for work that takes minutes and gigabytes (an audit may
+take 2 GB for 30 min); tabs are free to open, so a bound per session is no bound. The
+:class:`JobQueue` holds every :class:`Ticket` of the server and
+
+* runs at most ``max_running`` jobs at once (:data:`MAX_RUNNING`, ``$CRBC_MAX_JOBS``); the others
+  wait in order of arrival, and :meth:`JobQueue.position` says how many are ahead of a ticket;
+* gives each owner (a browser: every tab of it; see ``ui.jobs``) one live ticket: a second ask
+  from another tab of the same owner is refused with a line saying so, and a new ask from the
+  same tab replaces its old ticket (the old job is cancelled). With one ticket per owner, first
+  come first served is a fair share;
+* ends a job nobody waits for: the page that asked calls :meth:`JobQueue.beat` whenever it polls
+  (once a second); a ticket whose last beat is older than ``stale_s`` (:data:`STALE_S`,
+  ``$CRBC_JOB_HEARTBEAT_S``) is cancelled, waiting or running, unless its ``connected()`` says
+  the asking session is still there (a student who went on to another page, whose tab still
+  holds its connection), so a closed tab frees its place;
+* never runs two jobs of one ``key`` at once (two sessions auditing one run under one key wait
+  for each other, never share a sidecar), and skips a waiting job whose result appeared
+  meanwhile (``done_already``, e.g. the other session's audit wrote the file).
+
+A background thread (started with the first ticket) is the only one that starts, polls and ends
+the jobs (:class:`crbc.sandbox.worker.WorkerJob`); pages only read a ticket's ``state``,
+``progress`` and ``outcome``, so no two threads ever read one worker's pipe.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_RUNNING = int(os.environ.get("CRBC_MAX_JOBS") or 1)  #: jobs the server runs at once
+STALE_S = float(os.environ.get("CRBC_JOB_HEARTBEAT_S") or 90)  #: seconds without a beat that end a job
+TICK_S = 0.5  #: how often the queue's thread looks at its jobs
+
+_ids = itertools.count(1)
+
+
+@dataclass(eq=False)
+class Ticket:
+    """One asked-for job: who asked (``owner``: a browser; ``session``: its tab), what for
+    (``key``), how to start it (``start() -> WorkerJob``), and its life: ``state`` ("waiting",
+    "running", "done"), the job's last ``progress`` message, its ``outcome`` (``{"done": ...}``
+    or ``{"error": line}``) once done."""
+
+    owner: str
+    session: str
+    key: Hashable
+    what: str
+    start: Callable[[], Any]
+    done_already: Callable[[], bool] | None = None
+    connected: Callable[[], bool] | None = None
+    id: int = field(default_factory=lambda: next(_ids))
+    state: str = "waiting"
+    progress: dict = field(default_factory=dict)
+    outcome: dict | None = None
+    job: Any = None
+    beat: float = field(default_factory=time.monotonic)
+    asked: float = field(default_factory=time.monotonic)
+
+    @property
+    def live(self) -> bool:
+        return self.state != "done"
+
+
+class JobQueue:
+    """The server's queue (module docstring)."""
+
+    def __init__(self, max_running: int = MAX_RUNNING, stale_s: float = STALE_S, tick_s: float = TICK_S,
+                 thread: bool = True):
+        self.threaded = thread  # False: nothing moves until step() is called (tests)
+        self.max_running = max(int(max_running), 1)
+        self.stale_s = float(stale_s)
+        self.tick_s = float(tick_s)
+        self._lock = threading.RLock()
+        self._tickets: list[Ticket] = []  # live tickets, in order of arrival
+        self._thread: threading.Thread | None = None
+        self._wake = threading.Event()
+
+    # ---------------------------------------------------------------- what pages call
+    def submit(self, owner: str, session: str, key: Hashable, what: str, start: Callable[[], Any],
+               done_already: Callable[[], bool] | None = None,
+               connected: Callable[[], bool] | None = None) -> tuple[Ticket | None, str | None]:
+        """Queue a job: ``(ticket, None)``, or ``(None, line)`` when another tab of ``owner``
+        already has one (waiting or running). The same tab's earlier ticket is cancelled.
+        ``done_already()``: its result exists (skip it); ``connected()``: its session is still
+        open (a stale heartbeat alone does not end it then)."""
+        with self._lock:
+            for t in list(self._tickets):
+                if t.owner == owner and t.session != session:
+                    return None, (f"{t.what} is already {'running' if t.state == 'running' else 'waiting'} "
+                                  "in another tab of yours: one job per person at a time on this shared "
+                                  "server. Cancel it there, or wait for it to finish.")
+                if t.owner == owner:
+                    self._end(t, {"error": f"{t.what}: replaced by your new request"})
+            ticket = Ticket(owner, session, key, what, start, done_already, connected)
+            self._tickets.append(ticket)
+            self._ensure_thread()
+        self._wake.set()
+        return ticket, None
+
+    def beat(self, ticket: Ticket) -> None:
+        """The asking page still waits for ``ticket`` (call it whenever the page polls)."""
+        ticket.beat = time.monotonic()
+
+    def cancel(self, ticket: Ticket, why: str | None = None) -> None:
+        """End ``ticket`` now (its worker is killed); its outcome says it was cancelled."""
+        with self._lock:
+            self._end(ticket, {"error": why or f"{ticket.what}: cancelled"})
+        self._wake.set()
+
+    def position(self, ticket: Ticket) -> int:
+        """0 while ``ticket`` runs (or is done), else how many tickets are running or waiting ahead of it."""
+        with self._lock:
+            if ticket.state != "waiting" or ticket not in self._tickets:
+                return 0
+            at = self._tickets.index(ticket)
+            return sum(1 for i, t in enumerate(self._tickets) if t.state == "running" or i < at)
+
+    def counts(self) -> tuple[int, int]:
+        """(running, waiting) on the whole server."""
+        with self._lock:
+            running = sum(t.state == "running" for t in self._tickets)
+            return running, len(self._tickets) - running
+
+    # ---------------------------------------------------------------- the queue's own thread
+    def _ensure_thread(self) -> None:
+        if not self.threaded:
+            return
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._loop, name="crbc-job-queue", daemon=True)
+            self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.wait(self.tick_s)
+            self._wake.clear()
+            try:
+                self.step()
+            except Exception:  # noqa: BLE001 (the queue outlives any one job's failure)
+                pass
+
+    def step(self) -> None:
+        """One look at every ticket: end stale ones, collect finished jobs, start waiting ones."""
+        now = time.monotonic()
+        with self._lock:
+            for t in list(self._tickets):
+                if now - t.beat > self.stale_s and not (t.connected is not None and _safe(t.connected)):
+                    self._end(t, {"error": f"{t.what}: stopped, nobody waited for it for {self.stale_s:g} s "
+                                           "(its page was closed)"})
+                elif t.state == "running":
+                    if t.job.poll(0):
+                        self._end(t, t.job.outcome)
+                    else:
+                        t.progress = dict(t.job.progress)
+            running = sum(t.state == "running" for t in self._tickets)
+            for t in list(self._tickets):
+                if t.state != "waiting":
+                    continue
+                if t.done_already is not None and _safe(t.done_already):
+                    self._end(t, {"done": {"already": True}})
+                    continue
+                if running >= self.max_running or any(r.state == "running" and r.key == t.key for r in self._tickets):
+                    continue  # no place, or the same job runs for someone else: its result may serve this one
+                try:
+                    t.job = t.start()
+                except Exception as e:  # noqa: BLE001 (one line for the page, never a traceback)
+                    self._end(t, {"error": f"{t.what}: could not start ({type(e).__name__}: {str(e)[:200]})"})
+                    continue
+                t.state = "running"
+                running += 1
+
+    def _end(self, t: Ticket, outcome: dict | None) -> None:
+        if t.state == "done":
+            return
+        if t.job is not None and t.job.outcome is None:
+            t.job.cancel()
+        elif t.job is not None:
+            t.job.close()
+        t.outcome = outcome or {"error": f"{t.what}: ended without a result"}
+        t.state = "done"
+        if t in self._tickets:
+            self._tickets.remove(t)
+
+
+def _safe(check: Callable[[], bool]) -> bool:
+    try:
+        return bool(check())
+    except Exception:  # noqa: BLE001
+        return False
+
+
+_SERVER: JobQueue | None = None
+_SERVER_LOCK = threading.Lock()
+
+
+def server_queue() -> JobQueue:
+    """The one queue of this server process."""
+    global _SERVER
+    with _SERVER_LOCK:
+        if _SERVER is None:
+            _SERVER = JobQueue()
+        return _SERVER
