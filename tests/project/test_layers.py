@@ -128,6 +128,7 @@ LAYERS = [
     {"envs"},
     {"policy"},
     {"explain", "health"},
+    {"doctor"},
     {"truth", "integrations"},
     {"train", "frame"},
     {"audit"},
