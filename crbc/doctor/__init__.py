@@ -12,8 +12,8 @@ trainer: :func:`crbc.integrations.verl.doctor`.
 """
 
 from crbc.doctor.batch import Batch, Tokens, from_groups
-from crbc.doctor.diagnose import counts, diagnose, diagnose_all
+from crbc.doctor.diagnose import counts, diagnose, diagnose_all, diagnose_tokens
 from crbc.doctor.findings import CHECKS, SCHEMA, Finding, exit_status, from_dict, table
 
-__all__ = ["CHECKS", "SCHEMA", "Batch", "Finding", "Tokens", "counts", "diagnose", "diagnose_all",
+__all__ = ["CHECKS", "SCHEMA", "Batch", "Finding", "Tokens", "counts", "diagnose", "diagnose_all", "diagnose_tokens",
            "exit_status", "from_dict", "from_groups", "table"]

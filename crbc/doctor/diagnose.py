@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from crbc.doctor.batch import Batch
+from crbc.doctor.batch import Batch, Tokens
 from crbc.doctor.expect import estimator_mismatch
 from crbc.doctor.findings import CHECKS, Finding
 from crbc.doctor.row_checks import ROW_CHECKS
@@ -19,12 +19,21 @@ def diagnose(batch: Batch, expect: str | None = None, params: dict[str, Any] | N
     expect: a registered estimator the trainer's advantage should equal (``estimator_mismatch``);
     params: that estimator's parameters (its defaults otherwise).
     """
-    out = [f for check in (*ROW_CHECKS, *TOKEN_CHECKS) if (f := check(batch)) is not None]
+    out = [f for check in ROW_CHECKS if (f := check(batch)) is not None]
+    if batch.tokens is not None:
+        out += [f for check in TOKEN_CHECKS if (f := check(batch.tokens, batch.iteration)) is not None]
     mismatch = estimator_mismatch(batch, expect, params)
     if mismatch is not None:
         out.append(mismatch)
     order = list(CHECKS)
     return sorted(out, key=lambda f: order.index(f.check))
+
+
+def diagnose_tokens(advantages: Any, response_mask: Any, iteration: int | None = None) -> list[Finding]:
+    """The token checks alone (``advantage_off_mask``, ``advantage_shifted``) on (B, L) arrays: for
+    a trainer whose rows are not steps of a group (numpy arrays, or ``tensor.cpu().numpy()``)."""
+    t = Tokens(advantages, response_mask)
+    return [f for check in TOKEN_CHECKS if (f := check(t, iteration)) is not None]
 
 
 def diagnose_all(batches: Sequence[Batch], expect: str | None = None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crbc.doctor.batch import Batch, Tokens
+from crbc.doctor.batch import Tokens
 from crbc.doctor.findings import Finding, finding
 
 TOKEN_ZERO = 1e-7
@@ -57,13 +57,10 @@ def shift_of_rows(t: Tokens) -> np.ndarray:
     return np.where(ok, best_k, 0)
 
 
-def advantage_shifted(b: Batch) -> Finding | None:
+def advantage_shifted(t: Tokens, iteration: int | None = None) -> Finding | None:
     """Advantages offset by one or more tokens against the response mask (:func:`shift_of_rows`).
     Fires when >= SHIFTED_SHARE of the rows that carry an advantage in their span are offset;
     rows = those rows."""
-    t = b.tokens
-    if t is None:
-        return None
     inside, _ = _span(t)
     examined = ((np.abs(t.advantages) > TOKEN_ZERO) & inside).any(axis=1)
     k_B = shift_of_rows(t)
@@ -72,27 +69,24 @@ def advantage_shifted(b: Batch) -> Finding | None:
         return None
     ks = np.unique(k_B[bad])
     by = ", ".join(f"{int(k):+d}" for k in ks)
-    return finding("advantage_shifted", b.iteration, np.flatnonzero(bad), t.n_rows,
+    return finding("advantage_shifted", iteration, np.flatnonzero(bad), t.n_rows,
                    f"in {int(bad.sum())} of {int(examined.sum())} rows the advantages sit {by} token(s) "
                    "off the response mask, so tokens are trained with their neighbour's advantage: "
                    "build the advantage on the same positions as the loss mask (advantage[i] belongs "
                    "to the label predicted at position i).")
 
 
-def advantage_off_mask(b: Batch) -> Finding | None:
+def advantage_off_mask(t: Tokens, iteration: int | None = None) -> Finding | None:
     """Non-zero advantage on tokens the mask leaves out, inside the row's span (observation or
     tool tokens between turns). Rows that :func:`shift_of_rows` finds offset are left to
     ``advantage_shifted``. Fires when one row shows it; rows = those rows."""
-    t = b.tokens
-    if t is None:
-        return None
     inside, _ = _span(t)
     off = (np.abs(t.advantages) > TOKEN_ZERO) & inside & ~t.mask
     bad = off.any(axis=1) & (shift_of_rows(t) == 0)
     if not bad.any():
         return None
     n_tok = int(off[bad].sum())
-    return finding("advantage_off_mask", b.iteration, np.flatnonzero(bad), t.n_rows,
+    return finding("advantage_off_mask", iteration, np.flatnonzero(bad), t.n_rows,
                    f"{n_tok} tokens in {int(bad.sum())} rows that the loss mask leaves out (observation "
                    "or tool tokens) carry a non-zero advantage, so the advantage was computed over "
                    "tokens the policy never produced and their rewards and values leak into the trained "
