@@ -76,7 +76,8 @@ def _iteration(groups: list[RolloutGroup], path: Path) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _batches(imported: dict[Any, list[RolloutGroup]], anchor: str | None) -> list[Batch]:
+def batches_of(imported: dict[Any, list[RolloutGroup]], anchor: str | None = None) -> list[Batch]:
+    """One batch per iteration of ``{iteration: groups}`` (rekeyed by ``anchor``), rows numbered on."""
     out, first = [], 0
     for it in sorted(imported, key=lambda k: (k is not None, k if k is not None else 0)):
         b = from_groups(rekey(imported[it], anchor) if anchor else imported[it], it, first_row=first)
@@ -120,25 +121,25 @@ def read_batches(src: str | os.PathLike, anchor: str | None = None, source: str 
         from crbc.io.runs import read_run
 
         run = read_run(path)
-        return _batches({it: run.rollouts(it) for it in run.iterations_with_rollouts}, anchor)
+        return batches_of({it: run.rollouts(it) for it in run.iterations_with_rollouts}, anchor)
     if how == "parquet":
         from crbc.io.parquet_rollouts import read_parquet_rollouts
 
         groups = read_parquet_rollouts(path)
-        return _batches({_iteration(groups, path): groups}, anchor)
+        return batches_of({_iteration(groups, path): groups}, anchor)
     if how == "rollouts":
         from crbc.io.rollouts import read_rollouts
 
         groups = read_rollouts(path)
-        return _batches({_iteration(groups, path): groups}, anchor)
+        return batches_of({_iteration(groups, path): groups}, anchor)
     from crbc.io.importers import read_source
 
     name = source or ("verl" if how == "verl" else "steps")
     if name == "verl":  # no success flag in a verl dump; the doctor's checks read the score
-        return _batches(read_source("verl", [path], anchor=anchor, success_threshold=float("inf")), None)
+        return batches_of(read_source("verl", [path], anchor=anchor, success_threshold=float("inf")), None)
     try:
-        return _batches(read_source(name, [path], anchor=anchor), None)
+        return batches_of(read_source(name, [path], anchor=anchor), None)
     except FormatError as e:
         if need_success or name != "steps" or e.field != "success" or "required column" not in e.reason:
             raise
-    return _batches(read_source(name, [path], anchor=anchor, success_threshold=float("inf")), None)
+    return batches_of(read_source(name, [path], anchor=anchor, success_threshold=float("inf")), None)

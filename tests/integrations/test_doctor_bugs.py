@@ -122,3 +122,26 @@ def test_the_recorded_run_of_a_buggy_trainer(tmp_path, capsys):
         ("zero_step_advantage", 4, len(want))]
     assert main(["doctor", str(rec.last_path)]) == 1
     assert "zero_step_advantage" in capsys.readouterr().out
+
+
+def test_the_recorder_logs_a_check_once_and_never_stops_training(tmp_path, monkeypatch, caplog):
+    from crbc.integrations import verl_doctor
+
+    data, want = bugs.rllm_per_trajectory_uid(fixed=False)
+    rec = V.RunRecorder(tmp_path / "run", format="jsonl")
+    with caplog.at_level("WARNING", logger="crbc"):
+        metrics = [rec.record(data, step) for step in range(3)]
+    assert [m["crbc/doctor/singleton_groups"] for m in metrics] == [len(want)] * 3
+    lines = [r.getMessage() for r in caplog.records if "crbc doctor" in r.getMessage()]
+    assert len(lines) == 1 and "iteration 0: error singleton_groups on 20 rows" in lines[0]
+    assert [f.check for f in rec.findings if f.serious] == ["singleton_groups"]
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a batch the doctor cannot read")
+
+    monkeypatch.setattr(verl_doctor, "doctor", broken)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="crbc"):
+        later = [rec.record(data, step) for step in range(3, 5)]
+    assert all(not any(k.startswith("crbc/doctor/") for k in m) for m in later)
+    assert sum("could not examine iteration 3" in r.getMessage() for r in caplog.records) == 1
