@@ -27,7 +27,7 @@ from crbc.process import Process, from_columns
 class Tokens:
     """A trainer's token-level view of its B rows.
 
-    advantages: (B, L) float64, the advantage of each response token as the loss reads it.
+    advantages: (B, L) float (the trainer's dtype kept; non-finite values read as 0), the advantage of each response token as the loss reads it.
     mask: (B, L) bool, the response (loss) mask: True where the token is trained.
     """
 
@@ -35,11 +35,14 @@ class Tokens:
     mask: np.ndarray
 
     def __post_init__(self) -> None:
-        adv = np.asarray(self.advantages, dtype=np.float64)
+        adv = np.asarray(self.advantages)
+        adv = adv if adv.dtype.kind == "f" else adv.astype(np.float64)
         mask = np.asarray(self.mask) != 0
         if adv.ndim != 2 or mask.shape != adv.shape:
             raise ValueError(f"advantages {adv.shape} and response_mask {mask.shape} must both be (B, L)")
-        object.__setattr__(self, "advantages", np.nan_to_num(adv, nan=0.0, posinf=0.0, neginf=0.0))
+        if not np.isfinite(adv).all():
+            adv = np.nan_to_num(adv, nan=0.0, posinf=0.0, neginf=0.0)
+        object.__setattr__(self, "advantages", adv)
         object.__setattr__(self, "mask", mask)
 
     @property

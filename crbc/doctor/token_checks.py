@@ -10,6 +10,9 @@ counts as carrying an advantage when |adv| > TOKEN_ZERO. Numpy only; a torch ten
 
 from __future__ import annotations
 
+import weakref
+from dataclasses import dataclass
+
 import numpy as np
 
 from crbc.doctor.batch import Tokens
@@ -20,31 +23,43 @@ MAX_SHIFT = 3  #: offsets tried by advantage_shifted: -MAX_SHIFT..MAX_SHIFT toke
 SHIFTED_SHARE = 0.1  #: advantage_shifted fires when at least this share of the examined rows is offset
 
 
-def _span(t: Tokens) -> tuple[np.ndarray, np.ndarray]:
-    """(B, L) bool: inside the row's span; (B,) bool: the row has a masked token."""
-    m = t.mask
-    has = m.any(axis=1)
-    L = m.shape[1]
-    first = m.argmax(axis=1)
-    last = L - 1 - m[:, ::-1].argmax(axis=1)
-    pos = np.arange(L)[None, :]
-    inside = (pos >= first[:, None]) & (pos <= last[:, None]) & has[:, None]
-    return inside, has
+@dataclass(frozen=True, eq=False)
+class _View:
+    """What every token check reads, computed once per :class:`Tokens`: ``inside`` (B, L) the
+    row's span, ``has`` (B,) a masked token, ``nz`` (B, L) an advantage inside the span,
+    ``shift`` (B,) :func:`shift_of_rows`."""
+
+    inside: np.ndarray
+    has: np.ndarray
+    nz: np.ndarray
+    shift: np.ndarray
 
 
-def shift_of_rows(t: Tokens) -> np.ndarray:
-    """(B,) the offset k of each row's advantages against its mask (0: aligned).
+_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    Within the span, mism(k) = #{l : [|adv[l]| > TOKEN_ZERO] != m[l - k]} (m is 0 beyond the row).
-    A row is offset by k != 0 when it carries an advantage in its span, mism(0) >= 1 and
-    mism(k) <= mism(0) / 2 with k the offset of least mismatch (the smallest |k| among ties)."""
-    inside, has = _span(t)
-    nz = (np.abs(t.advantages) > TOKEN_ZERO) & inside
-    B, L = t.mask.shape
+
+def _view(t: Tokens) -> _View:
+    v = _VIEWS.get(t)
+    if v is None:
+        m = t.mask
+        has = m.any(axis=1)
+        L = m.shape[1]
+        first = m.argmax(axis=1)
+        last = L - 1 - m[:, ::-1].argmax(axis=1)
+        pos = np.arange(L)[None, :]
+        inside = (pos >= first[:, None]) & (pos <= last[:, None]) & has[:, None]
+        nz = (np.abs(t.advantages) > TOKEN_ZERO) & inside
+        v = _View(inside, has, nz, _shift(m, inside, has, nz))
+        _VIEWS[t] = v
+    return v
+
+
+def _shift(m: np.ndarray, inside: np.ndarray, has: np.ndarray, nz: np.ndarray) -> np.ndarray:
+    B, L = m.shape
     padded = np.zeros((B, L + 2 * MAX_SHIFT), dtype=bool)
-    padded[:, MAX_SHIFT:MAX_SHIFT + L] = t.mask
+    padded[:, MAX_SHIFT:MAX_SHIFT + L] = m
     best_k = np.zeros(B, dtype=np.int64)
-    mism0 = ((nz != t.mask) & inside).sum(axis=1)
+    mism0 = ((nz != m) & inside).sum(axis=1)
     best = mism0.copy()
     for k in sorted(range(-MAX_SHIFT, MAX_SHIFT + 1), key=abs):
         if k == 0:
@@ -57,13 +72,22 @@ def shift_of_rows(t: Tokens) -> np.ndarray:
     return np.where(ok, best_k, 0)
 
 
+def shift_of_rows(t: Tokens) -> np.ndarray:
+    """(B,) the offset k of each row's advantages against its mask (0: aligned).
+
+    Within the span, mism(k) = #{l : [|adv[l]| > TOKEN_ZERO] != m[l - k]} (m is 0 beyond the row).
+    A row is offset by k != 0 when it carries an advantage in its span, mism(0) >= 1 and
+    mism(k) <= mism(0) / 2 with k the offset of least mismatch (the smallest |k| among ties)."""
+    return _view(t).shift
+
+
 def advantage_shifted(t: Tokens, iteration: int | None = None) -> Finding | None:
     """Advantages offset by one or more tokens against the response mask (:func:`shift_of_rows`).
     Fires when >= SHIFTED_SHARE of the rows that carry an advantage in their span are offset;
     rows = those rows."""
-    inside, _ = _span(t)
-    examined = ((np.abs(t.advantages) > TOKEN_ZERO) & inside).any(axis=1)
-    k_B = shift_of_rows(t)
+    v = _view(t)
+    examined = v.nz.any(axis=1)
+    k_B = v.shift
     bad = k_B != 0
     if not bad.any() or bad.sum() < SHIFTED_SHARE * examined.sum():
         return None
@@ -80,9 +104,9 @@ def advantage_off_mask(t: Tokens, iteration: int | None = None) -> Finding | Non
     """Non-zero advantage on tokens the mask leaves out, inside the row's span (observation or
     tool tokens between turns). Rows that :func:`shift_of_rows` finds offset are left to
     ``advantage_shifted``. Fires when one row shows it; rows = those rows."""
-    inside, _ = _span(t)
-    off = (np.abs(t.advantages) > TOKEN_ZERO) & inside & ~t.mask
-    bad = off.any(axis=1) & (shift_of_rows(t) == 0)
+    v = _view(t)
+    off = v.nz & ~t.mask
+    bad = off.any(axis=1) & (v.shift == 0)
     if not bad.any():
         return None
     n_tok = int(off[bad].sum())

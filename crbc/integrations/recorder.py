@@ -107,6 +107,7 @@ class BatchSteps:
     reward, advantage, score: (K,) float64, NaN where absent. success: (K,) bool.
     starts: (R + 1,) first step of each rollout, then K. notes: array anchor -> note.
     obs: (K,) object str, the observation text an anchor key was taken from (None without a key).
+    row: (K,) int64 the batch row of each step (the first of its copies).
     """
 
     group: np.ndarray
@@ -123,6 +124,7 @@ class BatchSteps:
     starts: np.ndarray
     notes: dict[str, dict[str, Any]]
     obs: np.ndarray | None = None
+    row: np.ndarray | None = None
 
     def metas(self, step: int | None) -> list[str]:
         """(R,) the rollouts' meta as JSON text (sorted keys, as the Parquet writer stores it)."""
@@ -231,7 +233,8 @@ def batch_steps(data: Any, success_threshold: float | None = None, warn: bool = 
         response=None if resp is None else np.array([str(x) for x in column(resp, "response", n)[perm].tolist()],
                                                     dtype=object),
         reward=_floats(batch_field(data, "rewards"), "rewards", n)[perm], advantage=adv_B[perm],
-        score=score_B[first_of_r], success=ok_B[first_of_r], starts=starts, notes=notes, obs=obs_K)
+        score=score_B[first_of_r], success=ok_B[first_of_r], starts=starts, notes=notes, obs=obs_K,
+        row=perm.astype(np.int64))
 
 
 def _opt(x: float) -> float | None:

@@ -13,7 +13,7 @@ as the run recorder stores it. Rows in findings are the ``DataProto``'s row indi
 step (``adjust_batch``) are one step, named by its first row.
 
 Nothing is written into the batch. torch is the trainer's own and never imported here: tensors
-are read through their own methods (``detach().cpu().double().numpy()``).
+are read through their own methods (``detach().cpu().float().numpy()``).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _numpy(x: Any) -> np.ndarray:
     """A tensor or array as a numpy array (a torch tensor of any dtype as float64 on the CPU)."""
     if type(x).__module__.split(".")[0] == "torch" and hasattr(x, "detach"):
         x = x.detach().cpu()
-        return (x.double() if x.is_floating_point() else x).numpy()
+        return (x.float() if x.is_floating_point() else x).numpy()
     return np.asarray(x)
 
 
@@ -74,6 +74,23 @@ def tokens_of(data: Any) -> Tokens | None:
             return None
         mask = attn[:, -adv.shape[1]:]
     return Tokens(_numpy(adv), _numpy(mask))
+
+
+def recorded_batch(data: Any, iteration: int | None = None, *, anchor: AnchorKeySpec = None,
+                   success_threshold: float | None = None) -> Batch:
+    """The :class:`crbc.doctor.Batch` through the run recorder's fast reading of verl-agent's
+    default fields (:func:`crbc.integrations.recorder.batch_steps`: text keys, no hashing), for a
+    batch that has ``success`` (or a ``success_threshold``) and ``episode_rewards``; KeyError
+    otherwise."""
+    from crbc.integrations.recorder import batch_steps
+    from crbc.integrations.trainer_metrics import steps_process
+
+    if rows.batch_field(data, "episode_rewards") is None:
+        raise KeyError("episode_rewards")
+    st = batch_steps(data, success_threshold, warn=False, anchor=anchor)
+    tokens = tokens_of(data)
+    adv = None if tokens is None else tokens.first_token_values()[st.row].astype(np.float64)
+    return Batch(steps_process(st), adv, st.reward, st.row, len(data), iteration, tokens, True)
 
 
 def doctor_batch(data: Any, iteration: int | None = None, *, keys: BatchKeys = DEFAULT_KEYS,
@@ -131,6 +148,13 @@ def doctor(data: Any, expect: str | None = None, anchor: AnchorKeySpec = None, *
     naming a missing field and ``ValueError`` for rows that contradict each other.
     """
     need_success = expect is not None and expect != "grpo"
-    b = doctor_batch(data, iteration, keys=keys, anchor=anchor, success_threshold=success_threshold,
-                     need_success=need_success)
+    b = None
+    if keys == DEFAULT_KEYS and (rows.batch_field(data, keys.success) is not None or success_threshold is not None):
+        try:
+            b = recorded_batch(data, iteration, anchor=anchor, success_threshold=success_threshold)
+        except KeyError:
+            b = None
+    if b is None:
+        b = doctor_batch(data, iteration, keys=keys, anchor=anchor, success_threshold=success_threshold,
+                         need_success=need_success)
     return diagnose(b, expect=expect, params=params)

@@ -145,3 +145,19 @@ def test_the_recorder_logs_a_check_once_and_never_stops_training(tmp_path, monke
         later = [rec.record(data, step) for step in range(3, 5)]
     assert all(not any(k.startswith("crbc/doctor/") for k in m) for m in later)
     assert sum("could not examine iteration 3" in r.getMessage() for r in caplog.records) == 1
+
+
+@pytest.mark.parametrize("build, check", [
+    (bugs.rllm_per_trajectory_uid, "singleton_groups"),
+    (bugs.skyrl_last_step_broadcast, "zero_step_advantage"),
+    (bugs.agent_lightning_turn_rows, "length_weighted_baseline"),
+])
+def test_without_a_success_field_the_rows_are_keyed_the_general_way(build, check):
+    """No ``success`` (the recorder's fast reading needs it): the rows go through step_rows.layout,
+    and the same rows are named; an expected estimator that needs R_i is refused by name."""
+    data, want = build(fixed=False)
+    del data.non_tensor_batch["success"]
+    f = named(V.doctor(data), check)
+    assert f.rows == len(want) and f.examples == tuple(want[:5])
+    with pytest.raises(KeyError, match="success"):
+        V.doctor(data, expect="crbc")
