@@ -169,3 +169,33 @@ def test_no_warning_on_any_iteration_of_any_shipped_run():
     """135 runs, 1,360 iterations, 8.1 million steps at the time of writing (about 2 minutes)."""
     for run_dir in find_runs(ROOT / "sample_rollouts" / "runs"):
         assert serious(read_batches(run_dir)) == [], run_dir
+
+
+def test_the_audit_has_a_column_per_check_in_the_doctors_order():
+    from crbc.io.audit_reader import DOCTOR_COLUMNS
+
+    assert DOCTOR_COLUMNS == tuple(f"doctor/{c}" for c in CHECKS)
+
+
+def test_the_audit_counts_the_doctors_rows(tmp_path):
+    """A run whose groups are single rollouts: every row of every iteration is a singleton's;
+    the trainer's advantage is grpo's, so only grpo's row has no estimator mismatch."""
+    pytest.importorskip("pandas")
+    import crbc
+    from crbc.audit import audit_run
+    from crbc.io.run_writer import RunWriter
+
+    w = RunWriter.create(tmp_path / "run", {"name": "t", "config": {"estimator": "grpo"}})
+    for it in range(2):
+        groups = [group(f"g{k}", [["a", "b"]], scores=[float(k % 2)]) for k in range(4)]
+        adv = crbc.compute("grpo", groups).advantage_N + 0.5 * np.arange(8) * 0  # grpo: the raw score
+        it_adv = iter(adv.tolist())
+        groups = [group(g.group, [["a", "b"]], scores=[g.rollouts[0].score],
+                        adv=[[next(it_adv), next(it_adv)]]) for g in groups]
+        w.write_rollouts(it, groups)
+        w.append_metrics({"iteration": it})
+    frame = audit_run(tmp_path / "run", ("grpo", "crbc"), workers=1)
+    assert (frame["doctor/singleton_groups"] == 8).all()
+    assert (frame["doctor/zero_step_advantage"] == 0).all()
+    by = frame.groupby("estimator")["doctor/estimator_mismatch"].max()
+    assert by["grpo"] == 0
