@@ -19,7 +19,7 @@ import numpy as np
 from crbc.doctor.batch import Batch
 from crbc.doctor.findings import Finding, finding
 from crbc.estimators import registry
-from crbc.health import spearman
+from crbc.health import params_for, spearman
 
 ATOL, RTOL = 1e-3, 1e-3
 MISMATCH_SHARE = 0.01
@@ -36,7 +36,7 @@ def estimator_mismatch(b: Batch, expect: str | None, params: dict[str, Any] | No
     have = np.isfinite(b.advantage_N)
     if not have.any():
         return None
-    want = est(b.process, config=est.config(**dict(params or {}))).advantage_N
+    want = est(b.process, config=est.config(**params_for(expect, dict(params or {})))).advantage_N
     x, y = b.advantage_N[have], want[have]
     diff = np.abs(x - y) > ATOL + RTOL * np.abs(y)
     if diff.sum() <= MISMATCH_SHARE * len(x) or not diff.any():

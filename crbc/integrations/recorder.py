@@ -282,7 +282,7 @@ class RunRecorder:
     anchor key (a regex or a callable ``text -> str``, as ``compute_advantage(anchor=...)``);
     ``estimators``, ``bootstrap``, ``seed``, ``params``: what :func:`crbc.health.iteration_health`
     compares with the trainer's advantage (``bootstrap`` > 0 adds ``crbc/sure_share``).
-    ``doctor``: run the advantage doctor (:func:`crbc.integrations.verl_doctor.doctor`, ``expect``
+    ``doctor``: run the advantage doctor (:mod:`crbc.integrations.doctor_steps` on the steps it read, ``expect``
     its expected estimator) on every batch: ``crbc/doctor/<check>`` = rows flagged, one ``crbc``
     log line the first time a check warns or errs, the findings in ``self.findings``; a doctor
     that fails is logged once and never stops training.
@@ -337,14 +337,13 @@ class RunRecorder:
         self._warned = self._warned or batch_field(data, "step_index") is None
         return st
 
-    def _diagnose(self, data: Any, step: int) -> dict[str, float]:
+    def _diagnose(self, st: BatchSteps, data: Any, step: int) -> dict[str, float]:
         """``{"crbc/doctor/<check>": rows flagged}`` of the batch; {} when the doctor fails."""
         try:
             from crbc.doctor import counts
-            from crbc.integrations.verl_doctor import doctor
+            from crbc.integrations import doctor_steps
 
-            self.findings = doctor(data, expect=self.expect, anchor=self.anchor,
-                                   success_threshold=self.success_threshold, iteration=step)
+            self.findings = doctor_steps.diagnose_steps(st, data, step, self.expect, self.health["params"])
         except Exception as e:  # noqa: BLE001 - the doctor never stops training
             self.findings = []
             if not self._doctor_failed:
@@ -375,7 +374,7 @@ class RunRecorder:
         key_name = describe_key(self.anchor)
         health = trainer_metrics(st, key_name=key_name, **self.health)
         if self.doctor:
-            health.update(self._diagnose(data, step))
+            health.update(self._diagnose(st, data, step))
         if step <= self._last:
             self.writer.truncate(step - 1)
         if self.format == "parquet":

@@ -10,10 +10,12 @@ writes the sum of the step rewards there, so ``step_rewards_sum`` holds them to 
 token tensors ``advantages`` (B, L) with ``response_mask`` (B, L) (else the response part of
 ``attention_mask``). A step's trainer advantage is the advantage at its row's first masked token,
 as the run recorder stores it. Rows in findings are the ``DataProto``'s row indices; copies of a
-step (``adjust_batch``) are one step, named by its first row.
+step (``adjust_batch``) are one step, named by its first row. A batch with verl-agent's default
+names, ``success`` (or ``success_threshold``) and ``episode_rewards`` is read the recorder's fast
+way (:mod:`crbc.integrations.doctor_steps`); any other through :func:`crbc.integrations.step_rows.layout`.
 
 Nothing is written into the batch. torch is the trainer's own and never imported here: tensors
-are read through their own methods (``detach().cpu().float().numpy()``).
+are read through their own methods.
 """
 
 from __future__ import annotations
@@ -22,18 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from crbc.doctor import Batch, Finding, Tokens, diagnose
+from crbc.doctor import Batch, Finding, diagnose
 from crbc.integrations import step_rows as rows
+from crbc.integrations.doctor_steps import as_numpy, steps_batch, tokens_of
+from crbc.integrations.recorder import batch_steps
 from crbc.integrations.step_rows import DEFAULT_KEYS, BatchKeys
 from crbc.io.anchor_keys import AnchorKeySpec
-
-
-def _numpy(x: Any) -> np.ndarray:
-    """A tensor or array as a numpy array (a torch tensor of any dtype as float64 on the CPU)."""
-    if type(x).__module__.split(".")[0] == "torch" and hasattr(x, "detach"):
-        x = x.detach().cpu()
-        return (x.float() if x.is_floating_point() else x).numpy()
-    return np.asarray(x)
 
 
 def _floats(col: Any, n: int, name: str) -> np.ndarray:
@@ -62,35 +58,15 @@ def row_order_index(traj: Any, uid: Any, n: int) -> np.ndarray:
     return out
 
 
-def tokens_of(data: Any) -> Tokens | None:
-    """The batch's ``advantages`` and response mask as :class:`Tokens`, or None without advantages."""
-    adv = rows.batch_field(data, "advantages")
-    if adv is None:
-        return None
-    mask = rows.batch_field(data, "response_mask")
-    if mask is None:
-        attn = rows.batch_field(data, "attention_mask")
-        if attn is None:
-            return None
-        mask = attn[:, -adv.shape[1]:]
-    return Tokens(_numpy(adv), _numpy(mask))
-
-
 def recorded_batch(data: Any, iteration: int | None = None, *, anchor: AnchorKeySpec = None,
                    success_threshold: float | None = None) -> Batch:
     """The :class:`crbc.doctor.Batch` through the run recorder's fast reading of verl-agent's
     default fields (:func:`crbc.integrations.recorder.batch_steps`: text keys, no hashing), for a
     batch that has ``success`` (or a ``success_threshold``) and ``episode_rewards``; KeyError
     otherwise."""
-    from crbc.integrations.recorder import batch_steps
-    from crbc.integrations.trainer_metrics import steps_process
-
     if rows.batch_field(data, "episode_rewards") is None:
         raise KeyError("episode_rewards")
-    st = batch_steps(data, success_threshold, warn=False, anchor=anchor)
-    tokens = tokens_of(data)
-    adv = None if tokens is None else tokens.first_token_values()[st.row].astype(np.float64)
-    return Batch(steps_process(st), adv, st.reward, st.row, len(data), iteration, tokens, True)
+    return steps_batch(batch_steps(data, success_threshold, warn=False, anchor=anchor), data, iteration)
 
 
 def doctor_batch(data: Any, iteration: int | None = None, *, keys: BatchKeys = DEFAULT_KEYS,
@@ -115,7 +91,7 @@ def doctor_batch(data: Any, iteration: int | None = None, *, keys: BatchKeys = D
     score, score_name, score_is_sum = rows.batch_field(data, keys.score), keys.score, True
     if score is None:
         tok = need(keys.token_rewards, f"no {keys.score!r} either: no episode score")
-        score, score_name, score_is_sum = _numpy(tok).sum(-1), f"{keys.token_rewards}.sum(-1)", None
+        score, score_name, score_is_sum = as_numpy(tok).sum(-1), f"{keys.token_rewards}.sum(-1)", None
     success = rows.batch_field(data, keys.success)
     if success is None and success_threshold is not None:
         success = _floats(score, n, score_name) >= success_threshold
@@ -131,7 +107,7 @@ def doctor_batch(data: Any, iteration: int | None = None, *, keys: BatchKeys = D
                       need_success=False)
     tokens = tokens_of(data)
     first = lay.step_row_N
-    adv_N = None if tokens is None else tokens.first_token_values()[first]
+    adv_N = None if tokens is None else tokens.first_token_values()[first].astype(np.float64)
     return Batch(lay.process, adv_N, reward_B[first], first.astype(np.int64), n, iteration, tokens,
                  score_is_sum)
 

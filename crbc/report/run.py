@@ -1,4 +1,5 @@
-"""A run's report: the audit's curves over the iterations, the trainer's own metrics, and the
+"""A run's report: the audit's curves over the iterations, the trainer's own metrics, the advantage
+doctor's findings (:mod:`crbc.report.doctor`), and the
 groups of one iteration worth a look, each with its own section (graph, credits, backups,
 disagreements) linked from the table.
 
@@ -25,6 +26,7 @@ from crbc.io.runs import Run, read_run
 from crbc.process import merge, merge_stats
 from crbc.report import audit_table as AT
 from crbc.report import group as G
+from crbc.report.doctor import run_doctor_html
 from crbc.report.page import Section, page, render
 from crbc.report.text import facts
 from crbc.viz.core.axes import Axis
@@ -163,10 +165,11 @@ def run_report(run_dir: str | os.PathLike, *, estimators: Sequence[str] = ("crbc
     cfg = run.config
     head = facts({"run": run.name[:120], "estimator": cfg.get("estimator", "?"), "seed": cfg.get("seed", "?"),
                   "iterations": len(run.metrics), "iterations with rollouts": len(saved)})
+    groups = run.rollouts(iteration) if iteration is not None else None
     secs = [Section("curves", "Audit over iterations", head + curves_html(frame, origin, estimators, iteration)),
-            Section("trainer", "The trainer's metrics", trainer_html(run, iteration))]
+            Section("trainer", "The trainer's metrics", trainer_html(run, iteration)),
+            Section("doctor", "The advantage doctor", run_doctor_html(run, frame, iteration, groups))]
     if iteration is not None:
-        groups = run.rollouts(iteration)
         rows = rank_groups(groups, estimators, params)
         chosen = [r["index"] for r in rows[:top]]
         linked = {k: f"g{k}" for k in chosen}

@@ -125,7 +125,7 @@ def test_the_recorded_run_of_a_buggy_trainer(tmp_path, capsys):
 
 
 def test_the_recorder_logs_a_check_once_and_never_stops_training(tmp_path, monkeypatch, caplog):
-    from crbc.integrations import verl_doctor
+    from crbc.integrations import doctor_steps
 
     data, want = bugs.rllm_per_trajectory_uid(fixed=False)
     rec = V.RunRecorder(tmp_path / "run", format="jsonl")
@@ -139,7 +139,7 @@ def test_the_recorder_logs_a_check_once_and_never_stops_training(tmp_path, monke
     def broken(*args, **kwargs):
         raise RuntimeError("a batch the doctor cannot read")
 
-    monkeypatch.setattr(verl_doctor, "doctor", broken)
+    monkeypatch.setattr(doctor_steps, "diagnose_steps", broken)
     caplog.clear()
     with caplog.at_level("WARNING", logger="crbc"):
         later = [rec.record(data, step) for step in range(3, 5)]
@@ -161,3 +161,27 @@ def test_without_a_success_field_the_rows_are_keyed_the_general_way(build, check
     assert f.rows == len(want) and f.examples == tuple(want[:5])
     with pytest.raises(KeyError, match="success"):
         V.doctor(data, expect="crbc")
+
+
+def test_the_report_of_a_recorded_buggy_run_carries_the_findings(tmp_path):
+    """The run report's doctor section: the shown iteration's findings and the iterations where
+    the recorder's crbc/doctor/<check> counted rows (the token checks included)."""
+    pytest.importorskip("pyarrow")
+    from crbc.report import run_report
+
+    rec = V.RunRecorder(tmp_path / "run")
+    data, want = bugs.skyrl_last_step_broadcast(fixed=False)
+    rec.record(data, 0)
+    clean, _ = bugs.skyrl_last_step_broadcast(fixed=True)
+    rec.record(clean, 1)
+    rec.record(data, 2)
+    html = run_report(tmp_path / "run", iteration=2, top=0)
+    section = html[html.index('id="doctor"'):]
+    assert "zero_step_advantage" in section and f"{len(want)}</td>" in section
+    assert "crbc/doctor/..." in section
+    table = section[section.index("Iterations where"):]
+    table = table[:table.index("</table>")]
+    assert "<td class=\"num\">0</td>" in table and "<td class=\"num\">2</td>" in table
+    assert "<td class=\"num\">1</td>" not in table
+    quiet = run_report(tmp_path / "run", iteration=1, top=0)
+    assert "No warning and no error on iteration 1" in quiet
