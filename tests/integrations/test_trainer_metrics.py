@@ -112,7 +112,8 @@ def test_verl_tracking_writes_them_to_tensorboard(tmp_path):
     tags = set(acc.Tags()["scalars"])
     want = {k for k in sent[1] if k.startswith("crbc/")}
     assert {"crbc/shared_step_share", "crbc/anchors_per_group", "crbc/none_share",
-            "crbc/trainer_spearman/crbc", "crbc/trainer_sign_agreement/gigpo", "crbc/record_seconds"} <= want
+            "crbc/trainer_spearman/crbc", "crbc/trainer_sign_agreement/gigpo", "crbc/record_seconds",
+            "crbc/doctor/singleton_groups", "crbc/doctor/advantage_off_mask"} <= want  # the doctor's too
     assert want <= tags and "actor/loss" in tags
     for key in want:
         got = {e.step: e.value for e in acc.Scalars(key)}
