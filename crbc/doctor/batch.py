@@ -91,6 +91,17 @@ class Batch:
         out[self.process.rollout_offsets[1:] - 1] = True
         return out
 
+    def locate(self, row: int) -> tuple[str, int, int] | None:
+        """Where input row ``row`` is: ``(group id, rollout index in the group, step t from 0)``;
+        None for a row that is no step (a copy's second row, a number out of range)."""
+        hit = np.flatnonzero(self.row_N == int(row))
+        if not len(hit):
+            return None
+        n = int(hit[0])
+        p = self.process
+        r = int(p.step_rollout[n])
+        return p.group_ids[int(p.rollout_group[r])], int(p.rollout_index[r]), int(n - p.rollout_offsets[r])
+
     def rows_of(self, steps_mask: np.ndarray) -> np.ndarray:
         """The input rows of the steps where ``steps_mask`` (N,) holds."""
         return self.row_N[np.asarray(steps_mask, dtype=bool)]

@@ -86,6 +86,12 @@ def batches_of(imported: dict[Any, list[RolloutGroup]], anchor: str | None = Non
     return out
 
 
+def run_batch(run: Any, iteration: int, anchor: str | None = None) -> Batch:
+    """The batch of one iteration of a read run (:class:`crbc.io.runs.Run`, a folder or an
+    archive), rows numbered from 0 within the iteration."""
+    return batches_of({iteration: run.rollouts(iteration)}, anchor)[0]
+
+
 def kind(src: str | os.PathLike) -> str:
     """``run``, ``verl``, ``rollouts`` (a JSON Lines rollout file), ``parquet`` (a Parquet rollout
     file) or ``steps``: how :func:`read_batches` reads ``src``."""

@@ -54,6 +54,11 @@ def test_singleton_groups_by_hand():
     assert "singleton_groups" not in checks([alone[0], pair, group("q", [["a"], ["b"]], scores=[1.0, 0.0])])
 
 
+def test_a_row_is_located_in_its_group_rollout_and_step():
+    b = from_groups([group("g", [["a", "b"], ["a"]]), group("h", [["c", "d", "e"]])], first_row=10)
+    assert [b.locate(r) for r in (10, 12, 15, 99)] == [("g", 0, 0), ("g", 1, 0), ("h", 0, 2), None]
+
+
 def test_zero_step_advantage_by_hand():
     walks = [["a", "b", "c"], ["a", "c"], ["a", "b"]]
     bad = group("g", walks, scores=[1.0, 0.0, 1.0], adv=[[0.0, 0.0, 0.8], [0.0, -1.1], [0.0, 0.5]])
