@@ -63,16 +63,22 @@ def default_truth(policy_root: str | None = None):
 
 def group_report(group: RolloutGroup, *, estimators: Sequence[str] | None = None,
                  params: Mapping[str, Any] | None = None, truth: bool | Any = True,
-                 policy_root: str | None = None, source: str = "") -> str:
+                 policy_root: str | None = None, source: str = "", findings=None) -> str:
     """The HTML file of one group (see :mod:`crbc.report.group`). ``truth``: True computes the
     exact truth where the group's meta allows it, False never, or a function
-    ``truth(group, anchors, beta) -> GroupTruth``. ``source``: where the group came from (shown)."""
+    ``truth(group, anchors, beta) -> GroupTruth``. ``source``: where the group came from (shown).
+    ``findings``: the advantage doctor's findings on the group's source (a last section), or None."""
     fn = default_truth(policy_root) if truth is True else (truth or None)
     view = G.group_view(group, estimators, {**default_params(), **dict(params or {})}, fn)
     sub = (f"A report of group <b>{esc(group.group[:200])}</b>"
            + (f" from {esc(source[:300])}" if source else "") + ": its anchor graph, every estimator's step "
            "credits, the Bellman backups from K = 0 to the closure and where the estimators disagree.")
-    return page(f"crbc report: {group.group[:120]}", G.sections(view), subtitle=sub)
+    secs = list(G.sections(view))
+    if findings is not None:
+        from crbc.report.doctor import findings_html
+
+        secs.append(Section("doctor", "The advantage doctor", findings_html(findings, source or "the source")))
+    return page(f"crbc report: {group.group[:120]}", secs, subtitle=sub)
 
 
 def run_report(run_dir: str | os.PathLike, *, estimators: Sequence[str] = ("crbc", "gigpo"),
@@ -95,13 +101,14 @@ def report(src: str | os.PathLike, *, group: str | int | None = None, iteration:
             raise UsageError(f"{src}: a folder must be a crbc.run/1 run (no run.json in it)")
         return run_report(path, estimators=tuple(estimators or ("crbc", "gigpo")), iteration=iteration,
                           params=params)
+    from crbc.doctor import diagnose, from_groups
     from crbc.io.rollouts import read_rollouts
 
     groups = read_rollouts(path)
     k = pick_group(groups, group)
     root = str(path.resolve().parent.parent)
     return group_report(groups[k], estimators=estimators, params=params, truth=truth, policy_root=root,
-                        source=path.name)
+                        source=path.name, findings=diagnose(from_groups(groups)))
 
 
 __all__ = ["Section", "group_report", "pick_group", "report", "run_report"]

@@ -204,3 +204,16 @@ def test_the_audit_counts_the_doctors_rows(tmp_path):
     assert (frame["doctor/zero_step_advantage"] == 0).all()
     by = frame.groupby("estimator")["doctor/estimator_mismatch"].max()
     assert by["grpo"] == 0
+
+
+def test_a_group_report_of_a_file_carries_the_doctors_findings(tmp_path):
+    from crbc.io.rollouts import write_rollouts
+    from crbc.report.build import report
+
+    alone = [group(f"g{k}", [["s0", "s1"]], scores=[float(k % 2)]) for k in range(3)]
+    write_rollouts(tmp_path / "r.jsonl", alone)
+    html = report(tmp_path / "r.jsonl", truth=False, estimators=["grpo"])
+    section = html[html.index('id="doctor"'):]
+    assert "singleton_groups" in section and "error" in section
+    quiet = report(ROOT / "sample_rollouts" / "worked-example.jsonl", truth=False, estimators=["grpo"])
+    assert "No warning and no error on worked-example.jsonl" in quiet
