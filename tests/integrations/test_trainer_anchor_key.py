@@ -79,6 +79,9 @@ def test_the_recorder_keeps_the_transcript_and_the_board(played, tmp_path, monke
     assert plain["crbc/doctor/no_shared_anchors"] > 0
     assert main(["doctor", str(tmp_path / "keyed"), "--expect", "crbc"]) == 0
     assert main(["doctor", str(tmp_path / "plain")]) == 1
+    # and the trainer's own call on the batch, tokens included
+    assert [f.check for f in V.doctor(data, expect="crbc", anchor=BOARD) if f.serious] == []
+    assert [f.check for f in V.doctor(data) if f.serious] == ["no_shared_anchors"]
     assert keyed["crbc/shared_step_share"] > plain["crbc/shared_step_share"] + 0.3
     # the trainer's advantage is the keyed CRBC: it agrees with CRBC only under the same key
     assert keyed["crbc/trainer_spearman/crbc"] == pytest.approx(1.0)
