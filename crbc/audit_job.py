@@ -22,6 +22,8 @@ from typing import Any
 from crbc.audit import audit_run, default_output
 from crbc.sandbox.worker import Send, WorkerFailure, WorkerJob
 
+__all__ = ["AuditJob", "MEMORY_BYTES", "SECONDS", "start_audit"]
+
 SECONDS = 1800.0  #: wall-clock budget of one audit (B = 200 on 150 ALFWorld-sized iterations: about 90 s here)
 MEMORY_BYTES = 2000 * 2**20  #: address space the worker may add to its size at start
 

@@ -7,6 +7,11 @@ one line on standard error and exit status 2.
 
 from __future__ import annotations
 
+__all__ = [
+    "BudgetError", "FormatError", "RolloutFormatError", "RunFormatError", "UnknownEstimatorError",
+    "UnknownNameError", "UsageError"
+]
+
 
 class FormatError(ValueError):
     """A file (or in-memory record) breaks one of the formats of docs/FORMATS.md.
@@ -35,11 +40,16 @@ class UsageError(Exception):
     """Bad arguments or input that a command detected itself (exit status 2)."""
 
 
-class UnknownEstimatorError(KeyError, ValueError):
-    """No estimator is registered under this name (a KeyError for lookups, a ValueError for input)."""
+class UnknownNameError(KeyError, ValueError):
+    """No entry of a :class:`crbc.registry.Registry` has this name (a KeyError for lookups, a
+    ValueError for input); the message names the kind and lists the known names."""
 
     def __str__(self) -> str:  # KeyError would print the repr
         return str(self.args[0])
+
+
+class UnknownEstimatorError(UnknownNameError):
+    """No estimator is registered under this name."""
 
 
 class BudgetError(RolloutFormatError):

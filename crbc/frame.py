@@ -32,7 +32,7 @@ after rollout). pandas is imported only when called (``pip install crbc[studio]`
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,54 @@ from crbc.process import from_columns
 COLUMNS = ("group", "rollout", "step", "anchor", "action", "reward", "success", "score",
            "trainer_advantage", "estimator", "value", "q", "credit", "step_advantage", "advantage",
            "lo", "hi", "evidence")
+#: every column :func:`step_table` builds: :data:`COLUMNS` plus A_G of the step's rollout
+ALL_COLUMNS = (*COLUMNS[:14], "group_advantage", *COLUMNS[14:])
+
+
+def step_table(all_credits: Mapping[str, Any], intervals: Mapping[str, Any] | None = None,
+               trainer_N: np.ndarray | None = None, reward_N: np.ndarray | None = None,
+               truth_N: np.ndarray | None = None):
+    """The one long step table behind :func:`step_frame` and the studio's CSV download: a row per
+    (estimator, step), estimator after estimator, each in the process's step order.
+
+    all_credits: estimator -> :class:`~crbc.estimators.credits.Credits`, all on one process of N
+    steps. intervals: estimator -> :class:`~crbc.estimators.bootstrap.CreditIntervals` on that
+    process (``lo_N``, ``hi_N``, ``evidence_N``); an estimator without gets NaN, NaN, None.
+    trainer_N, reward_N, truth_N: (N,) or None (NaN; ``truth`` is a column only when given).
+    Columns: :data:`ALL_COLUMNS` (+ ``truth``)."""
+    pd = pandas()
+    intervals = intervals or {}
+    names = list(all_credits)
+    p = next(iter(all_credits.values())).process
+    n, r_N = p.n_steps, p.step_rollout
+    nan = np.full(n, np.nan)
+    base = {
+        "group": np.asarray(p.group_ids, dtype=object)[p.rollout_group[r_N]],
+        "rollout": p.rollout_index[r_N].astype(np.int64),
+        "step": (p.step_t - 1).astype(np.int64),
+        "anchor": np.asarray(p.state_anchor, dtype=object)[p.step_state],
+        "action": np.asarray(p.action_names, dtype=object)[p.sa_action[p.step_sa]],
+        "reward": nan if reward_N is None else np.asarray(reward_N, dtype=float),
+        "success": p.rollout_success[r_N].astype(bool),
+        "score": p.rollout_score[r_N].astype(float),
+        "trainer_advantage": nan if trainer_N is None else np.asarray(trainer_N, dtype=float),
+    }
+    blocks = []
+    for name in names:
+        c, ci = all_credits[name], intervals.get(name)
+        blocks.append({
+            "estimator": np.full(n, name, dtype=object),
+            "value": nan if c.value_N is None else c.value_N, "q": nan if c.q_N is None else c.q_N,
+            "credit": nan if c.credit_N is None else c.credit_N,
+            "step_advantage": c.step_advantage_N, "group_advantage": c.group_advantage_R[r_N],
+            "advantage": c.advantage_N,
+            "lo": nan if ci is None else ci.lo_N, "hi": nan if ci is None else ci.hi_N,
+            "evidence": np.full(n, None, dtype=object) if ci is None else np.asarray(ci.evidence_N, dtype=object)})
+    data = {k: np.tile(v, len(names)) for k, v in base.items()}
+    data.update({k: np.concatenate([b[k] for b in blocks]) for k in blocks[0]})
+    if truth_N is not None:
+        data["truth"] = np.tile(np.asarray(truth_N, dtype=float), len(names))
+    return pd.DataFrame(data, columns=[*ALL_COLUMNS, *(("truth",) if truth_N is not None else ())])
 
 
 def pandas():
@@ -150,7 +198,7 @@ def step_frame(source: Any, estimators: Sequence[str] | str = ("crbc",), *, boot
     Returns:
         ``pandas.DataFrame`` with ``COLUMNS`` (+ ``truth``), ``N x len(estimators)`` rows.
     """
-    pd = pandas()
+    pandas()  # fail early, before any work, when pandas is missing
     names = checked_estimators(estimators, params, bootstrap, "step_frame")
     ests = [registry.get(n) for n in names]
     configs = [e.config(**params_for(n, params)) for n, e in zip(names, ests, strict=True)]
@@ -161,37 +209,15 @@ def step_frame(source: Any, estimators: Sequence[str] | str = ("crbc",), *, boot
     groups = rekey(raw, anchor)
     cols = Columns.from_groups(groups)
     p = from_columns(cols)  # groups from a list are never interleaved: file order = process order
-    n = p.n_steps
-    nan = np.full(n, np.nan)
-    r_N = p.step_rollout
-    base = {
-        "group": np.asarray(p.group_ids, dtype=object)[p.rollout_group[r_N]],
-        "rollout": p.rollout_index[r_N].astype(np.int64),
-        "step": (p.step_t - 1).astype(np.int64),
-        "anchor": np.asarray(p.state_anchor, dtype=object)[p.step_state],
-        "action": np.asarray(p.action_names, dtype=object)[p.sa_action[p.step_sa]],
-        "reward": cols.reward,
-        "success": cols.success[r_N].astype(bool),
-        "score": p.rollout_score[r_N].astype(float),
-        "trainer_advantage": nan if cols.trainer_advantage is None else cols.trainer_advantage,
-    }
-    blocks = []
+    credits, intervals = {}, {}
     for name, est, cfg in zip(names, ests, configs, strict=True):
         if bootstrap:
             from crbc.estimators.bootstrap import credit_intervals
 
-            ci = credit_intervals(p, name, n_resamples=int(bootstrap), seed=seed, **params_for(name, params))
-            c, lo, hi, ev = ci.credits, ci.lo_N, ci.hi_N, ci.evidence_N.astype(object)
+            intervals[name] = credit_intervals(p, name, n_resamples=int(bootstrap), seed=seed,
+                                               **params_for(name, params))
+            credits[name] = intervals[name].credits
         else:
-            c, lo, hi, ev = est(p, cfg), nan, nan, np.full(n, None, dtype=object)
-        blocks.append({
-            "estimator": np.full(n, name, dtype=object),
-            "value": nan if c.value_N is None else c.value_N, "q": nan if c.q_N is None else c.q_N,
-            "credit": nan if c.credit_N is None else c.credit_N,
-            "step_advantage": c.step_advantage_N, "advantage": c.advantage_N,
-            "lo": lo, "hi": hi, "evidence": ev})
-    data = {k: np.tile(v, len(names)) for k, v in base.items()}
-    data.update({k: np.concatenate([b[k] for b in blocks]) for k in blocks[0]})
-    if truth_N is not None:
-        data["truth"] = np.tile(truth_N, len(names))
-    return pd.DataFrame(data, columns=[*COLUMNS, *(("truth",) if truth_N is not None else ())])
+            credits[name] = est(p, cfg)
+    table = step_table(credits, intervals, cols.trainer_advantage, cols.reward, truth_N)
+    return table[[*COLUMNS, *(("truth",) if truth_N is not None else ())]]

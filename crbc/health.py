@@ -34,6 +34,12 @@ from crbc.estimators import registry
 from crbc.estimators.bootstrap import credit_intervals, structural_none
 from crbc.process import Process, merge_stats
 
+__all__ = [
+    "average_ranks", "checked_estimators", "iteration_health", "later_shared_share", "merge_warning",
+    "MERGE_WARNING_SHARE", "params_for", "shared_steps", "sign_agreement", "spearman", "unknown_params",
+    "ZERO"
+]
+
 ZERO = 1e-9  #: |x| <= ZERO counts as a zero advantage in the sign agreement
 #: below this share of later steps at shared anchors, the key is said to merge almost nothing.
 #: 10%, not less: textarena Sokoban transcripts (history in every observation), groups of 4,

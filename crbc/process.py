@@ -25,6 +25,8 @@ import numpy as np
 from crbc.io.columns import Columns
 from crbc.io.rollouts import RolloutGroup
 
+__all__ = ["build_process", "from_columns", "merge", "merge_stats", "MergeStats", "Process"]
+
 
 @dataclass(frozen=True, eq=False)
 class Process:

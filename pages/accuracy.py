@@ -7,53 +7,15 @@ opens at once; a small live run uses the sidebar's environment and checkpoint. S
 
 from __future__ import annotations
 
-import json
-
 import streamlit as st
 
 from crbc.viz import accuracy as VA
-from crbc.viz.reliability import calibration_rows, interval_note, load_report, reliability_svg
-from ui import state, url, warm_imports, widgets
+from crbc.viz.reliability import calibration_rows, interval_note, load_report
+from ui import accuracy_data, state, url, widgets
 from ui.svg_view import svg_view
 
-METRICS = {"spearman": "Spearman (rank agreement)", "sign": "sign agreement", "rmse": "RMSE of Q − V"}
+METRICS = {"spearman": "Spearman (rank agreement)", "sign": "sign agreement", "rmse": "RMSE (truth's units only)"}
 TARGETS = {"step": "per-step truth A_t", "anchor": "anchor-level truth A(s, a)"}
-
-
-@st.cache_data(show_spinner=False)
-def _shipped(path: str, stamp: float) -> dict:
-    del stamp  # part of the key: a re-run file is re-read
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
-@st.cache_data(show_spinner=False, max_entries=2)
-def _reliability_svg(report_json: str) -> str:
-    return reliability_svg(json.loads(report_json))
-
-
-@st.cache_resource(show_spinner=False, max_entries=2)
-def _policy(folder: str):
-    warm_imports.wait()  # the model stack may still be importing in the background
-    from crbc.truth.policies import load_tiny_checked
-
-    return load_tiny_checked(folder)
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def _live(env: str, model: str, seeds: tuple[int, ...], sizes: tuple[int, ...]) -> dict:
-    warm_imports.wait()
-    from crbc.truth.accuracy import AccuracyConfig, run_accuracy
-
-    bar = st.progress(0.0, text="Reading the policy's probabilities…")
-
-    def progress(phase: str, done: int, total: int) -> None:
-        bar.progress(min(done / max(total, 1), 1.0), text=f"{phase}: {done}/{total}")
-
-    cfg = AccuracyConfig(env=env, model=model, seeds=seeds, group_sizes=sizes, n_boot=500)
-    out = run_accuracy(cfg, policy=_policy(model), progress=progress).to_json()
-    bar.empty()
-    return out
 
 
 def _show(result: dict, metric: str, target: str, key: str) -> None:
@@ -76,6 +38,13 @@ def _show(result: dict, metric: str, target: str, key: str) -> None:
     st.caption("Hover a point for its mean and interval.")
     with st.expander("The numbers (mean [95% interval])"):
         widgets.table(VA.accuracy_table(result, metric, target), hide_index=False)
+    if metric != "rmse" and result.get("per_level", {}).get("crbc"):
+        with st.expander("Paired against crbc, level by level (crbc − rival [95% interval] · levels crbc is ahead)"):
+            widgets.table(VA.paired_difference_table(result, metric, target), hide_index=False)
+            st.caption("Every estimator is scored on the same groups of the same levels, so the scores "
+                       "pair up: the difference per level, its mean, a 95% bootstrap interval over "
+                       "levels, and on how many levels crbc scores higher. An interval above 0: crbc "
+                       "is ahead beyond the choice of levels; below 0: the rival is.")
 
 
 st.title("Estimator accuracy")
@@ -83,8 +52,7 @@ st.caption(
     "On our own environments the truth is computable: the dynamics are known and the tiny "
     "policy's action probabilities can be read exactly, so every state's finite-horizon value "
     "V_t, Q_t and advantage A_t = Q_t − V_t is solved backwards over all reachable states. Each "
-    "estimator's raw step signal (Q − V for the CRBC family, the step advantage for gigpo, "
-    "shortest_path and rewardflow, the advantage for grpo) is then scored against the true A of "
+    f"estimator's raw step signal ({VA.signals_sentence()}) is then scored against the true A of "
     "the same step.")
 
 url.check_choice("acc_metric", list(METRICS), "the score is one of " + ", ".join(METRICS), METRICS.get)
@@ -108,13 +76,13 @@ else:
     names = [p.name for p in files]
     chosen = st.selectbox("Results file", names, key="acc_file") if len(names) > 1 else names[0]
     path = files[names.index(chosen)]
-    _show(_shipped(str(path), path.stat().st_mtime), metric, target, "shipped")
+    _show(accuracy_data.shipped_result(path), metric, target, "shipped")
 
 st.subheader("How sure is a credit: the interval's level, measured")
 _report = load_report(state.SHIPPED_DIR)
 if _report is None:
     st.info("No shipped calibration report (`sample_rollouts/interval-calibration.json`). Make one "
-            "with `python -m benchmarks.calibration_data && python -m benchmarks.calibrate_intervals "
+            "with `python -m experiments.calibration_data && python -m experiments.calibrate_intervals "
             "report`.")
 else:
     st.markdown(
@@ -126,7 +94,7 @@ else:
         "below, how often it held the exact "
         "anchor-level truth A(s, a) on other, held-out levels, against the plain resampling range "
         "(`--interval range`, dotted). " + interval_note(_report, 0.9))
-    svg_view(_reliability_svg(json.dumps(_report, sort_keys=True)), key="acc_reliability")
+    svg_view(accuracy_data.reliability(_report), key="acc_reliability")
     with st.expander("The numbers (coverage at 80 / 90 / 95%, sure share and sure-sign agreement at 90%)"):
         widgets.table(calibration_rows(_report))
 
@@ -153,4 +121,4 @@ else:
                                               tuple(sorted(sizes)))
     args = st.session_state.get("_acc_live_args")
     if args:
-        _show(_live(*args), metric, target, "live")
+        _show(accuracy_data.live_accuracy(*args), metric, target, "live")

@@ -6,32 +6,29 @@ import numpy as np
 import streamlit as st
 
 from crbc.estimators import registry as estimators
-from crbc.explain.anchor_names import anchor_labels
-from crbc.truth import accuracy
 from crbc.viz import accuracy as VA
-from crbc.viz.core.credits import FIELDS, field_N, outcome
-from crbc.viz.downloads import credit_table, credits_jsonl
+from crbc.viz.core.credits import FIELDS, field_N
 from crbc.viz.heatmap import Panel, credit_heatmaps_svg, heatmaps_svg, shared_range
 from crbc.viz.rollout import timeline_chart_svg
 from crbc.viz.scatter import scatter_chart_svg
-from crbc.viz.step_detail import parse_cell, step_rows
-from ui import exact_truth, figure_cache, report_download, state, url, widgets
+from crbc.viz.step_detail import parse_cell
+from ui import credit_downloads, credit_step, exact_truth, figure_cache, state, url, widgets
 from ui.svg_view import svg_view
 
 st.title("Step credits")
 st.caption(
     "Every estimator gives each step a credit: did this action do better (blue) or worse (red) than "
-    "what the group usually did from the same anchor? **grpo** gives no step credit (only the "
-    "trajectory's A_G); **visit_local** compares raw outcomes of visits; **crbc** compares values "
-    "after recombining all rollouts through the merged graph; **gigpo** normalises discounted step "
-    "returns per anchor; **shortest_path** rewards being few hops from any success; "
-    "**rewardflow** propagates the best reward reachable over the graph and credits its change. "
+    "what the group usually did from the same anchor? They differ in how they back a value up over "
+    f"the group's merged graph ({len(estimators.names())} registered: "
+    + ", ".join(f"**{n}**" for n in estimators.names())
+    + "; each one's rule is under the heatmaps, its arithmetic at one anchor on *Bellman backups*). "
     "Edit β, K, σ_min, w_G and w_S under *Parameters* in the sidebar.")
 
 ctx = state.page_context()
 grp, r = ctx.group, ctx.rollout
 names = estimators.names()
 all_c = {n: ctx.credits(n) for n in names}
+all_params = tuple((n, tuple(sorted(ctx.estimator_params(n).items()))) for n in names)  # figure keys
 trainer_N = ctx.trainer_N  # the advantage the user's trainer gave each step (recorded runs), or None
 extra = {"trainer": trainer_N} if trainer_N is not None else {}
 
@@ -67,14 +64,6 @@ def _pick_cell(picked: str) -> None:
     st.session_state["credits_cell"] = (grp.group, picked)
 
 
-def _open_in_inspector(n: int) -> None:
-    """Open the anchor of step ``n`` (an index into the process's steps) in the Inspector."""
-    p = ctx.process
-    st.session_state["inspect_anchor"] = {"group": grp.group, "anchor": anchor_labels(p)[int(p.step_state[n])],
-                                          "step": (int(p.step_rollout[n]), int(p.step_t[n]) - 1)}  # 0-based
-    url.switch_page("pages/inspector.py")
-
-
 # ---- evidence (crbc.credit_intervals): not-sure cells washed out, and the "sure only" view
 m1, m2 = st.columns([2, 3])
 marks_on = m1.toggle("Evidence: wash out the cells that are not sure", value=True, key="credits_marks",
@@ -88,33 +77,10 @@ sure_only = m2.toggle("Sure only", key="credits_sure_only", disabled=not marks_o
                       help="Blank every cell whose credit is not sure.")
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _intervals(key: str, name: str, params: tuple, _process):
-    """The credit intervals of ``name`` (the validated default B, docs/MATH.md section 10.1, the
-    estimator's default method, seed 0): evidence marks and downloads."""
-    from crbc.estimators.bootstrap import DEFAULT_B, credit_intervals
-
-    return credit_intervals(_process, name, n_resamples=DEFAULT_B, seed=0, **dict(params))
-
-
-def _evidence(key: str, name: str, params: tuple, _process):
-    return _intervals(key, name, params, _process).evidence_N
-
-
-def _all_intervals(key: str, process, credits_params) -> dict:
-    """name -> CreditIntervals for every estimator that has a step signal (for the downloads)."""
-    from crbc.estimators.bootstrap import signal_of
-
-    return {n: _intervals(key, n, params, process) for n, params in credits_params if signal_of(n) is not None}
-
-
 def _ev(name: str):
     """The per-step evidence of ``name``'s credit, or None (marks off, or no step credit)."""
-    from crbc.estimators.bootstrap import signal_of
-
-    if not marks_on or signal_of(name) is None:
-        return None
-    return _evidence(ctx.key, name, tuple(sorted(ctx.estimator_params(name).items())), ctx.process)
+    ci = ctx.intervals(name) if marks_on else None
+    return None if ci is None else ci.evidence_N
 
 
 def _evidence_of(names) -> dict:
@@ -122,12 +88,13 @@ def _evidence_of(names) -> dict:
     return {n: e for n in names if (e := _ev(n)) is not None}
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
-def _heat(key: str, field: str, params: tuple, marks: bool, sure: bool, trainer: bool, _shown: tuple) -> str:
+def _heat() -> str:
     """The one SVG of every panel, built once per (group, field, parameters, marks): a revisit
     or a rerun for another widget sends the same string again without building it."""
-    return credit_heatmaps_svg({n: all_c[n] for n in _shown}, field, zmax=zmax, evidence=_evidence_of(_shown),
-                               sure_only=sure, extra=extra)
+    key = (ctx.key, field, all_params, marks_on, sure_only and marks_on, trainer_N is not None, tuple(panels))
+    return figure_cache.figure("credits_heatmaps_svg", key, lambda: credit_heatmaps_svg(
+        {n: all_c[n] for n in panels}, field, zmax=zmax, evidence=_evidence_of(panels),
+        sure_only=sure_only and marks_on, extra=extra))
 
 
 slug = grp.group.replace("/", "_")
@@ -142,28 +109,6 @@ for n in names:
                    "so it has no panel below.")
 
 
-def _step_panel(i: int, t: int) -> None:
-    """The clicked step: its action and anchor, its credit under every estimator with the
-    evidence, the truth where known, and the way on to the Inspector."""
-    p = ctx.process
-    n = int(p.rollout_offsets[i]) + t - 1
-    roll = grp.rollouts[i]
-    step = roll.steps[t - 1]
-    label = anchor_labels(p)[int(p.step_state[n])]
-    st.markdown(f"**Rollout {roll.rollout} ({outcome(roll)}), step {t - 1} (steps 0–{len(roll.steps) - 1})**: "
-                f"action {widgets.code(widgets.short(step.action, 80))} at anchor "
-                f"{widgets.code(widgets.short(label, 80))}")
-    truth = exact_truth.group_truth(ctx)[0] if has_truth else None
-    widgets.table(step_rows(all_c, n, _evidence_of(panels), None if truth is None else truth.advantage_N,
-                            trainer_N))
-    s = int(p.step_state[n])
-    c1, c2 = st.columns([2, 3], vertical_alignment="center")
-    c1.button("Open this anchor in the Inspector", icon=":material/search:", key="credits_open_inspector",
-              on_click=_open_in_inspector, args=(n,), type="primary")
-    c2.caption(f"The anchor was visited {int(p.n_s[s])} times in the group, with {int(p.n_actions[s])} "
-               "different actions: the Inspector shows the arithmetic of each estimator there.")
-
-
 @st.fragment
 def _heat_view(heat: str) -> None:
     """The heatmaps and the step panel of the clicked cell: a fragment, so a click reruns only
@@ -172,7 +117,7 @@ def _heat_view(heat: str) -> None:
     group, picked = st.session_state.get("credits_cell", (None, ""))
     cell = parse_cell(picked, ctx.process.rollout_len) if group == grp.group else None
     if cell is not None:
-        _step_panel(*cell)
+        credit_step.render(ctx, all_c, *cell, _evidence_of(panels), has_truth)
     else:
         st.caption("Click a cell to see that step here.")
     widgets.fragment_done()
@@ -181,8 +126,7 @@ def _heat_view(heat: str) -> None:
 # one SVG: a panel per estimator, one shared colour bar (server-built: the page loads no
 # plotly.js for it); a click on a cell shows that step under it
 if panels:
-    _heat_view(_heat(ctx.key, field, tuple((n, tuple(sorted(ctx.estimator_params(n).items()))) for n in panels),
-                     marks_on, sure_only and marks_on, trainer_N is not None, tuple(panels)))
+    _heat_view(_heat())
 st.caption(" · ".join(f"**{n}**: {estimators.get(n).summary.replace('*', '×')}" for n in panels)
            + (" · **trainer**: the advantage your trainer gave each step (recorded with the run), on "
               "the same colours; it is an A_final, so compare it under *Show: A_final*" if extra else ""))
@@ -190,7 +134,6 @@ st.caption(" · ".join(f"**{n}**: {estimators.get(n).summary.replace('*', '×')}
 # the timeline is drawn before the truth is computed (a cold start loads the model), and redrawn
 # with the truth line once it is known
 st.subheader(f"Rollout {grp.rollouts[r].rollout}, step by step")
-all_params = tuple((n, tuple(sorted(ctx.estimator_params(n).items()))) for n in names)
 trainer_R = None if trainer_N is None else trainer_N[all_c[names[0]].rollout_slice(r)]
 timeline = figure_cache.figure("credits_timeline_svg", (ctx.key, all_params, r, field),
                                lambda: timeline_chart_svg(all_c, r, field, trainer_R=trainer_R))
@@ -225,12 +168,11 @@ st.caption("Where the lines disagree, the estimators tell the learner different 
 
 if truth is not None:
     st.subheader("Which estimator agrees with the truth on this group?")
-    widgets.table(VA.agreement_table(accuracy.group_agreement(all_c, truth.advantage_N)), hide_index=False)
-    st.caption("Each estimator's raw step signal (Q − V for the CRBC family, A_S for gigpo, "
-               "shortest_path and rewardflow, A_final for grpo) against the true A_t of the same step: share of "
-               "steps with the right sign (|A_t| > 0.001; a zero credit is a miss), rank "
-               "correlation over all steps, and for Q − V the root-mean-square error. Over many "
-               "levels: the *Estimator accuracy* page.")
+    widgets.table(exact_truth.agreement_table(ctx, all_c, truth, all_params), hide_index=False)
+    st.caption(f"Each estimator's raw step signal ({VA.signals_sentence()}) against the true A_t of "
+               "the same step: share of steps with the right sign (|A_t| > 0.001; a zero credit is a "
+               "miss), rank correlation over all steps, and the root-mean-square error where the "
+               "signal is in the truth's units. Over many levels: the *Estimator accuracy* page.")
 elif no_truth:
     st.caption(no_truth)
 
@@ -251,62 +193,4 @@ if scatter_open:
                    "dotted diagonal both estimators agree; dots in the top-left or bottom-right "
                    "quadrants are steps they judge in opposite directions.")
 
-@st.cache_resource(show_spinner="Resampling every group...", max_entries=8)
-def _file_ci(key: str, name: str, params: tuple, _process):
-    from crbc.estimators.bootstrap import DEFAULT_B, credit_intervals
-
-    return credit_intervals(_process, name, n_resamples=DEFAULT_B, seed=0, **dict(params))
-
-
-def _file_intervals(name: str):
-    """The intervals of ``name`` over every group of the file (None without a step signal)."""
-    from crbc.estimators.bootstrap import signal_of
-
-    if signal_of(name) is None:
-        return None
-    return _file_ci(ctx.source.key, name, tuple(sorted(ctx.estimator_params(name).items())),
-                    ctx.file_credits(name).process)
-
-
-st.subheader("Download")
-report_download.group_button(ctx, "dl_report_credits")
-d1, d2, d3 = st.columns(3)
-est = d1.selectbox("Estimator to export", names, index=names.index(ctx.estimator),
-                   key="export_est")
-d2.download_button(f"{est} credits · crbc.credit/1 JSONL (with intervals)",
-                   lambda: credits_jsonl(all_c[est], _all_intervals(ctx.key, ctx.process, all_params).get(est)),
-                   file_name=f"{slug}.{est}.credits.jsonl", mime="application/jsonl",
-                   on_click="ignore", key="dl_jsonl", icon=":material/download:", width="stretch")
-d3.download_button("All estimators · CSV (one row per step)",
-                   lambda: credit_table(all_c, _all_intervals(ctx.key, ctx.process, all_params),
-                                                trainer_N).to_csv(index=False),
-                   file_name=f"{slug}.credits.csv", mime="text/csv", on_click="ignore", key="dl_csv",
-                   icon=":material/download:", width="stretch")
-f1, f2 = st.columns(2)
-f1.download_button(f"{est} heatmap · SVG",
-                   lambda: credit_heatmaps_svg({est: all_c[est]}, field, standalone=True, extra=extra),
-                   file_name=f"{slug}.{est}.heatmap.svg", mime="image/svg+xml", on_click="ignore",
-                   key="dl_heat", icon=":material/image:", width="stretch", disabled=est not in shown,
-                   help=None if est in shown else f"{est} has no {FIELDS[field]}")
-f2.download_button("Timeline · SVG", lambda: timeline.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1),
-                   file_name=f"{slug}.timeline.svg", mime="image/svg+xml", on_click="ignore",
-                   key="dl_timeline", icon=":material/image:", width="stretch")
-if len(ctx.groups) > 1:
-    st.markdown(f"**The whole file** ({len(ctx.groups)} groups, every step with its anchor):")
-    w1, w2 = st.columns(2)
-    w1.download_button(f"{est}, all groups · crbc.credit/1 JSONL (with intervals)",
-                       lambda: credits_jsonl(ctx.file_credits(est), _file_intervals(est)),
-                       file_name=f"all-groups.{est}.credits.jsonl", mime="application/jsonl",
-                       on_click="ignore", key="dl_file_jsonl", icon=":material/download:", width="stretch")
-    w2.download_button("All estimators, all groups · CSV (one row per step)",
-                       lambda: credit_table({n: ctx.file_credits(n) for n in names},
-                                                    {n: ci for n in names if (ci := _file_intervals(n)) is not None},
-                                                    ctx.file_trainer_N()).to_csv(index=False),
-                       file_name="all-groups.credits.csv", mime="text/csv", on_click="ignore",
-                       key="dl_file_csv", icon=":material/download:", width="stretch")
-st.caption("The CSV has a row per (estimator, step): steps numbered from 0 as in the files, the "
-           "interval and evidence of each credit (the page's resamples, seed 0) and the trainer's own "
-           "advantage where the run recorded it; the JSONL is crbc.credit/1 with the intervals. "
-           "Every figure downloads as SVG: the *Download SVG* link under each drawing saves it "
-           "as shown (the heatmaps with every panel and the evidence marks), the buttons above one "
-           "estimator's panel or the timeline.")
+credit_downloads.render(ctx, all_c, field, shown, extra, timeline)

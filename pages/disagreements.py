@@ -15,29 +15,11 @@ from crbc.viz.core.html import grid_row
 from crbc.viz.disagreement import disagreement_bars_html, grouped_steps
 from crbc.viz.lesson import format_rows
 from ui import report_download, state, url, widgets
-from ui.session_memo import memo
 from ui.widgets import short, text
 
 SCOPES = ("this group", "all groups of the file")  # shown as they are: URL-bound
 TOP = 12
 SHARED_URL_KEYS = ("source", "sample", "group", "beta", "depth", "sigma_min")  # sidebar widget keys
-
-
-def _comparison(name: str) -> compare.Comparison:
-    """A comparison by its name: a fixed one, or "trainer vs NAME"."""
-    if name in compare.COMPARISONS:
-        return compare.COMPARISONS[name]
-    return compare.trainer_comparison(name.removeprefix("trainer vs "))
-
-
-@memo(max_entries=32, show_spinner="Comparing the estimators...")
-def _group_dis(group_key: str, comparison: str, params: tuple, _process, _trainer) -> compare.Disagreement:
-    return compare.disagreements(_process, _comparison(comparison), trainer_N=_trainer, **dict(params))
-
-
-@memo(max_entries=8, show_spinner="Comparing the estimators on every group...")
-def _file_dis(source_key: str, comparison: str, params: tuple, _groups, _trainer) -> compare.Disagreement:
-    return compare.disagreements(list(_groups), _comparison(comparison), trainer_N=_trainer, **dict(params))
 
 
 def _inspect_link(group_id: str, label: str) -> dict[str, str]:
@@ -79,13 +61,12 @@ cmp_name = c1.selectbox("Compare", comparisons, key="dis_cmp", bind="query-param
                              "A_final (recorded or imported runs only).")
 scope = c2.segmented_control("Scope", SCOPES, key="dis_scope", required=True, default=SCOPES[0],
                              bind="query-params", disabled=len(groups) < 2)
-shared = tuple(sorted({"beta": params["beta"], "sigma_min": params["sigma_min"],
-                       "depth": params["depth"]}.items()))
+shared = {"beta": params["beta"], "sigma_min": params["sigma_min"], "depth": params["depth"]}
 if scope == SCOPES[1] and len(groups) > 1:
-    dis = _file_dis(ctx.source.key, cmp_name, shared, groups, ctx.file_trainer_N())
+    dis = ctx.file_disagreement(cmp_name, shared)
     where = f"all {len(groups)} groups of {text(ctx.source.label)}"
 else:
-    dis = _group_dis(ctx.key, cmp_name, shared, ctx.process, ctx.trainer_N if has_trainer else None)
+    dis = ctx.disagreement(cmp_name, shared)
     where = f"group {text(grp.group)}"
 cmp_ = dis.comparison
 vn = cmp_.value_name  # what is compared: A_S, or A (the trainer's advantage against an A_final)

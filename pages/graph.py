@@ -6,7 +6,7 @@ import streamlit as st
 
 from crbc.viz.anchor_graph import anchor_graph_html
 from crbc.viz.core.graph_layout import LABEL_ALL_MAX
-from ui import exact_truth, report_download, state, static_assets, url
+from ui import exact_truth, figure_cache, report_download, state, static_assets, url
 
 st.title("Anchor graph")
 st.caption(
@@ -49,15 +49,16 @@ node_values = {"estimate": c.value_S, "truth": truth.anchor_value_S if truth els
                "error": c.value_S - truth.anchor_value_S if truth else None}[colour_by]
 
 
-@st.cache_data(show_spinner="Drawing the graph...", max_entries=16)
-def _graph(group_key: str, params: tuple, r: int, colour_by: str, _credits, _values) -> str:
+def _graph() -> str:
+    """The graph's HTML, drawn once per (group, parameters, rollout, colouring)."""
     name = {"estimate": "V", "truth": "true V", "error": "V − true V"}[colour_by]
-    return anchor_graph_html(_credits.process, _values, highlight_rollout=r, height_px=620,
-                             value_name=name, signed=colour_by == "error",
-                             assets_url=static_assets.vis_url())
+    return figure_cache.figure(
+        "anchor_graph_html", (ctx.key, tuple(sorted(params.items())), r, colour_by),
+        lambda: anchor_graph_html(c.process, node_values, highlight_rollout=r, height_px=620, value_name=name,
+                                  signed=colour_by == "error", assets_url=static_assets.vis_url()))
 
 
-st.iframe(_graph(ctx.key, tuple(sorted(params.items())), r, colour_by, c, node_values), height=630)
+st.iframe(_graph(), height=630)
 depth = "exact closure" if params.get("depth") is None else f"depth K = {params['depth']}"
 st.caption(
     f"Node colour: **V(s)**, the β-discounted probability (β = {params['beta']:g}) of reaching "

@@ -8,23 +8,18 @@ by clicking it in the graph. Another page can send the reader here with
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 import crbc.explain.arithmetic as E
 import crbc.explain.lesson_tables as T
-from crbc.estimators.bootstrap import DEFAULT_B, DEFAULT_LEVEL, credit_intervals, pair_table
 from crbc.explain import disagreements as compare
-from crbc.explain import observation as O
 from crbc.explain.anchor_names import anchor_labels
 from crbc.explain.table_rows import depth_name, fmt
 from crbc.viz.backup_tree import backup_tree_svg
 from crbc.viz.board import board_html, board_rows, is_board
 from crbc.viz.graph import graph_svg
-from crbc.viz.intervals import interval_panels_html
 from crbc.viz.lesson import arithmetic_markdown, format_rows
-from crbc.viz.reliability import interval_note, load_report
-from ui import figure_cache, state, url, widgets
+from ui import anchor_evidence, anchor_observation, figure_cache, state, url, widgets
 from ui.svg_view import svg_view
 from ui.widgets import short
 
@@ -34,19 +29,6 @@ from ui.widgets import short
 DEPTHS = sorted(state.depth_options(), key=lambda k: not k.isdigit())  # stable: 0..64 keep their order
 SORTS = ("visits", "disagreement")
 GRAPH_MAX_ANCHORS = 400
-B, LEVEL = DEFAULT_B, DEFAULT_LEVEL  # the validated default: B = 200, level 0.9 (docs/MATH.md s. 10.1)
-CALIBRATION = load_report(state.SHIPPED_DIR)  # the measured coverage (sample_rollouts/interval-calibration.json)
-OBS_SHOWN = 1200  # characters of a long observation shown before "see all"
-
-
-@st.cache_resource(show_spinner=False, max_entries=32)
-def _intervals(group_key: str, params: tuple, _process):
-    return credit_intervals(_process, "crbc", n_resamples=B, level=LEVEL, seed=0, **dict(params))
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _disagreement(group_key: str, comparison: str, params: tuple, _process) -> compare.Disagreement:
-    return compare.disagreements(_process, comparison, **dict(params))
 
 
 def _pick_from_graph(labels: tuple[str, ...], picked: str) -> None:
@@ -94,7 +76,7 @@ with c_pick:
     if sort == "disagreement":
         cmp_name = st.selectbox("Disagreement between", list(compare.COMPARISONS), key="inspect_cmp",
                                 bind="query-params")
-        dis = _disagreement(ctx.key, cmp_name, tuple(sorted(shared.items())), p)
+        dis = ctx.disagreement(cmp_name, shared)
         order = [r.anchor for r in dis.anchors]
         info = {r.anchor: f"mean |Δ A_S| {r.disagreement:.3f} ({r.visits} visits)" for r in dis.anchors}
     else:
@@ -138,54 +120,16 @@ def _anchor_view() -> None:
             rows = board_rows(ar.anchor)
             st.html(board_html(ar.anchor, cell=max(12, min(34, 240 // max(len(rows), len(rows[0]))))))
         else:
-            widgets.long_text(ar.anchor, "The whole anchor", OBS_SHOWN)
+            widgets.long_text(ar.anchor, "The whole anchor", anchor_observation.OBS_SHOWN)
         v_name = "V(s)" if depth is None else f"V^({depth})(s)"
         st.markdown(f"visits N(s) = **{ar.n}** · {v_name} = **{fmt(ar.v)}** · sigma(s) = **{fmt(ar.sigma)}**")
         st.caption(ar.gate_expression)
     with c_tree:  # SVG and HTML below: a depth change redraws no plotly figure
         svg_view(backup_tree_svg(ar), key="inspect_tree")
 
-    # ---- how sure: error bars on Q and Q - V per action (crbc.credit_intervals)
-    ci = _intervals(ctx.key, tuple(sorted({"beta": beta, "depth": depth, "sigma_min": sigma_min}.items())), p)
-    pairs = pair_table(ci, state)
-    kind = "calibrated intervals" if ci.method == "calibrated" else "resampling ranges, not calibrated"
-    st.markdown(f"**How sure is each action's credit here** ({LEVEL:.0%} {kind}, {B} draws)")
-    st.html(interval_panels_html(pairs, LEVEL))
-    widgets.table(pd.DataFrame(pairs).rename(columns={"credit": "Q − V", "lo": "Q − V lo", "hi": "Q − V hi"})
-                  .round(4))
-    none_text = ("none: the credit is 0 by construction (one action observed here, or no observed "
-                 "continuation from here reaches success).")
-    if ci.method == "calibrated":
-        st.caption("The interval reaches fitted multiples of the credit's spread to either side of it, "
-                   "further on the side away from 0 (the closure tends to shrink credits toward 0): "
-                   f"its spread over {B} posterior draws of this group (every rollout reweighted, plus a "
-                   "little mass on a continuation and an action no rollout showed) and an allowance for "
-                   "the closure's own bias. " + interval_note(CALIBRATION, LEVEL)
-                   + " sure: the interval excludes 0; " + none_text)
-    else:
-        st.caption("At a finite depth K the interval is a resampling range (this group's rollouts "
-                   "drawn with replacement, the central percentile range of the recomputed credit): "
-                   "it says how much the credit moves with which rollouts were drawn, not where the "
-                   "truth is; its coverage was not measured. sure: the range excludes 0; " + none_text)
-
-    # ---- what the policy saw: the observation of a visit, with what changed since the step before
+    anchor_evidence.render(ctx, state, depth)
     if not is_board(ar.anchor):
-        where = ss.get("_inspect_step")
-        pos, t = (where[1], where[2]) if where and where[0] == chosen else (ctx.rollout, None)
-        seen = O.step_observation(grp, ar.anchor, pos, t)
-        if seen is not None:
-            st.markdown(f"**The observation** (rollout {grp.rollouts[seen.rollout].rollout}, step {seen.t}; "
-                        f"{len(seen.text)} characters)")
-            c_obs, c_diff = st.columns([3, 2])
-            with c_obs:
-                widgets.long_text(seen.text, "See all", OBS_SHOWN)
-            with c_diff:
-                diff = O.changes(seen.previous, seen.text)
-                st.caption("What changed since the previous step (+ new lines, − gone lines):"
-                           if seen.previous is not None else "The first step of the rollout.")
-                if seen.previous is not None:
-                    widgets.long_text("\n".join(diff) if diff else "(the same text as the step before)",
-                                      "See the whole change", OBS_SHOWN)
+        anchor_observation.render(ctx, chosen, ar.anchor)
 
     c_act, c_succ = st.columns([1, 1])
     with c_act:

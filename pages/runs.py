@@ -9,20 +9,17 @@ as a .zip of its folder. Everything shown is computed by :mod:`crbc.io.runs` and
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 import streamlit as st
 
 import crbc.io.runs as R
-import crbc.train.analysis as A
 import crbc.train.tables as T
-from crbc.io.rollouts import RolloutFormatError
+from crbc.io.rollouts import RolloutFormatError, showcase_group
 from crbc.train.diagnostics import DIAGNOSTICS
 from crbc.viz import run_curves as V
-from ui import figure_cache, report_download, run_review, run_source, state, url, widgets
+from ui import figure_cache, report_download, run_listing, run_review, run_source, state, url, widgets
 from ui.run_upload import uploaded_run
-from ui.session_memo import memo
 from ui.svg_view import svg_view
 
 MAX_ZIP_MB = 50
@@ -36,52 +33,6 @@ SHORT = {"step_credit_share": "non-zero A_S", "multi_action_anchors": "anchors, 
 METRICS = ["eval_success_rate", "success_rate", "mean_return", "mean_length", "loss", "kl",
            "clip_frac", "step_credit_share", "seconds"]  # the first one the runs have is the default
 BANDS = {"ci": "95% CI of the mean", "minmax": "min–max", "std": "± 1 sd"}
-
-
-@st.cache_data(show_spinner=False, ttl=30)
-def _shipped(root: str) -> list[str]:
-    return [str(p.relative_to(root)) for p in R.find_runs(root)]
-
-
-@st.cache_resource(show_spinner=False, max_entries=128)
-def _load_folder(root: str, rel: str, stamp: float) -> R.Run:
-    del stamp  # part of the cache key: a run that is still being written is re-read
-    return R.read_run(Path(root) / rel)
-
-
-@memo(max_entries=32)
-def _iteration_groups(run_key: str, iteration: int, _run: R.Run):
-    return _run.rollouts(iteration)
-
-
-@st.cache_data(show_spinner=False, ttl=30)
-def _newest_first(root: str, shipped: tuple[str, ...]) -> list[str]:
-    """The experiment folders of the shipped runs, the most recently created first (the newest
-    ``created_at`` of their runs' run.json; an unreadable one counts as oldest), a folder with a
-    pre-registered report (``prereg.json``, devtools/prereg_report.py) before all others, so the
-    page opens on the pre-registered comparison."""
-    newest: dict[str, str] = {}
-    for rel in shipped:
-        try:
-            stamp = str(R.read_meta(Path(root) / rel).get("created_at") or "")
-        except R.RunFormatError:
-            stamp = ""
-        exp = str(Path(rel).parent)
-        newest[exp] = max(newest.get(exp, ""), stamp)
-    prereg = {e: (Path(root) / e / "prereg.json").is_file() for e in newest}
-    return sorted(newest, key=lambda e: (prereg[e], newest[e], e), reverse=True)
-
-
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _paired(key: tuple, _runs: tuple) -> list:
-    """The paired test against grpo (10,000 bootstrap rounds per comparison: 0.1-0.4 s), once per
-    set of runs (``key``: what the test reads of each run: estimator, seed and final evaluation)."""
-    return A.paired_table(list(_runs), reference="grpo")
-
-
-def _stamp(rel: str) -> float:
-    p = state.SAMPLES_DIR / "runs" / rel / R.METRICS_FILE
-    return p.stat().st_mtime if p.exists() else 0.0
 
 
 st.title("Training runs")
@@ -100,10 +51,10 @@ if st.segmented_control("Which runs", list(KINDS), format_func=KINDS.get, key="r
 
 # ---------------------------------------------------------------------------------- choose runs
 RUNS_DIR = state.SAMPLES_DIR / "runs"
-shipped = _shipped(str(RUNS_DIR))
+shipped = run_listing.shipped_runs(str(RUNS_DIR))
 # An experiment is a folder of runs (what `crbc experiment --out` writes); run names repeat across
 # experiments (grpo-s0 in each), and seeds of different experiments must not be averaged together.
-experiments = _newest_first(str(RUNS_DIR), tuple(shipped))
+experiments = run_listing.experiments_newest_first(str(RUNS_DIR), tuple(shipped))
 TOP = "."
 c0, c1, c2 = st.columns([2, 3, 2])
 with c0:
@@ -132,7 +83,7 @@ loaded: dict[str, R.Run] = {}
 errors = []
 for rel in chosen:
     try:
-        loaded[f"shipped:{rel}"] = _load_folder(str(RUNS_DIR), rel, _stamp(rel))
+        loaded[f"shipped:{rel}"] = run_listing.load_shipped(RUNS_DIR, rel)
     except R.RunFormatError as e:
         errors.append(str(e))
 for up in uploads or []:
@@ -158,12 +109,12 @@ for run in loaded.values():
         st.warning(f"{widgets.text(run.name)}: the last line of metrics.jsonl was half-written (the run was "
                    "interrupted while writing it); it is ignored.")
 
-runs = A.order_runs(list(loaded.values()))
+runs = run_listing.ordered(list(loaded.values()))
 run_key_of = {r.name: k for k, r in loaded.items()}
 # what the figures and tables below read of the runs: which runs (a shipped one with the time its
 # metrics were last written, an upload by its content hash), so they are built once per choice;
 # as one short digest, which the caches hash on every rerun in a fraction of the tuple's time
-runs_key = hashlib.sha1(repr(tuple((k, _stamp(k.split(":", 1)[1]) if k.startswith("shipped:") else 0.0)
+runs_key = hashlib.sha1(repr(tuple((k, run_listing.metrics_stamp(RUNS_DIR, k.split(":", 1)[1]) if k.startswith("shipped:") else 0.0)
                                    for k in loaded)).encode()).hexdigest()[:20]
 if not runs:
     st.info("No run selected. Shipped runs are in `sample_rollouts/runs/`; make your own with "
@@ -188,10 +139,7 @@ band = k3.radio("Band over seeds", list(BANDS), key="runs_band", format_func=BAN
                      "min–max and ± 1 sd show the spread of the seeds themselves.")
 threshold = k4.slider("Success threshold", 0.05, 1.0, 0.4, 0.05, key="runs_threshold")
 # held-out success: also the evaluation after the last update (drawn one iteration later)
-curves_svg = figure_cache.figure(
-    "runs_curves", (runs_key, metric, smooth, band, threshold),
-    lambda: V.curves_chart_svg(A.curves(runs, metric, smooth=smooth, with_final=metric == A.EVAL), metric,
-                               band=band, threshold=threshold if "success" in metric else None))
+curves_svg = run_listing.curves_svg(runs_key, runs, metric, smooth, band, threshold)
 
 
 def _on_curve_click(value: str) -> None:
@@ -207,15 +155,13 @@ st.caption(f"Thick lines: the mean over seeds, with the band ({BANDS[band]}); th
            "(hover one to see it alone). Click a point to open that run's iteration below (a point "
            "of a mean curve opens the estimator's first seed).")
 
-rows = figure_cache.figure("runs_summary", (runs_key, threshold, smooth),
-                           lambda: A.summarize(runs, threshold=threshold, smooth=max(smooth, 1)))
+rows = run_listing.summary(runs_key, runs, threshold, smooth)
 if any(r.get("eval_final") is not None for r in rows):
     st.markdown("**The comparison** (held-out success in %, mean over seeds with its 95% t interval; "
                 "gain = each seed's final held-out success minus its start; the same held-out levels "
                 "and sampling seeds for every run):")
     st.markdown(T.table_markdown(rows))
-    paired = _paired(tuple((r.estimator, r.seed, r.name, json.dumps(r.meta.get("final_eval"), sort_keys=True))
-                           for r in runs), tuple(runs))
+    paired = run_listing.paired_against_grpo(runs)
     if paired and any(r.get("diff") is not None for r in paired):
         st.markdown("**Paired by seed and held-out level** (final evaluation; the interval is a "
                     "two-way bootstrap over seeds and levels, p from sign flips):")
@@ -232,14 +178,7 @@ if shown:
     with box:
         st.dataframe(V.runs_table(runs), hide_index=True, width="stretch")
 
-def _accuracy() -> dict:
-    out: dict = {}
-    for est, items in A.by_estimator(runs).items():
-        out.update(A.curves(items, f"diag.truth_spearman.{est}"))
-    return out
-
-
-accuracy = figure_cache.figure("runs_accuracy_curves", (runs_key,), _accuracy)
+accuracy = run_listing.truth_accuracy_curves(runs_key, runs)
 if accuracy:  # folded: its chart is built and drawn only when asked for
     box, shown = widgets.folded("Credit accuracy during training: does the better credit come before "
                                 "the faster learning?", key="runs_accuracy_open")
@@ -296,7 +235,7 @@ if rec:
                    help=f"{label} (iteration {iteration} of {run.name})")
 
 try:
-    groups = _iteration_groups(f"{run_key_of[run.name]}#{run.name}", iteration, run)
+    groups = run_listing.iteration_groups(f"{run_key_of[run.name]}#{run.name}", run, iteration)
 except (RolloutFormatError, KeyError, OSError) as e:
     st.error(f"The rollouts of iteration {iteration} could not be read: {widgets.text(e)}")
     st.stop()
@@ -312,9 +251,8 @@ if len(table) <= 500:
 else:
     widgets.rows_view(table, height=320)
 gids = [g.group for g in groups]
-mixed = [i for i, g in enumerate(groups) if 0 < g.success_rate < 1]
 url.drop_invalid("runs_group_pick", list(range(len(gids))))
-gi = st.selectbox("Group", range(len(gids)), index=(mixed or [0])[0],
+gi = st.selectbox("Group", range(len(gids)), index=showcase_group(groups),
                   format_func=lambda i: f"{gids[i]} ({groups[i].success_rate:.0%} succeeded)",
                   key="runs_group_pick", help="The first group where some rollouts succeeded and some "
                   "failed is chosen first: there the estimators have something to compare.")
@@ -332,5 +270,5 @@ for col, (path, title, icon) in zip(bcols, OPEN_IN, strict=True):
         if run_key_of[run.name].startswith("shipped:") and run_source.resolve(str(folder)) is not None:
             run_source.open_run(folder, iteration, gids[gi])  # a folder: the link carries it
         else:
-            state.open_groups(source, gi)  # a .zip upload lives in this session only
+            run_source.open_groups(source, gi)  # a .zip upload lives in this session only
         url.switch_page(path)

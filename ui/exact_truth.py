@@ -1,13 +1,15 @@
 """The exact truth (crbc.truth) of a group whose meta names a known env, seed and tiny policy,
-cached for every page."""
+cached for every page (an upload's truth in its own session: :mod:`ui.session_memo`)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from crbc.io.rollouts import RolloutGroup
-from ui import warm_imports
-from ui.state import ROOT, PageContext, cached_process
+from ui import figure_cache, warm_imports
+from ui.context import PageContext, cached_process
+from ui.session_memo import memo
+from ui.state import ROOT
 
 
 @st.cache_resource(show_spinner=False, max_entries=1)
@@ -18,7 +20,7 @@ def _truth_cache():
     return TruthCache(policy_root=str(ROOT))  # loaded checkpoints and solved levels, shared
 
 
-@st.cache_resource(show_spinner="Solving the level exactly…", max_entries=64)
+@memo(show_spinner="Solving the level exactly…", max_entries=64)
 def _truth(key: str, beta: float, _group: RolloutGroup, _anchors: tuple[str, ...]):
     warm_imports.wait()
     from crbc.truth import group_truth_arrays
@@ -56,3 +58,14 @@ def group_truth(ctx: PageContext):
                       "a training iteration whose policy weights were not saved.")
     out = _truth(ctx.key, float(ctx.params.get("beta", 0.98)), ctx.group, ctx.process.state_anchor)
     return (None, out) if isinstance(out, str) else (out, None)
+
+
+def agreement_table(ctx: PageContext, credits: dict, truth, params_key: tuple):
+    """The table of how each estimator's raw step signal agrees with the truth on the chosen
+    group (:func:`crbc.truth.accuracy.group_agreement`), built once per group and parameters
+    (``params_key``: every estimator's parameters)."""
+    from crbc.truth import accuracy
+    from crbc.viz import accuracy as VA
+
+    return figure_cache.figure("truth_agreement_table", (ctx.key, params_key),
+                               lambda: VA.agreement_table(accuracy.group_agreement(credits, truth.advantage_N)))

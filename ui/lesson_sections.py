@@ -16,7 +16,7 @@ import streamlit as st
 
 from crbc.estimators.closure import depth_sweep
 from crbc.explain.table_rows import cells
-from crbc.io.rollouts import RolloutGroup, read_rollouts
+from crbc.io.rollouts import RolloutGroup, read_rollouts, showcase_group
 from crbc.process import Process, merge
 from crbc.viz.lesson import format_rows
 from crbc.viz.lesson_graph import lesson_graph_svg
@@ -197,7 +197,7 @@ def depth_flow(p: Process, beta: float, n_anchors: int, big: int) -> int:
 def _truth_group(stamp: float) -> RolloutGroup:
     del stamp  # part of the key
     groups = read_rollouts(state.SHIPPED_DIR / TRUTH_FILE)
-    return groups[state.showcase_group(groups)]
+    return groups[showcase_group(groups)]
 
 
 def truth_section(beta: float):

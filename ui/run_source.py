@@ -27,7 +27,7 @@ import streamlit as st
 import crbc.io.runs as R
 from crbc.errors import FormatError
 from ui import anchor_key, state, url
-from ui.state import Source
+from ui.context import Source
 
 ENV = "CRBC_RUNS_DIRS"
 OPENED = "(a .zip run opened from Training runs)"  #: a run that lives only in this session
@@ -219,3 +219,13 @@ def open_run(folder: Path, iteration: int, group: str) -> None:
     switch page): the choice lands in the URL like any other."""
     st.session_state["_crbc_open_request"] = {"source": "run", "run": value(folder), "run_iter": int(iteration),
                                               "group": group, "rollout": 0}
+
+
+def open_groups(source: Source, group_index: int = 0) -> None:
+    """Make ``source`` (an iteration of a run uploaded as a .zip, which has no folder to name in
+    a link) the current source of every page, with group ``group_index`` chosen. Call it from a
+    page, then switch page: the sidebar applies the request on the next run (source "run", the
+    run picker's session-only entry). A run folder opens with :func:`open_run`."""
+    st.session_state["_crbc_opened"] = source
+    st.session_state["_crbc_open_request"] = {"source": "run", "run": OPENED,
+                                              "group": source.groups[group_index].group, "rollout": 0}

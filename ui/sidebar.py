@@ -16,7 +16,7 @@ import streamlit as st
 
 from crbc.estimators import registry as estimators
 from crbc.estimators.params import Param
-from crbc.io.rollouts import RolloutGroup
+from crbc.io.rollouts import RolloutGroup, showcase_group
 from ui import anchor_key, run_source, state, upload, url, warm_imports, widgets
 from ui.state import Source, current_source, model_dirs
 from ui.url import drop_invalid
@@ -290,7 +290,7 @@ def sidebar(page: str | None = None) -> None:
             url.check_choice("group", ids, "this source has no group of that name")
             drop_invalid("group", ids)
             if "group" not in st.session_state and "group" not in st.query_params:
-                st.session_state["group"] = ids[state.showcase_group(groups)]
+                st.session_state["group"] = ids[showcase_group(groups)]
             sb.selectbox(f"Group ({len(ids)} in this file)", ids, key="group", bind="query-params",
                          help="A group is G rollouts of the same task; anchors are merged only "
                               "inside a group.")

@@ -26,13 +26,13 @@ from crbc.io.runs import ITER_RE
 from crbc.sandbox import upload as worker
 from ui.state import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, Source
 
-ROLLOUT = ("crbc.rollout/1 (.jsonl), or a run's iteration file (iter-NNNN.parquet)", ["jsonl", "parquet"], None)
+NATIVE = "rollout"  #: the importer of crbc.rollout/1 and a run's iter-NNNN.parquet
 
 
-def formats() -> dict[str, tuple[str, list[str], Importer | None]]:
-    """Format key -> (label, file types, importer or None for crbc.rollout/1): crbc.rollout/1,
-    then every importer of :mod:`crbc.io.importers.registry`, the list the ``import`` command reads."""
-    return {"rollout": ROLLOUT, **{i.name: (i.label, list(i.file_types), i) for i in importers()}}
+def formats() -> dict[str, tuple[str, list[str], Importer]]:
+    """Format key -> (label, file types, importer): every importer of
+    :mod:`crbc.io.importers.registry` (the native ``rollout`` first), the list ``import`` reads."""
+    return {i.name: (i.label, list(i.file_types), i) for i in importers()}
 
 
 READ_LIMITS = worker.Limits(seconds=180.0, memory_bytes=1500 * budgets.MB, budget=budgets.STUDIO, cpu_seconds=60.0)
@@ -85,7 +85,7 @@ def _read(kind: str, files: dict[str, bytes], regex: str | None, threshold: floa
         return None, f"{', '.join(files)}: could not be read ({type(e).__name__}); nothing was loaded"
     if res.error:
         msg = res.error
-        if formats()[kind][2] is not None and any(ITER_RE.match(n) for n in files):
+        if kind != NATIVE and any(ITER_RE.match(n) for n in files):
             msg += (" (a run's iteration file iter-NNNN: choose the format crbc.rollout/1, or open "
                     "its run folder as the source)")
         return None, msg
@@ -108,11 +108,11 @@ def upload_source(regex: str = "") -> tuple[Source | None, str | None]:
                            type=types, accept_multiple_files=True, key=f"upload_file_{kind}_{n}",
                            max_upload_size=MAX_UPLOAD_MB)  # the widget's own "... MB per file" agrees
     with sb.expander("Success from the score", expanded=False):
-        use_thr = source is not None and st.checkbox("Success from the score", key="upload_use_thr",
+        use_thr = source.takes_threshold and st.checkbox("Success from the score", key="upload_use_thr",
                                                      help="A rollout succeeds when its score is at "
                                                           "least the threshold (else: the file's success).")
         threshold = st.number_input("Success threshold", value=1.0, step=0.1, key="upload_thr",
-                                    disabled=not use_thr) if source is not None else None
+                                    disabled=not use_thr) if source.takes_threshold else None
     if not ups:
         st.session_state.pop("_crbc_imported", None)
         st.session_state.pop("_crbc_upload_read", None)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+__all__ = ["add_arguments", "run"]
+
 
 def _names(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]

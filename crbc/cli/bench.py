@@ -33,6 +33,8 @@ from crbc.estimators import registry as estimators
 from crbc.io.rollouts import Rollout, RolloutGroup, Step, read_rollouts, write_rollouts
 from crbc.process import merge
 
+__all__ = ["add_arguments", "measure", "run", "synthetic_groups"]
+
 _CHILD = "CRBC_BENCH_CHILD"
 
 

@@ -24,6 +24,11 @@ from crbc.io.columns import read_columns
 from crbc.io.creditfile import write_credits
 from crbc.process import from_columns, merge
 
+__all__ = [
+    "best", "compute_ratio", "credit_file_bench", "credit_in_process", "measure_io", "MOVES",
+    "write_random_walk_file", "write_tiled_file"
+]
+
 MOVES = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
 
 

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from crbc.estimators import registry
 
     if args.expect is not None:
-        registry.get(args.expect)  # an unknown name: UnknownEstimatorError (a ValueError), exit 2
+        expected = registry.get(args.expect)  # an unknown name: UnknownEstimatorError (a ValueError), exit 2
     if args.source is not None:
         from crbc.io.importers import get_importer
 
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(" ".join(str(e).split())) from None
     try:
         batches = read_batches(args.src, anchor=args.anchor or None, source=args.source,
-                               need_success=args.expect is not None)
+                               need_success=args.expect is not None and expected.needs_success(has_rewards=False))
     except ImportError as e:  # pyarrow missing for a Parquet source
         raise UsageError(str(e)) from None
     if not batches:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from crbc.train.experiment import arm_params, evaluate_finished, run_all, write_summary
 
+__all__ = ["add_arguments", "run"]
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from crbc.cli.train import add_config_arguments

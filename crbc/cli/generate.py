@@ -10,6 +10,8 @@ import numpy as np
 from crbc.cli.progress import ProgressBar
 from crbc.policy.generate import generate_groups
 
+__all__ = ["add_arguments", "parse_seeds", "run"]
+
 
 def parse_seeds(text: str) -> list[int]:
     """Seeds from ``"0-15"``, ``"1,5,9"`` or a mix (``"0-3,10"``); order kept, no duplicates."""

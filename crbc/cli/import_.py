@@ -17,6 +17,8 @@ from crbc.io.importers import get_importer, importers, parse_columns_map, read_s
 from crbc.io.importers.output import write_imported
 from crbc.io.importers.steps import MAX_INPUT_BYTES
 
+__all__ = ["add_arguments", "run"]
+
 
 def _regex(text: str) -> str:
     """The pattern, once RE2 accepts it (crbc.io.anchor_keys.compile_regex)."""

@@ -8,6 +8,8 @@ from dataclasses import fields
 
 from crbc.policy.pretrain import PretrainConfig, pretrain
 
+__all__ = ["add_arguments", "config_from_args", "run"]
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="checkpoint folder to write")

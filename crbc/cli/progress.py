@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+__all__ = ["ProgressBar"]
+
 
 class ProgressBar:
     """A tqdm bar driven as the long loops' progress callback.

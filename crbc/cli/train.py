@@ -19,6 +19,8 @@ from crbc.cli.progress import ProgressBar
 from crbc.io.runs import read_run
 from crbc.train.loop import TrainConfig, flag_fields, train
 
+__all__ = ["add_arguments", "add_config_arguments", "config_from_args", "config_from_dict", "run"]
+
 _FLAGS = flag_fields()
 
 

@@ -18,6 +18,10 @@ from pathlib import Path
 
 from crbc.io.rollouts import RolloutFormatError, atomic_write_lines, iter_rollouts
 
+__all__ = [
+    "add_accuracy_arguments", "add_truth_arguments", "read_with_lines", "run_accuracy_cmd", "run_truth"
+]
+
 
 def _number(text: str) -> float:
     try:

@@ -18,6 +18,7 @@ from typing import Any
 from crbc.envs.base import ACTIONS, DEFAULT_MAX_STEPS, SOLVE_BONUS, STEP_PENALTY, TextEnv
 from crbc.envs.gridworld import GridConfig, GridWorldEnv
 from crbc.envs.sokoban import SokobanConfig, SokobanEnv, SokobanLevel, from_xsb, to_xsb
+from crbc.registry import Registry
 
 __all__ = [
     "ACTIONS",
@@ -50,9 +51,8 @@ class EnvSpec:
     description: str = ""
 
 
-_REGISTRY: dict[str, EnvSpec] = {
-    s.env_id: s
-    for s in (
+REGISTRY: Registry[EnvSpec] = Registry("env id", name_of=lambda s: s.env_id)
+for _spec in (
         EnvSpec("gridworld-6x6-v0", GridWorldEnv, {"config": GridConfig()}, description="6x6 maze, reach G"),
         EnvSpec(
             "sokoban-6x6-v0",
@@ -80,34 +80,30 @@ _REGISTRY: dict[str, EnvSpec] = {
         EnvSpec(
             "sokoban-xsb", SokobanEnv, needs_level=True, description="a fixed Sokoban level from XSB text"
         ),
-    )
-}
+):
+    REGISTRY.add(_spec)
 
 
 def register_env(s: EnvSpec) -> None:
     """Make ``make(s.env_id)`` build ``s.entry`` (an id already registered is refused). An env
     whose class implements :meth:`TextEnv.dynamics` gets the exact truth (:mod:`crbc.truth`)."""
-    if s.env_id in _REGISTRY:
-        raise ValueError(f"env id {s.env_id!r} is already registered")
-    _REGISTRY[s.env_id] = s
+    REGISTRY.add(s)
 
 
 def unregister_env(env_id: str) -> None:
     """Remove a registered env (tests)."""
-    _REGISTRY.pop(env_id, None)
+    REGISTRY.remove(env_id)
 
 
 def env_ids() -> tuple[str, ...]:
     """Ids of the seeded env families (those ``make`` builds without a ``level``)."""
-    return tuple(k for k, s in _REGISTRY.items() if not s.needs_level)
+    return tuple(s.env_id for s in REGISTRY if not s.needs_level)
 
 
 def spec(env_id: str) -> EnvSpec:
-    """The registry entry of ``env_id``; unknown ids raise ValueError listing the known ones."""
-    try:
-        return _REGISTRY[env_id]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown env id {env_id!r}; known ids: {', '.join(_REGISTRY)}") from None
+    """The registry entry of ``env_id``; an unknown id raises :class:`crbc.errors.UnknownNameError`
+    (a ValueError) listing the known ones."""
+    return REGISTRY.get(env_id)
 
 
 def make(env_id: str, max_steps: int = DEFAULT_MAX_STEPS, **kwargs: Any) -> TextEnv:

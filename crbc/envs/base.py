@@ -28,6 +28,8 @@ import numpy as np
 
 from crbc.actions import ACTIONS
 
+__all__ = ["DEFAULT_MAX_STEPS", "DELTAS", "Dynamics", "SOLVE_BONUS", "STEP_PENALTY", "TextEnv"]
+
 #: (row, column) offset of each action.
 DELTAS: dict[str, tuple[int, int]] = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
 STEP_PENALTY = -0.1

@@ -19,6 +19,11 @@ import numpy as np
 
 from crbc.envs.base import ACTIONS, DEFAULT_MAX_STEPS, DELTAS, Dynamics, TextEnv
 
+__all__ = [
+    "Cell", "FLOOR", "generate_level", "GOAL", "goal_distances", "GridConfig", "GridLevel",
+    "GridWorldEnv", "PLAYER", "WALL"
+]
+
 Cell = tuple[int, int]
 
 WALL, FLOOR, GOAL, PLAYER = "#", "_", "G", "P"
@@ -117,7 +122,35 @@ def generate_level(config: GridConfig, rng: np.random.Generator) -> GridLevel:
 
 
 class GridWorldEnv(TextEnv):
-    """Gridworld env (see the module docstring for symbols and rewards)."""
+    """Walk the player ``P`` to the goal ``G`` through a small random maze.
+
+    ## Description
+    Each reset draws a maze from ``config`` with the episode's generator: a wall border, a few
+    inner walls, a connected floor, so the goal is always reachable.
+
+    ## Action Space
+    The words ``up``, ``down``, ``left``, ``right`` (:data:`crbc.actions.ACTIONS`). Walking into
+    a wall leaves the player in place and is still valid; any other value is an invalid no-op
+    (``info["action_valid"] = False``).
+
+    ## Observation Space
+    The board as text, one row per line: ``#`` wall, ``_`` floor, ``G`` goal, ``P`` player (on
+    the goal only ``P`` is drawn). It is also the anchor (:meth:`anchor`): no history, no counter.
+
+    ## Rewards
+    -0.1 every step (:data:`~crbc.envs.base.STEP_PENALTY`); +10 on reaching the goal
+    (:data:`~crbc.envs.base.SOLVE_BONUS`).
+
+    ## Starting State
+    The player on a random floor cell at least ``config.min_distance`` steps from the goal.
+
+    ## Episode End
+    Terminated when the player reaches the goal; truncated after ``max_steps`` steps.
+
+    ## Arguments
+    ``env_id`` (the registry id), ``max_steps`` (default 15), ``config``
+    (:class:`GridConfig`: size and inner walls). ``make("gridworld-6x6-v0")`` builds it.
+    """
 
     def __init__(
         self,

@@ -1,7 +1,8 @@
 """Step-credit estimators: the registry and everything an estimator is made of.
 
 ``registry`` (one signature, :func:`compute`; the machinery only), ``builtin`` (the built-in
-estimators, registered when this package is imported), ``params`` (described parameters), ``closure``
+estimators, registered when this package is imported), ``graph_methods`` (the maths of GraphGPO, HGPO
+and G2PO), ``params`` (described parameters), ``closure``
 (the CRBC family), ``baselines`` (verl's GRPO family, verl-agent's GiGPO), ``credits`` (the
 result type), ``coverage`` (evidence coverage of the finite-depth family), ``bootstrap`` and
 ``resample`` (credit intervals and evidence classes, docs/MATH.md section 10). The registry's public

@@ -22,6 +22,12 @@ from crbc.actions import INVALID_ACTION  # the semantic action of unparseable ou
 from crbc.estimators.closure import group_advantage as paper_group_advantage
 from crbc.process import Process
 
+__all__ = [
+    "cross_steps", "discounted_returns", "episode_scores", "EPS", "gigpo_terms", "GROUP_NORMS",
+    "grouped_stats", "invalid_steps", "key_scale", "normalised", "OUTCOME_REWARD", "rloo", "SCALE_FROM",
+    "step_return_terms", "step_rewards", "StepReturnTerms", "trajectory_advantage", "verl_grpo"
+]
+
 OUTCOME_REWARD = 10.0       # verl-agent's ALFWorld reward, 10 * won (env_package/alfworld/envs.py:48-53)
 EPS = 1e-6                  # verl's epsilon (core_algos.py:271) and GiGPO's (core_gigpo.py:144)
 GROUP_NORMS = ("grpo", "drgrpo", "rloo", "steps")

@@ -42,6 +42,13 @@ from crbc.estimators.credits import Credits
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process, merge
 
+__all__ = [
+    "ALIASES", "calibrated_applies", "check_args", "credit_intervals", "CreditIntervals", "DEFAULT_B",
+    "DEFAULT_LEVEL", "DEFAULT_METHOD", "default_method", "EVIDENCE", "FAST_PATHS", "MAX_CELLS",
+    "METHODS", "pair_table", "percentile_interval", "resolve_method", "signal_of", "SNAP",
+    "structural_none", "summarise"
+]
+
 #: interval methods: ``calibrated`` (the default for crbc's closure; docs/MATH.md section 10.1),
 #: ``range`` (the percentile range of rollout resamples: a resampling range, not a calibrated
 #: interval) and ``bayes`` (the percentile range of the Bayesian bootstrap of transitions)
@@ -58,7 +65,8 @@ def default_method(estimator: str, params: dict[str, Any] | None = None) -> str:
 
 
 def calibrated_applies(estimator: str, params: dict[str, Any]) -> bool:
-    return estimator == "crbc" and params.get("depth") is None
+    """Whether the registry says the calibrated interval was fitted for ``estimator`` with ``params``."""
+    return registry.get(estimator).calibrated(params)
 
 
 def resolve_method(method: str | None, estimator: str, params: dict[str, Any]) -> str:
@@ -74,14 +82,9 @@ MAX_CELLS = 4_000_000  #: resampled steps (B x steps) per batched call; larger b
 
 
 def signal_of(name: str) -> str | None:
-    """The step signal an estimator's intervals are about: ``"credit"`` (Q - V) for one with a
-    value function whose config has a ``beta`` (the CRBC family), ``None`` for one without a
-    value (grpo), else ``"step_advantage"`` (the same rule as :mod:`crbc.truth.accuracy`)."""
-    est = registry.get(name)
-    if not est.has_value:
-        return None
-    fields = {f.name for f in dataclasses.fields(est.config_cls)}
-    return "credit" if "beta" in fields else "step_advantage"
+    """The step signal an estimator's intervals are about, as it declared at registration:
+    ``"credit"`` (Q - V), ``"step_advantage"`` (A_S), or ``None`` without a step term (grpo)."""
+    return registry.get(name).interval_signal()
 
 
 @dataclass(frozen=True, eq=False)

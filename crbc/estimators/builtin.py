@@ -2,10 +2,11 @@
 
 GRPO (verl), CRBC (exact closure or depth K) and visit-local averaging (:mod:`crbc.estimators.closure`),
 GiGPO (verl-agent) and the shortest-path baseline (:mod:`crbc.estimators.baselines`), RewardFlow
-(:mod:`crbc.estimators.rewardflow`): a frozen config per estimator (defaults: the papers'; CRBC
-Sec. 5.1), and ``fn(process, config) -> Credits``. The array maths live in those modules; this one
-only turns configs into their arguments and their results into :class:`Credits`. Formulas:
-docs/MATH.md section 7. Shapes: ``_N`` per step, ``_R`` per rollout, ``_S`` per anchor, ``_SA``
+(:mod:`crbc.estimators.rewardflow`), GraphGPO, HGPO and G2PO (:mod:`crbc.estimators.graph_methods`):
+a frozen config per estimator (defaults: the papers' and their recipes'; CRBC Sec. 5.1), and
+``fn(process, config) -> Credits``. The array maths live in those modules; this one only turns
+configs into their arguments and their results into :class:`Credits`. Formulas: docs/MATH.md
+sections 7, 11 and 12. Shapes: ``_N`` per step, ``_R`` per rollout, ``_S`` per anchor, ``_SA``
 per observed (anchor, action) pair (:mod:`crbc.process`).
 """
 
@@ -19,11 +20,18 @@ import numpy as np
 
 import crbc.estimators.baselines as B
 import crbc.estimators.closure as C
+import crbc.estimators.graph_methods as GM
 import crbc.estimators.rewardflow as RF
 from crbc.estimators.credits import Credits
 from crbc.estimators.params import Checked, param
 from crbc.estimators.registry import register
 from crbc.process import Process
+
+__all__ = [
+    "crbc", "CRBCConfig", "g2po", "G2POConfig", "gigpo", "GiGPOConfig", "graphgpo", "GraphGPOConfig",
+    "grpo", "GRPOConfig", "hgpo", "HGPOConfig", "hop_distance", "rewardflow", "RewardFlowConfig",
+    "shortest_path", "ShortestPathConfig", "visit_local", "VisitLocalConfig"
+]
 
 # --------------------------------------------------------------------------------------------
 # configs (defaults: CRBC Sec. 5.1; GiGPO and GraphGPO papers). One line per parameter.
@@ -145,6 +153,46 @@ class RewardFlowConfig(Checked):
     invalid_penalty: float = _invalid_penalty()
 
 
+_GAMMA = dict(lo=0.0, lo_open=True, hi=1.0)
+
+
+@dataclass(frozen=True)
+class GraphGPOConfig(Checked):
+    """GraphGPO (arXiv 2605.26684; verl-agent recipe/GraphGPO, its Sokoban recipe's settings):
+    ``R = 10 gamma^d(next)`` with d the hop distance to success, then GiGPO's normalisation."""
+
+    gamma: float = param(0.8, "decay per hop of the step return 10 gamma^d (GraphGPO's Sokoban recipe; "
+                         "its ALFWorld recipe uses 0.10)", **_GAMMA)
+    mode: str = param("mean_std_norm", "per-anchor normalisation of R and of the episode term", choices=_MODES)
+    w_group: float = _w_group()
+    w_step: float = _gigpo_w_step()
+    normalize_distance: bool = param(False, "use d(next) - d(s) + 1 instead of d(next) as the exponent")
+
+
+@dataclass(frozen=True)
+class HGPOConfig(Checked):
+    """HGPO (arXiv 2602.22817; verl-agent recipe/hgpo, its ALFWorld recipe's settings): returns
+    normalised in nested history contexts of 1..H+1 anchors, a length-weighted mean of them."""
+
+    gamma: float = param(0.95, "step-return discount", **_GAMMA)
+    history_length: int = param(2, "H: contexts of the last 1 .. H+1 anchors form the clusters",
+                                kind=int, lo=0, hi=64)
+    mode: str = param("mean_std_norm", "normalisation inside a cluster (std with divisor n)", choices=_MODES)
+    alpha: float = param(1.0, "length weight exponent: a k-context weighs (k+1)^alpha (0: uniform)",
+                         lo=-10.0, hi=10.0)
+    base_group: bool = param(False, "add the episode term as a cluster of length 0")
+
+
+@dataclass(frozen=True)
+class G2POConfig(Checked):
+    """G2PO (arXiv 2606.22995; no public code: reconstructed from the paper's description):
+    group-mean state values, one-step TD errors standardised over the group's steps."""
+
+    gamma: float = param(0.95, "discount of the returns and of the TD error (GiGPO's)", **_GAMMA)
+    w_group: float = _w_group()
+    w_step: float = _gigpo_w_step()
+
+
 def _params(cfg) -> dict[str, Any]:
     return dataclasses.asdict(cfg)
 
@@ -154,7 +202,7 @@ def _params(cfg) -> dict[str, Any]:
 
 
 @register("grpo", GRPOConfig, "GRPO: the trajectory advantage A_G on every step, no step credit",
-          has_value=False, needs_actions=False, label="GRPO", color="#7f7f7f")
+          has_value=False, needs=(), signal="advantage", label="GRPO", color="#7f7f7f")
 def grpo(p: Process, cfg: GRPOConfig) -> Credits:
     """``A_final(i,t) = A_G(i)``, verl's ``compute_grpo_outcome_advantage`` over the group's
     rollouts (:func:`crbc.estimators.baselines.verl_grpo`; a group of one: mean 0, std 1); ``A_S = 0``."""
@@ -177,7 +225,13 @@ def _crbc_credits(name: str, p: Process, beta: float, depth: int | None, sigma_m
         value_S=v_S, q_SA=q_SA, credit_SA=a_SA, step_advantage_SA=a_s_SA, sigma_S=sigma_S)
 
 
+def _closure_depth(params: dict[str, Any]) -> bool:
+    """The calibrated interval was fitted on the exact closure (depth K = inf) only."""
+    return params.get("depth") is None
+
+
 @register("crbc", CRBCConfig, "CRBC: Q - V of the cross-rollout Bellman closure (exact, or depth K)",
+          needs=("actions", "success"), signal="credit", truth_scale=True, calibrated=_closure_depth,
           label="CRBC", color="#2a6fdb")
 def crbc(p: Process, cfg: CRBCConfig) -> Credits:
     """Closure credit (Eq. 9): solve ``(I - beta M) V = b``, ``Q = B V``, ``A = Q - V``;
@@ -188,7 +242,8 @@ def crbc(p: Process, cfg: CRBCConfig) -> Credits:
 
 
 @register("visit_local", VisitLocalConfig, "Visit-local averaging: CRBC at depth K = 0",
-          label="visit-local", color="#17becf")
+          needs=("actions", "success"), signal="credit", truth_scale=True, label="visit-local",
+          color="#17becf")
 def visit_local(p: Process, cfg: VisitLocalConfig) -> Credits:
     """``Q0(s,a)`` = mean realised return ``beta^(T-t+1) R`` of the pair, ``V0 = sum_a mu Q0``
     (Eq. 4, 6), then the same gate, normalisation and combination as :func:`crbc`."""
@@ -210,7 +265,7 @@ def _step_return_credits(name: str, p: Process, t: B.StepReturnTerms, cfg, value
 
 
 @register("gigpo", GiGPOConfig, "GiGPO: per-occurrence discounted step return, normalised at each anchor",
-          needs_actions=False, label="GiGPO", color="#ff7f0e")
+          needs=("rewards",), signal="step_advantage", label="GiGPO", color="#ff7f0e")
 def gigpo(p: Process, cfg: GiGPOConfig) -> Credits:
     """verl-agent's GiGPO (:func:`crbc.estimators.baselines.gigpo_terms`): step rewards r (``10 R_i`` on the
     last step of a group without rewards), ``G_t = sum_{k>=t} gamma^(k-t) r_k``, the invalid-action
@@ -235,7 +290,7 @@ def hop_distance(p: Process) -> np.ndarray:
 
 @register("shortest_path", ShortestPathConfig,
           "Shortest path (GraphGPO): 10 * 0.8^hops from the successor to success, normalised like GiGPO",
-          label="shortest path", color="#9467bd")
+          needs=("actions", "success"), signal="step_advantage", label="shortest path", color="#9467bd")
 def shortest_path(p: Process, cfg: ShortestPathConfig) -> Credits:
     """``q = reward_scale * gamma_g ** d(x_t)`` (0 when x_t cannot reach z+), ``d`` the hop distance
     to z+ on the merged graph; penalty, episode term, normalisation and combination as GiGPO.
@@ -252,7 +307,7 @@ def shortest_path(p: Process, cfg: ShortestPathConfig) -> Credits:
 
 @register("rewardflow", RewardFlowConfig,
           "RewardFlow: reward propagated by a maximum over the group's state graph, as a potential difference",
-          needs_actions=False, label="RewardFlow", color="#8c564b")
+          needs=("rewards",), signal="step_advantage", label="RewardFlow", color="#8c564b")
 def rewardflow(p: Process, cfg: RewardFlowConfig) -> Credits:
     """RewardFlow (:mod:`crbc.estimators.rewardflow`): ``V = max(r, gamma max_succ V)`` on the
     group's graph, ``d = V(next) - V(s)`` (own reward on a truncated rollout's last step), then
@@ -268,3 +323,69 @@ def rewardflow(p: Process, cfg: RewardFlowConfig) -> Credits:
                    group_advantage_R=t.a_e_R,
                    value_N=prop.v_X[p.step_state], q_N=prop.v_next_N, credit_N=t.ret_N,
                    value_S=prop.v_X[:p.n_states])
+
+
+# --------------------------------------------------------------------------------------------
+# the state-graph methods of 2026 (docs/MATH.md section 12; maths in crbc.estimators.graph_methods)
+
+
+def _episode_terms(p: Process, x_N: np.ndarray, mode: str) -> B.StepReturnTerms:
+    """GiGPO's terms with ``x_N`` as the step return and no invalid-action penalty."""
+    r_N = B.step_rewards(p)
+    return B.step_return_terms(p, x_N, B.episode_scores(p, r_N), mode, invalid_penalty=0.0)
+
+
+@register("graphgpo", GraphGPOConfig,
+          "GraphGPO: 10 gamma^hops from the successor to success (unreachable: farthest + 1), normalised like GiGPO",
+          needs=("success", "rewards"), signal="step_advantage", label="GraphGPO", color="#bcbd22")
+def graphgpo(p: Process, cfg: GraphGPOConfig) -> Credits:
+    """``R = 10 gamma^d(next)`` (or ``10 gamma^(d(next) - d(s) + 1)``), ``A_S`` = R normalised over
+    the anchor's occurrences, ``A_E`` GiGPO's episode term, ``A = w_G A_E + w_S A_S``. Credit file:
+    value = ``10 gamma^d(s)``, q = credit = R."""
+    gr = GM.graphgpo_returns(p, cfg.gamma, cfg.normalize_distance)
+    t = _episode_terms(p, gr.r_N, cfg.mode)
+    return Credits("graphgpo", _params(cfg), p,
+                   step_advantage_N=t.a_s_N,
+                   advantage_N=cfg.w_group * t.a_e_N + cfg.w_step * t.a_s_N,
+                   group_advantage_R=t.a_e_R,
+                   value_N=gr.value_S[p.step_state], q_N=gr.r_N, credit_N=gr.r_N.copy(),
+                   value_S=gr.value_S)
+
+
+@register("hgpo", HGPOConfig,
+          "HGPO: returns normalised among steps with the same last 1..H+1 anchors, length-weighted",
+          has_value=False, needs=("rewards",), signal="step_advantage", label="HGPO", color="#e377c2")
+def hgpo(p: Process, cfg: HGPOConfig) -> Credits:
+    """``g`` = discounted step return; ``A = A_S`` = the length-weighted mean of g's nonzero
+    normalised deviations in the step's k-context clusters (plus the episode term as k = 0 with
+    ``base_group``). Credit file: credit = g, value and q null, group_advantage = the base term
+    of the rollout (0 without ``base_group``)."""
+    r_N = B.step_rewards(p)
+    g_N = B.discounted_returns(p, r_N, cfg.gamma)
+    base_N = base_R = None
+    if cfg.base_group:
+        base_N = GM.base_term(p, B.episode_scores(p, r_N), cfg.mode == "mean_norm")
+        base_R = base_N[p.rollout_offsets[:-1]]
+    a_s_N = GM.hgpo_step_advantage(p, g_N, cfg.history_length, cfg.mode, cfg.alpha, base_N)
+    return Credits("hgpo", _params(cfg), p,
+                   step_advantage_N=a_s_N, advantage_N=a_s_N.copy(),
+                   group_advantage_R=np.zeros(len(p.rollout_len)) if base_R is None else base_R,
+                   credit_N=g_N)
+
+
+@register("g2po", G2POConfig,
+          "G2PO (reconstructed): one-step TD error on group-mean state values, standardised over the group",
+          needs=("rewards",), signal="credit", label="G2PO", color="#2ca02c")
+def g2po(p: Process, cfg: G2POConfig) -> Credits:
+    """``V(x)`` = mean discounted return at x, ``delta = r + gamma V(next) - V(s)``, ``A_S`` = delta
+    standardised over the group's steps, ``A = w_G A_E + w_S A_S`` (A_E GiGPO's, mean_std_norm).
+    Credit file: value = V(s), q = r + gamma V(next), credit = delta."""
+    r_N = B.step_rewards(p)
+    td = GM.g2po_td(p, r_N, B.discounted_returns(p, r_N, cfg.gamma), cfg.gamma)
+    t = _episode_terms(p, td.delta_N, "mean_std_norm")
+    return Credits("g2po", _params(cfg), p,
+                   step_advantage_N=td.a_s_N,
+                   advantage_N=cfg.w_group * t.a_e_N + cfg.w_step * td.a_s_N,
+                   group_advantage_R=t.a_e_R,
+                   value_N=td.v_S[p.step_state], q_N=td.q_N, credit_N=td.delta_N,
+                   value_S=td.v_S)

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["FEATURES", "n_strata", "pair_features", "stratum"]
+
 FEATURES = ("n_s", "n_sa", "n_act", "v", "share", "G")
 
 

@@ -18,6 +18,12 @@ import numpy as np
 
 from crbc.process import Process
 
+__all__ = [
+    "backup_q", "backup_v", "depth_sweep", "DepthSweep", "estimate", "group_advantage", "GROUP_EPS",
+    "MAX_DENSE_BLOCK", "normalise", "reaches_success", "realized_returns", "snap_zero", "solve_values",
+    "SOLVERS", "state_mean", "system", "visit_local", "zero_credit"
+]
+
 GROUP_EPS = 1e-6  # added to the group's score standard deviation (GRPO, Eq. 3)
 
 

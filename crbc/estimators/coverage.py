@@ -31,6 +31,8 @@ from scipy.sparse.csgraph import shortest_path
 
 from crbc.process import Process
 
+__all__ = ["Coverage", "coverage", "hop_distances"]
+
 
 @dataclass(frozen=True, eq=False)
 class Coverage:

@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = ["Checked", "Param", "param", "params_of", "parse_text"]
+
 _KEY = "crbc.param"
 
 

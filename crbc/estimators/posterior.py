@@ -31,6 +31,8 @@ import numpy as np
 from crbc.estimators import resample as RS
 from crbc.process import Process
 
+__all__ = ["draw_weights", "posterior_draws", "posterior_family"]
+
 
 def draw_weights(p: Process, n_draws: int, seed: int, alpha: float, kappa: float, alpha_pi: float = 0.0
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

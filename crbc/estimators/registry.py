@@ -3,8 +3,9 @@
 Every estimator is a pure function ``fn(process, config) -> Credits`` registered by name with a
 frozen config dataclass whose defaults are the papers'. The registry entry (:class:`Estimator`)
 is the only place that knows an estimator: its config (each field's help, range and whether the
-app's sidebar shares it, see :mod:`crbc.estimators.params`), whether it needs the executed actions, its
-display label and colour. The ``credit`` command's flags, the app's sidebar and the adapters
+app's sidebar shares it, see :mod:`crbc.estimators.params`), what it reads from a batch (actions,
+outcome, step rewards), its raw step signal, whether its calibrated interval applies, its display
+label and colour. The ``credit`` command's flags, the app's sidebar and the adapters
 are built from it. :func:`compute` is the front door::
 
     credits = compute("crbc", groups, beta=0.98, depth=None)
@@ -22,7 +23,7 @@ anchor, ``_SA`` per observed (anchor, action) pair; see :mod:`crbc.process`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,21 +34,41 @@ from crbc.estimators.credits import CREDIT_SCHEMA, Credits
 from crbc.estimators.params import Param, params_of
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process, merge
+from crbc.registry import Registry
 
-__all__ = ["CREDIT_SCHEMA", "Credits", "Estimator", "UnknownEstimatorError", "compute", "get", "names",
-           "register", "shared_param_specs"]
+__all__ = ["CREDIT_SCHEMA", "NEEDS", "REGISTRY", "SIGNALS", "Credits", "Estimator", "UnknownEstimatorError", "compute",
+           "get", "names", "register", "shared_param_specs"]
 
 _FALLBACK_COLORS = ("#2ca02c", "#d62728", "#8c564b", "#e377c2", "#bcbd22")
+
+#: what an estimator can read from a batch: the executed actions, the outcome R_i (``success``),
+#: the step rewards (``rewards``: where no step carries one, r_{i,T_i} = 10 R_i, so R_i is read
+#: instead)
+NEEDS = ("actions", "success", "rewards")
+#: the raw step signal an estimator is scored on against the truth and resampled for intervals:
+#: ``credit`` (Q - V), ``step_advantage`` (A_S) or ``advantage`` (A_final, when there is no step term)
+SIGNALS = ("credit", "step_advantage", "advantage")
+
+
+def _never(params: dict[str, Any]) -> bool:
+    return False
 
 
 @dataclass(frozen=True)
 class Estimator:
-    """One registry entry.
+    """One registry entry: the function, its config and every capability, declared at registration.
 
     name: registry key (``--estimator``). fn: ``fn(process, config) -> Credits``. config_cls: its
     frozen config dataclass. summary: one line for listings. has_value: it computes V and Q (so
-    ``Q - V`` exists). needs_actions: it works on (anchor, action) pairs, so a batch must carry
-    the executed actions. label: display name. color: chart colour (hex).
+    ``Q - V`` exists). needs: the inputs it reads besides anchors and scores (a subset of
+    :data:`NEEDS`): ``actions`` (it works on (anchor, action) pairs), ``success`` (R_i),
+    ``rewards`` (step rewards, or R_i where no step carries one). signal: its raw step signal
+    (:data:`SIGNALS`). truth_scale: the signal is in the truth's units (Q - V of the beta-discounted
+    chance of success), so its RMSE against the truth and the coverage of its intervals mean
+    something; a signal on a reward scale (10 per success) ranks and signs like the truth but is
+    not comparable in size. calibrated: ``calibrated(params) -> bool``, whether the calibrated
+    interval (docs/MATH.md section 10.1) was fitted for these parameters. label: display name.
+    color: chart colour (hex).
     """
 
     name: str
@@ -55,9 +76,26 @@ class Estimator:
     config_cls: type
     summary: str
     has_value: bool = True
-    needs_actions: bool = True
+    needs: frozenset[str] = frozenset({"actions", "success"})
+    signal: str = "credit"
+    truth_scale: bool = False
+    calibrated: Callable[[dict[str, Any]], bool] = _never
     label: str = ""
     color: str = ""
+
+    @property
+    def needs_actions(self) -> bool:
+        """A batch must carry the executed actions."""
+        return "actions" in self.needs
+
+    def needs_success(self, has_rewards: bool) -> bool:
+        """A batch must carry the outcome R_i: the estimator reads it, or reads step rewards and
+        the batch has none (then the last step's reward is 10 R_i)."""
+        return "success" in self.needs or ("rewards" in self.needs and not has_rewards)
+
+    def interval_signal(self) -> str | None:
+        """The step signal intervals are about: :attr:`signal`, or None without a step term."""
+        return None if self.signal == "advantage" else self.signal
 
     def params(self) -> list[tuple[str, Param, Any]]:
         """``(name, Param, default)`` of each config field (see :func:`crbc.estimators.params.params_of`)."""
@@ -92,20 +130,28 @@ class Estimator:
         return out
 
 
-_REGISTRY: dict[str, Estimator] = {}
+REGISTRY: Registry[Estimator] = Registry("estimator", unknown_error=UnknownEstimatorError)
 
 
-def register(name: str, config_cls: type, summary: str, has_value: bool = True,
-             needs_actions: bool = True, label: str | None = None, color: str | None = None):
-    """Decorator: register ``fn(process, config) -> Credits`` under ``name`` (see :class:`Estimator`;
-    ``label`` defaults to ``name``, ``color`` to one of a few spare colours)."""
+def register(name: str, config_cls: type, summary: str, *, has_value: bool = True,
+             needs: Collection[str] = ("actions", "success"), signal: str | None = None,
+             truth_scale: bool = False, calibrated: Callable[[dict[str, Any]], bool] = _never,
+             label: str | None = None, color: str | None = None):
+    """Decorator: register ``fn(process, config) -> Credits`` under ``name`` with its capabilities
+    (see :class:`Estimator`; ``signal`` defaults to ``credit`` with a value function, else
+    ``advantage``; ``label`` to ``name``; ``color`` to one of a few spare colours)."""
+    needs = frozenset(needs)
+    if needs - set(NEEDS):
+        raise ValueError(f"estimator {name!r}: needs must be among {', '.join(NEEDS)}, got {sorted(needs)}")
+    sig = signal or ("credit" if has_value else "advantage")
+    if sig not in SIGNALS:
+        raise ValueError(f"estimator {name!r}: signal must be one of {', '.join(SIGNALS)}, got {sig!r}")
+    if sig == "credit" and not has_value:
+        raise ValueError(f"estimator {name!r}: a credit signal (Q - V) needs has_value=True")
 
     def deco(fn):
-        if name in _REGISTRY:
-            raise ValueError(f"estimator {name!r} is already registered")
-        _REGISTRY[name] = Estimator(name, fn, config_cls, summary, has_value, needs_actions,
-                                    label or name,
-                                    color or _FALLBACK_COLORS[len(_REGISTRY) % len(_FALLBACK_COLORS)])
+        REGISTRY.add(Estimator(name, fn, config_cls, summary, has_value, needs, sig, truth_scale, calibrated,
+                               label or name, color or _FALLBACK_COLORS[len(REGISTRY) % len(_FALLBACK_COLORS)]))
         return fn
 
     return deco
@@ -113,19 +159,16 @@ def register(name: str, config_cls: type, summary: str, has_value: bool = True,
 
 def unregister(name: str) -> None:
     """Remove ``name`` from the registry (for tests that register a toy estimator)."""
-    _REGISTRY.pop(name, None)
+    REGISTRY.remove(name)
 
 
 def names() -> list[str]:
-    return list(_REGISTRY)
+    return REGISTRY.names()
 
 
 def get(name: str) -> Estimator:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UnknownEstimatorError(
-            f"unknown estimator {name!r} (known: {', '.join(_REGISTRY)})") from None
+    """The estimator called ``name``; :class:`UnknownEstimatorError` listing the known ones otherwise."""
+    return REGISTRY.get(name)
 
 
 def compute(name: str, groups: Sequence[RolloutGroup] | Process, **params: Any) -> Credits:
@@ -152,7 +195,7 @@ def shared_param_specs() -> dict[str, tuple[Param, Any]]:
     name -> (Param, default), in registry then field order. Estimators that share a name must
     agree on its description and default (ValueError otherwise)."""
     out: dict[str, tuple[Param, Any]] = {}
-    for est in _REGISTRY.values():
+    for est in REGISTRY:
         for name, meta, default in est.params():
             if not meta.shared:
                 continue

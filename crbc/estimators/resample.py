@@ -31,6 +31,12 @@ import numpy as np
 from crbc.estimators.closure import MAX_DENSE_BLOCK, realized_returns
 from crbc.process import Process
 
+__all__ = [
+    "chunks", "group_generators", "group_range", "METHODS", "ratio", "replicated_process",
+    "resample_rollouts", "solve_weighted", "step_weights", "sums", "weighted_family",
+    "weighted_step_term"
+]
+
 METHODS = ("percentile", "bayes")
 
 

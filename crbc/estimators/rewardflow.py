@@ -29,6 +29,8 @@ import numpy as np
 
 from crbc.process import Process
 
+__all__ = ["MAX_SWEEPS", "next_nodes", "node_rewards", "propagate", "Propagation"]
+
 MAX_SWEEPS = 1000   #: upstream's ``max_iter`` (core_rewardflow.py:358)
 
 

@@ -15,6 +15,11 @@ import numpy as np
 
 from crbc.process import Process
 
+__all__ = [
+    "anchor_labels", "group_rollout_ids", "group_states", "is_short", "node_labels",
+    "rollout_path_text", "SHORT_LABEL", "state_pairs", "Z_MINUS", "Z_PLUS"
+]
+
 Z_PLUS, Z_MINUS = "z+", "z-"
 SHORT_LABEL = 16  #: anchors up to this many characters on one line are shown as they are
 

@@ -21,6 +21,11 @@ from crbc.explain.anchor_names import anchor_labels, group_states, node_labels, 
 from crbc.explain.table_rows import col, fmt, num
 from crbc.process import Process
 
+__all__ = [
+    "ActionLine", "ActionRow", "anchor_arithmetic", "AnchorArithmetic", "dense_system", "DenseSystem",
+    "Successor", "SuccessorRow"
+]
+
 
 def _crbc(p: Process, beta: float, depth: int | None, sigma_min: float) -> Credits:
     return compute("crbc", p, beta=beta, depth=depth, sigma_min=sigma_min)

@@ -156,6 +156,16 @@ def _side(name: str, p: Process, shared: dict[str, Any], fixed: dict[str, Any], 
     return getattr(compute(name, p, **_params_for(name, shared, fixed)), f"{signal}_N")
 
 
+def comparison_named(name: str) -> Comparison:
+    """A comparison by its name: one of :data:`COMPARISONS`, or ``"trainer vs NAME"`` (the trainer's
+    advantage against estimator NAME's A_final); KeyError for any other name."""
+    if name in COMPARISONS:
+        return COMPARISONS[name]
+    if name.startswith("trainer vs "):
+        return trainer_comparison(name.removeprefix("trainer vs "))
+    raise KeyError(f"no comparison {name!r} (known: {', '.join(COMPARISONS)}, or 'trainer vs NAME')")
+
+
 def disagreements(groups: Sequence[RolloutGroup] | Process, comparison: str | Comparison,
                   trainer_N: np.ndarray | None = None, **shared: Any) -> Disagreement:
     """Rank anchors and steps of ``groups`` (one group, or every group of a file) by the
@@ -163,7 +173,7 @@ def disagreements(groups: Sequence[RolloutGroup] | Process, comparison: str | Co
     ...); each estimator takes the ones the registry says it shares. ``trainer_N``: (N,) the
     trainer's advantage per step in merge order, for a side named :data:`TRAINER`. Step ``t``
     is numbered from 0, as the files number steps."""
-    cmp_ = COMPARISONS[comparison] if isinstance(comparison, str) else comparison
+    cmp_ = comparison_named(comparison) if isinstance(comparison, str) else comparison
     p = groups if isinstance(groups, Process) else merge(groups)
     ax_N = _side(cmp_.x, p, shared, cmp_.x_params, cmp_.signal, trainer_N)
     ay_N = _side(cmp_.y, p, shared, cmp_.y_params, cmp_.signal, trainer_N)

@@ -26,6 +26,12 @@ from crbc.explain.anchor_names import (
 from crbc.explain.table_rows import col, fmt
 from crbc.process import Process
 
+__all__ = [
+    "depth_table", "DepthTable", "foil_table", "FoilRow", "grpo_pair_spread", "pair_table",
+    "PairCreditRow", "PairRow", "process_tables", "ProcessTables", "SpreadRow", "StateRow",
+    "step_table", "StepRow", "trajectory_table", "TrajectoryRow", "TransitionRow"
+]
+
 
 @dataclass(frozen=True)
 class StateRow:

@@ -24,6 +24,8 @@ import numpy as np
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process, merge
 
+__all__ = ["ALMOST_NOTHING", "merge_profile", "MergeProfile"]
+
 ALMOST_NOTHING = 0.05  #: below this share of later steps at shared anchors, the key merges (almost) nothing
 
 

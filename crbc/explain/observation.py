@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from crbc.io.rollouts import RolloutGroup
 
+__all__ = ["changes", "step_observation", "StepObservation"]
+
 
 @dataclass(frozen=True)
 class StepObservation:

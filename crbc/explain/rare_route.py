@@ -19,6 +19,8 @@ from crbc.explain.anchor_names import group_states, node_labels
 from crbc.explain.table_rows import col
 from crbc.process import Process
 
+__all__ = ["rare_and_reliable", "route_table", "RouteRow"]
+
 
 @dataclass(frozen=True)
 class RouteRow:

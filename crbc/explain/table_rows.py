@@ -13,6 +13,8 @@ import dataclasses
 import math
 from typing import Any
 
+__all__ = ["cells", "col", "depth_name", "fmt", "num"]
+
 _KEY = "crbc.column"
 
 

@@ -12,6 +12,8 @@ import dataclasses
 from crbc.explain.anchor_names import Z_MINUS, Z_PLUS
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 
+__all__ = ["duplicate_rollout", "edit_step", "flip_outcome", "remove_rollout"]
+
 
 def _replace_rollout(group: RolloutGroup, i: int, new: Rollout) -> RolloutGroup:
     if not 0 <= i < len(group.rollouts):

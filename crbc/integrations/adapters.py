@@ -18,6 +18,8 @@ import numpy as np
 from crbc.estimators.registry import compute, get
 from crbc.integrations import step_rows as rows
 
+__all__ = ["step_advantages"]
+
 
 def _is_tensor(x: Any) -> bool:
     return type(x).__module__.split(".")[0] == "torch" and hasattr(x, "detach")

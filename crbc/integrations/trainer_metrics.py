@@ -20,6 +20,8 @@ import numpy as np
 from crbc.health import MERGE_WARNING_SHARE, iteration_health, later_shared_share, merge_warning
 from crbc.process import Process, build_process
 
+__all__ = ["describe_key", "PREFIX", "steps_process", "trainer_metrics", "warn_merge"]
+
 if TYPE_CHECKING:
     from crbc.integrations.recorder import BatchSteps
 

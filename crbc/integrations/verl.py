@@ -56,7 +56,6 @@ if TYPE_CHECKING:
 
 __all__ = ["BatchKeys", "RunRecorder", "add_step_index", "compute_advantage", "doctor", "layout", "response_mask"]
 
-NEEDS_SUCCESS = ("crbc", "visit_local", "shortest_path")
 
 
 def _require(data: Any, name: str, why: str) -> Any:
@@ -126,7 +125,7 @@ def layout(data: Any, estimator: str, keys: BatchKeys = DEFAULT_KEYS,
     success = rows.batch_field(data, keys.success)
     if success is None and success_threshold is not None:
         success = np.asarray(rows.column(score, score_name, None), dtype=float) >= success_threshold
-    need_success = estimator in NEEDS_SUCCESS or (estimator == "gigpo" and reward is None)
+    need_success = get(estimator).needs_success(has_rewards=reward is not None)
     if success is None and need_success:
         raise KeyError(f"DataProto has no field {keys.success!r} (the trajectory's outcome R_i, which "
                        f"{estimator} needs): store it in the rollout loop or pass success_threshold")

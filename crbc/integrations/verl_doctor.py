@@ -123,7 +123,10 @@ def doctor(data: Any, expect: str | None = None, anchor: AnchorKeySpec = None, *
     finding. Returns ``crbc.doctor/1`` findings (:class:`crbc.doctor.Finding`); raises ``KeyError``
     naming a missing field and ``ValueError`` for rows that contradict each other.
     """
-    need_success = expect is not None and expect != "grpo"
+    from crbc.estimators.registry import get
+
+    has_rewards = rows.batch_field(data, keys.reward) is not None
+    need_success = expect is not None and get(expect).needs_success(has_rewards=has_rewards)
     b = None
     if keys == DEFAULT_KEYS and (rows.batch_field(data, keys.success) is not None or success_threshold is not None):
         try:

@@ -21,6 +21,8 @@ import numpy as np
 
 from crbc.io.rollouts import atomic_write_chunks
 
+__all__ = ["check_finite", "CHUNK_ROLLOUTS", "CREDIT_SCHEMA", "encoded_chunks", "in_order", "write_credits"]
+
 CREDIT_SCHEMA = "crbc.credit/1"  #: the version string of every line this module writes
 CHUNK_ROLLOUTS = 512
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from crbc.errors import RolloutFormatError
 from crbc.io.rollouts import iter_rollouts
 
+__all__ = ["bad_lines", "LIMIT"]
+
 LIMIT = 10  # problems listed in one report
 
 

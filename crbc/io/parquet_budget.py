@@ -20,6 +20,8 @@ import numpy as np
 from crbc.errors import BudgetError, FormatError
 from crbc.io import budgets
 
+__all__ = ["budgeted_batches", "decoded_bytes", "MAGIC", "open_parquet"]
+
 MAGIC = b"PAR1"
 
 

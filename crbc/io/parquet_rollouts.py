@@ -22,6 +22,11 @@ import numpy as np
 from crbc.errors import RolloutFormatError
 from crbc.io.rollouts import SCHEMA, Rollout, RolloutGroup, Step, atomic_write_chunks
 
+__all__ = [
+    "columns_table", "groups_table", "read_parquet_rollouts", "REQUIRED", "STEP_COLUMNS",
+    "write_parquet_rollouts"
+]
+
 STEP_COLUMNS = ("group", "rollout", "step", "anchor", "action", "obs", "response", "reward",
                 "trainer_advantage", "success", "truncated", "score", "meta")
 REQUIRED = ("group", "rollout", "step", "anchor", "action", "success")

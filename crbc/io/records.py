@@ -20,6 +20,12 @@ from typing import Any
 
 from crbc.errors import RolloutFormatError
 
+__all__ = [
+    "BOM", "group_rollouts", "iter_rollouts", "MAX_PROBLEMS", "MAX_TEXT_CHARS",
+    "reference_parse_rollouts", "reference_read_rollouts", "Rollout", "rollout_from_dict",
+    "rollout_to_dict", "RolloutGroup", "SCHEMA", "Step", "validate_line"
+]
+
 SCHEMA = "crbc.rollout/1"
 BOM = "\ufeff"  #: a UTF-8 byte-order mark, accepted at the start of a file
 

@@ -45,6 +45,13 @@ def parse_rollouts(data: str | bytes, source: str = "<input>") -> list[RolloutGr
     return parse_columns(data, source).to_groups()
 
 
+def showcase_group(groups: Sequence[RolloutGroup]) -> int:
+    """The group a file, a run's iteration or a report opens on: the first one that mixes
+    successes and failures (a group whose rollouts all fail, or all succeed, has no step credit to
+    show), else the first (0)."""
+    return next((i for i, g in enumerate(groups) if 0.0 < g.success_rate < 1.0), 0)
+
+
 def read_rollouts(path: str | os.PathLike) -> list[RolloutGroup]:
     """Read and validate a ``crbc.rollout/1`` file (JSON Lines; ``.gz`` too) into groups.
 

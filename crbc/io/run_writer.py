@@ -24,6 +24,8 @@ from crbc.io.runs import (
     rollouts_name,
 )
 
+__all__ = ["compact_groups", "compress_rollouts", "json_clean", "RunWriter"]
+
 
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, allow_nan=False, sort_keys=False)

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import torch
 
+__all__ = ["choose_tokens", "Generators", "NextTokenMemo", "Policy", "sample_tokens", "sample_tokens_memo"]
+
 #: A single generator shared by the batch, or one generator per row (per-episode randomness that
 #: does not depend on which other episodes share the batch).
 Generators = torch.Generator | Sequence[torch.Generator] | None

@@ -17,6 +17,8 @@ from crbc.policy.base import Policy
 from crbc.policy.load_lock import LOAD_LOCK
 from crbc.policy.prompting import chat_response, chat_user_message, parse_chat
 
+__all__ = ["ChatPolicy", "DEFAULT_CHAT_MAX_NEW_TOKENS", "has_chat_template", "load_chat"]
+
 DEFAULT_CHAT_MAX_NEW_TOKENS = 24
 
 

@@ -20,6 +20,8 @@ import numpy as np
 
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 
+__all__ = ["base_seed", "episode_generator", "generate_group", "generate_groups", "Progress"]
+
 #: progress(finished_episodes, total_episodes)
 Progress = Callable[[int, int], None]
 

@@ -14,6 +14,8 @@ import numpy as np
 
 from crbc.actions import INVALID_ACTION
 
+__all__ = ["evaluate", "HELD_OUT_SEED", "held_out_seeds"]
+
 HELD_OUT_SEED = 1_000_000  #: held-out evaluation levels use seeds >= this; training levels stay below
 
 

@@ -33,6 +33,11 @@ from dataclasses import dataclass
 
 import torch
 
+__all__ = [
+    "branch_logits", "forward_rows", "prefill", "Prefix", "prompt_rows", "Rows", "score_responses",
+    "supports"
+]
+
 
 def supports(model) -> bool:
     """True for a transformers Llama causal LM this module reproduces exactly (plain RoPE, SiLU

@@ -10,4 +10,6 @@ from __future__ import annotations
 
 import threading
 
+__all__ = ["LOAD_LOCK"]
+
 LOAD_LOCK = threading.RLock()

@@ -30,6 +30,8 @@ import numpy as np
 
 from crbc.policy.heldout import HELD_OUT_SEED, evaluate
 
+__all__ = ["command_line", "LabelledStates", "pretrain", "PretrainConfig", "sample_states", "train"]
+
 
 @dataclass(frozen=True)
 class PretrainConfig:

@@ -17,6 +17,11 @@ from collections.abc import Sequence
 
 from crbc.actions import ACTIONS, INVALID_ACTION
 
+__all__ = [
+    "BOARD_CHARS", "BOS", "chat_response", "chat_user_message", "EOS", "PAD", "parse_chat",
+    "parse_tiny", "SEP", "SPECIAL_TOKENS", "TINY_MAX_NEW_TOKENS", "tiny_prompt", "tiny_response", "UNK"
+]
+
 BOS, EOS, PAD, SEP, UNK = "<bos>", "<eos>", "<pad>", "<sep>", "<unk>"
 SPECIAL_TOKENS: tuple[str, ...] = (PAD, BOS, EOS, SEP, UNK)
 # One token per board character (walls, floor, box, target, box on target, player, player on

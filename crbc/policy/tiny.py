@@ -39,6 +39,11 @@ from crbc.policy.prompting import (
     tiny_response,
 )
 
+__all__ = [
+    "build_model", "build_tokenizer", "count_parameters", "is_tiny_folder", "load_tiny", "MARKER_FILE",
+    "save_tiny", "TINY_FORMAT", "TinyModelConfig", "TinyPolicy"
+]
+
 TINY_FORMAT = "crbc.tiny-policy/1"
 MARKER_FILE = "crbc_policy.json"
 

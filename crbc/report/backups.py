@@ -21,6 +21,8 @@ from crbc.viz.core.style import v_color
 from crbc.viz.core.text import esc
 from crbc.viz.graph import graph_svg
 
+__all__ = ["backups_html", "K_CAP", "sweep_data", "TOL"]
+
 TOL = 1e-6
 K_CAP = 400  #: the deepest K a report embeds (the studio's Bellman backups page uses the same)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from crbc.errors import UsageError
-from crbc.io.rollouts import RolloutGroup
+from crbc.io.rollouts import RolloutGroup, showcase_group
 from crbc.report import group as G
 from crbc.report.page import Section, page
 from crbc.viz.core.text import esc
@@ -34,7 +34,7 @@ def pick_group(groups: Sequence[RolloutGroup], group: str | int | None) -> int:
     else 0. An unknown id raises :class:`UsageError` naming a few known ones."""
     ids = [g.group for g in groups]
     if group is None:
-        return next((i for i, g in enumerate(groups) if 0.0 < g.success_rate < 1.0), 0)
+        return showcase_group(groups)
     if str(group) in ids:
         return ids.index(str(group))
     if isinstance(group, int) or str(group).isdigit():

@@ -20,6 +20,8 @@ from crbc.viz.core.text import esc
 from crbc.viz.graph import graph_svg
 from crbc.viz.heatmap import Panel, heatmaps_svg
 
+__all__ = ["credits_html", "first_group", "group_html", "process_html", "WIDTH_PX"]
+
 WIDTH_PX = 760  #: the drawings' width in a notebook cell
 
 

@@ -17,6 +17,8 @@ from importlib import resources
 
 from crbc.viz.core.text import esc
 
+__all__ = ["asset", "csp", "json_for_script", "page", "render", "SCHEMA", "script_hash", "Section"]
+
 SCHEMA = "crbc.report/1"  #: written into the page's <meta name="generator">
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from crbc.viz.board import board_html, is_board
 from crbc.viz.core.text import esc
 
+__all__ = ["anchor_html", "facts", "KEEP", "LIMIT", "long_text", "pre"]
+
 LIMIT = 300  #: characters of a user string shown before "show all"
 KEEP = 20_000  #: characters of one string kept in the file at most (the rest is named, not kept)
 

@@ -68,9 +68,10 @@ def _error_line(e: BaseException, names: list[str], limits: Limits) -> str:
     """One line for people: the error's own message for our errors, else a plain description."""
     from crbc.errors import FormatError
     from crbc.io.anchor_keys import AnchorKeyError, RegexError
+    from crbc.io.importers.native import BadLinesError
 
     shown = ", ".join(names) if len(names) <= 3 else f"{len(names)} files"
-    if isinstance(e, _Report):
+    if isinstance(e, BadLinesError):
         return str(e)
     if isinstance(e, (FormatError, AnchorKeyError, RegexError)):
         return " ".join(str(e).split())
@@ -82,10 +83,6 @@ def _error_line(e: BaseException, names: list[str], limits: Limits) -> str:
     if isinstance(e, ValueError):
         return f"{shown}: {' '.join(str(e).split())[:300]}"
     return f"{shown}: could not be read ({type(e).__name__}); nothing was loaded"
-
-
-class _Report(Exception):
-    """Several bad lines of a rollout file, one per line (crbc.io.linecheck)."""
 
 
 def _kind_json(kind: str | Importer | None) -> str | dict | None:
@@ -100,48 +97,22 @@ def _kind_json(kind: str | Importer | None) -> str | dict | None:
             raise ValueError(f"importer {kind.name!r}: its reader must be a module-level function")
         reader = name
     return {"name": kind.name, "help": kind.help, "label": kind.label, "file_types": list(kind.file_types),
-            "reader": reader, "takes_columns": kind.takes_columns}
+            "reader": reader, "takes_columns": kind.takes_columns, "takes_threshold": kind.takes_threshold}
 
 
 def _kind_from_json(kind: str | dict | None) -> str | Importer | None:
     if isinstance(kind, dict):
         return Importer(kind["name"], kind["help"], kind["label"], tuple(kind["file_types"]), kind["reader"],
-                        kind["takes_columns"])
+                        kind["takes_columns"], kind["takes_threshold"])
     return kind
 
 
 def _read(kind: str | Importer | None, files: dict[str, bytes], anchor: str | None, threshold: float | None):
-    """{iteration: groups} of the files, as the studio reads them (kind None: crbc.rollout/1, and a
-    run's ``iter-NNNN.parquet`` as the crbc.rollout/1 groups it holds)."""
-    from crbc.io.anchor_keys import rekey
-    from crbc.io.rollouts import RolloutFormatError, parse_rollouts
+    """{iteration: groups} of the files, read by the importer ``kind`` (None: the native
+    ``rollout`` importer, crbc.rollout/1 and a run's ``iter-NNNN.parquet``)."""
+    from crbc.io.importers import read_uploads
 
-    if kind is not None:
-        from crbc.io.importers import read_uploads
-
-        return read_uploads(kind, files, anchor=anchor, success_threshold=threshold)
-    from crbc.io.linecheck import bad_lines
-
-    groups: list = []
-    for name, data in files.items():
-        if name.endswith(".parquet"):  # a run's iteration file (RunRecorder, crbc import): what it is
-            from crbc.io.parquet_rollouts import read_parquet_rollouts
-
-            groups.extend(rekey(read_parquet_rollouts(name, data), anchor or None))
-            continue
-        try:
-            read = parse_rollouts(data, source=name)
-        except RolloutFormatError as first:
-            if isinstance(first, budgets.BudgetError):
-                raise
-            errs, more = bad_lines(data, name)
-            if not errs or (len(errs) == 1 and not more):
-                raise
-            msg = "\n".join(str(e) for e in errs)
-            raise _Report(msg + (f"\n... and more: only the first {len(errs)} problems are listed"
-                                 if more else "")) from None
-        groups.extend(rekey(read, anchor or None))
-    return {None: groups}
+    return read_uploads(kind or "rollout", files, anchor=anchor or None, success_threshold=threshold)
 
 
 def _read_job(payload: dict, send: Send) -> list[dict]:

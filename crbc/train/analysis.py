@@ -33,6 +33,12 @@ import numpy as np
 
 from crbc.io.runs import Run
 
+__all__ = [
+    "by_estimator", "Curve", "curves", "EVAL", "iterations_to_reach", "level_counts", "level_success",
+    "moving_average", "order_runs", "paired_table", "paired_test", "series", "sign_flip_p",
+    "sign_flip_p_counts", "summarize", "t_interval"
+]
+
 EVAL = "eval_success_rate"
 
 

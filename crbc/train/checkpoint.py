@@ -19,6 +19,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+__all__ = [
+    "CHECKPOINT", "checkpoint_iteration", "deferred_interrupt", "load_checkpoint", "POLICY",
+    "save_checkpoint", "save_policy"
+]
+
 CHECKPOINT = "checkpoint"  #: checkpoint folder inside a run folder
 POLICY = "policy"  #: final policy folder inside a run folder
 

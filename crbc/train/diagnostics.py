@@ -28,6 +28,10 @@ from crbc.estimators.registry import compute
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process, merge
 
+__all__ = [
+    "DIAGNOSTICS", "EPS", "iteration_diagnostics", "rankdata", "rare_route_disagreements", "spearman"
+]
+
 EPS = 1e-12
 
 

@@ -14,7 +14,7 @@ folder holds only what ships (run.json, metrics.jsonl, rollouts/). ``--keep-roll
 keeps every iteration's rollouts of seeds below K only (the others' are deleted once the run
 is finished). Outputs in OUT: ``summary.json`` and ``summary.md`` (:mod:`crbc.train.analysis`: the
 table with 95% intervals and the paired tests). The figure is drawn by
-``benchmarks/training_figure.py`` (it needs the local chromium).
+``experiments/training_figure.py`` (it needs the local chromium).
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from crbc.io.run_writer import compress_rollouts
 from crbc.io.runs import ROLLOUTS_DIR, find_runs, read_run
 from crbc.train.analysis import order_runs, paired_table, summarize
 from crbc.train.tables import paired_markdown, table_markdown
+
+__all__ = ["arm_params", "evaluate_finished", "extra_eval_name", "run_all", "run_name", "write_summary"]
 
 
 def run_name(estimator: str, seed: int) -> str:

@@ -54,6 +54,11 @@ from crbc.train.checkpoint import (
 from crbc.train.ppo import LOSS_AGG_MODES, flatten, ppo_update
 from crbc.train.provenance import code_version
 
+__all__ = [
+    "Diagnostics", "EVAL_RNG", "flag_fields", "train", "train_seeds", "TrainConfig", "TrainResult",
+    "truth_advantages"
+]
+
 EVAL_RNG = 20_260_901  #: sampling seed of every evaluation (common random numbers)
 
 

@@ -39,6 +39,11 @@ import numpy as np
 
 from crbc.io.rollouts import RolloutGroup
 
+__all__ = [
+    "Batch", "Encoded", "flatten", "LOSS_AGG_MODES", "LossParts", "minibatches", "pair_logprobs",
+    "ppo_loss", "ppo_update", "step_weights"
+]
+
 
 @dataclass
 class Batch:

@@ -29,6 +29,8 @@ import numpy as np
 from crbc.io.runs import Run
 from crbc.train.analysis import EVAL, by_estimator, level_counts, sign_flip_p, sign_flip_p_counts, t_interval
 
+__all__ = ["compare", "Count", "final_count", "final_metric", "holm", "markdown", "preregistered"]
+
 
 def final_metric(run: Run, key: str = EVAL) -> float | None:
     """The run's metric after its last iteration (``final_eval[key]`` in run.json), or None."""

@@ -17,6 +17,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+__all__ = ["code_version", "ROOT"]
+
 ROOT = Path(__file__).resolve().parents[2]  # the folder that holds crbc/
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+__all__ = ["paired_markdown", "table_markdown"]
+
 
 def _pct(m: float | None, ci: Sequence[float | None] | None = None, signed: bool = False) -> str:
     if m is None:

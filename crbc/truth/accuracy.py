@@ -2,10 +2,10 @@
 
 Each estimator's raw step signal x is scored against the true advantage A_t(s_t, a_t) of the
 policy that generated the group (``target="step"``; ``"anchor"`` uses the occupancy-weighted
-A(s_t, a_t) instead). Which signal an estimator has is read from the registry, never from a list
-of names: an estimator without a value function (``has_value=False``) is scored on
-``advantage``; one whose config has a ``beta`` (the CRBC family, whose Q - V is on the truth's
-scale) on ``credit`` = Q - V; every other one on ``step_advantage``.
+A(s_t, a_t) instead). Which signal an estimator has is the one it declared at registration
+(:attr:`crbc.estimators.registry.Estimator.signal`): ``credit`` = Q - V for the CRBC family (on
+the truth's scale), ``step_advantage`` for the per-anchor normalised methods, ``advantage`` for
+one without a step term (grpo).
 
 Per level (one group), with N the group's steps:
 
@@ -35,6 +35,13 @@ from scipy.stats import rankdata
 from crbc.estimators import registry as estimators
 from crbc.io.rollouts import RolloutGroup
 
+__all__ = [
+    "ACCURACY_SCHEMA", "AccuracyConfig", "AccuracyResult", "bootstrap_mean", "group_agreement",
+    "level_scores", "markdown_table", "METRICS", "Progress", "rmse", "run_accuracy", "score_groups",
+    "sign_agreement", "SIGN_EPS", "signal_kind", "spearman", "step_signal", "truth_pairs", "value_gaps",
+    "Variant", "variants"
+]
+
 ACCURACY_SCHEMA = "crbc.truth.accuracy/1"
 SIGN_EPS = 1e-3
 METRICS = ("sign", "spearman", "rmse")
@@ -60,11 +67,7 @@ class Variant:
 
 def signal_kind(name: str) -> str:
     """``"advantage"``, ``"credit"`` or ``"step_advantage"`` (see the module docstring)."""
-    est = estimators.get(name)
-    if not est.has_value:
-        return "advantage"
-    fields = {f.name for f in dataclasses.fields(est.config_cls)}
-    return "credit" if "beta" in fields else "step_advantage"
+    return estimators.get(name).signal
 
 
 def step_signal(credits, kind: str) -> np.ndarray:
@@ -130,7 +133,7 @@ def group_agreement(all_credits: Mapping[str, Any], truth_N: np.ndarray) -> dict
     for name, c in all_credits.items():
         kind = signal_kind(c.estimator)
         out[name] = level_scores(step_signal(c, kind), np.asarray(truth_N, dtype=float),
-                                 kind == "credit")
+                                 estimators.get(c.estimator).truth_scale)
     return out
 
 
@@ -152,15 +155,16 @@ def score_groups(groups: Sequence[RolloutGroup], truth_N: np.ndarray, variant: V
     step in the groups' order (rollout after rollout). Returns metric -> list over groups."""
     credits = variant.compute(groups)
     kind = signal_kind(variant.name)
+    with_rmse = estimators.get(variant.name).truth_scale  # a size comparable with the truth's
     x_N = step_signal(credits, kind)
     p = credits.process
     g_N = p.rollout_group[p.step_rollout]
-    out: dict[str, list[float]] = {m: [] for m in METRICS if m != "rmse" or kind == "credit"}
+    out: dict[str, list[float]] = {m: [] for m in METRICS if m != "rmse" or with_rmse}
     order = np.argsort(g_N, kind="stable")
     bounds = np.searchsorted(g_N[order], np.arange(len(p.group_ids) + 1))
     for gi in range(len(p.group_ids)):
         idx = order[bounds[gi]: bounds[gi + 1]]
-        for m, v in level_scores(x_N[idx], truth_N[idx], kind == "credit").items():
+        for m, v in level_scores(x_N[idx], truth_N[idx], with_rmse).items():
             out[m].append(v)
     return out
 

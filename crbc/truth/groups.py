@@ -24,6 +24,12 @@ from crbc.truth.policies import ScorablePolicy, load_tiny_checked, scorable_poli
 from crbc.truth.solve import DEFAULT_BETA, LevelTruth, solve_level
 from crbc.truth.space import DEFAULT_MAX_STATES, TRUTH_ACTIONS, TruthError, enumerate_states
 
+__all__ = [
+    "group_truth", "group_truth_arrays", "GroupTruth", "has_truth_meta", "level_key", "LevelKey",
+    "META_FIELDS", "PolicyResolver", "rollout_step_truth", "rollouts_truth", "StepTruth",
+    "truth_record", "TRUTH_SCHEMA", "TruthCache", "TruthInputError"
+]
+
 TRUTH_SCHEMA = "crbc.truth/1"
 META_FIELDS = ("env", "seed", "policy", "temperature", "max_steps")
 

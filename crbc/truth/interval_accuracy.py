@@ -31,6 +31,11 @@ from crbc.estimators import registry as estimators
 from crbc.estimators.bootstrap import credit_intervals, signal_of
 from crbc.io.rollouts import RolloutGroup
 
+__all__ = [
+    "COVER_TOL", "interval_estimators", "INTERVAL_METRICS", "interval_rows", "level_interval_scores",
+    "score_intervals", "SIGN_EPS"
+]
+
 INTERVAL_METRICS = ("sure_share", "sure_sign", "coverage", "zero_miss")
 SIGN_EPS = 1e-3
 COVER_TOL = 1e-9
@@ -65,7 +70,7 @@ def score_intervals(groups: Sequence[RolloutGroup], a_N: np.ndarray, name: str, 
     groups (one :func:`credit_intervals` call; it cuts large batches into chunks of groups);
     ``a_N`` the anchor-level truth per step in the groups' order. Returns metric -> list over
     groups."""
-    cover = signal_of(name) == "credit"
+    cover = estimators.get(name).truth_scale  # coverage of the truth needs the truth's units
     out: dict[str, list[float]] = {m: [] for m in INTERVAL_METRICS
                                    if m not in ("coverage", "zero_miss") or cover}
     ci = credit_intervals(list(groups), name, n_resamples, level, seed=seed, method=method)

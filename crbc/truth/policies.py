@@ -30,6 +30,11 @@ import numpy as np
 
 from crbc.truth.space import TRUTH_ACTIONS, TruthError
 
+__all__ = [
+    "check_probs", "load_scorable_model", "load_tiny_checked", "ProbsFn", "scorable_policy",
+    "ScorablePolicy", "TinyModelProbs", "uniform_policy"
+]
+
 ProbsFn = Callable[[Sequence[str]], Any]
 
 

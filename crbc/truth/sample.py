@@ -18,6 +18,8 @@ from crbc.io.rollouts import Rollout, RolloutGroup, Step
 from crbc.truth.solve import LevelTruth
 from crbc.truth.space import TRUTH_ACTIONS
 
+__all__ = ["sample_group"]
+
 
 def sample_group(truth: LevelTruth, group_size: int, rng_seed: int = 0) -> RolloutGroup:
     """``group_size`` rollouts of ``truth``'s policy on its level (see the module docstring)."""

@@ -24,6 +24,11 @@ import numpy as np
 from crbc.truth.policies import ScorablePolicy, scorable_policy
 from crbc.truth.space import DEFAULT_MAX_STATES, TRUTH_ACTIONS, StateSpace, enumerate_states
 
+__all__ = [
+    "acted_states", "anchor_average", "backward_values", "DEFAULT_BETA", "forward_occupancy",
+    "level_truth", "LevelTruth", "policy_probs", "solve_level"
+]
+
 DEFAULT_BETA = 0.98
 
 

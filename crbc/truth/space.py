@@ -25,6 +25,11 @@ from crbc.envs import ACTIONS, SOLVE_BONUS, STEP_PENALTY, make
 from crbc.envs.base import Dynamics
 from crbc.envs.sokoban import SokobanLevel
 
+__all__ = [
+    "action_index", "DEFAULT_MAX_STATES", "enumerate_states", "INVALID_INDEX", "level_env",
+    "StateLimitError", "StateSpace", "TRUTH_ACTIONS", "TruthError"
+]
+
 #: The action axis of every truth array: the four moves, then ``invalid`` (a no-op step).
 TRUTH_ACTIONS: tuple[str, ...] = (*ACTIONS, INVALID_ACTION)
 INVALID_INDEX = len(ACTIONS)

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+__all__ = ["ESTIMATORS", "truth_diagnostics"]
+
 ESTIMATORS = ("grpo", "gigpo", "crbc", "visit_local")  #: scored on every chosen group
 
 

@@ -17,6 +17,11 @@ from crbc.viz.core.chart import chart_svg
 from crbc.viz.core.credits import est_color_at
 from crbc.viz.core.series import Series
 
+__all__ = [
+    "accuracy_chart_svg", "accuracy_table", "agreement_table", "METRIC_LABELS", "paired_difference_table",
+    "series", "signals_sentence", "TARGET_LABELS"
+]
+
 METRIC_LABELS = {
     "spearman": "Spearman rank correlation with the truth",
     "sign": "sign agreement with the truth (|A| > 1e-3)",
@@ -89,3 +94,34 @@ def agreement_table(scores: Mapping[str, Mapping[str, float]]) -> pd.DataFrame:
     frame = pd.DataFrame.from_dict(scores, orient="index")
     return frame.rename(columns={"sign": "sign agreement", "spearman": "Spearman",
                                  "rmse": "RMSE of Q - V"})
+
+
+def paired_difference_table(result: Mapping[str, Any], metric: str = "spearman", target: str = "step",
+                 reference: str = "crbc") -> pd.DataFrame:
+    """Estimators x G table of the paired difference ``reference - estimator`` per level
+    (:func:`crbc.truth.paired.paired_rows`): ``mean [lo, hi] · wins/levels``; a positive mean
+    whose interval excludes 0 says the reference scores higher on these levels."""
+    from crbc.truth.paired import paired_rows
+
+    rows = paired_rows(result, reference, metric, target)
+    sizes = sorted({r["G"] for r in rows})
+    table: dict[str, dict[str, str]] = {}
+    for r in rows:
+        table.setdefault(f"{reference} − {r['estimator']}", {})[f"G={r['G']}"] = (
+            f"{r['mean']:+.3f} [{r['lo']:+.2f}, {r['hi']:+.2f}] · {r['wins']}/{r['n']}")
+    return pd.DataFrame.from_dict(table, orient="index", columns=[f"G={g}" for g in sizes])
+
+
+def signals_sentence() -> str:
+    """Which raw step signal each registered estimator is scored on, as the registry declares it:
+    "Q − V for crbc, visit_local; A_S for gigpo, ...; A_final for grpo" (and which have an RMSE)."""
+    from crbc.estimators import registry
+
+    words = {"credit": "its credit (Q − V, or a TD error)", "step_advantage": "A_S", "advantage": "A_final"}
+    by: dict[str, list[str]] = {}
+    for e in registry.REGISTRY:
+        by.setdefault(e.signal, []).append(e.name)
+    parts = [f"{words[s]} for {', '.join(names)}" for s, names in by.items()]
+    scaled = [e.name for e in registry.REGISTRY if e.truth_scale]
+    return "; ".join(parts) + (f". Only {', '.join(scaled)} are in the truth's units, so only they have an RMSE"
+                               if scaled else "")

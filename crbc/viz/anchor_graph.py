@@ -36,6 +36,8 @@ from crbc.viz.core.style import (
 )
 from crbc.viz.core.text import cut, fmt_value
 
+__all__ = ["anchor_graph_html", "external_urls", "VENDOR", "vis_assets"]
+
 VENDOR = Path(__file__).resolve().parent / "vendor"  #: vis-network.min.js and vis-network.css
 
 # the page: {assets} vis-network's script and stylesheet (inline or linked), {style} this page's

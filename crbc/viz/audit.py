@@ -23,6 +23,8 @@ from crbc.viz.core.credits import est_color_at
 from crbc.viz.core.series import Series
 from crbc.viz.run_curves import iteration_panel, legend_series
 
+__all__ = ["audit_grid_svg", "EVIDENCE", "PANELS"]
+
 PANELS = (("success_rate", "success", True), ("shared_step_share", "steps at shared anchors", True),
           ("evidence", "evidence: none / sure", True), ("trainer_spearman", "Spearman ρ, trainer ~ estimator", False),
           ("trainer_sign_agreement", "same sign as the trainer", True))

@@ -8,6 +8,8 @@ from crbc.viz.core.html import FONT
 from crbc.viz.core.style import EDGE_COLOR, NO_VALUE_COLOR, Z_MINUS_COLOR, Z_PLUS_COLOR, signed_color, v_color
 from crbc.viz.core.text import esc, missing, one_line
 
+__all__ = ["backup_tree_svg"]
+
 
 def _free_spot(x1: float, y1: float, x2: float, y2: float, placed: list[tuple[float, float]],
                box: tuple[float, float] = (56.0, 16.0)) -> tuple[float, float]:

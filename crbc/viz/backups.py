@@ -15,6 +15,8 @@ from crbc.viz.core.chart import chart_svg
 from crbc.viz.core.series import Mark, Series
 from crbc.viz.core.style import HIGHLIGHT, TRUTH_COLOR
 
+__all__ = ["convergence_chart_svg", "coverage_chart_svg", "LOG_FLOOR", "sweep_table", "truth_gap_chart_svg"]
+
 LOG_FLOOR = 1e-16  # zero errors are drawn at this floor on log axes
 
 

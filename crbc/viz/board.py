@@ -6,6 +6,8 @@ import html
 
 from crbc.viz.core.style import BOARD_COLORS, BOARD_NAMES, BOARD_UNKNOWN
 
+__all__ = ["board_html", "board_legend_html", "board_rows", "is_board"]
+
 
 def is_board(text: str) -> bool:
     """A board anchor: at least two rows of equal length (2 or more) made only of board symbols."""

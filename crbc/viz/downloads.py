@@ -24,7 +24,10 @@ import numpy as np
 import pandas as pd
 
 from crbc.estimators.registry import Credits
+from crbc.frame import step_table
 from crbc.io.creditfile import encoded_chunks
+
+__all__ = ["COLUMNS", "credit_table", "credits_jsonl"]
 
 COLUMNS = ("estimator", "group", "rollout", "step", "anchor", "action", "success", "value", "q", "credit",
            "step_advantage", "group_advantage", "advantage", "lo", "hi", "evidence", "trainer_advantage")
@@ -32,36 +35,12 @@ COLUMNS = ("estimator", "group", "rollout", "step", "anchor", "action", "success
 
 def credit_table(all_credits: Mapping[str, Credits], intervals: Mapping[str, object] | None = None,
                  trainer_N: np.ndarray | None = None) -> pd.DataFrame:
-    """The long table of the module docstring. ``all_credits``: estimator -> Credits, all on one
-    process (N steps); ``intervals``: estimator -> :class:`crbc.estimators.bootstrap.CreditIntervals`
-    (``lo_N``, ``hi_N``, ``evidence_N``) on the same process; ``trainer_N``: (N,) or None."""
-    intervals = intervals or {}
-    frames = []
-    for name, c in all_credits.items():
-        p = c.process
-        n = p.n_steps
-        nan = np.full(n, np.nan)
-        ci = intervals.get(name)
-        frames.append(pd.DataFrame({
-            "estimator": name,
-            "group": np.asarray(p.group_ids, dtype=object)[p.rollout_group[p.step_rollout]],
-            "rollout": p.rollout_index[p.step_rollout],
-            "step": p.step_t - 1,
-            "anchor": np.asarray(p.state_anchor, dtype=object)[p.step_state],
-            "action": np.asarray(p.action_names, dtype=object)[p.sa_action[p.step_sa]],
-            "success": p.rollout_success[p.step_rollout].astype(bool),
-            "value": nan if c.value_N is None else c.value_N,
-            "q": nan if c.q_N is None else c.q_N,
-            "credit": nan if c.credit_N is None else c.credit_N,
-            "step_advantage": c.step_advantage_N,
-            "group_advantage": c.group_advantage_R[p.step_rollout],
-            "advantage": c.advantage_N,
-            "lo": nan if ci is None else ci.lo_N,
-            "hi": nan if ci is None else ci.hi_N,
-            "evidence": np.full(n, "", dtype=object) if ci is None else np.asarray(ci.evidence_N, dtype=object),
-            "trainer_advantage": nan if trainer_N is None else np.asarray(trainer_N, dtype=float),
-        }, columns=list(COLUMNS)))
-    return pd.concat(frames, ignore_index=True)
+    """The long table of the module docstring: :func:`crbc.frame.step_table` (the table behind
+    ``crbc.step_frame`` too) in the download's columns. ``all_credits``: estimator -> Credits, all
+    on one process (N steps); ``intervals``: estimator ->
+    :class:`crbc.estimators.bootstrap.CreditIntervals` on the same process; ``trainer_N``: (N,) or None."""
+    table = step_table(all_credits, intervals, trainer_N)[list(COLUMNS)]
+    return table.assign(evidence=table["evidence"].fillna(""))
 
 
 def credits_jsonl(c: Credits, intervals: Any = None) -> str:

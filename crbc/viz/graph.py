@@ -19,6 +19,8 @@ from crbc.viz.core.style import HIGHLIGHT, NO_VALUE_COLOR, Z_MINUS_COLOR, Z_PLUS
 from crbc.viz.core.svg import FONT_FAMILY
 from crbc.viz.core.text import cut, esc, fmt_value
 
+__all__ = ["boundaries_svg", "graph_svg", "SHOWN_WIDTH_PX"]
+
 SHOWN_WIDTH_PX = 600.0  # the width the drawing is made for: node and text sizes assume it
 
 

@@ -45,6 +45,12 @@ from crbc.viz.core.style import CREDIT_SCALE, NO_VALUE_COLOR, OUTCOME_COLORS
 from crbc.viz.core.svg import FONT_FAMILY
 from crbc.viz.core.text import esc, one_line
 
+__all__ = [
+    "CELL_BUDGET", "credit_fill", "credit_heatmaps_svg", "credit_matrix", "credit_palettes",
+    "heatmaps_svg", "HOVER", "LEVELS", "MIN_COLUMNS", "NO_STEP", "Panel", "ROW_MAX", "ROW_MIN",
+    "ROWS_HEIGHT", "shared_range", "WASH", "WIDTH"
+]
+
 WIDTH = 880           #: width of the drawing (units); about a wide Streamlit column in pixels
 ROWS_HEIGHT = 288.0   #: a panel's rows share this height (16 rollouts: 18 units each) ...
 ROW_MAX, ROW_MIN = 18.0, 6.0  #: ... each row between these (a 64-rollout panel: 6 per row)

@@ -10,6 +10,8 @@ from crbc.explain.table_rows import fmt
 from crbc.viz.core.html import FONT
 from crbc.viz.core.text import esc, missing, one_line
 
+__all__ = ["EVIDENCE_COLORS", "interval_panels_html"]
+
 EVIDENCE_COLORS = {"sure": "#1f5fa8", "unsure": "#999999", "none": "#cccccc"}
 
 

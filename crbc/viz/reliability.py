@@ -1,6 +1,6 @@
 """The reliability figure of the credit intervals: nominal level against measured coverage.
 
-Input: the report of ``python -m benchmarks.calibrate_intervals report``
+Input: the report of ``python -m experiments.calibrate_intervals report``
 (``sample_rollouts/interval-calibration.json``, schema ``crbc.interval-calibration-report/1``):
 rows with ``setting``, ``G``, ``method`` and ``coverage_<L>`` for L in 0.8, 0.9, 0.95. One panel
 per setting (small multiples, :func:`crbc.viz.core.chart.grid_svg`): a line per (method, G)
@@ -14,6 +14,11 @@ from typing import Any
 from crbc.viz.core.axes import Axis
 from crbc.viz.core.chart import chart_svg, grid_svg
 from crbc.viz.core.series import Series
+
+__all__ = [
+    "calibration_rows", "COLORS", "coverage_range", "interval_note", "LEVELS", "load_report", "NAMES",
+    "reliability_svg", "REPORT_NAME"
+]
 
 LEVELS = (0.8, 0.9, 0.95)
 COLORS = {8: "#2a6fdb", 16: "#e07b39", 32: "#3a9a5b"}
@@ -47,7 +52,7 @@ def reliability_svg(report: dict[str, Any]) -> str:
     return grid_svg(panels, settings, cols=3, legend=legend)
 
 
-REPORT_NAME = "interval-calibration.json"  #: in sample_rollouts/ (benchmarks/calibrate_intervals.py)
+REPORT_NAME = "interval-calibration.json"  #: in sample_rollouts/ (experiments/calibrate_intervals.py)
 
 
 def load_report(samples_dir) -> dict[str, Any] | None:

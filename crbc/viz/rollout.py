@@ -18,6 +18,8 @@ from crbc.viz.core.series import Series
 from crbc.viz.core.style import HIGHLIGHT, TRUTH_COLOR
 from crbc.viz.core.text import esc
 
+__all__ = ["rollouts_table", "step_credit_bars_html", "steps_table", "timeline_chart_svg", "TRAINER_COLOR"]
+
 TRAINER_COLOR = "#6b6f76"  #: the trainer's own advantage beside the estimators
 
 

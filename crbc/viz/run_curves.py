@@ -23,6 +23,12 @@ from crbc.viz.core.credits import est_color_at
 from crbc.viz.core.series import Mark, Series
 from crbc.viz.core.style import HIGHLIGHT
 
+__all__ = [
+    "BAND_LABELS", "curves_chart_svg", "DIAG_PANELS", "diagnostics_svg", "groups_table",
+    "iteration_panel", "legend_series", "metric_label", "METRIC_LABELS", "parse_pick", "pick_value",
+    "runs_table", "SEED_TIPS_MAX", "summary_table"
+]
+
 BAND_LABELS = {"ci": "95% CI of the mean", "minmax": "min–max over seeds", "std": "± 1 sd over seeds"}
 SEED_TIPS_MAX = 1500  # seed points with a tooltip each; beyond, a seed's line names only its run
 

@@ -12,6 +12,8 @@ from crbc.viz.core.scales import symmetric_range
 from crbc.viz.core.series import Mark, Series
 from crbc.viz.core.style import OUTCOME_COLORS
 
+__all__ = ["scatter_chart_svg"]
+
 
 def scatter_chart_svg(cx: Credits, cy: Credits, field: str = "step_advantage", width: int = 520,
                       height: int = 420) -> str:

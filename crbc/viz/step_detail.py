@@ -9,6 +9,8 @@ import numpy as np
 
 from crbc.estimators.registry import Credits
 
+__all__ = ["EVIDENCE_WORDS", "parse_cell", "step_rows"]
+
 EVIDENCE_WORDS = {"sure": "sure", "unsure": "not sure", "none": "0 by construction"}
 
 

@@ -55,9 +55,14 @@ def test_accuracy_page_opens_the_shipped_result(app):
             and r["target"] == "step"}
     got = {int(g): float(m) for g, m in re.findall(r"crbc, G = (\d+): mean (-?[0-9.]+)", _svg(at, "shipped_est"))}
     assert got == pytest.approx({g: round(m, 3) for g, m in want.items()}, abs=1e-9)
+    # the paired table: crbc against every other estimator of the file, the three of 2026 included
+    paired = next(e for e in at.expander if e.label.startswith("Paired against crbc"))
+    html = " ".join(h.proto.body for h in paired.children.values() if hasattr(h, "proto") and hasattr(h.proto, "body"))
+    assert all(f"crbc − {n}" in html for n in ("graphgpo", "hgpo", "g2po", "gigpo", "rewardflow")), html[:300]
     at.radio(key="acc_metric").set_value("rmse").run()
     assert not at.exception
-    assert lines("shipped_est") == ["crbc", "visit_local"]  # only Q - V signals have an RMSE
+    # only signals in the truth's units have an RMSE: crbc and visit_local (not g2po's TD error)
+    assert lines("shipped_est") == [n for n in estimators.names() if estimators.get(n).truth_scale]
 
 
 def test_accuracy_page_small_live_run(app):
@@ -143,7 +148,7 @@ def test_lesson_which_estimate_is_right(app):
     at = app("pages/lesson.py")
     assert any("Which estimate is right?" in h.value for h in at.header)
     groups = read_rollouts(ROOT / "sample_rollouts" / "sokoban-weak.jsonl")
-    from ui.state import showcase_group
+    from crbc.io.rollouts import showcase_group
 
     grp = groups[showcase_group(groups)]
     assert f"`{grp.group}`" in _texts(at)

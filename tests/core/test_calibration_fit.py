@@ -1,4 +1,4 @@
-"""The fit of the calibrated interval's widenings (devtools/calibration_fit.py) on synthetic errors.
+"""The fit of the calibrated interval's widenings (experiments/calibration_fit.py) on synthetic errors.
 
 Oriented and symmetric widenings against quantiles taken by hand; every level weighs the same
 whatever its number of steps; a widening fitted on one sample covers a fresh sample from the same
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from devtools import calibration_fit as F
+from experiments import calibration_fit as F
 
 
 def _cell(rng, n_levels=400, steps=20, skew=True):

@@ -65,7 +65,7 @@ def verl_layout(groups, rng: np.random.Generator):
     return cols, [row["key"] for row in rows]
 
 
-@pytest.mark.parametrize("estimator", ["crbc", "gigpo", "grpo", "visit_local", "shortest_path"])
+@pytest.mark.parametrize("estimator", ["crbc", "gigpo", "grpo", "visit_local", "shortest_path", "graphgpo", "hgpo", "g2po"])
 def test_shuffled_flat_batch_matches_the_cli(tmp_path, estimator):
     groups = synthetic_groups()
     expected = cli_advantages(groups, tmp_path, estimator)

@@ -24,7 +24,8 @@ def crbc(*args, cwd=None):
 def test_estimators_lists_registry():
     out = crbc("estimators")
     assert out.returncode == 0 and out.stdout.split() == names()
-    assert set(names()) == {"grpo", "visit_local", "crbc", "gigpo", "shortest_path", "rewardflow"}
+    assert set(names()) == {"grpo", "visit_local", "crbc", "gigpo", "shortest_path", "rewardflow", "graphgpo", "hgpo",
+                            "g2po"}
 
 
 def test_credit_worked_example(tmp_path):

@@ -117,10 +117,61 @@ def test_pages_do_no_math():
             assert "linalg" not in text, path
 
 
+#: what computes: a page that calls one of these computes instead of drawing (ui.context offers
+#: the results, cached once)
+COMPUTING_CALLS = {"compute", "credit_intervals", "depth_sweep", "estimate", "merge", "disagreements",
+                   "paired_table", "run_accuracy", "group_agreement", "coverage", "bootstrap_ci"}
+#: the library modules that only compute: a page never imports them
+COMPUTING_MODULES = ("crbc.estimators.bootstrap", "crbc.estimators.closure", "crbc.estimators.baselines",
+                     "crbc.estimators.resample", "crbc.estimators.posterior", "crbc.estimators.rewardflow",
+                     "crbc.estimators.coverage", "crbc.process", "crbc.truth.accuracy", "crbc.train.analysis")
+NAMES_FROM_COMPUTING_MODULES = {"DepthSweep", "DEFAULT_B", "DEFAULT_LEVEL", "pair_table", "Process"}  # types, constants, formatting
+
+
+def page_problems(path: Path) -> list[str]:
+    """Why page ``path`` does more than draw: a Streamlit cache or memo of its own, a call of a
+    computing function, or an import of a computing module (types and constants excepted)."""
+    tree = ast.parse(path.read_text(), str(path))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("cache_"):
+            out.append(f"{path.name}:{node.lineno} holds a cache (st.{node.attr}): use ui.context")
+        elif isinstance(node, ast.Name) and node.id == "memo":
+            out.append(f"{path.name}:{node.lineno} holds a memo: use ui.context")
+        elif isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+            on_ctx = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "ctx"
+            if name in COMPUTING_CALLS and not on_ctx:
+                out.append(f"{path.name}:{node.lineno} computes ({name}): ask the page context")
+        elif isinstance(node, ast.ImportFrom) and node.module in COMPUTING_MODULES:
+            bad = [a.name for a in node.names if a.name not in NAMES_FROM_COMPUTING_MODULES]
+            if bad:
+                out.append(f"{path.name}:{node.lineno} imports {node.module}.{', '.join(bad)}")
+        elif isinstance(node, ast.Import):
+            out += [f"{path.name}:{node.lineno} imports {a.name}" for a in node.names if a.name in COMPUTING_MODULES]
+    return out
+
+
+def test_pages_only_draw():
+    """No page holds a cache or calls an estimator: ui.context computes, pages draw."""
+    bad = [msg for path in sorted((ROOT / "pages").glob("*.py")) for msg in page_problems(path)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_page_check_can_fail(tmp_path):
+    page = tmp_path / "bad.py"
+    page.write_text("import streamlit as st\nfrom crbc.estimators.bootstrap import credit_intervals\n"
+                    "@st.cache_resource\ndef f(p):\n    return registry.compute('crbc', p)\n")
+    found = " ".join(page_problems(page))
+    assert "cache_resource" in found and "compute" in found and "credit_intervals" in found
+
+
 # The layers of docs/ARCHITECTURE.md, bottom first: a module imports only from its own package
 # or from a layer below it (listed earlier). ``crbc/__init__.py`` (the public API) is exempt.
 LAYERS = [
     {"errors", "actions"},
+    {"registry"},
     {"io"},
     {"process"},
     {"sandbox"},
@@ -200,7 +251,9 @@ def test_no_private_name_crosses_a_package():
 
 def test_the_library_never_imports_the_studio_tests_or_benchmarks():
     for path in (ROOT / "crbc").rglob("*.py"):
-        assert not _imports(path) & {"ui", "pages", "tests", "benchmarks", "app"}, path
+        assert not _imports(path) & {"ui", "pages", "tests", "benchmarks", "experiments", "devtools", "app"}, path
+    for path in (ROOT / "benchmarks").rglob("*.py"):  # timings only: no experiment's code
+        assert "experiments" not in _imports(path), f"{path}: an experiment belongs in experiments/"
     for path in (ROOT / "tests").rglob("*.py"):
         assert "benchmarks" not in _imports(path), f"{path}: helpers shared with benchmarks live in devtools/"
 

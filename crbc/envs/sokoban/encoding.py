@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from crbc.envs.base import ACTIONS, DELTAS
-from crbc.envs.sokoban.level import SokobanLevel
+from crbc.envs.sokoban.level import Cell, SokobanLevel
 
-Cell = tuple[int, int]
-
-
-Cell = tuple[int, int]
+__all__ = [
+    "apply_action", "decode", "encode", "has_dead_box", "is_solved_key", "live_cells", "make_room",
+    "push", "Room", "room_of", "successors"
+]
 
 
 @dataclass(frozen=True, eq=False)

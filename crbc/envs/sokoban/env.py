@@ -14,17 +14,43 @@ from crbc.envs.sokoban.level import SokobanConfig, SokobanLevel
 from crbc.envs.sokoban.solver import SokobanSolution, solve
 from crbc.envs.sokoban.xsb import from_xsb
 
-Cell = tuple[int, int]
-
-
-Cell = tuple[int, int]
+__all__ = ["SokobanEnv"]
 
 
 class SokobanEnv(TextEnv):
-    """Sokoban env (see the module docstring for symbols, rewards and the generator).
+    """Push every box onto a target.
 
+    ## Description
     With ``level`` (a :class:`SokobanLevel` or XSB text) every reset plays that fixed level;
-    otherwise each reset draws a level from ``config`` with the episode's generator.
+    otherwise each reset draws a solvable level from ``config`` with the episode's generator
+    (reverse play from the solved state, kept when its optimal solution has
+    ``config.min_moves`` to ``config.max_moves`` moves).
+
+    ## Action Space
+    The words ``up``, ``down``, ``left``, ``right`` (:data:`crbc.actions.ACTIONS`). The player walks
+    one cell and pushes a box if the cell behind it is free floor; a blocked move leaves everything
+    in place and is still valid. Any other value is an invalid no-op (``info["action_valid"] = False``).
+
+    ## Observation Space
+    The board as text, one row per line (RAGEN / verl-agent symbols): ``#`` wall, ``_`` floor,
+    ``O`` target, ``X`` box, ``√`` box on target, ``P`` player, ``S`` player on target. It is also
+    the anchor (:meth:`anchor`): no history, no step counter.
+
+    ## Rewards
+    Per step, added up: -0.1 always, +1 for each box pushed onto a target, -1 for each box pushed
+    off one, +10 when the step solves the level.
+
+    ## Starting State
+    The generated (or given) level's boxes and player.
+
+    ## Episode End
+    Terminated when every box is on a target; truncated after ``max_steps`` steps.
+
+    ## Arguments
+    ``env_id`` (the registry id), ``max_steps`` (default 15), ``config``
+    (:class:`~crbc.envs.sokoban.level.SokobanConfig`: size, boxes, solution length), ``level``
+    (a fixed level). ``make("sokoban-6x6-v0")`` or ``make("sokoban-xsb", level=xsb_text)``.
+    The exact dynamics (:meth:`dynamics`) give the truth of :mod:`crbc.truth`.
     """
 
     def __init__(

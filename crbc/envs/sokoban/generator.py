@@ -6,13 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from crbc.envs.base import ACTIONS, DELTAS
-from crbc.envs.sokoban.level import SokobanConfig, SokobanLevel
+from crbc.envs.sokoban.level import Cell, SokobanConfig, SokobanLevel
 from crbc.envs.sokoban.solver import shortest_distance
 
-Cell = tuple[int, int]
-
-
-Cell = tuple[int, int]
+__all__ = ["generate_level"]
 
 
 def _border(height: int, width: int) -> set[Cell]:

@@ -6,11 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-Cell = tuple[int, int]
+__all__ = [
+    "BOX", "BOX_ON_TARGET", "Cell", "FLOOR", "PLAYER", "PLAYER_ON_TARGET", "SokobanConfig",
+    "SokobanLevel", "TARGET", "WALL"
+]
+
+Cell = tuple[int, int]  #: (row, column) of a square of the board
 
 WALL, FLOOR, TARGET, BOX, BOX_ON_TARGET, PLAYER, PLAYER_ON_TARGET = "#", "_", "O", "X", "√", "P", "S"
 
-Cell = tuple[int, int]
 
 WALL, FLOOR, TARGET, BOX, BOX_ON_TARGET, PLAYER, PLAYER_ON_TARGET = "#", "_", "O", "X", "√", "P", "S"
 

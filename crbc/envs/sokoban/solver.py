@@ -13,10 +13,10 @@ from crbc.envs.base import ACTIONS
 from crbc.envs.sokoban.encoding import Room, encode, has_dead_box, is_solved_key, room_of, successors
 from crbc.envs.sokoban.level import SokobanLevel
 
-Cell = tuple[int, int]
-
-Cell = tuple[int, int]
-
+__all__ = [
+    "DEFAULT_MAX_STATES", "is_dead", "optimal_actions", "optimal_distance", "shortest_distance",
+    "SokobanSolution", "solve", "SolverLimitError"
+]
 
 DEFAULT_MAX_STATES = 1_000_000
 

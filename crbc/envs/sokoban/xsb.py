@@ -7,13 +7,9 @@ from collections import deque
 from typing import Any
 
 from crbc.envs.base import DELTAS
-from crbc.envs.sokoban.level import SokobanLevel
+from crbc.envs.sokoban.level import Cell, SokobanLevel
 
-Cell = tuple[int, int]
-
-
-Cell = tuple[int, int]
-
+__all__ = ["from_xsb", "to_xsb"]
 
 _XSB_FLOOR = (" ", "-", "_")
 _XSB_CHARS = "#@+$*." + "".join(_XSB_FLOOR)

@@ -1,7 +1,8 @@
 """Importers of users' own rollouts: step tables and other trainers' dumps -> rollout groups.
 
 One module per source, each with a ``read_*`` function returning ``{iteration: [RolloutGroup]}``
-(iteration ``None`` when the input carries none): :mod:`.steps` (``--from steps``, a table with
+(iteration ``None`` when the input carries none): :mod:`.native` (``--from rollout``, the
+``crbc.rollout/1`` format itself and a run's iteration file), :mod:`.steps` (``--from steps``, a table with
 one row per step), :mod:`.verl_dump` (verl's ``rollout_data_dir``), :mod:`.rllm` (rLLM's episode
 logs), :mod:`.art` (ART's trajectory Parquet). The validating core is :mod:`.rows`.
 The built-ins are registered here, in :mod:`.registry` (the list the ``import`` command and the
@@ -24,6 +25,9 @@ from crbc.io.importers.registry import Importer, get_importer, importers, regist
 from crbc.io.importers.rows import DEFAULT_COLUMNS, Imported, ImportFormatError, parse_columns_map
 
 for _builtin in (
+    Importer("rollout", "crbc.rollout/1 JSON Lines, or a run's iter-NNNN.parquet (the native format)",
+             "crbc.rollout/1 (.jsonl), or a run's iteration file (iter-NNNN.parquet)", ("jsonl", "parquet"),
+             "crbc.io.importers.native:read_native", takes_threshold=False),
     Importer("steps", "a table, one row per step (JSON Lines, CSV, Parquet)", "step table (JSONL, CSV, Parquet)",
              ("jsonl", "csv", "parquet"), "crbc.io.importers.steps:read_steps", takes_columns=True),
     Importer("verl", "verl's rollout_data_dir {step}.jsonl (V1 uids)", "verl rollout_data_dir dump ({step}.jsonl)",

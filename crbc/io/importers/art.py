@@ -25,6 +25,8 @@ from crbc.io.anchor_keys import AnchorKeySpec
 from crbc.io.importers.rows import Imported, ImportFormatError, Row, build, input_files
 from crbc.io.importers.steps import NESTED, check_size, parquet_rows
 
+__all__ = ["art_rows", "COLUMNS", "read_art", "SUCCESS_METRICS", "trajectory_files", "transcript"]
+
 SUCCESS_METRICS = ("success", "solved", "won", "is_correct", "correct")
 COLUMNS = {"group": "group_index", "rollout": "row", "anchor": "messages.content", "action": "messages",
            "response": "messages", "score": "reward", "success": "metrics", "iteration": "step"}

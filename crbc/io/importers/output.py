@@ -13,6 +13,8 @@ from typing import Any
 from crbc.io.importers.rows import Imported
 from crbc.io.rollouts import write_rollouts
 
+__all__ = ["iteration_numbers", "write_imported"]
+
 
 def iteration_numbers(imported: Imported) -> dict[int, Any]:
     """Iteration number -> key of ``imported`` (the key ``None``, no iteration given, is 0)."""

@@ -14,6 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from crbc.registry import Registry
+
+__all__ = [
+    "get_importer", "Importer", "importers", "Reader", "register_importer", "REGISTRY",
+    "unregister_importer"
+]
+
 Reader = Callable[..., Any]
 
 
@@ -24,7 +31,8 @@ class Importer:
     name: the ``--from`` value and the upload's format key. help: one line for the command's
     ``--help``. label: the upload's format choice. file_types: the endings the upload accepts
     (no dot). reader: the function or ``"module:function"``. takes_columns: ``--map`` (a column
-    map, ``columns=``) applies to it.
+    map, ``columns=``) applies to it. takes_threshold: success can be read from the score
+    (``success_threshold=``); the native format carries the outcome itself.
     """
 
     name: str
@@ -33,6 +41,7 @@ class Importer:
     file_types: tuple[str, ...]
     reader: Reader | str
     takes_columns: bool = False
+    takes_threshold: bool = True
 
     def load(self) -> Reader:
         """The reader function (imported from ``"module:function"`` on first use)."""
@@ -42,30 +51,24 @@ class Importer:
         return getattr(importlib.import_module(module), func)
 
 
-_IMPORTERS: dict[str, Importer] = {}
+REGISTRY: Registry[Importer] = Registry("source")
 
 
 def register_importer(importer: Importer) -> Importer:
-    """Add ``importer`` (a name already taken is replaced, keeping its place); returns it."""
-    if not importer.name or not importer.name.replace("_", "").replace("-", "").isalnum():
-        raise ValueError(f"an importer's name is letters, digits, '-' and '_': {importer.name!r}")
-    _IMPORTERS[importer.name] = importer
-    return importer
+    """Add ``importer`` (a name already taken is refused: :meth:`crbc.registry.Registry.add`)."""
+    return REGISTRY.add(importer)
 
 
 def unregister_importer(name: str) -> None:
     """Remove importer ``name`` (absent: nothing happens)."""
-    _IMPORTERS.pop(name, None)
+    REGISTRY.remove(name)
 
 
 def importers() -> list[Importer]:
     """Every registered importer, in registration order."""
-    return list(_IMPORTERS.values())
+    return REGISTRY.entries()
 
 
 def get_importer(name: str) -> Importer:
-    """The importer called ``name``; ValueError naming the known ones otherwise."""
-    try:
-        return _IMPORTERS[name]
-    except KeyError:
-        raise ValueError(f"unknown source {name!r} (sources: {', '.join(_IMPORTERS)})") from None
+    """The importer called ``name``; :class:`crbc.errors.UnknownNameError` listing the known ones."""
+    return REGISTRY.get(name)

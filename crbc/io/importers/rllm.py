@@ -28,6 +28,8 @@ from crbc.io.anchor_keys import AnchorKeySpec
 from crbc.io.importers.rows import Imported, ImportFormatError, Row, build, input_files
 from crbc.io.importers.steps import NESTED, decode_text, read_bytes
 
+__all__ = ["COLUMNS", "episode_files", "episode_rows", "read_rllm", "TRUNCATIONS"]
+
 TRUNCATIONS = {"max_turns_exceeded", "max_response_length_exceeded", "max_prompt_length_exceeded",
                "timeout"}
 COLUMNS = {"group": "task_id", "rollout": "episode_id", "anchor": "observation", "action": "action",

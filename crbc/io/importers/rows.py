@@ -23,6 +23,11 @@ from crbc.io import budgets
 from crbc.io.anchor_keys import AnchorKeyError, AnchorKeySpec, RegexError, anchor_key, exact
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 
+__all__ = [
+    "build", "DEFAULT_COLUMNS", "Imported", "ImportFormatError", "input_files", "parse_columns_map",
+    "PER_TRAJECTORY", "REQUIRED", "Row"
+]
+
 #: field -> default column (verl-agent's names). docs/FORMATS.md's table, plus the optional
 #: ``valid`` (False makes the action ``invalid``), ``obs``, ``response`` and ``truncated``.
 DEFAULT_COLUMNS: dict[str, str] = {

@@ -24,6 +24,8 @@ from crbc.io.anchor_keys import AnchorKeySpec
 from crbc.io.importers.rows import Imported, ImportFormatError, Row, build, input_files
 from crbc.io.importers.steps import jsonl_rows, read_bytes
 
+__all__ = ["COLUMNS", "dump_files", "read_verl", "split_uid", "verl_rows"]
+
 COLUMNS = {"anchor": "input", "action": "output",
            "response": "output", "score": "score", "iteration": "step"}
 _DERIVED = {"group": "uid[prompt]", "rollout": "uid[session]", "step": "uid[index]"}

@@ -21,6 +21,8 @@ import numpy as np
 from crbc.viz.core.scales import nice_ticks, padded_range
 from crbc.viz.core.text import esc
 
+__all__ = ["axes_svg", "Axis", "drawable", "fit", "Frame", "tick_label", "ZERO_COLOR"]
+
 ZERO_COLOR = "#888"
 
 

@@ -13,6 +13,8 @@ import numpy as np
 
 from crbc.process import Process
 
+__all__ = ["bin_width", "binned", "by_cell", "MAX_COLUMNS", "step_matrix"]
+
 MAX_COLUMNS = 300  #: at most this many step columns on a heatmap; longer rollouts are binned
 
 

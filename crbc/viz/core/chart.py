@@ -19,6 +19,8 @@ from crbc.viz.core.series import Mark, Series, as_floats, band_svg, legend_svg, 
 from crbc.viz.core.svg import chart_open
 from crbc.viz.core.text import esc
 
+__all__ = ["chart_svg", "column_series", "frame_for", "grid_svg", "PALETTE", "PLAIN"]
+
 #: colours of series that have none of their own, in order
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
            "#17becf", "#ff7f0e")

@@ -7,6 +7,11 @@ import numpy as np
 
 from crbc.estimators.registry import Credits, UnknownEstimatorError, get
 
+__all__ = [
+    "est_color", "est_color_at", "est_label", "FALLBACK_COLORS", "field_label", "field_N", "FIELDS",
+    "outcome"
+]
+
 FIELDS = {
     "step_advantage": "A_S (normalised step credit)",
     "advantage": "A_final = w_G·A_G + w_S·A_S",

@@ -17,6 +17,11 @@ import numpy as np
 
 from crbc.process import Process
 
+__all__ = [
+    "check_single", "compute_layout", "crossings", "LABEL_ALL_MAX", "Layout", "layout", "rollout_edges",
+    "transitions", "X_GAP", "Y_GAP"
+]
+
 X_GAP, Y_GAP = 190.0, 95.0
 LABEL_ALL_MAX = 25  # beyond this many anchors, labels only on the chosen path (hover for the rest)
 

@@ -14,6 +14,8 @@ import decimal
 from bisect import bisect_left
 from collections.abc import Iterable
 
+__all__ = ["RDBU", "sample", "Scale", "SCALES", "VIRIDIS"]
+
 Scale = tuple[tuple[float, tuple[int, int, int]], ...]
 
 

@@ -11,6 +11,8 @@ import math
 
 import numpy as np
 
+__all__ = ["nice_ticks", "padded_range", "round_step", "step_ticks", "symmetric_range"]
+
 
 def symmetric_range(*arrays: np.ndarray | None) -> float:
     """Half-width ``z`` of a range ``[-z, z]`` centred on 0 for signed quantities:

@@ -16,6 +16,8 @@ from crbc.viz.core.axes import Frame
 from crbc.viz.core.svg import dash_attr, points, stretches
 from crbc.viz.core.text import esc
 
+__all__ = ["as_floats", "band_svg", "legend_svg", "Mark", "marks_svg", "Series", "series_svg"]
+
 
 @dataclass(frozen=True)
 class Series:

@@ -11,6 +11,12 @@ import numpy as np
 
 from crbc.viz.core.palette import sample
 
+__all__ = [
+    "BOARD_COLORS", "BOARD_NAMES", "BOARD_UNKNOWN", "CREDIT_SCALE", "EDGE_COLOR", "HIGHLIGHT",
+    "NO_VALUE_COLOR", "OUTCOME_COLORS", "signed_color", "TRUTH_COLOR", "v_color", "V_RANGE", "V_SCALE",
+    "Z_MINUS_COLOR", "Z_PLUS_COLOR"
+]
+
 V_SCALE = "Viridis"  #: a name in crbc.viz.core.palette.SCALES
 CREDIT_SCALE = "RdBu"
 V_RANGE = (0.0, 1.0)

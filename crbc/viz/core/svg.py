@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["chart_open", "dash_attr", "FONT_FAMILY", "points", "stretches"]
+
 FONT_FAMILY = "font-family:'Source Sans',sans-serif"  #: Streamlit's font, in every drawing
 
 

@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+__all__ = ["cut", "esc", "fmt_value", "missing", "one_line"]
+
 
 def esc(text: object) -> str:
     """A user string for server-built HTML or SVG (text or an attribute's value): ``<``, ``>``,

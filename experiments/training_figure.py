@@ -1,6 +1,6 @@
 """The experiment's figure as a PNG: held-out success and batch success per estimator, 95% bands.
 
-    .venv/bin/python benchmarks/training_figure.py sample_rollouts/runs/sokoban-6x6 docs/training-curves.png
+    .venv/bin/python experiments/training_figure.py sample_rollouts/runs/sokoban-6x6 docs/training-curves.png
 
 Left: held-out success (the evaluations during training and the final one after the last
 update) with the 95% t interval over seeds; middle: batch success on the fresh training levels

@@ -1,12 +1,14 @@
 """The estimator-accuracy comparison of docs/results/accuracy.md from the shipped `accuracy-*.json` files.
 
-    python -m devtools.accuracy_compare [--a crbc] [--others rewardflow,shortest_path,gigpo]
+    python -m experiments.accuracy_compare [--a crbc] [--others rewardflow,gigpo,graphgpo,hgpo,g2po]
+                                        [--metrics spearman,sign]
 
-Prints two markdown tables: the mean Spearman correlation with the exact step advantage A_t per
-setting and G (95% bootstrap interval over levels, from the file), and the paired difference
-``a - b`` per level (mean, 95% percentile bootstrap over levels with 2,000 resamples, seed 0, and
-on how many levels ``a`` is ahead). Levels where either side has no Spearman (a constant signal)
-are left out of the pair.
+Prints markdown tables: the mean Spearman correlation with the exact step advantage A_t per
+setting and G (95% bootstrap interval over levels, from the file), and for each metric
+(``spearman``, ``sign``: sign agreement) the paired difference ``a - b`` per level (mean, 95%
+percentile bootstrap over levels with 2,000 resamples, seed 0, and on how many levels ``a`` is
+ahead: :func:`crbc.truth.paired.paired_difference`). Levels where either side has no value (a constant signal or truth) are left out of the
+pair.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-import numpy as np
+from crbc.truth.paired import paired_difference
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = (("sokoban-weak", "sokoban-6x6, weak model"), ("sokoban-strong", "sokoban-6x6, strong model"),
@@ -46,20 +48,17 @@ def means_table(names: list[str]) -> str:
     return "\n".join(lines)
 
 
-def paired_table(a: str, others: list[str]) -> str:
-    lines = ["| setting | G | " + " | ".join(f"{a} - {b}" for b in others) + " |", "|---|---|" + "---|" * len(others)]
+def paired_table(a: str, others: list[str], metric: str = "spearman") -> str:
+    """Per setting and G, ``a - b`` of ``metric`` per level, paired (the same levels and groups)."""
+    lines = ["| setting | G | " + " | ".join(f"{a} - {b} ({metric})" for b in others) + " |",
+             "|---|---|" + "---|" * len(others)]
     for setting, label in SETTINGS:
-        per = _load(setting)["per_level"]
+        data = _load(setting)
         for g in GS:
             cells = []
             for b in others:
-                x = np.asarray(per[a][g]["step"]["spearman"], dtype=float)
-                y = np.asarray(per[b][g]["step"]["spearman"], dtype=float)
-                ok = np.isfinite(x) & np.isfinite(y)
-                d = x[ok] - y[ok]
-                boot = d[np.random.default_rng(0).integers(0, len(d), (2000, len(d)))].mean(1)
-                lo, hi = np.percentile(boot, [2.5, 97.5])
-                cells.append(f"{d.mean():+.3f} [{lo:+.3f}, {hi:+.3f}], {int((d > 0).sum())}/{len(d)}")
+                p = paired_difference(data, a, b, g, metric)
+                cells.append(f"{p.mean:+.3f} [{p.lo:+.3f}, {p.hi:+.3f}], {p.wins}/{p.n}")
             lines.append(f"| {label if g == GS[0] else ''} | {g} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -67,12 +66,14 @@ def paired_table(a: str, others: list[str]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--a", default="crbc")
-    ap.add_argument("--others", default="rewardflow,shortest_path,gigpo")
+    ap.add_argument("--others", default="rewardflow,shortest_path,gigpo,graphgpo,hgpo,g2po")
+    ap.add_argument("--metrics", default="spearman,sign", help="paired metrics: spearman, sign")
     args = ap.parse_args()
     others = args.others.split(",")
     print(means_table([args.a, *others]))
-    print()
-    print(paired_table(args.a, others))
+    for metric in args.metrics.split(","):
+        print()
+        print(paired_table(args.a, others, metric))
 
 
 if __name__ == "__main__":

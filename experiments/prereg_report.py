@@ -1,6 +1,6 @@
 """The pre-registered report of docs/prereg-sokoban-n64-fresh.md, from shipped run folders.
 
-    python -m devtools.prereg_report sample_rollouts/runs/sokoban-6x6-prereg \
+    python -m experiments.prereg_report sample_rollouts/runs/sokoban-6x6-prereg \
         [--token-mean sample_rollouts/runs/sokoban-6x6-prereg-token-mean] [--expect-seeds 8]
 
 Writes ``prereg.json`` and ``prereg.md`` into the experiment folder: the primary test (crbc -

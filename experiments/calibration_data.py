@@ -1,6 +1,6 @@
 """Groups and anchor-level truths for the interval calibration (issue 36), cached on disk.
 
-    python -m benchmarks.calibration_data --cache /work/calib-cache [--fit 300] [--validate 60] [--report 100]
+    python -m experiments.calibration_data --cache /work/calib-cache [--fit 300] [--validate 60] [--report 100]
 
 Per setting (sokoban-weak, sokoban-strong, gridworld) and split (``fit``: level seeds from
 2_000_000; ``validate``: from 1_000_000, the first held-out levels of crbc/policy/heldout.py, the

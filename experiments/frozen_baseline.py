@@ -1,6 +1,6 @@
 """Batch success of the *frozen* starting policy on a training run's levels (prints JSON).
 
-    .venv/bin/python benchmarks/frozen_baseline.py --seeds 0 1 2 --iterations 12 \\
+    .venv/bin/python experiments/frozen_baseline.py --seeds 0 1 2 --iterations 12 \\
         [--model models/sokoban-tiny-weak] [--groups 16] [--group-size 8] [-o baseline.json]
 
 Every iteration of ``crbc train`` draws fresh training levels (``train_seeds(seed, iteration)``)

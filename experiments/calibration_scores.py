@@ -1,6 +1,6 @@
 """Per-step quantities of the calibrated interval on cached calibration data (issue 36), cached.
 
-For one (setting, split, number of levels, G) of :mod:`benchmarks.calibration_data` (the first G
+For one (setting, split, number of levels, G) of :mod:`experiments.calibration_data` (the first G
 rollouts of every level's group) and posterior hyperparameters (alpha, kappa, alpha_pi), every
 step n of the merged process gets (arrays of shape (N,), saved as ``.npz``, nothing pickled)::
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.calibration_data import SPLITS, load
+from experiments.calibration_data import SPLITS, load
 
 BETA, B, SEED = 0.98, 200, 0
 KEYS = ("a", "c", "sd", "v", "none", "n_s", "n_sa", "n_act", "share", "level")

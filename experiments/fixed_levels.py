@@ -1,6 +1,6 @@
 """Does the update learn at all? Train on the *same* levels every iteration (prints JSON).
 
-    .venv/bin/python benchmarks/fixed_levels.py [--estimator grpo] [--lr 3e-4] [--ppo-epochs 2]
+    .venv/bin/python experiments/fixed_levels.py [--estimator grpo] [--lr 3e-4] [--ppo-epochs 2]
         [--iterations 8] [--groups 16] [--model models/sokoban-tiny-weak]
 
 A sanity check of the PPO step that is free of level difficulty: the levels of iteration 0 of

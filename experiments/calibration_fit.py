@@ -2,7 +2,7 @@
 
 A candidate is a bias scale (tau, proxy b), a Mondrian stratum rule
 (:mod:`crbc.estimators.calibration_strata`) and a shape (``symmetric`` or ``oriented``). On
-per-step quantities (:mod:`benchmarks.calibration_scores`; arrays (N,)) it is::
+per-step quantities (:mod:`experiments.calibration_scores`; arrays (N,)) it is::
 
     s_n  = sqrt( sd_n^2 + (tau b(V_n))^2 )      o_n = +1 if c_n >= 0 else -1
     e_n  = o_n (A_n - c_n) / s_n  (the error oriented away from 0)      z_n = |e_n|

@@ -1,6 +1,6 @@
 """The report of docs/prereg-rewardflow.md: the RewardFlow arm against the shipped arms, by seed.
 
-    python -m devtools.prereg_rewardflow sample_rollouts/runs/sokoban-6x6-prereg-rewardflow \
+    python -m experiments.prereg_rewardflow sample_rollouts/runs/sokoban-6x6-prereg-rewardflow \
         --base sample_rollouts/runs/sokoban-6x6-prereg [--expect-seeds 8]
 
 Writes ``prereg.json`` and ``prereg.md`` into the RewardFlow folder. The plan's comparisons
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from crbc.train import prereg
-from devtools.prereg_report import _at, _runs, write
+from experiments.prereg_report import _at, _runs, write
 
 PRIMARY = [("crbc", "rewardflow"), ("rewardflow", "gigpo")]
 SECONDARY = [("rewardflow", "grpo"), ("rewardflow", "visit_local")]

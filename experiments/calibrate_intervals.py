@@ -1,31 +1,31 @@
 """Fit and measure the calibrated credit interval (issue 36, docs/MATH.md section 10.1).
 
-    python -m benchmarks.calibrate_intervals fit       # choose and fit on the fit levels
-    python -m benchmarks.calibrate_intervals constants # copy the fit into crbc/estimators/calibration.py
-    python -m benchmarks.calibrate_intervals validate  # the library on the validation levels
-    python -m benchmarks.calibrate_intervals report    # the library on the fresh report levels
-    python -m benchmarks.calibrate_intervals table     # the report as docs/results/accuracy.md's table
+    python -m experiments.calibrate_intervals fit       # choose and fit on the fit levels
+    python -m experiments.calibrate_intervals constants # copy the fit into crbc/estimators/calibration.py
+    python -m experiments.calibrate_intervals validate  # the library on the validation levels
+    python -m experiments.calibrate_intervals report    # the library on the fresh report levels
+    python -m experiments.calibrate_intervals table     # the report as docs/results/accuracy.md's table
 
-Data: :mod:`benchmarks.calibration_data` (three settings; splits ``fit`` (level seeds from
+Data: :mod:`experiments.calibration_data` (three settings; splits ``fit`` (level seeds from
 2,000,000), ``validate`` (1,000,000: the first round's report split) and ``report`` (3,000,000,
 fresh); groups of 32 whose prefixes give G = 8, 16, 32; anchor-level truth per step).
 
-``fit`` (:mod:`devtools.calibration_fit`) scores every candidate, a bias scale (tau, proxy b)
+``fit`` (:mod:`experiments.calibration_fit`) scores every candidate, a bias scale (tau, proxy b)
 a Mondrian stratum rule and a shape (symmetric or oriented), by 5-fold cross-validation over the fit levels, and checks it on
 the validation levels with lambda fitted on all fit levels. Selection (stated in
-benchmarks/results/issue36/plan-round2.md before the report run): among the candidates whose
+experiments/results/issue36/plan-round2.md before the report run): among the candidates whose
 cross-validated sure share at G = 16 is >= SURE_MIN in every setting and sure-sign agreement
 >= 0.97 in every cell, the smallest cross-validated worst |coverage - L| over the 9 cells and
 L = 0.8 / 0.9 / 0.95; candidates within TIE of it count as tied and the one with the fewest
 strata, then the symmetric shape, then the largest smallest sure share at G = 16, wins. Writes
-``benchmarks/results/issue36/calibration-fit.json`` (the constants of
+``experiments/results/issue36/calibration-fit.json`` (the constants of
 :mod:`crbc.estimators.calibration` are copied from it; a test checks they agree).
 
 ``report`` / ``validate`` run the library (:func:`crbc.estimators.bootstrap.credit_intervals`,
 B = 200) with the ``calibrated`` and ``range`` methods at L = 0.8, 0.9, 0.95; ``report`` writes
 ``sample_rollouts/interval-calibration.json`` (shown by the Estimator accuracy page) and
 ``docs/interval-reliability.svg`` (``figure`` redraws it from the JSON), ``validate`` writes
-``benchmarks/results/issue36/validate-round2.json``.
+``experiments/results/issue36/validate-round2.json``.
 """
 
 from __future__ import annotations
@@ -33,18 +33,17 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import textwrap
 import time
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.calibration_data import SETTINGS, SPLITS, load, path
-from benchmarks.calibration_scores import cell, scores
-from devtools import calibration_fit as F
+from experiments import calibration_fit as F
+from experiments.calibration_data import SETTINGS, SPLITS, load, path
+from experiments.calibration_scores import cell, scores
 
 CACHE = Path("/work/calib-cache")
-OUT = Path("benchmarks/results/issue36")
+OUT = Path("experiments/results/issue36")
 REPORT = Path("sample_rollouts/interval-calibration.json")  #: read by the Estimator accuracy page
 SIZES, LEVELS = F.SIZES, F.LEVELS
 HYPER = (0.5, 4.0, 0.5)  #: posterior (alpha, kappa, alpha_pi), the first round's fit
@@ -154,7 +153,7 @@ def report(split: str = "report") -> dict:
            "level_seeds": f"{seeds[split]} (held out; the fit used {seeds['fit']}"
                           + (f", the design was validated on {seeds['validate']})" if split == "report" else ")"),
            "settings": {k: list(v) for k, v in SETTINGS.items()}, "rows": rows,
-           "command": f"python -m benchmarks.calibration_data && python -m benchmarks.calibrate_intervals {split}",
+           "command": f"python -m experiments.calibration_data && python -m experiments.calibrate_intervals {split}",
            "seconds": round(time.perf_counter() - t0, 1)}
     if split == "report":
         REPORT.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
@@ -192,41 +191,16 @@ def table(rep: dict | None = None) -> str:
 
 
 def constants() -> str:
-    """Rewrite the fitted-constants block of crbc/estimators/calibration.py from the fit JSON."""
+    """Copy the chosen fit from the fit JSON into the shipped data crbc/estimators/calibration.json."""
     fit_json = json.loads((OUT / "calibration-fit.json").read_text(encoding="utf-8"))
-    ch, grid_ = fit_json["chosen"], fit_json["lambda_grid"]
-
-    def tup(xs, indent: str) -> str:
-        """``(x, y, ...)`` wrapped at 100 characters, continuation lines at ``indent``."""
-        return "(" + textwrap.fill(", ".join(repr(x) for x in xs) + ",", 100 - len(indent),
-                                   subsequent_indent=indent, break_on_hyphens=False).lstrip() + ")"
-
-    def table(t) -> str:
-        """A [stratum][G][level] table, one block per stratum, one tuple per G."""
-        return "(\n" + "".join(f"    (  # stratum {k}\n" + "".join(f"        {tup(row, ' ' * 9)},\n" for row in per_k)
-                                 + "    ),\n" for k, per_k in enumerate(t)) + ")"
-
-    rule = (ch["rule"][0], tuple(ch["rule"][1]), ch["rule"][2])
-    block = (
-        "# BEGIN FITTED CONSTANTS (written by python -m benchmarks.calibrate_intervals constants)\n"
-        "#: posterior draws: pseudo weight of the unseen successor per pair, Beta concentration of its\n"
-        "#: value, pseudo weight of the unseen action per anchor (crbc.estimators.posterior)\n"
-        f"ALPHA, KAPPA, ALPHA_PI = {ch['alpha']!r}, {ch['kappa']!r}, {ch['alpha_pi']!r}\n"
-        "#: the bias scale and the interval's shape (\"oriented\" or \"symmetric\")\n"
-        f"TAU, PROXY, SHAPE = {ch['tau']!r}, {ch['proxy']!r}, {ch['shape']!r}\n"
-        "#: the Mondrian stratum rule (feature, edges, none apart): crbc.estimators.calibration_strata\n"
-        f"RULE: tuple[str, tuple[float, ...], bool] = {rule!r}\n"
-        f"GROUP_SIZES: tuple[int, ...] = {tuple(grid_['group_sizes'])!r}\n"
-        f"LEVELS: tuple[float, ...] = (\n    {tup(grid_['levels'], '    ')[1:]}\n"
-        "#: lo(L, G, k) and hi(L, G, k): per stratum k, rows G in GROUP_SIZES, columns LEVELS\n"
-        f"LAMBDA_LO: tuple[tuple[tuple[float, ...], ...], ...] = {table(grid_['lo'])}\n"
-        f"LAMBDA_HI: tuple[tuple[tuple[float, ...], ...], ...] = {table(grid_['hi'])}\n"
-        "# END FITTED CONSTANTS")
-    path_ = Path("crbc/estimators/calibration.py")
-    text = path_.read_text(encoding="utf-8")
-    a, b = text.index("# BEGIN FITTED CONSTANTS"), text.index("# END FITTED CONSTANTS") + len("# END FITTED CONSTANTS")
-    path_.write_text(text[:a] + block + text[b:], encoding="utf-8")
-    return block
+    keep = ("alpha", "kappa", "alpha_pi", "tau", "proxy", "shape", "rule", "strata")
+    data = {"schema": "crbc.calibration-constants/1", "fitted_by": "python -m experiments.calibrate_intervals fit",
+            "copied_from": "experiments/results/issue36/calibration-fit.json",
+            "chosen": {k: fit_json["chosen"][k] for k in keep},
+            "lambda_grid": {k: fit_json["lambda_grid"][k] for k in ("levels", "group_sizes", "lo", "hi")}}
+    text = json.dumps(data, indent=1) + "\n"
+    Path("crbc/estimators/calibration.json").write_text(text, encoding="utf-8")
+    return text
 
 
 def _mean(v) -> float | None:

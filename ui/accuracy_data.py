@@ -1,0 +1,60 @@
+"""What the Estimator accuracy page draws from: the shipped results, the reliability figure and a
+small live run, each computed or read once (shared by every session: none is a user's data)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import streamlit as st
+
+from crbc.viz.reliability import reliability_svg
+from ui import warm_imports
+
+
+@st.cache_data(show_spinner=False)
+def _shipped(path: str, stamp: float) -> dict:
+    del stamp  # part of the key: a re-run file is re-read
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def shipped_result(path: Path) -> dict:
+    """The ``crbc.accuracy`` JSON of a shipped results file (re-read when the file changes)."""
+    return _shipped(str(path), path.stat().st_mtime)
+
+
+@st.cache_data(show_spinner=False, max_entries=2)
+def _reliability(report_json: str) -> str:
+    return reliability_svg(json.loads(report_json))
+
+
+def reliability(report: dict) -> str:
+    """The reliability figure (nominal against measured coverage) of a calibration report."""
+    return _reliability(json.dumps(report, sort_keys=True))
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def _policy(folder: str):
+    warm_imports.wait()  # the model stack may still be importing in the background
+    from crbc.truth.policies import load_tiny_checked
+
+    return load_tiny_checked(folder)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def live_accuracy(env: str, model: str, seeds: tuple[int, ...], sizes: tuple[int, ...]) -> dict:
+    """``crbc accuracy`` on a few levels (``seeds``) and group sizes, with a progress bar; the
+    same arguments give the stored result."""
+    warm_imports.wait()
+    from crbc.truth.accuracy import AccuracyConfig, run_accuracy
+
+    bar = st.progress(0.0, text="Reading the policy's probabilities…")
+
+    def progress(phase: str, done: int, total: int) -> None:
+        bar.progress(min(done / max(total, 1), 1.0), text=f"{phase}: {done}/{total}")
+
+    cfg = AccuracyConfig(env=env, model=model, seeds=seeds, group_sizes=sizes, n_boot=500)
+    out = run_accuracy(cfg, policy=_policy(model), progress=progress).to_json()
+    bar.empty()
+    return out

@@ -1,0 +1,120 @@
+"""What the Training runs page reads of runs, each read or computed once: the shipped run folders
+(``crbc.io.runs``), their experiments newest first, a run folder, an iteration's groups and the
+paired test against grpo.
+
+Shipped runs are the same for every session (``st.cache_*``); an uploaded run's iteration groups
+stay in the uploading session (:func:`ui.session_memo.memo`, keyed ``upload:<hash>``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import streamlit as st
+
+import crbc.io.runs as R
+import crbc.train.analysis as A
+from ui import figure_cache
+from ui.session_memo import memo
+
+
+@st.cache_data(show_spinner=False, ttl=30)
+def shipped_runs(root: str) -> list[str]:
+    """The run folders under ``root``, relative to it (re-listed at most every 30 s)."""
+    return [str(p.relative_to(root)) for p in R.find_runs(root)]
+
+
+def metrics_stamp(root: Path, rel: str) -> float:
+    """When run ``rel``'s metrics were last written (0 without a metrics file): part of the
+    cache keys, so a run that is still being written is re-read."""
+    p = root / rel / R.METRICS_FILE
+    return p.stat().st_mtime if p.exists() else 0.0
+
+
+@st.cache_resource(show_spinner=False, max_entries=128)
+def _load_folder(root: str, rel: str, stamp: float) -> R.Run:
+    del stamp  # part of the cache key
+    return R.read_run(Path(root) / rel)
+
+
+def load_shipped(root: Path, rel: str) -> R.Run:
+    """The run folder ``root / rel`` (read again once its metrics change)."""
+    return _load_folder(str(root), rel, metrics_stamp(root, rel))
+
+
+@memo(max_entries=32)
+def _iteration_groups(run_key: str, iteration: int, _run: R.Run):
+    return _run.rollouts(iteration)
+
+
+def iteration_groups(run_key: str, run: R.Run, iteration: int):
+    """The groups of one iteration of ``run`` (``run_key``: the run's content key; an upload's
+    starts with ``upload:`` and stays in its session)."""
+    return _iteration_groups(run_key, iteration, run)
+
+
+@st.cache_data(show_spinner=False, ttl=30)
+def experiments_newest_first(root: str, shipped: tuple[str, ...]) -> list[str]:
+    """The experiment folders of the shipped runs, the most recently created first (the newest
+    ``created_at`` of their runs' run.json; an unreadable one counts as oldest), a folder with a
+    pre-registered report (``prereg.json``, experiments/prereg_report.py) before all others, so the
+    page opens on the pre-registered comparison."""
+    newest: dict[str, str] = {}
+    for rel in shipped:
+        try:
+            stamp = str(R.read_meta(Path(root) / rel).get("created_at") or "")
+        except R.RunFormatError:
+            stamp = ""
+        exp = str(Path(rel).parent)
+        newest[exp] = max(newest.get(exp, ""), stamp)
+    prereg = {e: (Path(root) / e / "prereg.json").is_file() for e in newest}
+    return sorted(newest, key=lambda e: (prereg[e], newest[e], e), reverse=True)
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _paired(key: tuple, _runs: tuple) -> list:
+    return A.paired_table(list(_runs), reference="grpo")
+
+
+def paired_against_grpo(runs: list[R.Run]) -> list:
+    """The paired test of every estimator against grpo (10,000 bootstrap rounds per comparison:
+    0.1-0.4 s), once per set of runs (keyed by what the test reads of each run: estimator, seed,
+    name and final evaluation)."""
+    key = tuple((r.estimator, r.seed, r.name, json.dumps(r.meta.get("final_eval"), sort_keys=True)) for r in runs)
+    return _paired(key, tuple(runs))
+
+
+def ordered(runs: list[R.Run]) -> list[R.Run]:
+    """The runs in the order every table and legend uses (estimator, then seed)."""
+    return A.order_runs(runs)
+
+
+def curves_svg(runs_key: str, runs: list[R.Run], metric: str, smooth: int, band: str, threshold: float) -> str:
+    """The learning curves of ``metric`` (mean over seeds with its band, single seeds thin), once
+    per (runs, metric, smoothing, band, threshold); held-out success includes the evaluation after
+    the last update."""
+    from crbc.viz import run_curves as V
+
+    return figure_cache.figure(
+        "runs_curves", (runs_key, metric, smooth, band, threshold),
+        lambda: V.curves_chart_svg(A.curves(runs, metric, smooth=smooth, with_final=metric == A.EVAL), metric,
+                                   band=band, threshold=threshold if "success" in metric else None))
+
+
+def summary(runs_key: str, runs: list[R.Run], threshold: float, smooth: int) -> list[dict]:
+    """Per estimator: final success, iterations to ``threshold``, held-out gain (:func:`A.summarize`)."""
+    return figure_cache.figure("runs_summary", (runs_key, threshold, smooth),
+                               lambda: A.summarize(runs, threshold=threshold, smooth=max(smooth, 1)))
+
+
+def truth_accuracy_curves(runs_key: str, runs: list[R.Run]) -> dict:
+    """Each estimator's Spearman with the exact advantage over the iterations of its own runs
+    (the ``diag.truth_spearman.<estimator>`` metric), as curves; empty when no run records it."""
+    def build() -> dict:
+        out: dict = {}
+        for est, items in A.by_estimator(runs).items():
+            out.update(A.curves(items, f"diag.truth_spearman.{est}"))
+        return out
+
+    return figure_cache.figure("runs_accuracy_curves", (runs_key,), build)
