@@ -75,3 +75,23 @@ def iteration(view: RunView, it: int, groups: tuple, regex: str, open_in: list[t
                 title, icon=icon, key=f"doctor_open_{Path(path).stem}", help=f"Open this row's group in {title}"):
             st.session_state["_crbc_open_request"] = {view.iter_key: it, "group": group, "rollout": rollout}
             url.switch_page(path)
+
+
+@memo(max_entries=16)
+def _source_findings(key: str, _groups: tuple) -> list[Finding]:
+    return diagnose(from_groups(list(_groups)))
+
+
+def upload_note(src) -> None:
+    """The sidebar's review of an uploaded file (one iteration): the doctor's warnings and
+    errors, one line each, the message on hover; nothing when every check is silent."""
+    if src is None or not src.key.startswith("upload:"):
+        return
+    try:
+        found = [f for f in _source_findings(src.key, tuple(src.groups)) if f.serious]
+    except ValueError as e:
+        st.sidebar.caption(f"The advantage doctor could not examine this file: {e}")
+        return
+    for f in found:
+        st.sidebar.warning(f"Advantage doctor: **{f.check}** ({f.severity}) on {f.rows} rows, e.g. rows "
+                           f"{', '.join(map(str, f.examples))}. {f.message}", icon=ICONS[f.severity])

@@ -42,3 +42,23 @@ def test_a_planted_bug_is_shown_with_its_rows_one_click_away(app, tmp_path, monk
     assert rows.options[0].startswith(f"row {want[0]}: group prompt-")
     at.button(key="doctor_open_inspector").click().run()
     assert not at.exception, at.exception
+
+
+def _upload_script():
+    from crbc.io.rollouts import Rollout, RolloutGroup, Step
+    from ui import run_doctor
+    from ui.context import Source
+
+    groups = [RolloutGroup(f"traj-{k}", (Rollout(f"traj-{k}", 0, (Step("s", "a"),), k % 2 == 0),))
+              for k in range(4)]
+    run_doctor.upload_note(Source("upload:test", "mine.jsonl", groups))
+    run_doctor.upload_note(Source("sample:clean", "a sample", groups))  # not an upload: nothing
+
+
+def test_an_uploaded_file_is_reviewed_by_the_doctor_in_the_sidebar():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_upload_script, default_timeout=60).run()
+    assert not at.exception, at.exception
+    notes = [w.value for w in at.sidebar.warning]
+    assert len(notes) == 1 and "singleton_groups" in notes[0] and "4 rows" in notes[0]
