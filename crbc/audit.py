@@ -42,12 +42,12 @@ from typing import Any
 import numpy as np
 
 from crbc.health import checked_estimators, iteration_health, params_for
-from crbc.io.audit_reader import AUDIT_SCHEMA, KEY_COLUMN, cache_folder
+from crbc.io.audit_reader import AUDIT_SCHEMA, DOCTOR_COLUMNS, KEY_COLUMN, cache_folder
 from crbc.io.runs import ROLLOUTS_DIR, iteration_files, read_run
 
 COLUMNS = ("iteration", "estimator", "groups", "rollouts", "steps", "success_rate",
            "shared_step_share", "anchors_per_group", "none_share", "sure_share",
-           "trainer_spearman", "trainer_sign_agreement", "seconds", KEY_COLUMN)
+           "trainer_spearman", "trainer_sign_agreement", *DOCTOR_COLUMNS, "seconds", KEY_COLUMN)
 OUT_SUFFIXES = (".parquet", ".csv", ".jsonl")
 DEFAULT_NAME = "audit.parquet"
 Progress = Callable[[int, int], None]
@@ -81,6 +81,11 @@ def audit_iteration(job: dict[str, Any]) -> dict[str, Any]:
         cols = Columns.from_groups(groups)
         p = from_columns(cols)
         adv = cols.trainer_advantage
+        from crbc.doctor import counts, diagnose, from_groups
+        from crbc.doctor.expect import estimator_mismatch
+
+        batch = from_groups(groups, it)
+        found = counts(diagnose(batch))  # the same on every estimator's row but the mismatch
         read = time.perf_counter() - t0
         rows = []
         for name in job["estimators"]:
@@ -96,7 +101,11 @@ def audit_iteration(job: dict[str, Any]) -> dict[str, Any]:
                          "sure_share": h.get("sure_share", math.nan),
                          "trainer_spearman": h.get(f"trainer_spearman/{name}", math.nan),
                          "trainer_sign_agreement": h.get(f"trainer_sign_agreement/{name}", math.nan),
-                         "seconds": read + time.perf_counter() - t1, KEY_COLUMN: anchor})
+                         **found, "doctor/estimator_mismatch": 0.0})
+            mismatch = estimator_mismatch(batch, name, params_for(name, job["params"]))
+            if mismatch is not None:
+                rows[-1]["doctor/estimator_mismatch"] = float(mismatch.rows)
+            rows[-1].update({"seconds": read + time.perf_counter() - t1, KEY_COLUMN: anchor})
     except (FormatError, ValueError, KeyError, OSError) as e:
         msg = str(e) if not isinstance(e, KeyError) else str(e.args[0] if e.args else e)
         return {"iteration": it, "error": " ".join(msg.split())}
@@ -319,7 +328,7 @@ def audit_run(run_dir: str | os.PathLike, estimators: Sequence[str] = ("crbc", "
             results.close()  # stops the engine: pending work cancelled, pools shut down
     frame = pd.DataFrame([r for it in sorted(rows) for r in rows[it]], columns=list(COLUMNS))
     frame = frame.astype({"iteration": "int64", "groups": "int64", "rollouts": "int64", "steps": "int64",
-                          KEY_COLUMN: object})
+                          **{c: "int64" for c in DOCTOR_COLUMNS}, KEY_COLUMN: object})
     write_audit(frame, path)
     for p in side.glob("iter-*.json") if side.is_dir() else []:
         p.unlink(missing_ok=True)  # another audit of the same output may have removed it first

@@ -16,7 +16,9 @@ several iterations). :func:`render` draws
    every iteration here
    (:func:`crbc.explain.run_review.review_iteration`, about a second each), kept for the session;
 2. a click on an iteration (a point of the grid, or the sidebar's iteration) and the button under
-   the grid list that iteration's groups worth a look, each one click from the other pages.
+   the grid list that iteration's groups worth a look, each one click from the other pages;
+3. the advantage doctor (:mod:`ui.run_doctor`): the iterations the recorder's doctor flagged, and
+   the chosen iteration's findings, each finding's rows one click from the other pages.
 
 Only rendering here; the numbers come from :mod:`crbc.explain.run_review`.
 """
@@ -36,7 +38,7 @@ from crbc.io.anchor_keys import effective_key, key_to_apply
 from crbc.io.audit_reader import audit_key, find_audits, keyed_cache, read_audit
 from crbc.viz.audit import audit_grid_svg
 from crbc.viz.trainer_metrics import trainer_metrics_svg
-from ui import anchor_key, figure_cache, jobs, report_download, run_source, state, url
+from ui import anchor_key, figure_cache, jobs, report_download, run_doctor, run_source, state, url
 from ui.run_source import RunView
 from ui.svg_view import svg_view
 
@@ -215,6 +217,7 @@ def _iteration(view: RunView, iteration: int, params: tuple, open_in: list[tuple
     else:
         st.info("This run records no trainer advantage per step (trainer_advantage), so only "
                 "sharing, evidence and sure steps are shown.")
+    run_doctor.iteration(view, iteration, groups, regex, open_in)
     st.markdown(f"**{view.label}, iteration {iteration}: groups worth a look**")
     by = st.segmented_control("Sort by", list(RR.SORTS), key="review_sort", default="disagreement",
                               required=True, help="; ".join(f"{k}: {v}" for k, v in RR.SORTS.items()))
@@ -276,6 +279,7 @@ def render(open_in: list[tuple[str, str, str]]) -> None:
         report_download.run_button(view.folder, view.label.removeprefix("run "), iteration, "review_dl_report",
                                    anchor=effective_key(st.session_state.get(anchor_key.KEY), view.recorded_key))
     regex = effective_key(st.session_state.get(anchor_key.KEY), view.recorded_key)  # run.json's when empty
+    run_doctor.iterations(view)
     frame, where, complete, other_key = _history(view, params, regex)
     if other_key is not None:
         st.warning(f"This overview was computed with the anchor key {_key_text(other_key)}, not the "

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "truth": ("crbc.cli.truth", "the policy's exact per-step values and advantages (crbc.truth/1)"),
     "accuracy": ("crbc.cli.truth", "score every estimator against the exact truth as G grows"),
     "report": ("crbc.cli.report", "a self-contained HTML report of a group or a run (no server needed)"),
+    "doctor": ("crbc.cli.doctor", "name the pipeline bugs around the advantage in a logged batch (crbc.doctor/1)"),
 }
 
 

@@ -21,6 +21,7 @@ logger (:mod:`crbc.integrations.trainer_metrics`, docs/FORMATS.md "Trainer metri
 from __future__ import annotations
 
 import base64
+import logging
 import time
 import warnings
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from crbc.io.rollouts import Rollout, RolloutGroup, Step
 from crbc.io.run_writer import RunWriter, json_clean
 from crbc.io.runs import ROLLOUTS_DIR, RUN_FILE, read_run, rollouts_name
 
+log = logging.getLogger("crbc")
 THUMB = 8  #: thumbnails of array anchors are at most THUMB x THUMB pixels
 
 
@@ -106,6 +108,7 @@ class BatchSteps:
     reward, advantage, score: (K,) float64, NaN where absent. success: (K,) bool.
     starts: (R + 1,) first step of each rollout, then K. notes: array anchor -> note.
     obs: (K,) object str, the observation text an anchor key was taken from (None without a key).
+    row: (K,) int64 the batch row of each step (the first of its copies).
     """
 
     group: np.ndarray
@@ -122,6 +125,7 @@ class BatchSteps:
     starts: np.ndarray
     notes: dict[str, dict[str, Any]]
     obs: np.ndarray | None = None
+    row: np.ndarray | None = None
 
     def metas(self, step: int | None) -> list[str]:
         """(R,) the rollouts' meta as JSON text (sorted keys, as the Parquet writer stores it)."""
@@ -230,7 +234,8 @@ def batch_steps(data: Any, success_threshold: float | None = None, warn: bool = 
         response=None if resp is None else np.array([str(x) for x in column(resp, "response", n)[perm].tolist()],
                                                     dtype=object),
         reward=_floats(batch_field(data, "rewards"), "rewards", n)[perm], advantage=adv_B[perm],
-        score=score_B[first_of_r], success=ok_B[first_of_r], starts=starts, notes=notes, obs=obs_K)
+        score=score_B[first_of_r], success=ok_B[first_of_r], starts=starts, notes=notes, obs=obs_K,
+        row=perm.astype(np.int64))
 
 
 def _opt(x: float) -> float | None:
@@ -273,11 +278,16 @@ class RunRecorder:
     returns each iteration's credit health for the trainer's logger.
 
     ``RunRecorder(run_dir, meta=None, format="parquet", success_threshold=None, anchor=None,
-    estimators=("crbc", "gigpo"), bootstrap=0, seed=0, params=None)``; then
+    estimators=("crbc", "gigpo"), bootstrap=0, seed=0, params=None, trainer_config=None, doctor=True,
+    expect=None)``; then
     ``metrics.update(recorder.record(batch, step))`` after ``compute_advantage``. ``anchor``: an
     anchor key (a regex or a callable ``text -> str``, as ``compute_advantage(anchor=...)``);
     ``estimators``, ``bootstrap``, ``seed``, ``params``: what :func:`crbc.health.iteration_health`
     compares with the trainer's advantage (``bootstrap`` > 0 adds ``crbc/sure_share``).
+    ``doctor``: run the advantage doctor (:mod:`crbc.integrations.doctor_steps` on the steps it read, ``expect``
+    its expected estimator) on every batch: ``crbc/doctor/<check>`` = rows flagged, one ``crbc``
+    log line the first time a check warns or errs, the findings in ``self.findings``; a doctor
+    that fails is logged once and never stops training.
     ``format="parquet"`` needs pyarrow (``pip install "crbc[parquet]"``); ``"jsonl"`` does not.
     ``trainer_config``: the trainer's config (verl's ``self.config``, an OmegaConf or a dict):
     its ``trainer.project_name``, ``trainer.experiment_name`` and seed name the run
@@ -289,8 +299,12 @@ class RunRecorder:
     def __init__(self, run_dir: str | Path, meta: dict[str, Any] | None = None, format: str = "parquet",
                  success_threshold: float | None = None, anchor: AnchorKeySpec = None,
                  estimators: tuple[str, ...] = ("crbc", "gigpo"), bootstrap: int = 0, seed: int = 0,
-                 params: dict[str, Any] | None = None, trainer_config: Any = None):
+                 params: dict[str, Any] | None = None, trainer_config: Any = None, doctor: bool = True,
+                 expect: str | None = None):
         self.path = Path(run_dir)
+        self.doctor, self.expect, self.findings = doctor, expect, []
+        self._fired: set[str] = set()
+        self._doctor_failed = False
         self.format, self.success_threshold = format, success_threshold
         rollouts_name(0, format)  # refuses an unknown format now, not at the first step
         if format == "parquet":
@@ -330,6 +344,27 @@ class RunRecorder:
         self._warned = self._warned or batch_field(data, "step_index") is None
         return st
 
+    def _diagnose(self, st: BatchSteps, data: Any, step: int) -> dict[str, float]:
+        """``{"crbc/doctor/<check>": rows flagged}`` of the batch; {} when the doctor fails."""
+        try:
+            from crbc.doctor import counts
+            from crbc.integrations import doctor_steps
+
+            self.findings = doctor_steps.diagnose_steps(st, data, step, self.expect, self.health["params"])
+        except Exception as e:  # noqa: BLE001 - the doctor never stops training
+            self.findings = []
+            if not self._doctor_failed:
+                self._doctor_failed = True
+                log.warning("crbc doctor: could not examine iteration %d (%s: %s); training goes on",
+                            step, type(e).__name__, e)
+            return {}
+        for f in self.findings:
+            if f.serious and f.check not in self._fired:
+                self._fired.add(f.check)
+                log.warning("crbc doctor: iteration %d: %s %s on %d rows (e.g. %s): %s", step, f.severity,
+                            f.check, f.rows, ", ".join(map(str, f.examples)), f.message)
+        return {"crbc/" + k: v for k, v in counts(self.findings).items()}
+
     def groups(self, data: Any, step: int | None = None) -> list[RolloutGroup]:
         """The batch as rollout groups: groups sorted by uid, rollouts by traj_uid (so the order
         does not depend on how ``_balance_batch`` shuffled the rows)."""
@@ -345,6 +380,8 @@ class RunRecorder:
         st = self.steps(data)
         key_name = describe_key(self.anchor)
         health = trainer_metrics(st, key_name=key_name, **self.health)
+        if self.doctor:
+            health.update(self._diagnose(st, data, step))
         if step <= self._last:
             self.writer.truncate(step - 1)
         if self.format == "parquet":

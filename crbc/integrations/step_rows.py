@@ -31,6 +31,35 @@ from crbc.process import Process, build_process
 DIGEST_BYTES = 16
 
 
+@dataclass(frozen=True)
+class BatchKeys:
+    """Where each input lives in the ``DataProto`` (verl-agent's names; looked up in
+    ``non_tensor_batch`` first, then ``batch``).
+
+    uid ("uid"): task group. traj ("traj_uid"): trajectory. anchor ("anchor_obs"): anchor of the
+    state before the step. step_index ("step_index"): position in the trajectory (written by
+    :func:`add_step_index`). action ("action"): executed semantic action (not stored by
+    verl-agent; docs/VERL.md). valid ("is_action_valid"): False makes the action ``invalid``.
+    success ("success"): R_i (not stored by verl-agent; or pass ``success_threshold``). score
+    ("episode_rewards"): S_i. reward ("rewards"): the step's environment reward.
+    token_rewards ("token_level_rewards"): used for S_i only when ``score`` is absent.
+    """
+
+    uid: str = "uid"
+    traj: str = "traj_uid"
+    anchor: str = "anchor_obs"
+    step_index: str = "step_index"
+    action: str = "action"
+    valid: str = "is_action_valid"
+    success: str = "success"
+    score: str = "episode_rewards"
+    reward: str = "rewards"
+    token_rewards: str = "token_level_rewards"
+
+
+DEFAULT_KEYS = BatchKeys()  #: verl-agent's names
+
+
 def stable_key(x: Any) -> bytes:
     """A digest equal for equal values and stable across processes (16 bytes of BLAKE2b).
 
@@ -336,4 +365,4 @@ def scatter(layout_: Layout, x_N: np.ndarray) -> np.ndarray:
     return np.asarray(x_N)[layout_.row_step_B]
 
 
-__all__: Sequence[str] = ("Layout", "column", "key_anchors", "keys", "layout", "scatter", "stable_key")
+__all__: Sequence[str] = ("DEFAULT_KEYS", "BatchKeys", "Layout", "column", "key_anchors", "keys", "layout", "scatter", "stable_key")

@@ -38,7 +38,6 @@ interface is used). torch is the trainer's own and is imported only when
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -47,38 +46,16 @@ import numpy as np
 from crbc.estimators.registry import Credits, get
 from crbc.integrations import step_rows as rows
 from crbc.integrations.recorder import RunRecorder
+from crbc.integrations.step_rows import DEFAULT_KEYS, BatchKeys
 from crbc.integrations.trainer_metrics import describe_key, warn_merge
+from crbc.integrations.verl_doctor import doctor
 from crbc.io.anchor_keys import AnchorKeySpec
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["BatchKeys", "RunRecorder", "add_step_index", "compute_advantage", "layout", "response_mask"]
+__all__ = ["BatchKeys", "RunRecorder", "add_step_index", "compute_advantage", "doctor", "layout", "response_mask"]
 
-@dataclass(frozen=True)
-class BatchKeys:
-    """Where each input lives in the ``DataProto`` (verl-agent's names; looked up in
-    ``non_tensor_batch`` first, then ``batch``).
-
-    uid ("uid"): task group. traj ("traj_uid"): trajectory. anchor ("anchor_obs"): anchor of the
-    state before the step. step_index ("step_index"): position in the trajectory (written by
-    :func:`add_step_index`). action ("action"): executed semantic action (not stored by
-    verl-agent; docs/VERL.md). valid ("is_action_valid"): False makes the action ``invalid``.
-    success ("success"): R_i (not stored by verl-agent; or pass ``success_threshold``). score
-    ("episode_rewards"): S_i. reward ("rewards"): the step's environment reward.
-    token_rewards ("token_level_rewards"): used for S_i only when ``score`` is absent.
-    """
-
-    uid: str = "uid"
-    traj: str = "traj_uid"
-    anchor: str = "anchor_obs"
-    step_index: str = "step_index"
-    action: str = "action"
-    valid: str = "is_action_valid"
-    success: str = "success"
-    score: str = "episode_rewards"
-    reward: str = "rewards"
-    token_rewards: str = "token_level_rewards"
 
 
 def _require(data: Any, name: str, why: str) -> Any:
@@ -90,7 +67,7 @@ def _require(data: Any, name: str, why: str) -> Any:
     return x
 
 
-def add_step_index(data: Any, keys: BatchKeys = BatchKeys()) -> Any:
+def add_step_index(data: Any, keys: BatchKeys = DEFAULT_KEYS) -> Any:
     """Number each trajectory's rows 0, 1, 2, ... in their current order, in place, as
     ``non_tensor_batch[keys.step_index]`` (int64); a batch that has the field is left alone.
 
@@ -139,7 +116,7 @@ def episode_scores(data: Any, keys: BatchKeys, trainer_penalty: float) -> tuple[
     return s_B, f"{keys.token_rewards}.sum(-1)"
 
 
-def layout(data: Any, estimator: str, keys: BatchKeys = BatchKeys(),
+def layout(data: Any, estimator: str, keys: BatchKeys = DEFAULT_KEYS,
            success_threshold: float | None = None, trainer_penalty: float = 0.0,
            anchor: AnchorKeySpec = None) -> rows.Layout:
     """The process of a ``DataProto``'s rows (see :func:`compute_advantage`)."""
@@ -174,7 +151,7 @@ def layout(data: Any, estimator: str, keys: BatchKeys = BatchKeys(),
 
 
 def compute_advantage(data: Any, estimator: str | Enum = "crbc", config: Any = None, *,
-                      keys: BatchKeys = BatchKeys(), success_threshold: float | None = None,
+                      keys: BatchKeys = DEFAULT_KEYS, success_threshold: float | None = None,
                       trainer_penalty: float = 0.0, anchor: AnchorKeySpec = None,
                       return_credits: bool = False, **params: Any):
     """Write ``data.batch["advantages"]`` and ``["returns"]`` (B, L), float32, on the rows' device.

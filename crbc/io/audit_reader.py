@@ -32,9 +32,15 @@ if TYPE_CHECKING:  # pandas is imported when a file is read: `import crbc` stays
 
 AUDIT_SCHEMA = "crbc.audit/1"
 AUDIT_FILES = ("audit.parquet", "audit.csv", "audit.jsonl")
+#: the doctor's columns (crbc.doctor.findings.CHECKS, in its order): rows each check flags
+DOCTOR_COLUMNS = tuple(f"doctor/{c}" for c in (
+    "singleton_groups", "zero_step_advantage", "length_weighted_baseline", "step_rewards_sum",
+    "advantage_off_mask", "advantage_shifted", "no_shared_anchors", "zero_variance_groups",
+    "estimator_mismatch"))
 NUMERIC = ("groups", "rollouts", "steps", "success_rate", "shared_step_share", "anchors_per_group",
-           "none_share", "sure_share", "trainer_spearman", "trainer_sign_agreement", "seconds")
-COUNTS = ("groups", "rollouts", "steps")
+           "none_share", "sure_share", "trainer_spearman", "trainer_sign_agreement", *DOCTOR_COLUMNS,
+           "seconds")
+COUNTS = ("groups", "rollouts", "steps", *DOCTOR_COLUMNS)
 KEY_COLUMN = "anchor_key"
 
 

@@ -63,12 +63,13 @@ def default_truth(policy_root: str | None = None):
 
 def group_report(group: RolloutGroup, *, estimators: Sequence[str] | None = None,
                  params: Mapping[str, Any] | None = None, truth: bool | Any = True,
-                 policy_root: str | None = None, source: str = "", key: str = "") -> str:
+                 policy_root: str | None = None, source: str = "", key: str = "", findings=None) -> str:
     """The HTML file of one group (see :mod:`crbc.report.group`). ``truth``: True computes the
     exact truth where the group's meta allows it, False never, or a function
     ``truth(group, anchors, beta) -> GroupTruth``. ``source``: where the group came from (shown);
     ``key``: the anchor key its anchors carry (named; "" the exact text). A group whose steps
-    record the trainer's advantage gets the trainer row."""
+    record the trainer's advantage gets the trainer row. ``findings``: the advantage doctor's
+    findings on the group's source (a last section), or None."""
     from crbc.explain.run_review import trainer_advantage
 
     fn = default_truth(policy_root) if truth is True else (truth or None)
@@ -79,7 +80,12 @@ def group_report(group: RolloutGroup, *, estimators: Sequence[str] | None = None
            + (f"the anchor key <code>{esc(key[:200])}</code>" if key else "the exact text")
            + ": its anchor graph, every estimator's step "
            "credits, the Bellman backups from K = 0 to the closure and where the estimators disagree.")
-    return page(f"crbc report: {group.group[:120]}", G.sections(view), subtitle=sub)
+    secs = list(G.sections(view))
+    if findings is not None:
+        from crbc.report.doctor import findings_html
+
+        secs.append(Section("doctor", "The advantage doctor", findings_html(findings, source or "the source")))
+    return page(f"crbc report: {group.group[:120]}", secs, subtitle=sub)
 
 
 def run_report(run_dir: str | os.PathLike, *, estimators: Sequence[str] = ("crbc", "gigpo"),
@@ -131,6 +137,7 @@ def report(src: str | os.PathLike, *, group: str | int | None = None, iteration:
                           params=params, anchor=anchor)
     if iteration is not None:
         raise UsageError("--iteration is for run folders")
+    from crbc.doctor import diagnose, from_groups
     from crbc.io.anchor_keys import rekey
     from crbc.io.rollout_files import read_rollouts
 
@@ -141,7 +148,7 @@ def report(src: str | os.PathLike, *, group: str | int | None = None, iteration:
     k = pick_group(groups, group)
     root = str(path.resolve().parent.parent)
     return group_report(groups[k], estimators=estimators, params=params, truth=truth, policy_root=root,
-                        source=path.name, key=anchor)
+                        source=path.name, key=anchor, findings=diagnose(from_groups(groups)))
 
 
 __all__ = ["Section", "group_report", "pick_group", "report", "run_group_report", "run_report"]

@@ -1,4 +1,5 @@
-"""A run's report: the audit's curves over the iterations, the trainer's own metrics, and the
+"""A run's report: the audit's curves over the iterations, the trainer's own metrics, the advantage
+doctor's findings (:mod:`crbc.report.doctor`), and the
 groups of one iteration worth a look, each with its own section (graph, credits, backups,
 disagreements) linked from the table.
 
@@ -26,6 +27,7 @@ from crbc.io.runs import Run, read_run
 from crbc.process import merge, merge_stats
 from crbc.report import audit_table as AT
 from crbc.report import group as G
+from crbc.report.doctor import run_doctor_html
 from crbc.report.page import Section, page, render
 from crbc.report.text import facts
 from crbc.viz.core.axes import Axis
@@ -178,7 +180,8 @@ def run_report(run_dir: str | os.PathLike, *, estimators: Sequence[str] = ("crbc
     frame, origin = AT.load(run, progress, anchor)
     head = run_facts(run, key)
     secs = [Section("curves", "Audit over iterations", head + curves_html(frame, origin, estimators, iteration)),
-            Section("trainer", "The trainer's metrics", trainer_html(run, iteration))]
+            Section("trainer", "The trainer's metrics", trainer_html(run, iteration)),
+            Section("doctor", "The advantage doctor", run_doctor_html(run, frame, iteration, groups))]
     if iteration is not None:
         trainer = trainer_by_group(groups)
         rows = rank_groups(groups, estimators, params)

@@ -70,6 +70,18 @@ def test_the_recorder_keeps_the_transcript_and_the_board(played, tmp_path, monke
     with pytest.warns(UserWarning, match="merge almost nothing"):
         plain = V.RunRecorder(tmp_path / "plain", format="jsonl").record(data, 0)
     assert keyed["crbc/merge_warning"] == 0.0 and plain["crbc/merge_warning"] == 1.0
+    # the doctor: silent on the keyed run (no warning, no error), names the transcripts without the key
+    from crbc.cli.main import main
+    from crbc.doctor import CHECKS
+
+    quiet = [c for c, sev in CHECKS.items() if sev != "info"]
+    assert all(keyed[f"crbc/doctor/{c}"] == 0.0 for c in quiet), keyed
+    assert plain["crbc/doctor/no_shared_anchors"] > 0
+    assert main(["doctor", str(tmp_path / "keyed"), "--expect", "crbc"]) == 0
+    assert main(["doctor", str(tmp_path / "plain")]) == 1
+    # and the trainer's own call on the batch, tokens included
+    assert [f.check for f in V.doctor(data, expect="crbc", anchor=BOARD) if f.serious] == []
+    assert [f.check for f in V.doctor(data) if f.serious] == ["no_shared_anchors"]
     assert keyed["crbc/shared_step_share"] > plain["crbc/shared_step_share"] + 0.3
     # the trainer's advantage is the keyed CRBC: it agrees with CRBC only under the same key
     assert keyed["crbc/trainer_spearman/crbc"] == pytest.approx(1.0)

@@ -35,7 +35,11 @@ def test_record_returns_the_health_of_what_it_wrote(tmp_path, bootstrap):
     groups = crbc.read_run(tmp_path / "run").rollouts(4)
     want = iteration_health(crbc.merge(groups), Columns.from_groups(groups).trainer_advantage,
                             ("crbc", "gigpo", "grpo"), bootstrap=bootstrap, seed=3, beta=0.95)
-    assert set(got) == {"crbc/" + k for k in want} | {"crbc/merge_warning", "crbc/record_seconds"}
+    from crbc.doctor import CHECKS
+
+    doctor = {f"crbc/doctor/{c}" for c in CHECKS}  # rows each check flags: none on a clean batch
+    assert set(got) == {"crbc/" + k for k in want} | {"crbc/merge_warning", "crbc/record_seconds"} | doctor
+    assert all(got[k] == 0.0 for k in doctor if k != "crbc/doctor/zero_variance_groups")
     for k, v in want.items():
         assert got["crbc/" + k] == pytest.approx(v, abs=1e-12), k
     assert ("crbc/sure_share" in got) == (bootstrap > 0)
@@ -108,7 +112,8 @@ def test_verl_tracking_writes_them_to_tensorboard(tmp_path):
     tags = set(acc.Tags()["scalars"])
     want = {k for k in sent[1] if k.startswith("crbc/")}
     assert {"crbc/shared_step_share", "crbc/anchors_per_group", "crbc/none_share",
-            "crbc/trainer_spearman/crbc", "crbc/trainer_sign_agreement/gigpo", "crbc/record_seconds"} <= want
+            "crbc/trainer_spearman/crbc", "crbc/trainer_sign_agreement/gigpo", "crbc/record_seconds",
+            "crbc/doctor/singleton_groups", "crbc/doctor/advantage_off_mask"} <= want  # the doctor's too
     assert want <= tags and "actor/loss" in tags
     for key in want:
         got = {e.step: e.value for e in acc.Scalars(key)}

@@ -179,6 +179,7 @@ LAYERS = [
     {"envs"},
     {"policy"},
     {"explain", "health"},
+    {"doctor"},
     {"truth", "integrations"},
     {"train", "frame"},
     {"audit"},

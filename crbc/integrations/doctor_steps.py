@@ -1,0 +1,59 @@
+"""The doctor's view of a verl batch read the run recorder's way: the recorder's steps
+(:class:`crbc.integrations.recorder.BatchSteps`) and the batch's token tensors -> a
+:class:`crbc.doctor.Batch`. Used by :class:`crbc.integrations.recorder.RunRecorder` on the steps it
+has already read, and by :func:`crbc.integrations.verl_doctor.doctor`.
+
+A step's trainer advantage is the advantage at its row's first masked token (what the recorder
+stores); rows are the batch's row numbers (a copied step: its first row). torch is never imported:
+tensors are read through their own methods (``detach().cpu().float().numpy()``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from crbc.doctor import Batch, Finding, Tokens, diagnose
+from crbc.integrations import step_rows as rows
+from crbc.integrations.trainer_metrics import steps_process
+
+if TYPE_CHECKING:
+    from crbc.integrations.recorder import BatchSteps
+
+
+def as_numpy(x: Any) -> np.ndarray:
+    """A tensor or array as a numpy array (a floating torch tensor as float32 on the CPU)."""
+    if type(x).__module__.split(".")[0] == "torch" and hasattr(x, "detach"):
+        x = x.detach().cpu()
+        return (x.float() if x.is_floating_point() else x).numpy()
+    return np.asarray(x)
+
+
+def tokens_of(data: Any) -> Tokens | None:
+    """The batch's ``advantages`` and response mask (``response_mask``, else the response part of
+    ``attention_mask``) as :class:`Tokens`; None without advantages."""
+    adv = rows.batch_field(data, "advantages")
+    if adv is None:
+        return None
+    mask = rows.batch_field(data, "response_mask")
+    if mask is None:
+        attn = rows.batch_field(data, "attention_mask")
+        if attn is None:
+            return None
+        mask = attn[:, -adv.shape[1]:]
+    return Tokens(as_numpy(adv), as_numpy(mask))
+
+
+def steps_batch(st: BatchSteps, data: Any, iteration: int | None = None) -> Batch:
+    """The :class:`crbc.doctor.Batch` of the recorder's steps of ``data``. The score is verl-agent's
+    ``episode_rewards``, the sum of the step rewards (``score_is_sum``)."""
+    tokens = tokens_of(data)
+    adv = None if tokens is None else tokens.first_token_values()[st.row].astype(np.float64)
+    return Batch(steps_process(st), adv, st.reward, st.row, len(data), iteration, tokens, True)
+
+
+def diagnose_steps(st: BatchSteps, data: Any, iteration: int | None = None, expect: str | None = None,
+                   params: dict[str, Any] | None = None) -> list[Finding]:
+    """:func:`crbc.doctor.diagnose` of :func:`steps_batch`."""
+    return diagnose(steps_batch(st, data, iteration), expect=expect, params=params)

@@ -1,0 +1,97 @@
+"""The advantage doctor on the Training runs page: what :mod:`crbc.doctor` finds in a run, per
+iteration, each finding's rows one click from the Inspector.
+
+:func:`iterations` draws the iterations where a check warned or erred, from the counts the run
+already carries (the recorder's ``crbc/doctor/<check>`` metrics, which include the trainer's
+token checks; :func:`crbc.report.doctor.counts_by_iteration`). :func:`iteration` draws the
+findings of one iteration (computed once per run, iteration and anchor key by
+:func:`crbc.doctor.diagnose`, kept in the session for an upload) and, for the finding chosen, a
+row of the input that opens its group and rollout in another page. Only rendering here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from crbc.doctor import Batch, Finding, diagnose, from_groups
+from crbc.report.doctor import counts_by_iteration
+from ui import state, url
+from ui.run_source import RunView
+from ui.session_memo import memo
+
+ICONS = {"error": ":material/error:", "warning": ":material/warning:", "info": ":material/info:"}
+
+
+@memo(max_entries=64)
+def _diagnosed(run_key: str, iteration: int, regex: str, _groups: tuple) -> tuple[Batch, list[Finding]]:
+    b = from_groups(list(_groups), iteration)
+    return b, diagnose(b)
+
+
+def iterations(view: RunView) -> None:
+    """The iterations where the recorder's doctor counted rows (nothing when it never did)."""
+    counts = counts_by_iteration([{"iteration": i, **m} for i, m in sorted(view.metrics.items())])
+    if not counts:
+        return
+    rows = [{"iteration": it, "checks (rows flagged)": ", ".join(f"{c} ({int(n)})" for c, n in hit.items())}
+            for it, hit in sorted(counts.items())]
+    st.warning(f"The advantage doctor flagged {len(rows)} of {len(view.iterations)} iterations while the "
+               "run was recorded (the trainer's crbc/doctor/... metrics).", icon=":material/stethoscope:")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="doctor_iterations",
+                 height=min(38 + 35 * len(rows), 250))
+
+
+def iteration(view: RunView, it: int, groups: tuple, regex: str, open_in: list[tuple[str, str, str]]) -> None:
+    """The findings of iteration ``it`` and, for the one chosen, its rows one click away."""
+    b, found = _diagnosed(view.key, it, regex, tuple(groups))
+    serious = [f for f in found if f.serious]
+    st.markdown(f"**The advantage doctor on iteration {it}**")
+    if not found:
+        st.success("Every check is silent on this iteration.", icon=":material/check_circle:")
+        return
+    if not serious:
+        st.caption("No warning and no error; for information:")
+    table = pd.DataFrame([{"": ICONS[f.severity].split("/")[1].rstrip(":"), "check": f.check, "rows": f.rows,
+                           "share": f.share, "message": f.message} for f in found])
+    sel = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row",
+                       key=f"doctor_findings_{it}", column_config={
+                           "share": st.column_config.NumberColumn(format="percent")})
+    f = found[sel.selection.rows[0] if sel and sel.selection.rows else 0]
+    places = {r: b.locate(r) for r in f.examples}
+    places = {r: p for r, p in places.items() if p is not None}
+    if not places:
+        return
+    c1, *cols = st.columns([3] + [1] * len(open_in), vertical_alignment="bottom")
+    row = c1.selectbox(f"Rows of {f.check} ({f.rows} in all; the first {len(places)})", list(places),
+                       key=f"doctor_row_{it}_{f.check}",
+                       format_func=lambda r: f"row {r}: group {places[r][0][:60]}, rollout {places[r][1]}, "
+                                             f"step {places[r][2]}")
+    group, rollout, _ = places[row]
+    for col, (path, title, icon) in zip(cols, open_in, strict=True):
+        if (Path(state.ROOT) / path).exists() and col.button(
+                title, icon=icon, key=f"doctor_open_{Path(path).stem}", help=f"Open this row's group in {title}"):
+            st.session_state["_crbc_open_request"] = {view.iter_key: it, "group": group, "rollout": rollout}
+            url.switch_page(path)
+
+
+@memo(max_entries=16)
+def _source_findings(key: str, _groups: tuple) -> list[Finding]:
+    return diagnose(from_groups(list(_groups)))
+
+
+def upload_note(src) -> None:
+    """The sidebar's review of an uploaded file (one iteration): the doctor's warnings and
+    errors, one line each, the message on hover; nothing when every check is silent."""
+    if src is None or not src.key.startswith("upload:"):
+        return
+    try:
+        found = [f for f in _source_findings(src.key, tuple(src.groups)) if f.serious]
+    except ValueError as e:
+        st.sidebar.caption(f"The advantage doctor could not examine this file: {e}")
+        return
+    for f in found:
+        st.sidebar.warning(f"Advantage doctor: **{f.check}** ({f.severity}) on {f.rows} rows, e.g. rows "
+                           f"{', '.join(map(str, f.examples))}. {f.message}", icon=ICONS[f.severity])
