@@ -54,7 +54,7 @@ from crbc.io.anchor_keys import AnchorKeySpec
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["BatchKeys", "RunRecorder", "add_step_index", "compute_advantage", "doctor", "layout", "response_mask"]
+__all__ = ["BatchKeys", "advantage_and_credits", "RunRecorder", "add_step_index", "compute_advantage", "doctor", "layout", "response_mask"]
 
 
 
@@ -150,26 +150,13 @@ def layout(data: Any, estimator: str, keys: BatchKeys = DEFAULT_KEYS,
                "valid": keys.valid, "rewards": keys.reward})
 
 
-def compute_advantage(data: Any, estimator: str | Enum = "crbc", config: Any = None, *,
-                      keys: BatchKeys = DEFAULT_KEYS, success_threshold: float | None = None,
-                      trainer_penalty: float = 0.0, anchor: AnchorKeySpec = None,
-                      return_credits: bool = False, **params: Any):
-    """Write ``data.batch["advantages"]`` and ``["returns"]`` (B, L), float32, on the rows' device.
-
-    ``advantages[b, l] = A_final(step of row b) * response_mask[b, l]`` and ``returns`` is the
-    same tensor, as for GiGPO in verl-agent. ``estimator`` is a registered name (a str Enum such as
-    verl-agent's ``AdvantageEstimator`` works); ``config`` its config object, or ``params`` its
-    fields (``beta=0.98, w_step=5.0``, ...). ``success_threshold``: without a ``success`` field,
-    R_i = [S_i >= threshold] (ALFWorld: 10). ``trainer_penalty``: the coefficient the trainer
-    already subtracted from ``token_level_rewards`` on invalid rows (used only when the episode
-    score has to be read from them). ``anchor``: an anchor key for text observations, as for
-    ``crbc import --anchor-regex`` (a regex: its last match, the first group if it has one; or a
-    callable ``text -> str``; from the config block, ``anchor: '<regex>'``); each row's key is
-    taken from its ``anchor_obs`` text. When the key merges almost nothing beyond each rollout's
-    first step (:func:`crbc.health.merge_warning`), a warning goes to ``warnings`` and to the
-    ``crbc`` logger, once per key. Returns ``data`` (and the :class:`Credits` with
-    ``return_credits``).
-    """
+def advantage_and_credits(data: Any, estimator: str | Enum = "crbc", config: Any = None, *,
+                          keys: BatchKeys = DEFAULT_KEYS, success_threshold: float | None = None,
+                          trainer_penalty: float = 0.0, anchor: AnchorKeySpec = None,
+                          **params: Any) -> tuple[Any, Credits]:
+    """:func:`compute_advantage`, also returning the estimator's :class:`Credits` on the batch's
+    steps (N of them, in the merged process's order: ``credits.process``), for a trainer that logs
+    V, Q or A_S beside the advantage. Arguments as :func:`compute_advantage`."""
     name = estimator.value if isinstance(estimator, Enum) else str(estimator)
     est = get(name)
     if config is not None and params:
@@ -186,4 +173,49 @@ def compute_advantage(data: Any, estimator: str | Enum = "crbc", config: Any = N
     adv = torch.as_tensor(adv_B, dtype=dtype, device=mask.device).unsqueeze(-1) * mask.to(dtype)
     data.batch["advantages"] = adv
     data.batch["returns"] = adv
+    return data, credits
+
+
+def compute_advantage(data: Any, estimator: str | Enum = "crbc", config: Any = None, *,
+                      keys: BatchKeys = DEFAULT_KEYS, success_threshold: float | None = None,
+                      trainer_penalty: float = 0.0, anchor: AnchorKeySpec = None,
+                      return_credits: bool = False, **params: Any):
+    """Step-level advantages of a verl ``DataProto`` of step rows under a registered estimator.
+
+    Reads, per row b of the B rows (any order; copied rows allowed; looked up in
+    ``non_tensor_batch`` first, then ``batch``, under the names of ``keys``): the task group id
+    (``uid``), the trajectory id (``traj_uid``), the anchor of the state before the step
+    (``anchor_obs``), its position in the trajectory (``step_index``, written by
+    :func:`add_step_index`), and, where the estimator's registration says it needs them, the
+    executed action (``action``), the outcome R_i (``success``) and the step reward (``rewards``);
+    the episode score S_i from ``episode_rewards`` (else ``token_level_rewards.sum(-1)``).
+
+    Args:
+        data: verl's ``DataProto`` after the rollout loop (and the reward manager).
+        estimator: a registered name (:func:`crbc.estimators.registry.names`); a str Enum such as
+            verl-agent's ``AdvantageEstimator`` works.
+        config: the estimator's config object; or give its fields as ``params``.
+        keys: where each input lives (:class:`BatchKeys`, verl-agent's names by default).
+        success_threshold: without a ``success`` field, R_i = [S_i >= threshold] (ALFWorld: 10).
+        trainer_penalty: the coefficient the trainer already subtracted from
+            ``token_level_rewards`` on invalid rows (used only when S_i is read from them).
+        anchor: an anchor key for text observations, as ``crbc import --anchor-regex`` takes it (a
+            regex: its last match, the first group if it has one; or a callable ``text -> str``).
+            When the key merges almost nothing beyond each rollout's first step, a warning goes to
+            ``warnings`` and the ``crbc`` logger, once per key.
+        return_credits: also return the :class:`Credits` (prefer :func:`advantage_and_credits`).
+        **params: the estimator's config fields (``beta=0.98, w_step=5.0``, ...).
+
+    Returns:
+        ``data``, with ``data.batch["advantages"]`` and ``data.batch["returns"]`` set to the same
+        (B, L) tensor, ``A_final(step of row b) * response_mask[b, l]``, in the dtype of
+        ``token_level_rewards`` (float32 otherwise) on the rows' device, as verl-agent's GiGPO
+        writes them; ``(data, credits)`` with ``return_credits``.
+
+    Raises:
+        KeyError: a field the estimator needs is missing (named, with how to provide it).
+        ValueError: bad parameters, or rows that disagree (copies of one step that differ).
+    """
+    data, credits = advantage_and_credits(data, estimator, config, keys=keys, success_threshold=success_threshold,
+                                          trainer_penalty=trainer_penalty, anchor=anchor, **params)
     return (data, credits) if return_credits else data

@@ -200,3 +200,16 @@ def test_a_config_object_equals_its_parameters():
     np.testing.assert_array_equal(per_row(a), per_row(b))
     V.compute_advantage(b, "crbc")
     assert not np.array_equal(per_row(a), per_row(b))
+
+
+def test_advantage_and_credits_is_compute_advantage_with_its_credits():
+    groups = chain_groups(seed=7)
+    a = data_proto(groups, np.random.default_rng(7))
+    b = data_proto(groups, np.random.default_rng(7))
+    V.add_step_index(a)
+    V.add_step_index(b)
+    _, credits = V.advantage_and_credits(a, "crbc", beta=0.95)
+    V.compute_advantage(b, "crbc", beta=0.95)
+    np.testing.assert_array_equal(per_row(a), per_row(b))
+    assert credits.estimator == "crbc" and credits.params["beta"] == 0.95
+    assert credits.process.n_steps == sum(len(r.steps) for g in groups for r in g.rollouts)
