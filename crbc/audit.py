@@ -45,6 +45,12 @@ from crbc.health import checked_estimators, iteration_health, params_for
 from crbc.io.audit_reader import AUDIT_SCHEMA, DOCTOR_COLUMNS, KEY_COLUMN, cache_folder
 from crbc.io.runs import ROLLOUTS_DIR, iteration_files, read_run
 
+__all__ = [
+    "audit_iteration", "audit_run", "COLUMNS", "DEFAULT_NAME", "default_output", "iteration_seed",
+    "jobs", "load_partial", "OUT_SUFFIXES", "output_path", "partial_dir", "Progress", "save_partial",
+    "write_audit"
+]
+
 COLUMNS = ("iteration", "estimator", "groups", "rollouts", "steps", "success_rate",
            "shared_step_share", "anchors_per_group", "none_share", "sure_share",
            "trainer_spearman", "trainer_sign_agreement", *DOCTOR_COLUMNS, "seconds", KEY_COLUMN)

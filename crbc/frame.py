@@ -45,6 +45,11 @@ from crbc.io.columns import Columns
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import from_columns
 
+__all__ = [
+    "ALL_COLUMNS", "COLUMNS", "pandas", "read_groups", "source_groups", "step_frame", "step_table",
+    "truth_advantage"
+]
+
 COLUMNS = ("group", "rollout", "step", "anchor", "action", "reward", "success", "score",
            "trainer_advantage", "estimator", "value", "q", "credit", "step_advantage", "advantage",
            "lo", "hi", "evidence")

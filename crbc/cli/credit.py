@@ -13,6 +13,11 @@ from crbc.io.creditfile import write_credits
 from crbc.io.rollout_files import read_columns
 from crbc.process import from_columns
 
+__all__ = [
+    "add_credit_arguments", "add_estimators_arguments", "parameter_flags", "run_credit",
+    "run_estimators"
+]
+
 
 def _flag_type(meta: Param):
     def parse(text: str):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+__all__ = ["add_arguments", "run"]
+
 
 def _depth(text: str):
     if text in ("inf", "none", "None"):

@@ -22,6 +22,8 @@ from crbc.io.columns import Columns
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process, from_columns
 
+__all__ = ["Batch", "from_groups", "group_major", "Tokens"]
+
 
 @dataclass(frozen=True, eq=False)
 class Tokens:

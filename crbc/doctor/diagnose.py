@@ -12,6 +12,8 @@ from crbc.doctor.findings import CHECKS, Finding
 from crbc.doctor.row_checks import ROW_CHECKS
 from crbc.doctor.token_checks import TOKEN_CHECKS
 
+__all__ = ["counts", "diagnose", "diagnose_all", "diagnose_tokens"]
+
 
 def diagnose(batch: Batch, expect: str | None = None, params: dict[str, Any] | None = None) -> list[Finding]:
     """The findings of one :class:`Batch` (an iteration, or a trainer's batch).

@@ -21,6 +21,8 @@ from crbc.doctor.findings import Finding, finding
 from crbc.estimators import registry
 from crbc.health import params_for, spearman
 
+__all__ = ["ATOL", "estimator_mismatch", "MISMATCH_SHARE", "RTOL"]
+
 ATOL, RTOL = 1e-3, 1e-3
 MISMATCH_SHARE = 0.01
 

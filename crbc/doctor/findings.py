@@ -25,6 +25,11 @@ from typing import Any
 
 import numpy as np
 
+__all__ = [
+    "CHECKS", "exit_status", "FIELDS", "Finding", "finding", "from_dict", "MAX_EXAMPLES", "SCHEMA",
+    "SEVERITIES", "table"
+]
+
 SCHEMA = "crbc.doctor/1"
 MAX_EXAMPLES = 5
 SEVERITIES = ("error", "warning", "info")

@@ -14,6 +14,12 @@ from crbc.doctor.batch import Batch
 from crbc.doctor.findings import Finding, finding
 from crbc.health import MERGE_WARNING_SHARE, later_shared_share, merge_warning, shared_steps
 
+__all__ = [
+    "CENTRED", "length_weighted_baseline", "MAJORITY", "no_shared_anchors", "ROW_CHECKS",
+    "singleton_groups", "step_rewards_sum", "SUM_ATOL", "SUM_RTOL", "ZERO", "zero_step_advantage",
+    "zero_variance_groups"
+]
+
 MAJORITY = 0.5  #: share of the rows (or groups) that can show a bug which must show it
 ZERO = 1e-9  #: |A| at most this counts as a zero advantage (a last step's, a group's)
 CENTRED = 1e-3  #: |sum A| / sum |A| below this counts as centred (float32 advantages: ~1e-7)

@@ -31,6 +31,8 @@ from crbc.errors import FormatError
 from crbc.io.anchor_keys import rekey
 from crbc.io.rollouts import RolloutGroup
 
+__all__ = ["batches_of", "kind", "PEEK_BYTES", "read_batches", "run_batch"]
+
 PEEK_BYTES = 1 << 20  #: how much of a JSON Lines file is read to tell its kind
 _ITER = re.compile(r"iter-(\d{1,9})\b")
 

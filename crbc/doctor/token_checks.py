@@ -18,6 +18,11 @@ import numpy as np
 from crbc.doctor.batch import Tokens
 from crbc.doctor.findings import Finding, finding
 
+__all__ = [
+    "advantage_off_mask", "advantage_shifted", "MAX_SHIFT", "shift_of_rows", "SHIFTED_SHARE",
+    "TOKEN_CHECKS", "TOKEN_ZERO"
+]
+
 TOKEN_ZERO = 1e-7
 MAX_SHIFT = 3  #: offsets tried by advantage_shifted: -MAX_SHIFT..MAX_SHIFT tokens
 SHIFTED_SHARE = 0.1  #: advantage_shifted fires when at least this share of the examined rows is offset

@@ -40,6 +40,11 @@ from crbc.explain.anchor_names import node_labels, state_pairs
 from crbc.explain.arithmetic import anchor_arithmetic
 from crbc.process import Process
 
+__all__ = [
+    "available_methods", "choosable_anchors", "GRAPH_METHODS", "MethodLine", "pairs_agreeing", "RULES",
+    "same_order", "side_by_side", "SideBySide", "TIE"
+]
+
 TIE = 1e-9
 GRAPH_METHODS = ("graphgpo", "hgpo", "g2po")  # written on the `graph` branch; used when registered
 RULES = {"crbc": "the fixed point (average over what the group did)",

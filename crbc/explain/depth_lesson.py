@@ -24,6 +24,11 @@ import numpy as np
 from crbc.estimators.closure import DepthSweep
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 
+__all__ = [
+    "choose", "Contraction", "contraction", "DepthLesson", "MOVE_TOL", "moves", "moving_rounds",
+    "RETRY_LOOP", "retry_loop_group", "RETRY_LOOP_PATHS"
+]
+
 RETRY_LOOP = "retry-loop"
 #: (path of (anchor, action) steps, success) per rollout: the worked example, with retries
 RETRY_LOOP_PATHS = (

@@ -23,6 +23,12 @@ from crbc.explain.table_rows import col
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process, merge
 
+__all__ = [
+    "AnchorDisagreement", "anchors_by_visits", "AnchorVisits", "Comparison", "comparison_named",
+    "comparison_names", "COMPARISONS", "Disagreement", "disagreements", "PairDisagreement",
+    "StepDisagreement", "TRAINER", "trainer_comparison"
+]
+
 
 @dataclass(frozen=True)
 class Comparison:

@@ -18,6 +18,8 @@ from crbc.estimators.bootstrap import credit_intervals
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process, merge
 
+__all__ = ["busiest_pair", "intervals_by_size", "pair_index", "sizes_for", "sure_pair"]
+
 
 def sizes_for(n: int) -> list[int]:
     """2, 4, 8, ... below n, then n itself."""

@@ -20,6 +20,8 @@ from crbc.explain.lesson_questions import Question
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import merge
 
+__all__ = ["Handout", "lesson_handout"]
+
 
 @dataclass(frozen=True)
 class Handout:

@@ -15,6 +15,8 @@ from crbc.explain.anchor_names import node_labels
 from crbc.explain.table_rows import fmt
 from crbc.process import Process
 
+__all__ = ["depth_question", "foil_question", "Question", "TOL"]
+
 TOL = 5e-5  # differences below this are "the same" (4 decimals are shown)
 
 

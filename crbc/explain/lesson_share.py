@@ -19,6 +19,11 @@ from dataclasses import dataclass, field
 from crbc.explain.what_if import edit_step, flip_outcome
 from crbc.io.rollouts import RolloutGroup
 
+__all__ = [
+    "decode", "describe", "encode", "LessonShare", "MAX_CHARS", "MAX_OPS", "MAX_TEXT", "replay",
+    "VERSION"
+]
+
 MAX_CHARS = 6000  # a shared parameter longer than this is refused
 MAX_OPS = 60
 MAX_TEXT = 200  # characters of an anchor, action or answer in a link

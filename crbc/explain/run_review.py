@@ -35,6 +35,11 @@ from crbc.io.columns import Columns
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process, merge, merge_stats
 
+__all__ = [
+    "GroupRow", "IterationReview", "ranks", "review_iteration", "sign_agreement", "SIGN_EPS",
+    "sort_rows", "SORTS", "spearman", "trainer_advantage", "TRAINER_COMPARISON"
+]
+
 SIGN_EPS = 1e-6
 TRAINER_COMPARISON = "trainer vs crbc"  #: the Disagreements comparison of the "disagreement" sort
 SORTS = {"disagreement": "most disagreement between the trainer and crbc",

@@ -18,6 +18,8 @@ from crbc.doctor import Batch, Finding, Tokens, diagnose
 from crbc.integrations import step_rows as rows
 from crbc.integrations.trainer_metrics import steps_process
 
+__all__ = ["as_numpy", "diagnose_steps", "steps_batch", "tokens_of"]
+
 if TYPE_CHECKING:
     from crbc.integrations.recorder import BatchSteps
 

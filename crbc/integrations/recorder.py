@@ -40,6 +40,11 @@ from crbc.io.rollouts import Rollout, RolloutGroup, Step
 from crbc.io.run_writer import RunWriter, json_clean
 from crbc.io.runs import ROLLOUTS_DIR, RUN_FILE, read_run, rollouts_name
 
+__all__ = [
+    "anchor_text", "batch_steps", "BatchSteps", "first_token_values", "RunRecorder", "steps_groups",
+    "steps_table", "THUMB", "thumbnail"
+]
+
 log = logging.getLogger("crbc")
 THUMB = 8  #: thumbnails of array anchors are at most THUMB x THUMB pixels
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+__all__ = ["run_name", "SEED_KEYS", "trainer_facts"]
+
 
 def _get(cfg: Any, dotted: str) -> Any:
     """``cfg.a.b`` of a dict or an OmegaConf config (None when absent)."""

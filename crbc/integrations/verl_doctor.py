@@ -31,6 +31,8 @@ from crbc.integrations.recorder import batch_steps
 from crbc.integrations.step_rows import DEFAULT_KEYS, BatchKeys
 from crbc.io.anchor_keys import AnchorKeySpec
 
+__all__ = ["doctor", "doctor_batch", "recorded_batch", "row_order_index"]
+
 
 def _floats(col: Any, n: int, name: str) -> np.ndarray:
     """(n,) float64 of a per-row column; None and NaN are absent (NaN)."""

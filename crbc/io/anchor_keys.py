@@ -26,6 +26,13 @@ from typing import Any, Union
 
 from crbc.io.rollouts import RolloutGroup
 
+__all__ = [
+    "anchor_key", "AnchorKey", "AnchorKeyError", "AnchorKeySpec", "check_size", "compile_regex",
+    "describe_key", "effective_key", "exact", "key_to_apply", "MAX_NESTING", "MAX_PATTERN_CHARS",
+    "nesting", "no_match_hint", "recorded_key", "regex_key", "RegexError", "rekey", "shown",
+    "SHOWN_CHARS", "TIME_BUDGET_S"
+]
+
 AnchorKey = Callable[[str], str]
 AnchorKeySpec = Union[None, str, "re.Pattern[str]", AnchorKey]
 

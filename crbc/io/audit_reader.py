@@ -27,6 +27,11 @@ import numpy as np
 
 from crbc.errors import FormatError
 
+__all__ = [
+    "AUDIT_FILES", "audit_key", "AUDIT_SCHEMA", "cache_folder", "COUNTS", "DOCTOR_COLUMNS",
+    "find_audit", "find_audits", "KEY_COLUMN", "keyed_cache", "NUMERIC", "read_audit", "run_fingerprint"
+]
+
 if TYPE_CHECKING:  # pandas is imported when a file is read: `import crbc` stays light
     import pandas as pd
 

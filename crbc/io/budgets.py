@@ -32,6 +32,8 @@ from typing import BinaryIO
 
 from crbc.errors import BudgetError
 
+__all__ = ["Budget", "CLI", "MB", "mb", "Meter", "meter", "scope", "STUDIO"]
+
 MB = 10**6
 
 

@@ -43,6 +43,8 @@ from crbc.io.records import (
     validate_line,
 )
 
+__all__ = ["CHUNK_ROLLOUTS", "Columns", "decode_lines", "parse_columns", "read_columns"]
+
 CHUNK_ROLLOUTS = 512  # decoded records are turned into arrays every this many rollouts
 
 

@@ -14,6 +14,8 @@ from crbc.io.columns import Columns
 from crbc.io.columns import read_columns as read_jsonl_columns
 from crbc.io.records import RolloutGroup
 
+__all__ = ["GZIP_MAGIC", "PARQUET_MAGIC", "read_columns", "read_rollouts", "sniff"]
+
 PARQUET_MAGIC = b"PAR1"  #: the first (and last) bytes of a Parquet file
 GZIP_MAGIC = b"\x1f\x8b"  #: the first bytes of a gzip member
 

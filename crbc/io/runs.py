@@ -44,6 +44,14 @@ from crbc.io.rollouts import (
     iter_rollouts,
 )
 
+__all__ = [
+    "find_runs", "GENERIC_NAMES", "gunzip", "ITER_RE", "iteration_files", "MAX_GZ_BYTES",
+    "MAX_ZIP_BYTES", "MAX_ZIP_ITERATIONS", "MAX_ZIP_MEMBERS", "METRICS_FILE", "parse_meta",
+    "parse_metrics", "read_meta", "read_run", "read_run_zip", "renamed", "ROLLOUT_FORMATS",
+    "ROLLOUTS_DIR", "rollouts_name", "Run", "RUN_FILE", "RUN_SCHEMA", "trainer_metric_names",
+    "TRAINER_METRICS", "TRAINER_METRICS_MAX", "VERL_PREFIXES", "zip_member"
+]
+
 RUN_SCHEMA = "crbc.run/1"
 RUN_FILE = "run.json"
 METRICS_FILE = "metrics.jsonl"

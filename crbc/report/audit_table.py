@@ -18,6 +18,8 @@ import math
 from crbc.errors import FormatError
 from crbc.io.runs import Run
 
+__all__ = ["LABELS", "load", "minimal_summary", "PER_ESTIMATOR", "PERCENT", "SHARED_COLUMNS"]
+
 #: columns that do not depend on the estimator (drawn once) and those that do (one line each)
 SHARED_COLUMNS = ("success_rate", "shared_step_share", "anchors_per_group", "groups", "rollouts", "steps")
 PER_ESTIMATOR = ("none_share", "sure_share", "trainer_spearman", "trainer_sign_agreement", "seconds")

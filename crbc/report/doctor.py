@@ -15,6 +15,11 @@ from typing import Any
 from crbc.doctor import CHECKS, Finding
 from crbc.viz.core.text import esc
 
+__all__ = [
+    "COLOURS", "counts_by_iteration", "findings_html", "iterations_html", "MAX_ITERATIONS",
+    "run_doctor_html"
+]
+
 COLOURS = {"error": "#d62728", "warning": "#ff7f0e", "info": "#7f7f7f"}
 MAX_ITERATIONS = 60  #: iterations listed in the run's table at most
 

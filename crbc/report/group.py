@@ -31,6 +31,11 @@ from crbc.viz.disagreement import disagreement_bars_html
 from crbc.viz.graph import graph_svg
 from crbc.viz.heatmap import Panel, heatmaps_svg, shared_range
 
+__all__ = [
+    "anchors_html", "credits_html", "disagreements_html", "graph_html", "group_view", "GroupView",
+    "INDEX_MAX", "sections", "summary_html", "TOP_ANCHORS", "trainer_html", "TruthFn"
+]
+
 TOP_ANCHORS = 3  #: anchors written out with their arithmetic, per comparison
 INDEX_MAX = 400  #: anchors listed with their text in the anchor index (most visited first)
 

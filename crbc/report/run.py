@@ -37,6 +37,11 @@ from crbc.viz.core.series import Mark, Series
 from crbc.viz.core.text import esc
 from crbc.viz.trainer_metrics import trainer_metrics_svg
 
+__all__ = [
+    "curves_html", "groups_table_html", "rank_groups", "run_facts", "run_groups", "run_report",
+    "TABLE_MAX", "trainer_by_group", "trainer_html"
+]
+
 TABLE_MAX = 200  #: groups listed in the table at most
 
 

@@ -34,6 +34,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+__all__ = ["JobQueue", "MAX_RUNNING", "server_queue", "STALE_S", "TICK_S", "Ticket"]
+
 MAX_RUNNING = int(os.environ.get("CRBC_MAX_JOBS") or 1)  #: jobs the server runs at once
 STALE_S = float(os.environ.get("CRBC_JOB_HEARTBEAT_S") or 90)  #: seconds without a beat that end a job
 TICK_S = 0.5  #: how often the queue's thread looks at its jobs

@@ -26,6 +26,8 @@ from crbc.io.rollouts import RolloutGroup
 from crbc.sandbox.upload import LimitedRead, Limits
 from crbc.sandbox.worker import Send, WorkerFailure
 
+__all__ = ["key_limited", "KeyJob", "LIMITS"]
+
 #: the budgets of one keying: the groups are the server's own (already read), so the decoded-size
 #: budget is the command line's; time, CPU and memory are an upload's
 LIMITS = Limits(seconds=90.0, memory_bytes=1000 * budgets.MB, budget=budgets.CLI, cpu_seconds=30.0)

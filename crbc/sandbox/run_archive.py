@@ -22,6 +22,8 @@ from crbc.io.runs import Run
 from crbc.sandbox.upload import LimitedRead, Limits
 from crbc.sandbox.worker import Send, WorkerFailure
 
+__all__ = ["ArchiveJob", "read_archive_limited"]
+
 
 def _archive_job(payload: dict, send: Send) -> dict:
     """The worker's target: the archive's run, every iteration validated and written as Parquet."""

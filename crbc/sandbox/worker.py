@@ -36,6 +36,11 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
+__all__ = [
+    "children_without_main", "context", "MESSAGE_MAX", "NICENESS", "PRELOAD", "Send", "vm_bytes",
+    "warm", "WorkerFailure", "WorkerJob"
+]
+
 #: modules the fork server imports once, for every job (names only: nothing is imported here)
 PRELOAD = ["crbc.sandbox.upload", "crbc.sandbox.keying", "crbc.io.importers", "crbc.io.parquet_rollouts", "crbc.process",
            "pyarrow.parquet", "crbc.audit"]

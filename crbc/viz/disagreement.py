@@ -11,6 +11,8 @@ from crbc.viz.core.html import FONT
 from crbc.viz.core.style import HIGHLIGHT
 from crbc.viz.core.text import esc, one_line
 
+__all__ = ["AGREES", "delta_name", "DIFFERS", "disagreement_bars_html", "grouped_steps"]
+
 DIFFERS, AGREES = "#c0392b", "#7f8c8d"  # disagreement bars: a different best action or the same
 
 

@@ -8,6 +8,8 @@ import re
 
 from crbc.explain.handout import Handout
 
+__all__ = ["handout_html", "STYLE"]
+
 STYLE = """
 body { font: 11pt/1.45 Georgia, 'Times New Roman', serif; color: #111; max-width: 46rem; margin: 2rem auto; padding: 0 1rem; }
 h1 { font-size: 1.6rem; margin-bottom: 0.2rem; } h2 { font-size: 1.2rem; margin-top: 1.6rem; border-bottom: 1px solid #999; }

@@ -18,6 +18,11 @@ from crbc.viz.core.axes import Axis
 from crbc.viz.core.chart import chart_svg, column_series
 from crbc.viz.core.series import Series
 
+__all__ = [
+    "arithmetic_markdown", "depth_chart_svg", "depth_error_chart_svg", "format_rows", "SIGNED_PREFIXES",
+    "solution_latex", "system_latex"
+]
+
 # columns holding advantages are shown with a sign (+0.0960), the rest plainly (0.4802)
 SIGNED_PREFIXES = ("A", "Δ", "max |Δ|", "min", "max", "credit")
 

@@ -13,6 +13,8 @@ from crbc.viz.core.svg import FONT_FAMILY
 from crbc.viz.core.text import esc
 from crbc.viz.graph import boundaries_svg
 
+__all__ = ["CHIP_TEXT", "lesson_graph_svg"]
+
 #: outcome chips' text: the boundaries' hues, dark enough for 4.5:1 on white (WCAG AA)
 CHIP_TEXT = {True: "#1d6b30", False: "#a3281c"}
 

@@ -15,6 +15,8 @@ from crbc.viz.core.axes import Axis
 from crbc.viz.core.chart import chart_svg, grid_svg
 from crbc.viz.core.series import Mark, Series
 
+__all__ = ["metric_series", "numeric_names", "trainer_metrics_svg"]
+
 
 def metric_series(metrics: Sequence[Mapping[str, Any]], name: str) -> tuple[np.ndarray, np.ndarray]:
     """``(iterations (n,), values (n,))`` of ``name`` over the metric lines that hold a number for it."""

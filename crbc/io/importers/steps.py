@@ -20,6 +20,11 @@ from crbc.io import budgets
 from crbc.io.anchor_keys import AnchorKeySpec
 from crbc.io.importers.rows import Imported, ImportFormatError, Row, build
 
+__all__ = [
+    "check_size", "column_values", "csv_rows", "decode_text", "jsonl_rows", "MAX_INPUT_BYTES", "NESTED",
+    "PARQUET_MAGIC", "parquet_rows", "read_bytes", "read_steps", "table_rows"
+]
+
 MAX_INPUT_BYTES = budgets.CLI.file_bytes  #: refuse an input file beyond this (the CLI's budget)
 PARQUET_MAGIC = b"PAR1"
 

@@ -16,6 +16,8 @@ import re
 from numbers import Integral, Real
 from typing import Any
 
+__all__ = ["CELL_LIMIT", "cell_text", "FONT", "grid_row", "html_table", "STYLE"]
+
 FONT = "font:13px 'Source Sans',sans-serif;color:#31333f"  #: the text of HTML figures
 CELL_LIMIT = 300  # characters of a text cell shown; the rest is cut with "…" and the length
 
