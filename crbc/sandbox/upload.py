@@ -35,7 +35,7 @@ from typing import Any
 
 from crbc.io import budgets
 from crbc.io.importers.registry import Importer
-from crbc.sandbox.worker import NICENESS, PRELOAD, Send, WorkerFailure, WorkerJob
+from crbc.sandbox.worker import NICENESS, Send, WorkerFailure, WorkerJob
 from crbc.sandbox.worker import warm as _warm_server
 
 __all__ = ["NICENESS", "PRELOAD", "Limits", "ReadJob", "ReadResult", "read_limited", "start_read", "warm"]
@@ -224,10 +224,16 @@ class ReadJob(LimitedRead):
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+#: what the studio's jobs run (an upload's read, a key, a run archive, an audit): the fork server
+#: imports them once when the studio starts it (:func:`warm`)
+PRELOAD = ("crbc.sandbox.upload", "crbc.sandbox.keying", "crbc.sandbox.run_archive", "crbc.io.importers",
+           "crbc.io.parquet_rollouts", "crbc.process", "pyarrow.parquet", "crbc.audit")
+
+
 def warm() -> None:
-    """Start the fork server now (it imports the readers once, about 3 s), so that the first
-    upload does not wait for it."""
-    _warm_server()
+    """Start the fork server now with the studio's job modules (:data:`PRELOAD`, about 3 s), so
+    that the first upload does not wait for it."""
+    _warm_server(PRELOAD)
 
 
 def start_read(kind: str | Importer | None, files: Mapping[str, bytes], anchor: str | None = None,

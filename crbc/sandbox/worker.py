@@ -3,7 +3,7 @@
 The machinery every sandboxed job shares (an upload's read, :mod:`.upload`; a run's audit,
 :func:`crbc.audit.audit_job`). :class:`WorkerJob` starts ``target(payload, send)`` in a child
 process of the ``forkserver`` context: forked from a small server process that imported
-:data:`PRELOAD` once, so a child starts in milliseconds and shares nothing with the parent's
+the modules its first caller names (:func:`warm`) once, so a child starts in milliseconds and shares nothing with the parent's
 threads. The child
 
 * lowers its scheduling priority by :data:`NICENESS` (``nice``), so the server's sessions are
@@ -33,17 +33,14 @@ import sys
 import threading
 import time
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 __all__ = [
-    "children_without_main", "context", "MESSAGE_MAX", "NICENESS", "PRELOAD", "Send", "vm_bytes",
+    "children_without_main", "context", "MESSAGE_MAX", "NICENESS", "Send", "vm_bytes",
     "warm", "WorkerFailure", "WorkerJob"
 ]
 
-#: modules the fork server imports once, for every job (names only: nothing is imported here)
-PRELOAD = ["crbc.sandbox.upload", "crbc.sandbox.keying", "crbc.io.importers", "crbc.io.parquet_rollouts", "crbc.process",
-           "pyarrow.parquet", "crbc.audit"]
 MESSAGE_MAX = 1 << 24  #: bytes of one message from the child
 NICENESS = 10  #: how much lower the child's scheduling priority is than the parent's (``man 2 nice``)
 
@@ -74,21 +71,23 @@ class WorkerFailure(Exception):
     """Raised by a job's target with the one line its user should read."""
 
 
-def context():
-    """The forkserver context (its server imports :data:`PRELOAD` when it starts)."""
+def context(preload: Sequence[str] = ()):
+    """The forkserver context. The first call decides what its server imports when it starts
+    (``preload``, module names: the jobs' own modules, given by whoever runs them); later calls
+    get the same context."""
     global _CTX
     if _CTX is None:
         _CTX = mp.get_context("forkserver")
-        _CTX.set_forkserver_preload(PRELOAD)
+        _CTX.set_forkserver_preload(list(preload))
     return _CTX
 
 
-def warm() -> None:
-    """Start the fork server now (it imports :data:`PRELOAD`, a few seconds), so that the first
-    job does not wait for it."""
+def warm(preload: Sequence[str]) -> None:
+    """Start the fork server now, importing ``preload`` once (a few seconds), so that the first
+    job does not wait for it (the studio calls it at start with the modules of its jobs)."""
     from multiprocessing import forkserver
 
-    context()
+    context(preload)
     forkserver.ensure_running()
 
 
