@@ -195,7 +195,7 @@ def _processes(todo: list[dict[str, Any]], workers: int | None, address: str | N
         ctx.set_forkserver_preload(["crbc.audit"])  # workers fork from a server that imported crbc
     else:
         ctx = mp.get_context("spawn")
-    from crbc.sandbox.worker import children_without_main
+    from crbc.jobs.worker import children_without_main
 
     ex = ProcessPoolExecutor(max_workers=min(workers or os.cpu_count() or 1, len(todo)), mp_context=ctx)
     try:

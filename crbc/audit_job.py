@@ -1,7 +1,7 @@
-"""A run's audit in a sandboxed worker process, for a shared server (the studio).
+"""A run's audit in a bounded worker process, for a shared server (the studio).
 
 :func:`start_audit` runs :func:`crbc.audit.audit_run` (one process: the worker is the pool) as a
-:class:`crbc.sandbox.worker.WorkerJob`, the machinery uploads are read with: a child of the fork
+:class:`crbc.jobs.worker.WorkerJob`, the machinery uploads are read with: a child of the fork
 server with a memory limit (:data:`MEMORY_BYTES`) and a wall-clock budget (:data:`SECONDS`), its
 progress as JSON messages ``{"iterations": k, "total": n}``, and :meth:`~AuditJob.cancel`. The
 worker writes the ``crbc.audit/1`` file itself, atomically (a temporary file, then a rename),
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from crbc.audit import audit_run, default_output
-from crbc.sandbox.worker import Send, WorkerFailure, WorkerJob
+from crbc.jobs.worker import Send, WorkerFailure, WorkerJob
 
 __all__ = ["AuditJob", "MEMORY_BYTES", "SECONDS", "start_audit"]
 

@@ -6,7 +6,7 @@ to whatever the sidebar loaded: a shipped sample, a live group, a run folder's i
 regex, its first group if it has one), and an upload (the importers take it themselves, so a
 refused row is named by file and row). The pattern is anyone's input (a link carries it), so
 :func:`check` bounds its size and nesting before anything runs, and :func:`keyed` keys in a worker
-process under an upload's budgets (:mod:`crbc.sandbox.keying`), never on the server's interpreter;
+process under an upload's budgets (:mod:`crbc.jobs.keying`), never on the server's interpreter;
 every ending is a notice quoting at most 60 characters of the pattern; at most :data:`AT_ONCE`
 keyings run at once on the server, others wait for a place. The keyed groups are kept
 per session (:data:`KEEP` of them, by source and pattern), so a rerun never keys twice. :func:`merge_line` shows, under the source, the
@@ -26,7 +26,7 @@ import streamlit as st
 
 from crbc.explain.merge_profile import MergeProfile, merge_profile
 from crbc.io.anchor_keys import SHOWN_CHARS, RegexError, compile_regex, effective_key, key_to_apply, shown
-from crbc.sandbox.keying import KeyJob
+from crbc.jobs.keying import KeyJob
 from ui import widgets
 from ui.session_memo import memo
 from ui.state import Source
@@ -74,7 +74,7 @@ _SLOTS = threading.BoundedSemaphore(AT_ONCE)
 
 
 def _in_worker(groups: tuple, regex: str) -> tuple[list | None, str | None]:
-    """Key ``groups`` in a worker (crbc.sandbox.keying) once one of the server's :data:`AT_ONCE`
+    """Key ``groups`` in a worker (crbc.jobs.keying) once one of the server's :data:`AT_ONCE`
     places is free, showing the wait and the time; a rerun (leaving the page, another choice)
     interrupts the wait and the worker is killed in ``finally``."""
     slot = st.empty()

@@ -1,4 +1,4 @@
-"""The studio's side of the server's job queue (:mod:`crbc.sandbox.jobqueue`): who asks, and a
+"""The studio's side of the server's job queue (:mod:`crbc.jobs.jobqueue`): who asks, and a
 run's audit asked for, waited for and ended.
 
 :func:`owner` names the person behind a session: every tab of one browser shares Streamlit's XSRF
@@ -24,7 +24,7 @@ from pathlib import Path
 import streamlit as st
 
 from crbc.io.audit_reader import keyed_cache
-from crbc.sandbox.jobqueue import JobQueue, Ticket, server_queue
+from crbc.jobs.jobqueue import JobQueue, Ticket, server_queue
 
 XSRF_COOKIE = "_streamlit_xsrf"
 _HELD = "_audit_job"

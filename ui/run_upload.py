@@ -1,6 +1,6 @@
 """Runs uploaded as ``.zip`` archives on Training runs: read in a worker, kept in the session.
 
-:func:`uploaded_run` reads an archive with :mod:`crbc.sandbox.run_archive` (a worker process with
+:func:`uploaded_run` reads an archive with :mod:`crbc.jobs.run_archive` (a worker process with
 the studio's budgets: ``READ_LIMITS`` of :mod:`ui.upload`) while the page shows which iteration
 it is validating and a Cancel button, then keeps the run in this session only
 (``st.session_state["_crbc_run_archives"]``, by content hash, at most ``KEEP`` archives): an
@@ -15,7 +15,7 @@ from collections import OrderedDict
 import streamlit as st
 
 import crbc.io.runs as R
-from crbc.sandbox.run_archive import ArchiveJob
+from crbc.jobs.run_archive import ArchiveJob
 from ui.upload import READ_LIMITS
 
 KEEP = 4  #: archives kept per session (the least recently used is dropped)

@@ -6,7 +6,7 @@ a run's Parquet iteration file (``iter-NNNN.parquet``) reads as the crbc.rollout
 The anchor key is the sidebar's one field (:mod:`ui.anchor_key`), which also draws the merge line.
 The read (``crbc.io.importers.read_uploads``, or the ``crbc.rollout/1`` reader), the anchor key
 and the merge statistics run in a worker process with a time and memory limit and the studio's
-decoded-size budget (:mod:`crbc.sandbox.upload`), with progress and a Cancel in the sidebar, so one
+decoded-size budget (:mod:`crbc.jobs.upload`), with progress and a Cancel in the sidebar, so one
 upload never stalls the other sessions. A refused upload's message names the file, row and
 column (``crbc.FormatError``) or the budget, never a traceback. An import with several iterations keeps them all in
 the session (``_crbc_imported``: key, label, {iteration: groups}) for the Training runs page; the
@@ -23,7 +23,7 @@ from crbc.io import budgets
 from crbc.io.anchor_keys import RegexError, compile_regex
 from crbc.io.importers import Importer, importers
 from crbc.io.runs import ITER_RE
-from crbc.sandbox import upload as worker
+from crbc.jobs import upload as worker
 from ui.state import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, Source
 
 NATIVE = "rollout"  #: the importer of crbc.rollout/1 and a run's iter-NNNN.parquet
@@ -40,7 +40,7 @@ READ_LIMITS = worker.Limits(seconds=180.0, memory_bytes=1500 * budgets.MB, budge
 
 def _in_worker(source: Importer | None, files: dict[str, bytes], regex: str | None,
                threshold: float | None) -> worker.ReadResult:
-    """Read, key and merge the files in a worker process (crbc.sandbox.upload: time and memory
+    """Read, key and merge the files in a worker process (crbc.jobs.upload: time and memory
     limits, the studio's decoded-size budget) while the sidebar shows progress and a Cancel.
     Cancel (or leaving the page) reruns the script, which kills the worker in ``finally``."""
     shown = ", ".join(files) if len(files) <= 2 else f"{len(files)} files"

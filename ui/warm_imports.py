@@ -26,7 +26,7 @@ def _imports() -> None:
     """Import what the pages' truths, live generation and statistics need; an error surfaces
     on the page that needs the module."""
     try:
-        from crbc.sandbox import upload as worker
+        from crbc.jobs import upload as worker
 
         worker.warm()  # the uploads' worker processes fork from a server that has the readers loaded
     except Exception:  # noqa: BLE001 - the first upload starts it instead

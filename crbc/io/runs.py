@@ -92,7 +92,7 @@ class Run:
     _files: dict[int, Any] = field(default_factory=dict, repr=False)
     _zip: bytes | None = field(default=None, repr=False)
     #: iteration -> validated crbc.rollout/1 Parquet bytes (a run archive read in a worker,
-    #: crbc.sandbox.run_archive); when set, iterations are read from these
+    #: crbc.jobs.run_archive); when set, iterations are read from these
     _parquet: dict[int, bytes] | None = field(default=None, repr=False)
 
     @property

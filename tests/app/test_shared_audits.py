@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("streamlit")
 
 import crbc.audit_job  # noqa: E402
-from crbc.sandbox import jobqueue  # noqa: E402
+from crbc.jobs import jobqueue  # noqa: E402
 from devtools.textworld import alfworld_like_run  # noqa: E402
 from tests.support.fake_jobs import FakeJob  # noqa: E402
 from ui import jobs, state  # noqa: E402

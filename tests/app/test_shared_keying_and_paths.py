@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("streamlit")
 
 from crbc.io.rollouts import Rollout, RolloutGroup, Step, write_rollouts  # noqa: E402
-from crbc.sandbox import keying  # noqa: E402
+from crbc.jobs import keying  # noqa: E402
 from devtools.textworld import alfworld_like_run  # noqa: E402
 from ui import state  # noqa: E402
 

@@ -161,7 +161,7 @@ def test_a_deep_link_is_the_first_request_of_a_fresh_server(fresh_app_url, page)
 
 
 def test_a_run_archive_uploads_through_the_worker_and_opens(app_url, page, artifacts_dir, tmp_path):
-    """Training runs: a .zip of a run folder is read in the worker (crbc.sandbox.run_archive);
+    """Training runs: a .zip of a run folder is read in the worker (crbc.jobs.run_archive);
     the run's curve and its iteration's groups appear; a broken archive is one line."""
     import io
     import zipfile

@@ -1,4 +1,4 @@
-"""The server's one queue of long jobs (crbc.sandbox.jobqueue): a bound on jobs at once with the
+"""The server's one queue of long jobs (crbc.jobs.jobqueue): a bound on jobs at once with the
 position of each waiting one, one live job per person (every tab of one browser), a job nobody
 polls ends, and a waiting job whose result appeared meanwhile never starts."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from crbc.sandbox.jobqueue import JobQueue
+from crbc.jobs.jobqueue import JobQueue
 from tests.support.fake_jobs import FakeJob
 
 

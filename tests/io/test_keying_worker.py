@@ -1,5 +1,5 @@
 """Keying by a user's regex: the pattern's size and nesting are bounded before any work, messages
-quote only its start, and the keying itself runs in a worker under budgets (crbc.sandbox.keying)."""
+quote only its start, and the keying itself runs in a worker under budgets (crbc.jobs.keying)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from crbc.io.anchor_keys import (
     shown,
 )
 from crbc.io.rollouts import read_rollouts
-from crbc.sandbox.keying import key_limited
-from crbc.sandbox.upload import Limits
+from crbc.jobs.keying import key_limited
+from crbc.jobs.upload import Limits
 from tests.support.paths import ROOT
 
 WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"

@@ -1,4 +1,4 @@
-"""A run uploaded as a .zip is read in a worker (crbc.sandbox.run_archive): the same run as the
+"""A run uploaded as a .zip is read in a worker (crbc.jobs.run_archive): the same run as the
 plain reader, bad archives as one line, and nothing parsed on the server afterwards."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import crbc.io.run_writer as RW
 import crbc.io.runs as R
 from crbc.io import budgets
 from crbc.io.rollouts import read_rollouts
-from crbc.sandbox.run_archive import read_archive_limited
-from crbc.sandbox.upload import Limits
+from crbc.jobs.run_archive import read_archive_limited
+from crbc.jobs.upload import Limits
 from tests.support.paths import ROOT
 
 WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"

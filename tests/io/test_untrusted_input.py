@@ -21,7 +21,7 @@ from crbc.io import budgets
 from crbc.io.anchor_keys import AnchorKeyError, RegexError, anchor_key, compile_regex, regex_key
 from crbc.io.importers import read_source, read_uploads
 from crbc.io.importers.rows import ImportFormatError
-from crbc.sandbox import upload as worker
+from crbc.jobs import upload as worker
 from tests.support.paths import DATA as TEST_DATA
 from tests.support.paths import ROOT
 

@@ -174,7 +174,7 @@ LAYERS = [
     {"registry"},
     {"io"},
     {"process"},
-    {"sandbox"},
+    {"jobs"},
     {"estimators"},
     {"envs"},
     {"policy"},

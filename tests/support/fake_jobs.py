@@ -1,4 +1,4 @@
-"""A stand-in for a worker job (crbc.sandbox.worker.WorkerJob) in tests of the job queue: what
+"""A stand-in for a worker job (crbc.jobs.worker.WorkerJob) in tests of the job queue: what
 the queue uses of a job (poll, progress, outcome, elapsed, cancel, close), with a log of starts
 and cancels, and finish() to end it."""
 

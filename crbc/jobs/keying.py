@@ -5,7 +5,7 @@ a shared studio it never runs on the server's interpreter, whatever the groups a
 sample, a run folder's iteration, an opened archive, a live group): a slow match would hold the
 interpreter every session needs, and the server's memory would grow with it. :class:`KeyJob`
 writes the groups as ``crbc.rollout/1`` Parquet into a private folder and runs
-:func:`crbc.io.anchor_keys.rekey` in a :class:`crbc.sandbox.upload.LimitedRead` (a child of the
+:func:`crbc.io.anchor_keys.rekey` in a :class:`crbc.jobs.upload.LimitedRead` (a child of the
 fork server at a lower priority, with the CPU, wall-clock and memory budgets of
 :data:`LIMITS`), which writes the keyed groups back as Parquet; the parent reads them with the
 validating reader. The pattern's size and nesting are checked before any of it
@@ -23,8 +23,8 @@ from pathlib import Path
 
 from crbc.io import budgets
 from crbc.io.rollouts import RolloutGroup
-from crbc.sandbox.upload import LimitedRead, Limits
-from crbc.sandbox.worker import Send, WorkerFailure
+from crbc.jobs.upload import LimitedRead, Limits
+from crbc.jobs.worker import Send, WorkerFailure
 
 __all__ = ["key_limited", "KeyJob", "LIMITS"]
 

@@ -20,7 +20,7 @@ take 2 GB for 30 min); tabs are free to open, so a bound per session is no bound
   meanwhile (``done_already``, e.g. the other session's audit wrote the file).
 
 A background thread (started with the first ticket) is the only one that starts, polls and ends
-the jobs (:class:`crbc.sandbox.worker.WorkerJob`); pages only read a ticket's ``state``,
+the jobs (:class:`crbc.jobs.worker.WorkerJob`); pages only read a ticket's ``state``,
 ``progress`` and ``outcome``, so no two threads ever read one worker's pipe.
 """
 

@@ -2,7 +2,7 @@
 
 A shared server (the studio) must not read, key or merge a user's files on its own interpreter:
 a slow read holds the GIL every session needs, and a file that decodes to gigabytes grows the
-server. :func:`start_read` runs the read as a :class:`crbc.sandbox.worker.WorkerJob` (a child of
+server. :func:`start_read` runs the read as a :class:`crbc.jobs.worker.WorkerJob` (a child of
 the fork server at a lower scheduling priority than the server, ``RLIMIT_AS`` at its size plus
 ``Limits.memory_bytes``, ``RLIMIT_CPU`` at ``Limits.cpu_seconds``, killed after
 ``Limits.seconds`` of wall clock, a looser bound: a low-priority read on a busy server waits;
@@ -35,8 +35,8 @@ from typing import Any
 
 from crbc.io import budgets
 from crbc.io.importers.registry import Importer
-from crbc.sandbox.worker import NICENESS, Send, WorkerFailure, WorkerJob
-from crbc.sandbox.worker import warm as _warm_server
+from crbc.jobs.worker import NICENESS, Send, WorkerFailure, WorkerJob
+from crbc.jobs.worker import warm as _warm_server
 
 __all__ = ["NICENESS", "PRELOAD", "Limits", "ReadJob", "ReadResult", "read_limited", "start_read", "warm"]
 
@@ -226,7 +226,7 @@ class ReadJob(LimitedRead):
 
 #: what the studio's jobs run (an upload's read, a key, a run archive, an audit): the fork server
 #: imports them once when the studio starts it (:func:`warm`)
-PRELOAD = ("crbc.sandbox.upload", "crbc.sandbox.keying", "crbc.sandbox.run_archive", "crbc.io.importers",
+PRELOAD = ("crbc.jobs.upload", "crbc.jobs.keying", "crbc.jobs.run_archive", "crbc.io.importers",
            "crbc.io.parquet_rollouts", "crbc.process", "pyarrow.parquet", "crbc.audit")
 
 

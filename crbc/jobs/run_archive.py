@@ -1,9 +1,9 @@
 """A run uploaded as a ``.zip`` of its folder, read in a worker process (the studio's Training runs).
 
 A run archive is untrusted input like any upload: its JSON and JSON Lines are parsed, and every
-iteration's rollouts validated, by :func:`_archive_job` in a :class:`crbc.sandbox.worker.WorkerJob`
+iteration's rollouts validated, by :func:`_archive_job` in a :class:`crbc.jobs.worker.WorkerJob`
 (lower priority, CPU, wall-clock and memory budgets, the studio's decoded-size budget; see
-:mod:`crbc.sandbox.upload`'s :class:`Limits`). The worker writes each iteration's validated
+:mod:`crbc.jobs.upload`'s :class:`Limits`). The worker writes each iteration's validated
 groups as ``crbc.rollout/1`` Parquet and answers with the run's ``run.json`` and metrics as JSON.
 The parent keeps the Parquet bytes in the :class:`crbc.io.runs.Run` it returns, so opening an
 iteration later reads compact, already validated columns (the validating Parquet reader, under
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from crbc.io import budgets
 from crbc.io.runs import Run
-from crbc.sandbox.upload import LimitedRead, Limits
-from crbc.sandbox.worker import Send, WorkerFailure
+from crbc.jobs.upload import LimitedRead, Limits
+from crbc.jobs.worker import Send, WorkerFailure
 
 __all__ = ["ArchiveJob", "read_archive_limited"]
 
