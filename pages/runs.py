@@ -8,28 +8,26 @@ as a .zip of its folder. Everything shown is computed by :mod:`crbc.io.runs` and
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 import streamlit as st
 
-import crbc.io.runs as R
 import crbc.train.tables as T
-from crbc.io.rollouts import RolloutFormatError, showcase_group
-from crbc.train.diagnostics import DIAGNOSTICS
 from crbc.viz import run_curves as V
-from ui import figure_cache, report_download, run_listing, run_review, run_source, state, url, widgets
-from ui.run_upload import uploaded_run
+from ui import (
+    figure_cache,
+    run_drilldown,
+    run_listing,
+    run_picker,
+    run_review,
+    run_source,
+    url,
+    widgets,
+)
 from ui.svg_view import svg_view
 
-MAX_ZIP_MB = 50
 OPEN_IN = [("pages/graph.py", "Anchor graph", ":material/hub:"),
            ("pages/backups.py", "Bellman backups", ":material/replay:"),
            ("pages/credits.py", "Step credits", ":material/bar_chart:")]
 KINDS = {"ours": "Runs of crbc train", "any": "Any recorded or imported run"}
-SHORT = {"step_credit_share": "non-zero A_S", "multi_action_anchors": "anchors, ≥ 2 actions",
-         "mean_abs_step_adv": "mean |A_S|", "rank_crbc_gigpo": "ρ crbc ~ gigpo",
-         "rank_crbc_visit_local": "ρ crbc ~ visit_local", "rare_route_disagreements": "rare-route disagr."}
 METRICS = ["eval_success_rate", "success_rate", "mean_return", "mean_length", "loss", "kl",
            "clip_frac", "step_credit_share", "seconds"]  # the first one the runs have is the default
 BANDS = {"ci": "95% CI of the mean", "minmax": "min–max", "std": "± 1 sd"}
@@ -50,73 +48,7 @@ if st.segmented_control("Which runs", list(KINDS), format_func=KINDS.get, key="r
     widgets.fragment_done()  # the end-of-run marker app.py cannot write after st.stop()
     st.stop()
 
-# ---------------------------------------------------------------------------------- choose runs
-RUNS_DIR = state.SAMPLES_DIR / "runs"
-shipped = run_listing.shipped_runs(str(RUNS_DIR))
-# An experiment is a folder of runs (what `crbc experiment --out` writes); run names repeat across
-# experiments (grpo-s0 in each), and seeds of different experiments must not be averaged together.
-experiments = run_listing.experiments_newest_first(str(RUNS_DIR), tuple(shipped))
-TOP = "."
-c0, c1, c2 = st.columns([2, 3, 2])
-with c0:
-    if experiments:
-        url.check_choice("runs_exp", experiments, "no such experiment folder in sample_rollouts/runs/",
-                         lambda e: "(top level)" if e == TOP else e)
-        url.drop_invalid("runs_exp", experiments)
-        experiment = st.selectbox("Experiment (sample_rollouts/runs/)", experiments, key="runs_exp",
-                                  bind="query-params",
-                                  format_func=lambda e: "(top level)" if e == TOP else e,
-                                  help="A folder of runs, one per estimator and seed; the newest first.")
-    else:
-        experiment = None
-        st.caption("No shipped runs in `sample_rollouts/runs/`.")
-in_experiment = [rel for rel in shipped if str(Path(rel).parent) == experiment]
-with c1:
-    chosen = st.multiselect("Runs", in_experiment, default=in_experiment, key=f"runs_pick_{experiment}",
-                            format_func=lambda rel: Path(rel).name,
-                            help="Pick several seeds of each estimator to see the spread.")
-with c2:
-    uploads = st.file_uploader(f"…or upload runs (.zip of a run folder, at most {MAX_ZIP_MB} MB each)",
-                               type=["zip"], accept_multiple_files=True, key="runs_upload",
-                               max_upload_size=MAX_ZIP_MB)
-
-loaded: dict[str, R.Run] = {}
-errors = []
-for rel in chosen:
-    try:
-        loaded[f"shipped:{rel}"] = run_listing.load_shipped(RUNS_DIR, rel)
-    except R.RunFormatError as e:
-        errors.append(str(e))
-for up in uploads or []:
-    data = up.getvalue()
-    if len(data) > MAX_ZIP_MB * 2**20:
-        errors.append(f"{up.name}: larger than {MAX_ZIP_MB} MB")
-        continue
-    upload_key, run, err = uploaded_run(up.name, data)  # read in a worker, kept in this session
-    if err:
-        errors.append(err)
-        continue
-    taken = {r.name for r in loaded.values()}
-    if run.name in taken:  # an upload named like a shown run: name it after its file
-        run = R.renamed(run, f"{run.name} ({up.name})")
-    if run.name in taken:
-        errors.append(f"{up.name}: the same run is already shown")
-        continue
-    loaded[upload_key] = run
-for e in errors:
-    st.error(f"A run was refused: {widgets.text(e)}")
-for run in loaded.values():
-    if run.partial_tail is not None:
-        st.warning(f"{widgets.text(run.name)}: the last line of metrics.jsonl was half-written (the run was "
-                   "interrupted while writing it); it is ignored.")
-
-runs = run_listing.ordered(list(loaded.values()))
-run_key_of = {r.name: k for k, r in loaded.items()}
-# what the figures and tables below read of the runs: which runs (a shipped one with the time its
-# metrics were last written, an upload by its content hash), so they are built once per choice;
-# as one short digest, which the caches hash on every rerun in a fraction of the tuple's time
-runs_key = hashlib.sha1(repr(tuple((k, run_listing.metrics_stamp(RUNS_DIR, k.split(":", 1)[1]) if k.startswith("shipped:") else 0.0)
-                                   for k in loaded)).encode()).hexdigest()[:20]
+runs, run_key_of, runs_key = run_picker.chosen_runs()
 if not runs:
     st.info("No run selected. Shipped runs are in `sample_rollouts/runs/`; make your own with "
             "`python -m crbc train --out runs/NAME` or `python -m crbc experiment`, or upload a "
@@ -195,81 +127,4 @@ if accuracy:  # folded: its chart is built and drawn only when asked for
                                            percent=False, height=320)),
                 key="runs_truth", on_pick=_on_curve_click, download="credit-accuracy")
 
-# ---------------------------------------------------------------------------------- drill down
-st.subheader("Drill into an iteration")
-with_rollouts = [r for r in runs if r.iterations_with_rollouts]
-if not with_rollouts:
-    st.info("None of the selected runs ships its rollouts.")
-    st.stop()
-labels = [r.name for r in with_rollouts]
-click = st.session_state.pop("_runs_click", None)
-if click is not None and click[1] in labels:
-    st.session_state["runs_run"] = click[1]
-    st.session_state["runs_iter"] = click[0]
-url.check_choice("runs_run", labels, "no run of that name is selected")
-url.drop_invalid("runs_run", labels)
-d1, d2 = st.columns([2, 1])
-run_name = d1.selectbox("Run", labels, key="runs_run", bind="query-params")
-run = with_rollouts[labels.index(run_name)]
-its = list(run.iterations_with_rollouts)
-if st.session_state.get("runs_iter") not in its:
-    st.session_state.pop("runs_iter", None)
-iteration = d2.selectbox("Iteration", its, key="runs_iter",
-                         help="Or click a point of the curves above.")
-if Path(run.source).is_dir():  # a folder (an uploaded .zip has none to read the report from)
-    report_download.run_button(run.source, run.name, iteration, "runs_dl_report")
-
-st.markdown("**Estimator diagnostics per iteration** (computed on each iteration's batch; the "
-            "dotted line is the chosen iteration)")
-diag_svg = figure_cache.figure("runs_diagnostics", (runs_key, iteration),
-                               lambda: V.diagnostics_svg(runs, selected=iteration))
-if diag_svg:
-    svg_view(diag_svg, key="runs_diag", download="diagnostics")
-else:
-    st.caption("None of the selected runs recorded these diagnostics.")
-rec = next((m for m in run.metrics if m["iteration"] == iteration), {})
-if rec:
-    cols = st.columns(len(DIAGNOSTICS))
-    for col, (key, label) in zip(cols, DIAGNOSTICS.items(), strict=True):
-        v = rec.get(f"diag.{key}")
-        col.metric(SHORT.get(key, key), "—" if v is None else (f"{v:.0%}" if "share" in key else f"{v:.3g}"),
-                   help=f"{label} (iteration {iteration} of {run.name})")
-
-try:
-    groups = run_listing.iteration_groups(f"{run_key_of[run.name]}#{run.name}", run, iteration)
-except (RolloutFormatError, KeyError, OSError) as e:
-    st.error(f"The rollouts of iteration {iteration} could not be read: {widgets.text(e)}")
-    st.stop()
-sr = rec.get("success_rate")
-st.markdown(f"**{widgets.text(run.name)}, iteration {iteration}**: {len(groups)} groups"
-            + (f", batch success {sr:.0%}" if sr is not None else "")
-            + ". Pick a group, then open it:")
-# a static table, scrolling beyond 320 px (a data grid would load 1.2 MB more JavaScript into every
-# new tab of this page); a data grid only for an iteration of very many groups
-table = V.groups_table(groups)
-if len(table) <= 500:
-    widgets.table(table, max_height_px=320)
-else:
-    widgets.rows_view(table, height=320)
-gids = [g.group for g in groups]
-url.drop_invalid("runs_group_pick", list(range(len(gids))))
-gi = st.selectbox("Group", range(len(gids)), index=showcase_group(groups),
-                  format_func=lambda i: f"{gids[i]} ({groups[i].success_rate:.0%} succeeded)",
-                  key="runs_group_pick", help="The first group where some rollouts succeeded and some "
-                  "failed is chosen first: there the estimators have something to compare.")
-# the key names the run by its content (an upload: "upload:<hash>", so two sessions' archives
-# of the same file name never share a cache entry, and what is computed from it stays private)
-run_id = run_key_of[run.name]
-source_key = (f"{run_id}#{iteration}" if run_id.startswith("upload:")
-              else "run:" + hashlib.sha1(f"{run.source}|{iteration}".encode()).hexdigest()[:16])
-source = state.Source(source_key, f"run {run.name} iteration {iteration}", groups)
-bcols = st.columns(len(OPEN_IN))
-for col, (path, title, icon) in zip(bcols, OPEN_IN, strict=True):
-    if (Path(state.ROOT) / path).exists() and col.button(f"Open in {title}", icon=icon,
-                                                          key=f"runs_open_{Path(path).stem}"):
-        folder = Path(run.source)
-        if run_key_of[run.name].startswith("shipped:") and run_source.resolve(str(folder)) is not None:
-            run_source.open_run(folder, iteration, gids[gi])  # a folder: the link carries it
-        else:
-            run_source.open_groups(source, gi)  # a .zip upload lives in this session only
-        url.switch_page(path)
+run_drilldown.render(runs, run_key_of, runs_key, OPEN_IN)
