@@ -15,9 +15,6 @@ the regex does not match (named by group, rollout and step), a budget, never a t
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -64,8 +61,7 @@ class KeyJob(LimitedRead):
 
         check_size(pattern)  # RegexError before any work (or any process)
         self.limits = limits or LIMITS
-        self.folder = tempfile.mkdtemp(prefix="crbc-key-")
-        os.chmod(self.folder, 0o700)
+        self.make_folder("crbc-key-")
         write_parquet_rollouts(Path(self.folder, "in.parquet"), list(groups))
         payload = {"folder": self.folder, "pattern": pattern, "budget": self.limits.budget.__dict__,
                    "memory_bytes": self.limits.memory_bytes}
@@ -99,10 +95,6 @@ class KeyJob(LimitedRead):
             return None, f"{self.what}: the worker's result could not be read ({type(e).__name__})"
         finally:
             self.close()
-
-    def close(self) -> None:
-        super().close()
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def key_limited(groups: Sequence[RolloutGroup], pattern: str,

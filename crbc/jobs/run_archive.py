@@ -12,9 +12,6 @@ the same budget) and never parses the archive's text on the server.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from crbc.io import budgets
@@ -58,8 +55,7 @@ class ArchiveJob(LimitedRead):
     def __init__(self, name: str, data: bytes, limits: Limits | None = None):
         self.name = name
         self.limits = limits or Limits()
-        self.folder = tempfile.mkdtemp(prefix="crbc-run-")
-        os.chmod(self.folder, 0o700)
+        self.make_folder("crbc-run-")
         Path(self.folder, "in.zip").write_bytes(data)
         payload = {"folder": self.folder, "name": name, "budget": self.limits.budget.__dict__,
                    "memory_bytes": self.limits.memory_bytes}
@@ -80,10 +76,6 @@ class ArchiveJob(LimitedRead):
             return None, f"{self.name}: the worker's result could not be read ({e.strerror})"
         finally:
             self.close()
-
-    def close(self) -> None:
-        super().close()
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def read_archive_limited(name: str, data: bytes, limits: Limits | None = None) -> tuple[Run | None, str | None]:

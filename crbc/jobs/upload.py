@@ -157,6 +157,19 @@ class LimitedRead(WorkerJob):
     :attr:`what` (the files) and the budget, and saying that nothing was loaded."""
 
     limits: Limits
+    folder: str = ""
+
+    def make_folder(self, prefix: str) -> str:
+        """The job's private folder (mode 0700; its inputs and the worker's results), owned by the
+        job: :meth:`close` removes it, whatever the ending."""
+        self.folder = tempfile.mkdtemp(prefix=prefix)
+        os.chmod(self.folder, 0o700)
+        return self.folder
+
+    def close(self) -> None:
+        super().close()
+        if self.folder:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def start(self, target, payload: dict, what: str) -> None:
         """``WorkerJob.__init__`` with the limits' budgets."""
@@ -186,8 +199,7 @@ class ReadJob(LimitedRead):
                  threshold: float | None = None, limits: Limits | None = None):
         self.limits = limits or Limits()
         self.names = list(files)
-        self.folder = tempfile.mkdtemp(prefix="crbc-read-")
-        os.chmod(self.folder, 0o700)
+        self.make_folder("crbc-read-")
         for i, data in enumerate(files.values()):
             Path(self.folder, f"in-{i}").write_bytes(data)
         Path(self.folder, "names.json").write_text(json.dumps(self.names))
@@ -218,10 +230,6 @@ class ReadJob(LimitedRead):
             return ReadResult(error=f"{self.what}: the worker's result could not be read ({e.reason})")
         finally:
             self.close()
-
-    def close(self) -> None:
-        super().close()
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 #: what the studio's jobs run (an upload's read, a key, a run archive, an audit): the fork server
