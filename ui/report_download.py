@@ -40,9 +40,12 @@ def group_file(ctx: PageContext) -> bytes:
 
     from ui import anchor_key
 
+    from crbc.doctor import diagnose, from_groups
+
     key = anchor_key.used(ctx.source, st.session_state.get(anchor_key.KEY) or "")
     return group_report(ctx.group, params=dict(ctx.params), truth=truth, policy_root=str(ROOT),
-                        source=ctx.source.label.removeprefix("sample "), key=key).encode("utf-8")
+                        source=ctx.source.label.removeprefix("sample "), key=key,
+                        findings=diagnose(from_groups(list(ctx.groups)))).encode("utf-8")
 
 
 def group_button(ctx: PageContext, key: str, container=None) -> None:
