@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from devtools.apprunner import READY, RUN_NO
+from devtools.apprunner import READY, RUN_NO, nav_link
 
 PAGES = [  # (url path, title the page's h1 starts with); Rollouts is the default page, at "/"
     ("", "Rollouts"), ("lesson", "Lesson"), ("graph", "Anchor graph"),
@@ -82,7 +82,7 @@ def navigate(pg, slug: str, title: str) -> tuple[float, float | None]:
     the session of ``pg``; and the script's server time (ms)."""
     before = pg.evaluate(RUN_NO)
     t = time.perf_counter()
-    pg.locator("[data-testid=stSidebarNavLink]", has_text=NAV_LABELS[slug]).first.click()
+    nav_link(pg, NAV_LABELS[slug]).click()
     try:
         pg.wait_for_function(f"() => ({RUN_NO})() > {before}", timeout=TIMEOUT)
         pg.wait_for_function(READY, arg=title, timeout=TIMEOUT)

@@ -160,6 +160,17 @@ def drag_slider(page, container: str, fraction: float) -> None:
 
 # the page is ready: its title shown (h1 starts with the argument), the app idle, nothing stale,
 # every SVG view and the anchor graph drawn
+def nav_link(page, title: str):
+    """The sidebar's navigation link to the page ``title``, with the sidebar opened first when a page
+    folded it (the Lesson starts with it folded, for a projector)."""
+    link = page.locator("[data-testid=stSidebarNavLink]", has_text=title).first
+    folded = page.locator("[data-testid=stSidebar][data-collapsed=true]")
+    if folded.count():  # a folded sidebar is still "visible", but outside the viewport
+        page.locator("[data-testid=stExpandSidebarButton]").first.click()
+        page.locator("[data-testid=stSidebar][data-collapsed=false]").wait_for()
+    return link
+
+
 READY = """(title) => {
   const main = document.querySelector('[data-testid=stMain]');
   if (!main) return false;

@@ -38,9 +38,8 @@ def group_file(ctx: PageContext) -> bytes:
             raise ValueError(why.removeprefix("No exact truth for this group:").strip())
         return got
 
-    from ui import anchor_key
-
     from crbc.doctor import diagnose, from_groups
+    from ui import anchor_key
 
     key = anchor_key.used(ctx.source, st.session_state.get(anchor_key.KEY) or "")
     return group_report(ctx.group, params=dict(ctx.params), truth=truth, policy_root=str(ROOT),
