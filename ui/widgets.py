@@ -8,17 +8,9 @@ from typing import Any
 
 import streamlit as st
 
+from crbc.explain.markdown import literal
 from crbc.viz.core.html import html_table
 
-# characters that mean something anywhere in a line of Markdown as Streamlit renders it (emphasis,
-# code, links and images, HTML and entities, LaTeX, tables, strike-through, autolinks' "http:");
-# CommonMark lets a backslash make any of them literal
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<!$~&])")
-# GFM turns bare addresses in text into links after parsing, so a backslash cannot stop it: an
-# invisible word joiner (U+2060) inside "://", "www." and before "@" does
-_MD_AUTOLINK = re.compile(r"(?i)(?<=[a-z0-9+.-])(:)(?=//)|\b(www)(?=\.)|(?<=\w)(@)(?=\w)")
-# what means something only at the start of a line: a list item, a heading, a numbered item
-_MD_LEADING = re.compile(r"^(\s*)(?:(>)|([-+#])(?=\s|$)|(\d{1,9})(?=[.)](?:\s|$)))")
 LONG_TEXT = 300  # characters of a user string drawn inline; the rest behind "show all"
 
 
@@ -27,15 +19,7 @@ def text(s: object) -> str:
     exactly its characters: never a link, an image, emphasis, LaTeX (``$..$``), HTML or a
     Streamlit directive. Use it for every user string inside st.markdown, st.caption, st.title,
     headers, alerts and widget labels (tables: :func:`table`). Line breaks become spaces (inline text)."""
-    out = str(s).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
-    out = _MD_AUTOLINK.sub(lambda m: m.group(0) + "\u2060", _MD_SPECIAL.sub(r"\\\1", out))
-    m = _MD_LEADING.match(out)
-    if m and (m.group(2) or m.group(3)):  # "> x", "- x", "# x": escape the marker
-        out = m.group(1) + "\\" + out[len(m.group(1)):]
-    elif m:  # "1. x": escape the dot
-        k = m.end()
-        out = out[:k] + "\\" + out[k:]
-    return out
+    return literal(s)
 
 
 def code(s: object) -> str:

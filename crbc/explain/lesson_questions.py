@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from crbc.explain import arithmetic as E
 from crbc.explain import lesson_tables as T
 from crbc.explain.anchor_names import node_labels
+from crbc.explain.markdown import literal
 from crbc.explain.table_rows import fmt
 from crbc.process import Process
 
@@ -43,7 +44,9 @@ class Question:
 
 
 def _short(s: str, n: int = 60) -> str:
-    return s if len(s) <= n else s[: n - 1] + "…"
+    """A user's label or action for the Markdown of a question: at most ``n`` characters, shown
+    exactly as written (:func:`crbc.explain.markdown.literal`)."""
+    return literal(s if len(s) <= n else s[: n - 1] + "…")
 
 
 def depth_question(p: Process, beta: float, sigma_min: float, state: int = 0) -> Question:

@@ -13,7 +13,8 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
-from devtools.apprunner import run_no, wait_ready
+from devtools.apprunner import nav_link, run_no, wait_ready
+from ui.lesson_depth import K_DEFAULT
 
 pytestmark = pytest.mark.browser
 TIMEOUT_MS = 90_000
@@ -47,13 +48,13 @@ def test_lesson_play_animates_k_to_the_deepest_and_says_play_again(app_url, page
     assert _k(page) == 0 and "Play" in _play_label(page)
     page.locator(".st-key-lesson_play button").first.click()
     try:  # no other interaction: the timer alone moves K
-        page.wait_for_function(PLAYED_TO, arg=4, timeout=40_000)
+        page.wait_for_function(PLAYED_TO, arg=K_DEFAULT, timeout=40_000)
     except PlaywrightTimeout:  # the assertions below say what was seen
         pass
     seen = set(page.evaluate("() => [...(window.crbcSeenK || [])]"))
     page.screenshot(path=str(artifacts_dir / "issue24-play.png"), full_page=True)
     assert max(seen) >= 2, f"K stopped at {max(seen)}: {sorted(seen)}"
-    assert max(seen) == 4, sorted(seen)  # the default deepest K
+    assert max(seen) == K_DEFAULT, sorted(seen)  # the default deepest K
     assert "Play" in _play_label(page) and "Pause" not in _play_label(page), _play_label(page)
 
 
@@ -144,7 +145,7 @@ def test_user_strings_are_shown_as_text_and_fetch_nothing(app_url, page, artifac
         bad = []
         for name in PAGES:
             title = TITLES.get(name, name)
-            page.locator("[data-testid=stSidebarNav] a").filter(has_text=name).first.click()
+            nav_link(page, name).click()
             _settle(page, title)
             if name == "Lesson":  # the lesson on the uploaded group
                 page.locator(".st-key-lesson_start").get_by_text("sidebar group").click()
@@ -164,7 +165,7 @@ def test_user_strings_are_shown_as_text_and_fetch_nothing(app_url, page, artifac
             page.screenshot(path=str(artifacts_dir / f"issue24-text-{name.replace(' ', '_')}.png"),
                             full_page=True)
         # a hover holding a link: the Step credits cell click must not throw
-        page.locator("[data-testid=stSidebarNav] a").filter(has_text="Step credits").first.click()
+        nav_link(page, "Step credits").click()
         _settle(page, "Step credits")
         cell = page.locator('.st-key-heat_credits [data-pick="0:1"]').first  # r0, its first step (0): the hostile action
         cell.scroll_into_view_if_needed()
@@ -193,7 +194,7 @@ def _nudge_beta(pg, title: str) -> None:
 
 def _nav(pg, name: str, title: str) -> None:
     n = run_no(pg)
-    pg.locator("[data-testid=stSidebarNav] a").filter(has_text=name).first.click()
+    nav_link(pg, name).click()
     wait_ready(pg, title, TIMEOUT_MS, after_run=n)
 
 
