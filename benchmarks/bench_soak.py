@@ -271,8 +271,8 @@ async def run(base: str, a, files: dict) -> dict:
         tasks += [asyncio.create_task(SA.player(browser, base, i, stop_at, out)) for i in range(a.players)]
         await asyncio.sleep(max(0.0, t0 + 60 * a.minutes * a.calm - time.perf_counter()))
         out["attack_start"] = time.perf_counter()
-        hostile = [asyncio.create_task(attacker(browser, base, k, p, rx, out)) for k, (p, rx) in files.items()
-                   if not k.startswith("_")]
+        hostile = [asyncio.create_task(attacker(browser, base, k, *files[k], out)) for k in files
+                   if not k.startswith("_")]  # "_audit_run", "_folder": the other attacks' inputs
         if a.hostile_tabs:
             hostile.append(asyncio.create_task(SA.hostile_link(browser, base, a.hostile_tabs, out)))
         if a.audit_tabs:
