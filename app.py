@@ -45,7 +45,6 @@ def main() -> None:
     pages = [st.Page(path, title=title, icon=icon, url_path=url, default=(path == DEFAULT_PAGE))
              for path, title, icon, url in PAGES if (HERE / path).exists()]
     nav = st.navigation(pages)
-    st.session_state.setdefault("_crbc_first_page", nav.url_path)  # where this session landed
     with routing.app_running():
         url.notice_box(st.container())  # notices about ignored URL parameters go on top
         url.not_found_notice(next(t for p, t, *_ in PAGES if p == DEFAULT_PAGE))

@@ -4,9 +4,8 @@ link to a section (``/lesson#8-the-shortest-path-foil``) that lands on it.
 - Style: captions and small print at 4.5:1 or more on white (WCAG AA: ``#555867`` is 7.4:1,
   Streamlit's own caption, its grey at 0.6 opacity, about 3.9:1), a visible focus ring on every control, table headers
   that never break inside a word.
-- The sidebar starts folded when a session lands on the Lesson (a link a teacher projects,
-  ``initial_sidebar_state="collapsed"``): at 1024 px it took 300 px of the page. A session that
-  came to the Lesson from another page keeps its sidebar, so moving on stays one click away.
+- The sidebar stays open (folding it left a class that landed on the Lesson without a visible
+  way to the other pages); at 1024 px a teacher folds it with its own arrow.
 - A section link: Streamlit scrolls to the header when it is drawn, but figures drawn later above
   it push it down (the link to section 8 landed in section 7), and tidying the query drops the
   ``#...`` from the address. :func:`land_on_hash` reads the hash of the page load and re-scrolls
@@ -65,9 +64,7 @@ _hash = st.components.v2.component("crbc_land_on_hash", js=HASH_JS, isolate_styl
 
 
 def style() -> None:
-    """The Lesson's page setup: the sidebar folded when the session landed here, and :data:`CSS`."""
-    if st.session_state.get("_crbc_first_page") == "lesson":
-        st.set_page_config(initial_sidebar_state="collapsed")
+    """The Lesson's page setup: :data:`CSS`."""
     st.html(CSS)
 
 
