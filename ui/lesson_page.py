@@ -1,4 +1,4 @@
-"""The Lesson as a page a projector and a keyboard can use: its style, the sidebar folded, and a
+"""The Lesson as a page a projector and a keyboard can use: its style, and a
 link to a section (``/lesson#8-the-shortest-path-foil``) that lands on it.
 
 - Style: captions and small print at 4.5:1 or more on white (WCAG AA: ``#555867`` is 7.4:1,
