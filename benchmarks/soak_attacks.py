@@ -30,7 +30,6 @@ from pathlib import Path
 from devtools.apprunner import READY
 
 HOSTILE = "(" * 5000 + ")" * 5000
-PLAY_K = 8  #: rounds of one Play (the page's maximum depth shown)
 PLAY_TIMEOUT_S = 120.0
 #: the first alert on the page, or the generic error page
 ALERT = """() => {
@@ -188,14 +187,6 @@ async def player(browser, base: str, i: int, stop_at: float, out: dict) -> None:
         while time.perf_counter() < stop_at:
             try:
                 await page.goto(f"{base}/backups?K=0")
-                await page.wait_for_function(READY, arg="Bellman backups")
-                # Play steps K once per 0.9 s up to "Maximum depth shown", which opens at the group's
-                # convergence depth (about 125 on the default group): a Play of PLAY_K rounds is what
-                # a student watches, and it fits the attack window
-                depth = page.get_by_label("Maximum depth shown")
-                await depth.fill(str(PLAY_K))
-                await depth.press("Enter")
-                await page.wait_for_timeout(1500)  # the rerun the new depth starts
                 await page.wait_for_function(READY, arg="Bellman backups")
                 button = page.locator(".st-key-play button").first
                 t = time.perf_counter()
