@@ -26,7 +26,7 @@ def _archive_job(payload: dict, send: Send) -> dict:
     """The worker's target: the archive's run, every iteration validated and written as Parquet."""
     from crbc.errors import FormatError
     from crbc.io.parquet_rollouts import write_parquet_rollouts
-    from crbc.io.runs import read_run_zip
+    from crbc.io.run_zip import read_run_zip
 
     folder, name = Path(payload["folder"]), payload["name"]
     with budgets.scope(budgets.Budget(**payload["budget"])) as meter:

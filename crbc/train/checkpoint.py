@@ -21,7 +21,7 @@ from typing import Any
 
 __all__ = [
     "CHECKPOINT", "checkpoint_iteration", "deferred_interrupt", "load_checkpoint", "POLICY",
-    "save_checkpoint", "save_policy"
+    "save_checkpoint", "save_policy", "weights_digest"
 ]
 
 CHECKPOINT = "checkpoint"  #: checkpoint folder inside a run folder
@@ -109,3 +109,18 @@ def save_policy(policy, folder: Path) -> None:
 
         folder.mkdir(parents=True, exist_ok=True)
         save_model(policy.model, str(folder / "model.safetensors"))
+
+
+def weights_digest(folder: str | os.PathLike) -> str | None:
+    """sha256 of a policy folder's weights (``model.safetensors``), so a run names exactly what it
+    started from; None without that file."""
+    import hashlib
+
+    p = Path(folder) / "model.safetensors"
+    if not p.is_file():
+        return None
+    h = hashlib.sha256()
+    with open(p, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -50,6 +50,7 @@ from crbc.train.checkpoint import (
     load_checkpoint,
     save_checkpoint,
     save_policy,
+    weights_digest,
 )
 from crbc.train.ppo import LOSS_AGG_MODES, flatten, ppo_update
 from crbc.train.provenance import code_version
@@ -241,7 +242,7 @@ def _create(s: _Session) -> None:
 
     cfg = s.cfg
     meta = {"name": s.out.name, "config": asdict(cfg), "model": cfg.model,
-            "model_sha256": _model_digest(cfg.model), "created_at": _now(),
+            "model_sha256": weights_digest(cfg.model), "created_at": _now(),
             "env": cfg.env, "estimator": cfg.estimator, "seed": cfg.seed,
             "held_out_seeds": f"{HELD_OUT_SEED}-{HELD_OUT_SEED + max(cfg.eval_seeds, 1) - 1}",
             "train_seeds": f"< {HELD_OUT_SEED}, numpy default_rng([seed, 1, iteration])",
@@ -383,20 +384,6 @@ def _truth_hook(cfg: TrainConfig) -> Diagnostics | None:
     from crbc.truth.training_accuracy import truth_diagnostics
 
     return truth_diagnostics(cfg.truth_groups, cfg.truth_every)
-
-
-def _model_digest(folder: str) -> str | None:
-    """sha256 of the starting weights (model.safetensors), so a run names exactly what it used."""
-    import hashlib
-
-    p = Path(folder) / "model.safetensors"
-    if not p.is_file():
-        return None
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _now() -> str:

@@ -141,7 +141,7 @@ def test_parquet_round_trip_and_run_folder_and_zip(tmp_path):
         for p in (tmp_path / "run").rglob("*"):
             if p.is_file():
                 z.write(p, "run/" + str(p.relative_to(tmp_path / "run")))
-    from crbc.io.runs import read_run_zip
+    from crbc.io.run_zip import read_run_zip
     assert read_run_zip(buf.getvalue()).rollouts(0) == groups
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import crbc.io.run_writer as RW
+import crbc.io.run_zip as Z
 import crbc.io.runs as R
 from crbc.io import budgets
 from crbc.io.rollouts import read_rollouts
@@ -39,7 +40,7 @@ def _zipped(path: Path, iterations: int = 3, bad_line: bool = False) -> bytes:
 def test_an_archive_read_in_the_worker_is_the_run_the_plain_reader_gives(tmp_path):
     data = _zipped(tmp_path / "myrun")
     run, err = read_archive_limited("myrun.zip", data)
-    plain = R.read_run_zip(data, "myrun.zip")
+    plain = Z.read_run_zip(data, "myrun.zip")
     assert err is None and run.name == "myrun" and run.metrics == plain.metrics
     assert run.iterations_with_rollouts == (0, 1, 2) and run._zip is None and run._parquet
     assert [run.rollouts(it) for it in range(3)] == [plain.rollouts(it) for it in range(3)]
@@ -69,15 +70,15 @@ RUN_JSON = b'{"schema": "crbc.run/1", "name": "r", "config": {}}'
 
 def test_an_archive_of_too_many_iterations_or_members_is_refused_before_any_work():
     many_its = _archive([("r/run.json", RUN_JSON)]
-                        + [(f"r/rollouts/iter-{i:04d}.jsonl", b"") for i in range(R.MAX_ZIP_ITERATIONS + 1)])
+                        + [(f"r/rollouts/iter-{i:04d}.jsonl", b"") for i in range(Z.MAX_ZIP_ITERATIONS + 1)])
     try:
-        R.read_run_zip(many_its, "many.zip")
+        Z.read_run_zip(many_its, "many.zip")
         raise AssertionError("accepted")
     except R.RunFormatError as e:
-        assert str(e).startswith("many.zip:") and f"at most {R.MAX_ZIP_ITERATIONS}" in str(e)
-    members = _archive([("r/run.json", RUN_JSON)] + [(f"r/x/{i}", b"") for i in range(R.MAX_ZIP_MEMBERS)])
+        assert str(e).startswith("many.zip:") and f"at most {Z.MAX_ZIP_ITERATIONS}" in str(e)
+    members = _archive([("r/run.json", RUN_JSON)] + [(f"r/x/{i}", b"") for i in range(Z.MAX_ZIP_MEMBERS)])
     run, err = read_archive_limited("members.zip", members)
-    assert run is None and err.startswith("members.zip:") and f"{R.MAX_ZIP_MEMBERS:,}" in err
+    assert run is None and err.startswith("members.zip:") and f"{Z.MAX_ZIP_MEMBERS:,}" in err
 
 
 @pytest.mark.filterwarnings("ignore:Duplicate name")

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import crbc.io.run_writer as RW  # noqa: E402
+import crbc.io.run_zip as Z  # noqa: E402
 import crbc.io.runs as R
 import crbc.train.analysis as A
 import crbc.train.tables as T
@@ -126,11 +127,11 @@ def test_zip_upload(tmp_path):
         for p in path.rglob("*"):
             if p.is_file():
                 z.write(p, "myrun/" + str(p.relative_to(path)))
-    run = R.read_run_zip(buf.getvalue(), "myrun.zip")
+    run = Z.read_run_zip(buf.getvalue(), "myrun.zip")
     assert run.last_iteration == 2 and run.iterations_with_rollouts == (0, 1, 2)
     assert run.rollouts(2)[0].group == "worked-example"
     with pytest.raises(R.RunFormatError, match="not a zip"):
-        R.read_run_zip(b"hello", "x.zip")
+        Z.read_run_zip(b"hello", "x.zip")
 
 
 def test_compressed_rollouts_read_the_same_locally_and_from_a_zip(tmp_path):
@@ -149,7 +150,7 @@ def test_compressed_rollouts_read_the_same_locally_and_from_a_zip(tmp_path):
         for p in path.rglob("*"):
             if p.is_file():
                 z.write(p, "gz/" + str(p.relative_to(path)))
-    assert R.read_run_zip(buf.getvalue(), "gz.zip").rollouts(1) == plain[1]
+    assert Z.read_run_zip(buf.getvalue(), "gz.zip").rollouts(1) == plain[1]
     # resume after compression: later iterations go, compressed or not
     RW.RunWriter.open(path).truncate(0)
     assert sorted(p.name for p in (path / "rollouts").iterdir()) == ["iter-0000.jsonl.gz"]
