@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import expect
 
 from crbc.io.rollouts import dumps_rollout
-from devtools.apprunner import GRAPH_COLORS, drag_slider, nav_link, wait_graph_frame, wait_idle, wait_ready
+from devtools.apprunner import GRAPH_COLORS, drag_slider, nav_link, run_no, wait_graph_frame, wait_idle, wait_ready
 from devtools.synthetic import random_walk_group
 
 pytestmark = pytest.mark.browser
@@ -28,8 +28,9 @@ HEADINGS = {"Inspector": "Anchor inspector"}  # a page whose heading is not its 
 def _nav(page, title: str) -> None:
     """Click ``title`` in the sidebar and wait until that page is completely drawn (its heading
     shown, the app idle, nothing stale: devtools.apprunner.READY)."""
+    n = run_no(page)
     nav_link(page, title).click()
-    wait_ready(page, HEADINGS.get(title, title), TIMEOUT_MS)
+    wait_ready(page, HEADINGS.get(title, title), TIMEOUT_MS, after_run=n)
 
 
 def _no_exception(page) -> None:
