@@ -31,6 +31,9 @@ from devtools.apprunner import READY
 
 HOSTILE = "(" * 5000 + ")" * 5000
 PLAY_TIMEOUT_S = 120.0
+#: the rounds one Play animates (a link's maximum depth; the page's own default, the convergence
+#: depth, is about 125 rounds at 0.9 s each, longer than the attack window)
+PLAY_DEPTH = 8
 #: the first alert on the page, or the generic error page
 ALERT = """() => {
   const e = document.querySelector('[data-testid=stException]');
@@ -186,7 +189,7 @@ async def player(browser, base: str, i: int, stop_at: float, out: dict) -> None:
     try:
         while time.perf_counter() < stop_at:
             try:
-                await page.goto(f"{base}/backups?K=0")
+                await page.goto(f"{base}/backups?K=0&kmax={PLAY_DEPTH}")
                 await page.wait_for_function(READY, arg="Bellman backups")
                 button = page.locator(".st-key-play button").first
                 t = time.perf_counter()

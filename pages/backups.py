@@ -52,7 +52,9 @@ try:
     k_link = int(float(k_link)) if k_link is not None else 0
 except (TypeError, ValueError):
     k_link = 0
-default_kmax = max(conv_full if conv_full is not None else K_CAP, k_link, 1)
+kmax_link = st.query_params.get("kmax")  # a link's maximum depth (checked above), else the convergence depth
+default_kmax = (int(float(kmax_link)) if kmax_link is not None
+                else max(conv_full if conv_full is not None else K_CAP, k_link, 1))
 
 c1, c2, c3 = st.columns([2, 1, 3])
 k_max = int(c1.number_input("Maximum depth shown", 1, K_CAP, min(default_kmax, K_CAP), key=f"kmax_{ctx.key}",

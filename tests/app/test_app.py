@@ -74,6 +74,19 @@ def test_depth_slider_and_play_drive_the_backups_page(app):
     assert not at.exception
 
 
+def test_a_links_maximum_depth_opens_the_backups_page_and_play_stops_there(app):
+    at = app("pages/backups.py", K="0", kmax="3")
+    assert [n.value for n in at.number_input if n.label == "Maximum depth shown"] == [3]
+    assert at.slider(key="K").max == 3
+    at.button(key="play").click().run()
+    for _ in range(6):  # the fragment's timer, one round per run, then the stop at K = 3
+        if not at.session_state["playing"]:
+            break
+        at.run()
+    assert at.session_state["K"] == 3 and at.session_state["playing"] is False
+    assert not at.exception
+
+
 def _heatmap(at: AppTest, name: str) -> list[float]:
     """The values of estimator ``name``'s heatmap cells on the Step credits page (SVG, one panel
     per estimator; each cell's tooltip names its value to 3 decimals), row by row."""
