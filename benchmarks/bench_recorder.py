@@ -7,7 +7,7 @@ recorder: one DataProto of G groups x n rollouts x T steps (observations of 300-
 drawn from a pool of 60 per group, so rollouts of a group share states, as ALFWorld's do;
 advantages (B, 256) over a response mask), put through ``add_step_index``, copies and a
 reorder, then ``RunRecorder.record`` timed per format (best of ``--repeat``; it includes the
-credit health it returns for the trainer's logger: ``crbc.health.iteration_health`` with crbc
+credit health it returns for the trainer's logger: ``crbc.run_analysis.health.iteration_health`` with crbc
 and gigpo, and ``--bootstrap`` resamples for ``sure_share``), the health alone on the same batch,
 and the time to open that iteration again (``read_run(...).rollouts``). Wall and CPU seconds
 (``time.process_time``: on a shared machine, CPU time says what the work costs, wall time what
@@ -34,12 +34,12 @@ import numpy as np
 import torch
 from verl import DataProto
 
-from crbc.health import iteration_health
 from crbc.integrations import verl as V
 from crbc.integrations.recorder import batch_steps
 from crbc.integrations.trainer_metrics import steps_process
 from crbc.io.rollouts import Rollout, RolloutGroup, Step, dumps_rollout
 from crbc.io.runs import read_run
+from crbc.run_analysis.health import iteration_health
 
 WORDS = ["You", "are", "in", "the", "middle", "of", "a", "room.", "Looking", "quickly", "around",
          "you,", "see", "cabinet", "drawer", "countertop", "fridge", "microwave", "sinkbasin",

@@ -5,11 +5,12 @@ The public API: :func:`compute` (any registered estimator on rollout groups),
 (the empirical process) and :func:`merge_stats` (how well the anchors merge), :func:`anchor_key`
 and :func:`rekey` (exact, regex or callable anchor keys), :func:`step_frame` (a tidy pandas table
 of step credits), the ``crbc.rollout/1`` types and readers, :func:`read_run`, and
-:class:`FormatError`; :func:`crbc.audit.audit_run` audits a whole run. The layers below it, read in this order
-(docs/ARCHITECTURE.md): ``io`` ->
-``process`` -> ``estimators`` -> ``explain`` / ``truth`` / ``train`` -> ``cli`` / ``viz``. The core
-needs only numpy and scipy; torch and transformers live in ``crbc.policy`` and ``crbc.train``,
-``crbc.viz`` draws SVG and HTML itself (no plotting library), streamlit only in the app.
+:class:`FormatError`; :func:`crbc.audit.audit_run` audits a whole run. The layers below it, read
+in this order (docs/ARCHITECTURE.md): ``io`` -> ``process`` -> ``estimators`` -> ``explain`` /
+``truth`` -> ``run_analysis`` (health, doctor, audit) -> ``integrations`` / ``train`` -> ``viz`` /
+``report`` -> ``cli``. The core needs only numpy and scipy; torch and transformers live in
+``crbc.policy`` and ``crbc.train``, ``crbc.viz`` draws SVG and HTML itself (no plotting library),
+streamlit only in the app.
 """
 
 import importlib
@@ -19,7 +20,6 @@ import sys
 import warnings
 from importlib import metadata as _metadata
 
-from crbc import audit  # the module: crbc.audit.audit_run works after a plain `import crbc`
 from crbc.errors import FormatError
 from crbc.estimators.bootstrap import CreditIntervals, credit_intervals
 from crbc.estimators.registry import Credits, compute, get, names, register
@@ -36,6 +36,7 @@ from crbc.io.rollouts import (
 )
 from crbc.io.runs import read_run
 from crbc.process import MergeStats, Process, merge, merge_stats
+from crbc.run_analysis import audit  # the module: crbc.audit.audit_run works after a plain `import crbc`
 
 #: The installed package's version (pyproject.toml's ``version``, the one source, as pip
 #: recorded it); "unknown" for a checkout imported without installing it.
@@ -50,7 +51,7 @@ __all__ = [
     "names", "parse_rollouts", "read_rollouts", "read_run", "register", "rekey", "step_frame", "write_rollouts",
 ]
 
-#: Module paths of release 0.1 and where they live now. Importing an old path still works for
+#: Module paths of earlier releases and where they live now. Importing an old path still works for
 #: one release and warns (DeprecationWarning); no file is left at the old place.
 MOVED_MODULES = {
     "rollouts": "io.rollouts",
@@ -63,19 +64,18 @@ MOVED_MODULES = {
     "baselines": "estimators.baselines",
     "credits": "estimators.credits",
     "coverage": "estimators.coverage",
-    "explain": "explain.arithmetic",
     "tables": "explain.lesson_tables",
     "edits": "explain.what_if",
     "labels": "explain.anchor_names",
     "rows": "explain.table_rows",
     "compare": "explain.disagreements",
     "accuracy": "truth.accuracy",
-    "truth_diag": "truth.training_accuracy",
-    "diagnostics": "train.diagnostics",
+    "truth_diag": "run_analysis.truth_accuracy",
+    "diagnostics": "run_analysis.diagnostics",
     "ppo": "train.ppo",
     "checkpoint": "train.checkpoint",
     "experiment": "train.experiment",
-    "analysis": "train.analysis",
+    "analysis": "run_analysis.training_stats",
     "heldout": "policy.heldout",
     "generate": "policy.generate",
     "commands": "cli.credit",
@@ -85,6 +85,13 @@ MOVED_MODULES = {
     "bench_io": "cli.bench_io",
     "progress": "cli.progress",
     "adapters": "integrations.adapters",
+    # a run's analysis, gathered in one package
+    "health": "run_analysis.health",
+    "audit_job": "run_analysis.audit_job",
+    "explain.run_review": "run_analysis.review",
+    "train.analysis": "run_analysis.training_stats",
+    "train.diagnostics": "run_analysis.diagnostics",
+    "truth.training_accuracy": "run_analysis.truth_accuracy",
 }
 
 
@@ -129,5 +136,7 @@ def _install_rich_display() -> None:
 
 _install_rich_display()
 
+# ``import crbc.audit`` (the documented short path of crbc.run_analysis.audit) finds the same module
+sys.modules.setdefault("crbc.audit", audit)
 if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
     sys.meta_path.append(_MovedModuleFinder())

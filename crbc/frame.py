@@ -39,11 +39,12 @@ from typing import Any
 import numpy as np
 
 from crbc.estimators import registry
-from crbc.health import checked_estimators, params_for
 from crbc.io.anchor_keys import AnchorKeySpec, rekey
 from crbc.io.columns import Columns
+from crbc.io.optional import pandas
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import from_columns
+from crbc.run_analysis.health import checked_estimators, params_for
 
 __all__ = [
     "ALL_COLUMNS", "COLUMNS", "pandas", "read_groups", "source_groups", "step_frame", "step_table",
@@ -101,16 +102,6 @@ def step_table(all_credits: Mapping[str, Any], intervals: Mapping[str, Any] | No
     if truth_N is not None:
         data["truth"] = np.tile(np.asarray(truth_N, dtype=float), len(names))
     return pd.DataFrame(data, columns=[*ALL_COLUMNS, *(("truth",) if truth_N is not None else ())])
-
-
-def pandas():
-    """The pandas module, or an ImportError that says how to install it."""
-    try:
-        import pandas as pd
-    except ImportError:
-        raise ImportError("this needs pandas, which the core library does not install: "
-                          "pip install \"crbc[report]\" (or pip install pandas)") from None
-    return pd
 
 
 def read_groups(path: str | os.PathLike) -> list[RolloutGroup]:

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from crbc.io.runs import find_runs, read_run
+from crbc.run_analysis.training_stats import by_estimator
 from crbc.train import prereg
-from crbc.train.analysis import by_estimator
 
 PRIMARY = [("crbc", "gigpo"), ("crbc", "grpo")]
 SECONDARY = [("visit_local", "grpo"), ("crbc", "visit_local"), ("gigpo", "grpo")]

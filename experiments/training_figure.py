@@ -31,7 +31,7 @@ TITLES = ["held-out success, 64 fresh levels x 4", "batch success, fresh levels,
 def figure(run_dir: Path, estimators=("grpo", "gigpo", "crbc", "visit_local")) -> str:
     """The three panels as one SVG (no plotly): the 95% band of each estimator's mean."""
     from crbc.io.runs import find_runs, read_run
-    from crbc.train.analysis import curves, order_runs
+    from crbc.run_analysis.training_stats import curves, order_runs
     from crbc.viz.core.chart import grid_svg
     from crbc.viz.run_curves import curves_chart_svg, legend_series
 

@@ -96,7 +96,7 @@ def _trainer(key: str, _groups: tuple):
     """(N,) the trainer's advantage per step in merge order, or None when no step carries one."""
     import numpy as np
 
-    from crbc.explain.run_review import trainer_advantage
+    from crbc.run_analysis.review import trainer_advantage
 
     adv = trainer_advantage(list(_groups))
     return adv if adv is not None and np.isfinite(adv).any() else None

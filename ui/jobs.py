@@ -82,7 +82,7 @@ def ask_audit(view_key: str, folder: Path, regex: str, bootstrap: int, apply: st
     """Queue the audit of ``folder`` under ``regex`` for this session (kept in its state); None,
     or the line saying why not (another tab of this person has a job). ``apply``: the key still to
     apply to the run's anchors (default ``regex``; "" for a run recorded with that key already)."""
-    from crbc.audit_job import start_audit
+    from crbc.run_analysis.audit_job import start_audit
 
     out = keyed_cache(folder, regex)
     q = queue()

@@ -10,12 +10,12 @@ import streamlit as st
 
 import crbc.io.runs as R
 from crbc.io.rollouts import RolloutFormatError, showcase_group
-from crbc.train.diagnostics import DIAGNOSTICS
+from crbc.run_analysis.diagnostics import DIAGNOSTICS
 from crbc.viz import run_curves as V
 from ui import figure_cache, report_download, run_listing, run_source, state, url, widgets
 from ui.svg_view import svg_view
 
-#: short names of the estimator diagnostics (crbc.train.diagnostics) for the metric tiles
+#: short names of the estimator diagnostics (crbc.run_analysis.diagnostics) for the metric tiles
 SHORT = {"step_credit_share": "non-zero A_S", "multi_action_anchors": "anchors, ≥ 2 actions",
          "mean_abs_step_adv": "mean |A_S|", "rank_crbc_gigpo": "ρ crbc ~ gigpo",
          "rank_crbc_visit_local": "ρ crbc ~ visit_local", "rare_route_disagreements": "rare-route disagr."}

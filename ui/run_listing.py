@@ -14,7 +14,7 @@ from pathlib import Path
 import streamlit as st
 
 import crbc.io.runs as R
-import crbc.train.analysis as A
+import crbc.run_analysis.training_stats as A
 from ui import figure_cache
 from ui.session_memo import memo
 

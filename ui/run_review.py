@@ -8,19 +8,19 @@ several iterations). :func:`render` draws
    :func:`crbc.viz.audit.audit_grid_svg`): success, sharing, evidence shares and the
    trainer's agreement with each estimator per iteration. The audit whose ``anchor_key`` is the
    sidebar's key is used; one computed under another key is drawn under a warning naming its key,
-   with a button that recomputes it. Computing queues :func:`crbc.audit_job.start_audit` on the
+   with a button that recomputes it. Computing queues :func:`crbc.run_analysis.audit_job.start_audit` on the
    server's one job queue (:mod:`ui.jobs`: a bound on audits at once, the place in the queue
    shown, one per person, ended when its page stops polling); the worker writes the audit into
    the studio's cache by run and key, never into the run's folder. A fragment polls it once a
    second, with Cancel, so neither this session nor the server waits; or, for an upload, reviews
    every iteration here
-   (:func:`crbc.explain.run_review.review_iteration`, about a second each), kept for the session;
+   (:func:`crbc.run_analysis.review.review_iteration`, about a second each), kept for the session;
 2. a click on an iteration (a point of the grid, or the sidebar's iteration) and the button under
    the grid list that iteration's groups worth a look, each one click from the other pages;
 3. the advantage doctor (:mod:`ui.run_doctor`): the iterations the recorder's doctor flagged, and
    the chosen iteration's findings, each finding's rows one click from the other pages.
 
-Only rendering here; the numbers come from :mod:`crbc.explain.run_review`.
+Only rendering here; the numbers come from :mod:`crbc.run_analysis.review`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-import crbc.explain.run_review as RR
+import crbc.run_analysis.review as RR
 from crbc.errors import FormatError
 from crbc.estimators.bootstrap import DEFAULT_B
 from crbc.io.anchor_keys import effective_key, key_to_apply

@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from crbc.actions import INVALID_ACTION
-from crbc.health import unknown_params
 from crbc.integrations.anchor_text import anchor_text
 from crbc.integrations.run_meta import run_name, trainer_facts
 from crbc.integrations.step_rows import batch_field, column, key_anchors
@@ -39,6 +38,7 @@ from crbc.io.anchor_keys import AnchorKeySpec, anchor_key
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 from crbc.io.run_writer import RunWriter, json_clean
 from crbc.io.runs import ROLLOUTS_DIR, RUN_FILE, read_run, rollouts_name
+from crbc.run_analysis.health import unknown_params
 
 __all__ = ["batch_steps", "BatchSteps", "first_token_values", "RunRecorder", "steps_groups", "steps_table"]
 
@@ -247,7 +247,7 @@ class RunRecorder:
     expect=None)``; then
     ``metrics.update(recorder.record(batch, step))`` after ``compute_advantage``. ``anchor``: an
     anchor key (a regex or a callable ``text -> str``, as ``compute_advantage(anchor=...)``);
-    ``estimators``, ``bootstrap``, ``seed``, ``params``: what :func:`crbc.health.iteration_health`
+    ``estimators``, ``bootstrap``, ``seed``, ``params``: what :func:`crbc.run_analysis.health.iteration_health`
     compares with the trainer's advantage (``bootstrap`` > 0 adds ``crbc/sure_share``).
     ``doctor``: run the advantage doctor (:mod:`crbc.integrations.doctor_steps` on the steps it read, ``expect``
     its expected estimator) on every batch: ``crbc/doctor/<check>`` = rows flagged, one ``crbc``
@@ -312,8 +312,8 @@ class RunRecorder:
     def _diagnose(self, st: BatchSteps, data: Any, step: int) -> dict[str, float]:
         """``{"crbc/doctor/<check>": rows flagged}`` of the batch; {} when the doctor fails."""
         try:
-            from crbc.doctor import counts
             from crbc.integrations import doctor_steps
+            from crbc.run_analysis.doctor import counts
 
             self.findings = doctor_steps.diagnose_steps(st, data, step, self.expect, self.health["params"])
         except Exception as e:  # noqa: BLE001 - the doctor never stops training

@@ -3,9 +3,9 @@
 :func:`steps_process` builds the empirical process straight from the recorder's flat arrays
 (:class:`crbc.integrations.recorder.BatchSteps`, no Step objects); it is the process that
 ``crbc.merge`` builds from the groups the recorder writes. :func:`trainer_metrics` names what
-:func:`crbc.health.iteration_health` computes on it for a logger (docs/FORMATS.md, "Trainer
+:func:`crbc.run_analysis.health.iteration_health` computes on it for a logger (docs/FORMATS.md, "Trainer
 metrics"), and adds ``crbc/merge_warning`` (1.0 when the anchor key merges almost nothing beyond
-the first step, :func:`crbc.health.merge_warning`, else 0.0).
+the first step, :func:`crbc.run_analysis.health.merge_warning`, else 0.0).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from crbc.health import MERGE_WARNING_SHARE, iteration_health, later_shared_share, merge_warning
 from crbc.process import Process, build_process
+from crbc.run_analysis.health import MERGE_WARNING_SHARE, iteration_health, later_shared_share, merge_warning
 
 __all__ = ["describe_key", "PREFIX", "steps_process", "trainer_metrics", "warn_merge"]
 
@@ -41,7 +41,7 @@ def _codes(x: np.ndarray) -> tuple[np.ndarray, list[str]]:
 def steps_process(st: BatchSteps) -> Process:
     """The process of a recorded batch: groups in uid order, rollouts in traj_uid order, steps in
     step order (the recorder's K steps, R rollouts); anchors and actions are numbered in order of
-    first appearance, which changes no number of :func:`crbc.health.iteration_health`. A step without a reward counts 0 (and the
+    first appearance, which changes no number of :func:`crbc.run_analysis.health.iteration_health`. A step without a reward counts 0 (and the
     group has no rewards), a rollout without a score takes its success as score."""
     starts = st.starts
     first = starts[:-1]
@@ -71,7 +71,7 @@ def describe_key(spec: Any) -> str:
 
 def warn_merge(p: Process, what: str, threshold: float = MERGE_WARNING_SHARE) -> bool:
     """Warn (``warnings`` and the ``crbc`` logger, once per ``what`` per process) when
-    :func:`crbc.health.merge_warning` holds; return whether it holds."""
+    :func:`crbc.run_analysis.health.merge_warning` holds; return whether it holds."""
     bad = merge_warning(p, threshold)
     if bad and what not in _warned:
         _warned.add(what)
@@ -88,7 +88,7 @@ def warn_merge(p: Process, what: str, threshold: float = MERGE_WARNING_SHARE) ->
 def trainer_metrics(st: BatchSteps, estimators: Sequence[str] = ("crbc", "gigpo"), bootstrap: int = 0,
                     seed: int = 0, params: dict[str, Any] | None = None, key_name: str = "their exact text",
                     threshold: float = MERGE_WARNING_SHARE) -> dict[str, float]:
-    """``crbc/<name>`` for each number of :func:`crbc.health.iteration_health` on the batch (the
+    """``crbc/<name>`` for each number of :func:`crbc.run_analysis.health.iteration_health` on the batch (the
     trainer's advantage is ``st.advantage``), plus ``crbc/merge_warning``."""
     p = steps_process(st)
     adv = st.advantage if np.isfinite(st.advantage).any() else None

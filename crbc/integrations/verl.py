@@ -28,7 +28,7 @@ What the real pipeline does to the rows, and what happens here (docs/VERL.md has
   ``LLMObservationWrapper``) are never equal: ``anchor=`` takes an anchor key (a regex, its last
   match; or a callable ``text -> str``; :mod:`crbc.io.anchor_keys`), and a key that merges almost
   nothing beyond each rollout's first step is warned about (``warnings`` and the ``crbc`` logger,
-  :func:`crbc.health.merge_warning`).
+  :func:`crbc.run_analysis.health.merge_warning`).
 
 :class:`RunRecorder` (:mod:`crbc.integrations.recorder`) writes each training batch into a
 ``crbc.run/1`` folder. ``verl`` itself is never imported (only the ``DataProto``

@@ -21,7 +21,7 @@ Write discipline (so that Ctrl-C or a crash never leaves anything half-written):
   newline (a half-written line) in :attr:`Run.partial_tail` instead of using it. It is never
   merged into the metrics.
 
-Statistics over runs (curves, the experiment table, paired tests) are in :mod:`crbc.train.analysis`.
+Statistics over runs (curves, the experiment table, paired tests) are in :mod:`crbc.run_analysis.training_stats`.
 """
 
 from __future__ import annotations

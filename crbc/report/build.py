@@ -70,7 +70,7 @@ def group_report(group: RolloutGroup, *, estimators: Sequence[str] | None = None
     ``key``: the anchor key its anchors carry (named; "" the exact text). A group whose steps
     record the trainer's advantage gets the trainer row. ``findings``: the advantage doctor's
     findings on the group's source (a last section), or None."""
-    from crbc.explain.run_review import trainer_advantage
+    from crbc.run_analysis.review import trainer_advantage
 
     fn = default_truth(policy_root) if truth is True else (truth or None)
     view = G.group_view(group, estimators, {**default_params(), **dict(params or {})}, fn,
@@ -137,9 +137,9 @@ def report(src: str | os.PathLike, *, group: str | int | None = None, iteration:
                           params=params, anchor=anchor)
     if iteration is not None:
         raise UsageError("--iteration is for run folders")
-    from crbc.doctor import diagnose, from_groups
     from crbc.io.anchor_keys import rekey
     from crbc.io.rollout_files import read_rollouts
+    from crbc.run_analysis.doctor import diagnose, from_groups
 
     groups = read_rollouts(path)
     anchor = (anchor or "").strip()

@@ -213,6 +213,6 @@ def run_report(run_dir: str | os.PathLike, *, estimators: Sequence[str] = ("crbc
 
 def trainer_by_group(groups) -> list:
     """(per group) the trainer's advantage per step in merge order (None where the group records none)."""
-    from crbc.explain.run_review import trainer_advantage
+    from crbc.run_analysis.review import trainer_advantage
 
     return [trainer_advantage([g]) for g in groups]

@@ -12,7 +12,7 @@ skipped, an unfinished one resumed, so the command can be re-run after Ctrl-C. U
 ``--keep-models`` is given, each finished run's ``checkpoint/`` and ``policy/`` are deleted so the
 folder holds only what ships (run.json, metrics.jsonl, rollouts/). ``--keep-rollouts-seeds K``
 keeps every iteration's rollouts of seeds below K only (the others' are deleted once the run
-is finished). Outputs in OUT: ``summary.json`` and ``summary.md`` (:mod:`crbc.train.analysis`: the
+is finished). Outputs in OUT: ``summary.json`` and ``summary.md`` (:mod:`crbc.run_analysis.training_stats`: the
 table with 95% intervals and the paired tests). The figure is drawn by
 ``experiments/training_figure.py`` (it needs the local chromium).
 """
@@ -30,7 +30,7 @@ from typing import Any
 
 from crbc.io.run_writer import compress_rollouts
 from crbc.io.runs import ROLLOUTS_DIR, find_runs, read_run
-from crbc.train.analysis import order_runs, paired_table, summarize
+from crbc.run_analysis.training_stats import order_runs, paired_table, summarize
 from crbc.train.tables import paired_markdown, table_markdown
 
 __all__ = ["arm_params", "evaluate_finished", "extra_eval_name", "run_all", "run_name", "write_summary"]
@@ -174,7 +174,7 @@ def run_all(args: argparse.Namespace, log=print) -> list[Path]:
 
 def write_summary(out: Path, threshold: float, smooth: int, estimators=("grpo", "gigpo", "crbc")
                   ) -> dict[str, Any]:
-    """summary.json / summary.md of every run under ``out`` (crbc.train.analysis)."""
+    """summary.json / summary.md of every run under ``out`` (crbc.run_analysis.training_stats)."""
     runs = order_runs([read_run(p) for p in find_runs(out)], estimators)
     if not runs:
         raise ValueError(f"no runs found under {out}")

@@ -97,8 +97,8 @@ class TrainConfig:
     eval_temperature: float = 1.0  #: sampling temperature of the held-out evaluation (1: the trained policy itself; the paper: 0.4)
     seed: int = 0  #: seeds level sampling, episode sampling and minibatch order
     threads: int = 1  #: torch CPU threads (not part of the result on one machine)
-    diagnostics: bool = True  #: compute the estimator diagnostics (crbc.train.diagnostics) per iteration
-    truth_groups: int = 0  #: groups per scored iteration whose estimator credits are compared with the exact advantage (crbc.truth.training_accuracy; 0: off)
+    diagnostics: bool = True  #: compute the estimator diagnostics (crbc.run_analysis.diagnostics) per iteration
+    truth_groups: int = 0  #: groups per scored iteration whose estimator credits are compared with the exact advantage (crbc.run_analysis.truth_accuracy; 0: off)
     truth_every: int = 2  #: score against exact advantages every this many iterations
 
     def validate(self) -> None:
@@ -284,7 +284,7 @@ def _iterate(s: _Session, it: int, diagnostics: Diagnostics | None) -> dict[str,
     t3 = time.perf_counter()
     diag: dict[str, Any] = {}
     if cfg.diagnostics:
-        from crbc.train.diagnostics import iteration_diagnostics
+        from crbc.run_analysis.diagnostics import iteration_diagnostics
 
         diag.update(iteration_diagnostics(credits.process))
     if diagnostics is not None:
@@ -381,7 +381,7 @@ def train(cfg: TrainConfig, out: str | os.PathLike, resume: bool = False,
 def _truth_hook(cfg: TrainConfig) -> Diagnostics | None:
     if not cfg.truth_groups:
         return None
-    from crbc.truth.training_accuracy import truth_diagnostics
+    from crbc.run_analysis.truth_accuracy import truth_diagnostics
 
     return truth_diagnostics(cfg.truth_groups, cfg.truth_every)
 

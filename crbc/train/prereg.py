@@ -9,7 +9,7 @@ primary metric of a run (held-out success after the last iteration by default)::
     k_s    = successful held-out episodes of a run (an integer out of N = levels x episodes)
 
 When every paired run carries its per-level success (``eval_level_success``), the test runs on
-the integer differences ``k_s(A) - k_s(B)`` (:func:`crbc.train.analysis.sign_flip_p_counts`)
+the integer differences ``k_s(A) - k_s(B)`` (:func:`crbc.run_analysis.training_stats.sign_flip_p_counts`)
 and ``d_s = (k_s(A) - k_s(B)) / N`` exactly: run.json's ``eval_success_rate`` is rounded to
 four decimals, which moves sums that tie exactly to either side of the tie.
     p_holm = Holm's step-down adjustment over the family of primary comparisons:
@@ -27,7 +27,14 @@ from typing import Any
 import numpy as np
 
 from crbc.io.runs import Run
-from crbc.train.analysis import EVAL, by_estimator, level_counts, sign_flip_p, sign_flip_p_counts, t_interval
+from crbc.run_analysis.training_stats import (
+    EVAL,
+    by_estimator,
+    level_counts,
+    sign_flip_p,
+    sign_flip_p_counts,
+    t_interval,
+)
 
 __all__ = ["compare", "Count", "final_count", "final_metric", "holm", "markdown", "preregistered"]
 
@@ -41,7 +48,7 @@ def final_metric(run: Run, key: str = EVAL) -> float | None:
 def final_count(run: Run, record: dict[str, Any] | None = None) -> tuple[int, int] | None:
     """(successful episodes, episodes) of the run's held-out evaluation after its last iteration
     (``record``, default run.json ``final_eval``): ``(sum_l k_l, L * G)`` from
-    :func:`crbc.train.analysis.level_counts`; None when the per-level success is not recorded."""
+    :func:`crbc.run_analysis.training_stats.level_counts`; None when the per-level success is not recorded."""
     k = level_counts(run, record)
     if k is None:
         return None

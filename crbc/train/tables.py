@@ -1,6 +1,6 @@
 """The experiment's tables as Markdown: :func:`table_markdown` (one row per estimator of
-:func:`crbc.train.analysis.summarize`) and :func:`paired_markdown` (the rows of
-:func:`crbc.train.analysis.paired_table`). Percentages are points of held-out success."""
+:func:`crbc.run_analysis.training_stats.summarize`) and :func:`paired_markdown` (the rows of
+:func:`crbc.run_analysis.training_stats.paired_table`). Percentages are points of held-out success."""
 
 from __future__ import annotations
 

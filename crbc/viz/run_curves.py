@@ -1,7 +1,7 @@
 """Figures of saved training runs: learning curves per estimator and per-iteration diagnostics.
 
-Pure builders: they take :class:`crbc.train.analysis.Curve` / :class:`crbc.io.runs.Run` objects (computed by
-:mod:`crbc.train.analysis`) and return SVG strings (:mod:`crbc.viz.core.chart`, shown by
+Pure builders: they take :class:`crbc.run_analysis.training_stats.Curve` / :class:`crbc.io.runs.Run` objects (computed by
+:mod:`crbc.run_analysis.training_stats`) and return SVG strings (:mod:`crbc.viz.core.chart`, shown by
 :func:`ui.svg_view.svg_view`) or pandas tables; no estimates are
 computed here. A point that opens a run's iteration carries ``data-pick`` = :func:`pick_value`
 (read back with :func:`parse_pick`).
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from crbc.io.runs import Run
-from crbc.train.analysis import Curve
+from crbc.run_analysis.training_stats import Curve
 from crbc.viz.core.axes import Axis
 from crbc.viz.core.chart import chart_svg, grid_svg
 from crbc.viz.core.credits import est_color_at
@@ -194,7 +194,7 @@ def diagnostics_svg(runs: Sequence[Run], selected: int | None = None, cols: int 
 
 
 def summary_table(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """The experiment table (crbc.train.analysis.summarize rows) formatted for display."""
+    """The experiment table (crbc.run_analysis.training_stats.summarize rows) formatted for display."""
 
     def pm(m, s, pct=True):
         if m is None:

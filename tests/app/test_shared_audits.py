@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("streamlit")
 
-import crbc.audit_job  # noqa: E402
+import crbc.run_analysis.audit_job  # noqa: E402
 from crbc.jobs import jobqueue  # noqa: E402
 from devtools.textworld import alfworld_like_run  # noqa: E402
 from tests.support.fake_jobs import FakeJob  # noqa: E402
@@ -27,7 +27,7 @@ def server(tmp_path, monkeypatch):
     q = jobqueue.JobQueue(max_running=1, stale_s=60, thread=False)
     monkeypatch.setattr(jobqueue, "_SERVER", q)
     log: list = []
-    monkeypatch.setattr(crbc.audit_job, "start_audit", lambda folder, **kw: FakeJob(log, kw["anchor"]))
+    monkeypatch.setattr(crbc.run_analysis.audit_job, "start_audit", lambda folder, **kw: FakeJob(log, kw["anchor"]))
     return path, q, log
 
 

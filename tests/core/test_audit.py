@@ -1,4 +1,4 @@
-"""crbc.audit: a run audited per (iteration, estimator), the same rows on every engine, resumed
+"""crbc.run_analysis.audit: a run audited per (iteration, estimator), the same rows on every engine, resumed
 after an interrupt, and the ``audit`` command's files and errors."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ pd = pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")
 
 import crbc  # noqa: E402
-from crbc import audit as A  # noqa: E402
 from crbc.cli.main import main  # noqa: E402
-from crbc.health import iteration_health  # noqa: E402
 from crbc.io.audit_reader import audit_key, find_audits, read_audit  # noqa: E402
 from crbc.io.rollouts import Rollout, RolloutGroup, Step  # noqa: E402
 from crbc.io.run_writer import RunWriter  # noqa: E402
+from crbc.run_analysis import audit as A  # noqa: E402
+from crbc.run_analysis.health import iteration_health  # noqa: E402
 from tests.support.groups import random_groups  # noqa: E402
 
 SAME = [c for c in A.COLUMNS if c != "seconds"]
@@ -271,7 +271,7 @@ def test_the_reader_refuses_another_schema_and_a_mixed_key(tmp_path):
 
 
 def test_the_studio_audits_in_a_worker_with_progress_and_cancel(tmp_path):
-    from crbc.audit_job import start_audit
+    from crbc.run_analysis.audit_job import start_audit
 
     run = make_run(tmp_path / "run", 3)
     job = start_audit(run, ("crbc",), out=tmp_path / "w.parquet", anchor=r"(c\d)")

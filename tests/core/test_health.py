@@ -1,4 +1,4 @@
-"""crbc.health.iteration_health against a slow, obvious twin (dicts and loops, scipy's Spearman)
+"""crbc.run_analysis.health.iteration_health against a slow, obvious twin (dicts and loops, scipy's Spearman)
 on random groups, and its hand-checkable cases."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import pytest
 from scipy.stats import spearmanr
 
 import crbc
-from crbc.health import (
+from crbc.io.rollouts import Rollout, RolloutGroup, Step
+from crbc.run_analysis.health import (
     iteration_health,
     later_shared_share,
     merge_warning,
@@ -18,7 +19,6 @@ from crbc.health import (
     sign_agreement,
     spearman,
 )
-from crbc.io.rollouts import Rollout, RolloutGroup, Step
 from tests.support.groups import random_groups
 
 

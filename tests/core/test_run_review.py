@@ -1,4 +1,4 @@
-"""crbc.explain.run_review (trainer vs estimators per iteration), crbc.explain.observation and
+"""crbc.run_analysis.review (trainer vs estimators per iteration), crbc.explain.observation and
 crbc.viz.intervals on ALFWorld-like groups (devtools/textworld.py)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from scipy.stats import spearmanr
 
 import crbc
-import crbc.explain.run_review as RR
+import crbc.run_analysis.review as RR
 from crbc.explain import observation as O
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 from devtools.textworld import alfworld_like_group

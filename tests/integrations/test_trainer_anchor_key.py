@@ -17,10 +17,10 @@ pytest.importorskip("textarena")
 torch = pytest.importorskip("torch")
 
 import crbc  # noqa: E402
-from crbc.health import MERGE_WARNING_SHARE, later_shared_share  # noqa: E402
 from crbc.integrations import trainer_metrics  # noqa: E402
 from crbc.integrations import verl as V  # noqa: E402
 from crbc.process import merge_stats  # noqa: E402
+from crbc.run_analysis.health import MERGE_WARNING_SHARE, later_shared_share  # noqa: E402
 from tests.support.textarena_play import BOARD, GROUP, LEVELS, pack, play  # noqa: E402
 from tests.support.verl_batches import trainer_pipeline  # noqa: E402
 
@@ -72,7 +72,7 @@ def test_the_recorder_keeps_the_transcript_and_the_board(played, tmp_path, monke
     assert keyed["crbc/merge_warning"] == 0.0 and plain["crbc/merge_warning"] == 1.0
     # the doctor: silent on the keyed run (no warning, no error), names the transcripts without the key
     from crbc.cli.main import main
-    from crbc.doctor import CHECKS
+    from crbc.run_analysis.doctor import CHECKS
 
     quiet = [c for c, sev in CHECKS.items() if sev != "info"]
     assert all(keyed[f"crbc/doctor/{c}"] == 0.0 for c in quiet), keyed

@@ -1,5 +1,5 @@
 """The recorder's credit health in the trainer's own logger: ``RunRecorder.record`` returns the
-``crbc/...`` numbers of docs/FORMATS.md, equal to ``crbc.health.iteration_health`` on the groups
+``crbc/...`` numbers of docs/FORMATS.md, equal to ``crbc.run_analysis.health.iteration_health`` on the groups
 it wrote, and verl's real ``Tracking`` logs them to TensorBoard (read back with TensorBoard's own
 reader) and to wandb in offline mode (read back from the run's files)."""
 
@@ -17,9 +17,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import crbc  # noqa: E402
-from crbc.health import iteration_health  # noqa: E402
 from crbc.integrations import verl as V  # noqa: E402
 from crbc.io.columns import Columns  # noqa: E402
+from crbc.run_analysis.health import iteration_health  # noqa: E402
 from tests.support.paths import ROOT as _ROOT  # noqa: E402
 from tests.support.verl_batches import trained_batch  # noqa: E402
 
@@ -35,7 +35,7 @@ def test_record_returns_the_health_of_what_it_wrote(tmp_path, bootstrap):
     groups = crbc.read_run(tmp_path / "run").rollouts(4)
     want = iteration_health(crbc.merge(groups), Columns.from_groups(groups).trainer_advantage,
                             ("crbc", "gigpo", "grpo"), bootstrap=bootstrap, seed=3, beta=0.95)
-    from crbc.doctor import CHECKS
+    from crbc.run_analysis.doctor import CHECKS
 
     doctor = {f"crbc/doctor/{c}" for c in CHECKS}  # rows each check flags: none on a clean batch
     assert set(got) == {"crbc/" + k for k in want} | {"crbc/merge_warning", "crbc/record_seconds"} | doctor

@@ -1,6 +1,6 @@
 """crbc.run/1 folders (crbc.io.runs): writing, the tolerant-but-explicit reader; curves, the
-experiment table and paired tests (crbc.train.analysis); the per-iteration estimator diagnostics
-(crbc.train.diagnostics). No torch."""
+experiment table and paired tests (crbc.run_analysis.training_stats); the per-iteration estimator diagnostics
+(crbc.run_analysis.diagnostics). No torch."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ import pytest
 import crbc.io.run_writer as RW  # noqa: E402
 import crbc.io.run_zip as Z  # noqa: E402
 import crbc.io.runs as R
-import crbc.train.analysis as A
+import crbc.run_analysis.training_stats as A
 import crbc.train.tables as T
 from crbc.io.rollouts import read_rollouts
-from crbc.train.diagnostics import iteration_diagnostics, rankdata, spearman
+from crbc.run_analysis.diagnostics import iteration_diagnostics, rankdata, spearman
 from tests.support.paths import ROOT
 
 WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"

@@ -121,7 +121,7 @@ def loaded_after(code: str, env: dict | None = None) -> set[str]:
 
 
 def test_the_core_and_the_trainer_glue_load_no_studio_or_training_package():
-    mods = loaded_after("import crbc, crbc.health, crbc.integrations.verl, crbc.integrations.recorder, "
+    mods = loaded_after("import crbc, crbc.run_analysis.health, crbc.integrations.verl, crbc.integrations.recorder, "
                         "crbc.integrations.trainer_metrics, crbc.io.importers")
     assert not mods & (NEVER_IN_CORE | {"pyarrow", "verl", "ray"}), mods & (NEVER_IN_CORE | {"pyarrow"})
     assert "crbc" in mods  # the probe ran

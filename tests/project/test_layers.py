@@ -124,7 +124,7 @@ COMPUTING_CALLS = {"compute", "credit_intervals", "depth_sweep", "estimate", "me
 #: the library modules that only compute: a page never imports them
 COMPUTING_MODULES = ("crbc.estimators.bootstrap", "crbc.estimators.closure", "crbc.estimators.baselines",
                      "crbc.estimators.resample", "crbc.estimators.posterior", "crbc.estimators.rewardflow",
-                     "crbc.estimators.coverage", "crbc.process", "crbc.truth.accuracy", "crbc.train.analysis")
+                     "crbc.estimators.coverage", "crbc.process", "crbc.truth.accuracy", "crbc.run_analysis.training_stats")
 NAMES_FROM_COMPUTING_MODULES = {"DepthSweep", "DEFAULT_B", "DEFAULT_LEVEL", "pair_table", "Process"}  # types, constants, formatting
 
 
@@ -178,12 +178,11 @@ LAYERS = [
     {"estimators"},
     {"envs"},
     {"policy"},
-    {"explain", "health"},
-    {"doctor"},
-    {"truth", "integrations"},
+    {"explain"},
+    {"truth"},
+    {"run_analysis"},
+    {"integrations"},
     {"train", "frame"},
-    {"audit"},
-    {"audit_job"},
     {"viz"},
     {"report"},
     {"cli"},

@@ -1,4 +1,4 @@
-"""Exact sign-flip tests on integer success counts (crbc.train.analysis.sign_flip_p_counts,
+"""Exact sign-flip tests on integer success counts (crbc.run_analysis.training_stats.sign_flip_p_counts,
 crbc.train.prereg.compare) and the code commit a run records (crbc.train.provenance)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from crbc.train import analysis as A
+from crbc.run_analysis import training_stats as A
 from crbc.train import prereg
 from crbc.train.provenance import code_version
 

@@ -1,4 +1,4 @@
-"""crbc.truth.training_accuracy: the training loop's credit-accuracy diagnostics equal crbc.truth.accuracy's scores
+"""crbc.run_analysis.truth_accuracy: the training loop's credit-accuracy diagnostics equal crbc.truth.accuracy's scores
 computed group by group, skip what the truth cannot score, and run only every k-th iteration."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ def test_truth_diagnostics_match_accuracy_scores_group_by_group():
     from crbc.estimators.registry import compute
     from crbc.policy import load_policy
     from crbc.policy.generate import generate_groups
+    from crbc.run_analysis.truth_accuracy import truth_diagnostics
     from crbc.truth import TruthCache, group_truth, scorable_policy
     from crbc.truth.accuracy import group_agreement
-    from crbc.truth.training_accuracy import truth_diagnostics
 
     policy = load_policy(str(MODEL))
     groups = generate_groups("sokoban-6x6-v0", list(range(10)), 8, policy, 1.0, 15, rng=7)

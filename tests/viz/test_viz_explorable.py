@@ -232,7 +232,7 @@ def test_every_curve_point_names_its_run_and_iteration(tmp_path):
     import html
 
     import crbc.io.runs as R
-    from crbc.train.analysis import curves
+    from crbc.run_analysis.training_stats import curves
     from crbc.viz.run_curves import curves_chart_svg, metric_label, parse_pick
 
     groups = read_rollouts(WORKED)

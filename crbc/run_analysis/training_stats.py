@@ -180,7 +180,7 @@ def summarize(runs: Sequence[Run], threshold: float = 0.5, smooth: int = 3, fina
       ``metric`` (the Training runs page's column), and ``reached``.
     * ``truth_spearman`` / ``truth_sign``: per run the mean over its scored iterations of its own
       estimator's agreement with the exact advantage (``diag.truth_*.<estimator>``, see
-      crbc.truth.training_accuracy); None when the runs did not record it.
+      crbc.run_analysis.truth_accuracy); None when the runs did not record it.
     """
     rows = []
     for est, items in by_estimator(runs).items():

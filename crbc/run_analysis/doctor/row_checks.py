@@ -1,6 +1,6 @@
 """The doctor's checks on step rows: grouping, the trainer's step advantages, rewards, anchors.
 
-Each check is a pure function ``check(batch) -> Finding | None`` of a :class:`crbc.doctor.batch.Batch`
+Each check is a pure function ``check(batch) -> Finding | None`` of a :class:`crbc.run_analysis.doctor.batch.Batch`
 (N steps, R rollouts, G groups; ``A`` is the trainer's advantage of a step, ``T_i`` the number of
 steps of rollout i, ``S_i`` its score). Each threshold is one a clean run does not cross: the
 bug pattern must hold for at least half of the rows or groups that can show it (unless stated).
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from crbc.doctor.batch import Batch
-from crbc.doctor.findings import Finding, finding
-from crbc.health import MERGE_WARNING_SHARE, later_shared_share, merge_warning, shared_steps
+from crbc.run_analysis.doctor.batch import Batch
+from crbc.run_analysis.doctor.findings import Finding, finding
+from crbc.run_analysis.health import MERGE_WARNING_SHARE, later_shared_share, merge_warning, shared_steps
 
 __all__ = [
     "CENTRED", "length_weighted_baseline", "MAJORITY", "no_shared_anchors", "ROW_CHECKS",
@@ -151,7 +151,7 @@ def step_rewards_sum(b: Batch) -> Finding | None:
 
 
 def no_shared_anchors(b: Batch) -> Finding | None:
-    """Later steps that share no anchor: :func:`crbc.health.merge_warning` (fewer than
+    """Later steps that share no anchor: :func:`crbc.run_analysis.health.merge_warning` (fewer than
     MERGE_WARNING_SHARE of the steps after each rollout's first sit at an anchor that two or more
     rollouts of the group visit); rows = the later steps at unshared anchors."""
     p = b.process

@@ -1,13 +1,13 @@
 """A whole run audited: one ``crbc.audit/1`` row per (iteration, estimator), iterations in parallel.
 
-    from crbc.audit import audit_run
+    from crbc.run_analysis.audit import audit_run
     from crbc.io.audit_reader import read_audit                                # the one reader
     df = audit_run("runs/mine", ("crbc", "gigpo"), bootstrap=0, workers=2)   # -> runs/mine/audit.parquet
     df = audit_run("runs/mine", anchor=r"(?s)(Current Board:.*?)(?:Available Moves|$)")  # keyed anchors
 
 Columns (docs/FORMATS.md, "A whole run at once"): ``iteration, estimator, groups, rollouts,
 steps, success_rate`` (share of rollouts with R_i = 1), the trainer-metric columns of
-:func:`crbc.health.iteration_health` (``shared_step_share, anchors_per_group, none_share,
+:func:`crbc.run_analysis.health.iteration_health` (``shared_step_share, anchors_per_group, none_share,
 sure_share, trainer_spearman, trainer_sign_agreement``; the ``/<estimator>`` suffix becomes the
 row's estimator; ``sure_share`` is the row's estimator's own, with B > 0; NaN where undefined),
 ``seconds`` (reading and merging the iteration plus this estimator's numbers, in the worker),
@@ -41,9 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from crbc.health import checked_estimators, iteration_health, params_for
 from crbc.io.audit_reader import AUDIT_SCHEMA, DOCTOR_COLUMNS, KEY_COLUMN, cache_folder
 from crbc.io.runs import ROLLOUTS_DIR, iteration_files, read_run
+from crbc.run_analysis.health import checked_estimators, iteration_health, params_for
 
 __all__ = [
     "audit_iteration", "audit_run", "COLUMNS", "DEFAULT_NAME", "default_output", "iteration_seed",
@@ -87,8 +87,8 @@ def audit_iteration(job: dict[str, Any]) -> dict[str, Any]:
         cols = Columns.from_groups(groups)
         p = from_columns(cols)
         adv = cols.trainer_advantage
-        from crbc.doctor import counts, diagnose, from_groups
-        from crbc.doctor.expect import estimator_mismatch
+        from crbc.run_analysis.doctor import counts, diagnose, from_groups
+        from crbc.run_analysis.doctor.expect import estimator_mismatch
 
         batch = from_groups(groups, it)
         found = counts(diagnose(batch))  # the same on every estimator's row but the mismatch
@@ -192,7 +192,7 @@ def _processes(todo: list[dict[str, Any]], workers: int | None, address: str | N
 
     if "forkserver" in mp.get_all_start_methods():
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["crbc.audit"])  # workers fork from a server that imported crbc
+        ctx.set_forkserver_preload(["crbc.run_analysis.audit"])  # workers fork from a server that imported crbc
     else:
         ctx = mp.get_context("spawn")
     from crbc.jobs.worker import children_without_main
@@ -289,7 +289,7 @@ def audit_run(run_dir: str | os.PathLike, estimators: Sequence[str] = ("crbc", "
     module in each worker: in a script, call this under ``if __name__ == "__main__":``
     (notebooks and ``python -m crbc audit`` need nothing).
     """
-    from crbc.frame import pandas
+    from crbc.io.optional import pandas
 
     pd = pandas()
     run_dir = Path(run_dir)
