@@ -15,7 +15,15 @@ import pytest
 from playwright.sync_api import expect
 
 from crbc.io.rollouts import dumps_rollout
-from devtools.apprunner import GRAPH_COLORS, drag_slider, nav_link, run_no, wait_graph_frame, wait_idle, wait_ready
+from devtools.apprunner import (
+    GRAPH_COLORS,
+    drag_slider,
+    nav_link,
+    run_no,
+    wait_graph_frame,
+    wait_idle,
+    wait_ready,
+)
 from devtools.synthetic import random_walk_group
 
 pytestmark = pytest.mark.browser
