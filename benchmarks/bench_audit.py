@@ -1,6 +1,6 @@
 """Time ``crbc.run_analysis.audit.audit_run`` on an ALFWorld-sized run: 150 iterations of 6,400 step rows.
 
-    python benchmarks/bench_audit.py [--iterations 150] [--groups 16] [--group-size 8] [--steps 50]
+    PYTHONPATH=. python benchmarks/bench_audit.py [--iterations 150] [--groups 16] [--group-size 8] [--steps 50]
            [--workers 1,2] [--bootstrap 200] [--bootstrap-iterations 8] [--keep DIR]
 
 The run is written as the recorder writes it (Parquet iteration files through ``RunWriter``, a
@@ -14,7 +14,6 @@ to the whole run and marked as such. Prints one JSON object with os.getloadavg()
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.batch_args import batch_parser
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
 from crbc.io.run_writer import RunWriter
 from crbc.run_analysis.audit import audit_run
@@ -81,11 +81,8 @@ def timed(run: Path, out: Path, **kw) -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = batch_parser(__doc__)
     p.add_argument("--iterations", type=int, default=150)
-    p.add_argument("--groups", type=int, default=16)
-    p.add_argument("--group-size", type=int, default=8)
-    p.add_argument("--steps", type=int, default=50)
     p.add_argument("--workers", default="1,2")
     p.add_argument("--bootstrap", type=int, default=200)
     p.add_argument("--bootstrap-iterations", type=int, default=8)

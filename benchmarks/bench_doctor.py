@@ -21,7 +21,6 @@ Target (issue 47): under 0.2 s for the trainer call. Prints one JSON object with
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -32,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.batch_args import batch_parser
 from benchmarks.bench_recorder import data_proto, trajectories
 from crbc.integrations import verl as V
 from crbc.integrations.verl_doctor import doctor_batch
@@ -50,10 +50,7 @@ def best(fn, repeat: int) -> dict[str, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--groups", type=int, default=16)
-    ap.add_argument("--group-size", type=int, default=8)
-    ap.add_argument("--steps", type=int, default=50)
+    ap = batch_parser(__doc__)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     rng = np.random.default_rng(0)

@@ -1,6 +1,6 @@
 """Time the run recorder on an ALFWorld-sized batch, and JSON Lines (gzip) against Parquet storage.
 
-    python benchmarks/bench_recorder.py [--groups 128] [--group-size 8] [--steps 50]
+    PYTHONPATH=. python benchmarks/bench_recorder.py [--groups 128] [--group-size 8] [--steps 50]
            [--store-rows 6400] [--store-iterations 3] [--repeat 3]
 
 recorder: one DataProto of G groups x n rollouts x T steps (observations of 300-800 characters
@@ -20,7 +20,6 @@ and the size extrapolated to 150 iterations. Prints one JSON object (and os.getl
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import os
@@ -34,6 +33,7 @@ import numpy as np
 import torch
 from verl import DataProto
 
+from benchmarks.batch_args import batch_parser
 from crbc.integrations import verl as V
 from crbc.integrations.recorder import batch_steps
 from crbc.integrations.trainer_metrics import steps_process
@@ -167,10 +167,7 @@ def bench_storage(args, rng) -> dict:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--groups", type=int, default=128)
-    p.add_argument("--group-size", type=int, default=8)
-    p.add_argument("--steps", type=int, default=50)
+    p = batch_parser(__doc__, groups=128)
     p.add_argument("--store-rows", type=int, default=6400)
     p.add_argument("--store-iterations", type=int, default=3)
     p.add_argument("--repeat", type=int, default=3)

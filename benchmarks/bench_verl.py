@@ -1,6 +1,6 @@
 """Time crbc.integrations.verl.compute_advantage on a verl-agent-sized DataProto (needs verl).
 
-    python benchmarks/bench_verl.py [--groups 16] [--group-size 8] [--steps 50] [--anchors text|image]
+    PYTHONPATH=. python benchmarks/bench_verl.py [--groups 16] [--group-size 8] [--steps 50] [--anchors text|image]
 
 Builds G groups x n rollouts of up to T steps (random walks on a 10 x 10 grid, so anchors recur),
 lays them out as verl-agent's rollout loop does, appends copies and reorders the rows like
@@ -10,7 +10,6 @@ Prints one JSON object with the timings and os.getloadavg().
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import timeit
@@ -19,6 +18,7 @@ import numpy as np
 import torch
 from verl import DataProto
 
+from benchmarks.batch_args import batch_parser
 from crbc.integrations import verl as V
 
 
@@ -65,10 +65,7 @@ def batch(groups: int, size: int, steps: int, anchors: str, rng: np.random.Gener
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--groups", type=int, default=16)
-    ap.add_argument("--group-size", type=int, default=8)
-    ap.add_argument("--steps", type=int, default=50)
+    ap = batch_parser(__doc__)
     ap.add_argument("--anchors", choices=["text", "image"], default="text")
     args = ap.parse_args()
     rng = np.random.default_rng(0)

@@ -129,11 +129,18 @@ def write(folder: Path, rep: dict[str, Any], text: str) -> None:
     print(text)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parser(doc: str) -> argparse.ArgumentParser:
+    """The command line of a pre-registered report (described by ``doc``'s first line): the
+    experiment folder and ``--expect-seeds`` (8); a report adds its own flags."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("folder", type=Path)
-    ap.add_argument("--token-mean", type=Path, default=None)
     ap.add_argument("--expect-seeds", type=int, default=8)
+    return ap
+
+
+def main() -> None:
+    ap = parser(__doc__)
+    ap.add_argument("--token-mean", type=Path, default=None)
     a = ap.parse_args()
     rep = report(a.folder, a.token_mean, a.expect_seeds)
     if not rep["complete"]:  # the plan: no comparison from a partial set, not even in the file

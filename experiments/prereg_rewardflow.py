@@ -12,12 +12,11 @@ the report lists them and computes nothing (the plan: no claim from a partial se
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
 from crbc.train import prereg
-from experiments.prereg_report import _at, _runs, write
+from experiments.prereg_report import _at, _runs, parser, write
 
 PRIMARY = [("crbc", "rewardflow"), ("rewardflow", "gigpo")]
 SECONDARY = [("rewardflow", "grpo"), ("rewardflow", "visit_local")]
@@ -60,10 +59,8 @@ def markdown(rep: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("folder", type=Path)
+    ap = parser(__doc__)
     ap.add_argument("--base", type=Path, required=True)
-    ap.add_argument("--expect-seeds", type=int, default=8)
     a = ap.parse_args()
     rep = report(a.folder, a.base, a.expect_seeds)
     write(a.folder, rep, markdown(rep))

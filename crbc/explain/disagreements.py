@@ -94,15 +94,27 @@ def _params_for(name: str, shared: dict[str, Any], fixed: dict[str, Any]) -> dic
 
 
 @dataclass(frozen=True)
-class AnchorDisagreement:
-    """One anchor: visits, actions, mean and max |Δ A_S| over its visits, each side's best action
-    ("(tie)" when all its actions get the same credit) and whether the two bests differ."""
+class _FileAnchor:
+    """The leading columns of a row about one anchor of a file: its group, its label, its id."""
 
     group: str = col()
     anchor: str = col()
     state: int = col(hidden=True)
+
+
+@dataclass(frozen=True)
+class AnchorVisits(_FileAnchor):
+    """One anchor with its visits and number of distinct actions."""
+
     visits: int = col()
     actions: int = col()
+
+
+@dataclass(frozen=True)
+class AnchorDisagreement(AnchorVisits):
+    """One anchor: visits, actions, mean and max |Δ A_S| over its visits, each side's best action
+    ("(tie)" when all its actions get the same credit) and whether the two bests differ."""
+
     disagreement: float = col("mean |Δ|")
     max_abs: float = col("max |Δ|")
     best_x: str = col("best by {x_label}")
@@ -131,12 +143,9 @@ class StepDisagreement:
 
 
 @dataclass(frozen=True)
-class PairDisagreement:
+class PairDisagreement(_FileAnchor):
     """One (anchor, action): visits and the mean A_S under each side, and their difference."""
 
-    group: str = col()
-    anchor: str = col()
-    state: int = col(hidden=True)
     action: str = col()
     n_sa: int = col("N(s,a)")
     a_s_x: float = col("A_S {x_label}")
@@ -231,17 +240,6 @@ def disagreements(groups: Sequence[RolloutGroup] | Process, comparison: str | Co
     pairs.sort(key=lambda r: (-abs(r.delta), r.state))
     steps.sort(key=lambda r: (-abs(r.delta), r.group, r.rollout, r.t))
     return Disagreement(cmp_, anchors, steps, pairs)
-
-
-@dataclass(frozen=True)
-class AnchorVisits:
-    """One anchor with its visits and number of distinct actions."""
-
-    group: str = col()
-    anchor: str = col()
-    state: int = col(hidden=True)
-    visits: int = col()
-    actions: int = col()
 
 
 def anchors_by_visits(p: Process, group: int | None = None) -> list[AnchorVisits]:

@@ -27,8 +27,8 @@ from crbc.explain.table_rows import col, fmt
 from crbc.process import Process
 
 __all__ = [
-    "depth_table", "DepthTable", "foil_table", "FoilRow", "grpo_pair_spread", "pair_table",
-    "PairCreditRow", "PairRow", "process_tables", "ProcessTables", "SpreadRow", "StateRow",
+    "anchor_routes", "depth_table", "DepthTable", "foil_table", "FoilRow", "grpo_pair_spread", "pair_table",
+    "PairCreditRow", "PairRow", "process_tables", "ProcessTables", "RoutesRow", "SpreadRow", "StateRow",
     "step_table", "StepRow", "trajectory_table", "TrajectoryRow", "TransitionRow"
 ]
 
@@ -253,13 +253,27 @@ def depth_table(p: Process, group: int = 0, beta: float = 0.98, k_max: int = 6,
 
 
 @dataclass(frozen=True)
-class FoilRow:
-    """An anchor under shortest path and under the closure (docs/MATH.md section 7)."""
+class RoutesRow:
+    """An anchor: visits N(s), the rollouts through it and how many of them succeeded; the rows
+    that set values beside these (:class:`FoilRow`, :class:`crbc.explain.rare_route.RouteRow`)
+    add their columns after them."""
 
     anchor: str = col()
     visits: int = col("visits N(s)")
     through: int = col("rollouts through it")
     succeeded: int = col("of which succeeded")
+
+
+def anchor_routes(p: Process, s: int, labels: tuple[str, ...]) -> tuple[str, int, int, int]:
+    """The :class:`RoutesRow` fields of anchor ``s``: label, N(s), rollouts through it, successes."""
+    through = np.unique(p.step_rollout[p.step_state == s])
+    return labels[s], int(p.n_s[s]), int(len(through)), int(p.rollout_success[through].sum())
+
+
+@dataclass(frozen=True)
+class FoilRow(RoutesRow):
+    """An anchor under shortest path and under the closure (docs/MATH.md section 7)."""
+
     hops: int | None = col("hops to z+")
     v_sp: float = col("V_sp = {gamma_g}^hops")
     v_closure: float = col("V closure")
@@ -274,9 +288,7 @@ def foil_table(p: Process, group: int = 0, beta: float = 0.98, gamma_g: float = 
     labels = node_labels(p)
     rows = []
     for s in group_states(p, group):
-        through = np.unique(p.step_rollout[p.step_state == s])
         reach = bool(np.isfinite(d[s]))
-        rows.append(FoilRow(labels[s], int(p.n_s[s]), int(len(through)),
-                            int(p.rollout_success[through].sum()), int(d[s]) if reach else None,
+        rows.append(FoilRow(*anchor_routes(p, s, labels), int(d[s]) if reach else None,
                             float(gamma_g ** d[s]) if reach else 0.0, float(v_S[s]), gamma_g))
     return rows

@@ -16,6 +16,7 @@ import numpy as np
 
 from crbc.estimators.registry import compute
 from crbc.explain.anchor_names import group_states, node_labels
+from crbc.explain.lesson_tables import RoutesRow, anchor_routes
 from crbc.explain.table_rows import col
 from crbc.process import Process
 
@@ -23,13 +24,9 @@ __all__ = ["rare_and_reliable", "route_table", "RouteRow"]
 
 
 @dataclass(frozen=True)
-class RouteRow:
+class RouteRow(RoutesRow):
     """An anchor: visits, rollouts through it, how many of them succeeded, and three values."""
 
-    anchor: str = col()
-    visits: int = col("visits N(s)")
-    through: int = col("rollouts through it")
-    succeeded: int = col("of which succeeded")
     v_rewardflow: float = col("V RewardFlow (max)")
     v_closure: float = col("V closure (average)")
     v_true: float | None = col("true V (mean over visits)", optional=True, default=None)
@@ -53,9 +50,7 @@ def route_table(p: Process, group: int = 0, beta: float = 0.98, gamma: float = 0
                                 minlength=p.n_states) / np.maximum(p.n_s, 1))
     rows = []
     for s in group_states(p, group):
-        through = np.unique(p.step_rollout[p.step_state == s])
-        rows.append(RouteRow(labels[s], int(p.n_s[s]), int(len(through)),
-                             int(p.rollout_success[through].sum()), float(v_rf[s]), float(v_cl[s]),
+        rows.append(RouteRow(*anchor_routes(p, s, labels), float(v_rf[s]), float(v_cl[s]),
                              None if true_value_N is None else float(v_true_S[s]), int(s)))
     return rows
 

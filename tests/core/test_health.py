@@ -118,27 +118,8 @@ def test_spearman_and_sign_edge_cases():
     assert sign_agreement(np.array([1.0, -1.0, 2.0]), np.array([1.0, 1.0, 0.0])) == 0.5
 
 
-def walks(seed: int, n_groups: int = 4, size: int = 6) -> list[RolloutGroup]:
-    """Walks on a chain from cell 0 (goal 3): rollouts of a group meet on the same cells."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for g in range(n_groups):
-        rs = []
-        for i in range(size):
-            pos, steps = 0, []
-            for _ in range(int(rng.integers(2, 9))):
-                a = str(rng.choice(["left", "right", "stay"]))
-                steps.append(Step(f"c{pos}", a))
-                pos = max(0, pos + (a == "right") - (a == "left"))
-                if pos >= 3:
-                    break
-            rs.append(Rollout(f"g{g}", i, tuple(steps), pos >= 3))
-        out.append(RolloutGroup(f"g{g}", tuple(rs)))
-    return out
-
-
 def test_merge_warning_on_observations_with_history():
-    groups = walks(6)
+    groups = random_groups(6)  # walks on a chain: rollouts of a group meet on the same cells
     p = crbc.merge(groups)
     assert not merge_warning(p) and later_shared_share(p) > 0.5
     # the same walks, each observation carrying the rollout's own history: only step 0 is shared

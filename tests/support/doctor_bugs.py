@@ -167,6 +167,15 @@ def _agentic_response(rng) -> np.ndarray:
     return np.concatenate(parts)
 
 
+def _padded(samples: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """(advantage, mask) per sample -> (A, M, every row): both (B, L), zero-padded to the longest mask."""
+    L = max(len(m) for _, m in samples)
+    A, M = np.zeros((len(samples), L)), np.zeros((len(samples), L), dtype=np.int64)
+    for b, (a, m) in enumerate(samples):
+        A[b, : len(a)], M[b, : len(m)] = a, m
+    return A, M, list(range(len(samples)))
+
+
 def xtuner_advantage_one_long(fixed: bool, seed: int = 0) -> tuple[np.ndarray, np.ndarray, list[int]]:
     """xtuner: the per-sample advantage list one element longer than ``input_ids``.
 
@@ -190,11 +199,7 @@ def xtuner_advantage_one_long(fixed: bool, seed: int = 0) -> tuple[np.ndarray, n
         else:
             a = np.r_[np.full(P, adv), adv * m_r][: len(mask)]  # the loss reads as many as there are labels
         samples.append((a, mask))
-    L = max(len(m) for _, m in samples)
-    A, M = np.zeros((len(samples), L)), np.zeros((len(samples), L), dtype=np.int64)
-    for b, (a, m) in enumerate(samples):
-        A[b, : len(a)], M[b, : len(m)] = a, m
-    return A, M, list(range(len(samples)))
+    return _padded(samples)
 
 
 def miles_gae_over_masked(fixed: bool, seed: int = 0, gamma: float = 1.0, lam: float = 0.95):
@@ -228,11 +233,7 @@ def miles_gae_over_masked(fixed: bool, seed: int = 0, gamma: float = 1.0, lam: f
         a = np.zeros(len(m))
         a[idx] = a_c
         rows.append((a, m))
-    L = max(len(m) for _, m in rows)
-    A, M = np.zeros((len(rows), L)), np.zeros((len(rows), L), dtype=np.int64)
-    for b, (a, m) in enumerate(rows):
-        A[b, : len(a)], M[b, : len(m)] = a, m
-    return A, M, list(range(len(rows)))
+    return _padded(rows)
 
 
 def nemo_turn_rewards(fixed: bool, seed: int = 0) -> tuple[list[dict], list[int]]:

@@ -137,6 +137,21 @@ def _mean_std(values: list) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.mean(t), torch.std(t)
 
 
+def zero_one_or_mean_std(by_id: dict, dtype) -> dict:
+    """(mean, std) of each id's values (torch.std, N-1); an id with one value: (0, 1)."""
+    return {k: ((torch.tensor(0.0, dtype=dtype), torch.tensor(1.0, dtype=dtype))
+                if len(v) == 1 else _mean_std(v)) for k, v in by_id.items()}
+
+
+def normalised_rows(values, ids, stats: dict, eps, remove_std):
+    """Each row against its id's (mean m, std s): ``x - m`` (``remove_std``) or ``(x - m) / (s + eps)``."""
+    out = values.clone()
+    for i in range(values.shape[0]):
+        m, s = stats[ids[i]]
+        out[i] = values[i] - m if remove_std else (values[i] - m) / (s + eps)
+    return out
+
+
 def episode_norm(token_level_rewards, response_mask, index, traj_index, eps, remove_std,
                  cross_steps: bool = True):
     """GiGPO's episode term: each row's score (sum over tokens) against its group's rows
@@ -149,15 +164,8 @@ def episode_norm(token_level_rewards, response_mask, index, traj_index, eps, rem
         by_id[index[i]].append(scores[i])
         if not cross_steps:
             seen.add((index[i], traj_index[i]))
-    stats = {}
-    for k, vals in by_id.items():
-        stats[k] = ((torch.tensor(0.0, dtype=scores.dtype), torch.tensor(1.0, dtype=scores.dtype))
-                    if len(vals) == 1 else _mean_std(vals))
-    out = scores.clone()
-    for i in range(scores.shape[0]):
-        m, s = stats[index[i]]
-        out[i] = scores[i] - m if remove_std else (scores[i] - m) / (s + eps)
-    return out.unsqueeze(-1) * response_mask
+    stats = zero_one_or_mean_std(by_id, scores.dtype)
+    return normalised_rows(scores, index, stats, eps, remove_std).unsqueeze(-1) * response_mask
 
 
 def step_groups(anchor_obs: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -186,11 +194,7 @@ def step_norm(step_rewards, response_mask, step_ids, eps, remove_std):
     for k, vals in by_id.items():
         stats[k] = ((torch.mean(torch.stack(vals)), torch.tensor(1.0, dtype=step_rewards.dtype))
                     if len(vals) == 1 else _mean_std(vals))
-    out = step_rewards.clone()
-    for i in range(step_rewards.shape[0]):
-        m, s = stats[step_ids[i]]
-        out[i] = step_rewards[i] - m if remove_std else (step_rewards[i] - m) / (s + eps)
-    return out.unsqueeze(-1) * response_mask
+    return normalised_rows(step_rewards, step_ids, stats, eps, remove_std).unsqueeze(-1) * response_mask
 
 
 def gigpo(token_level_rewards, step_rewards, response_mask, anchor_obs, index, traj_index,
@@ -227,12 +231,8 @@ def grpo(token_level_rewards, response_mask, index, eps=1e-6, norm_adv_by_std_in
     by_id = defaultdict(list)
     for i in range(scores.shape[0]):
         by_id[index[i]].append(scores[i])
-    stats = {k: ((torch.tensor(0.0, dtype=scores.dtype), torch.tensor(1.0, dtype=scores.dtype))
-                 if len(v) == 1 else _mean_std(v)) for k, v in by_id.items()}
-    out = scores.clone()
-    for i in range(scores.shape[0]):
-        m, s = stats[index[i]]
-        out[i] = (scores[i] - m) / (s + eps) if norm_adv_by_std_in_grpo else scores[i] - m
+    out = normalised_rows(scores, index, zero_one_or_mean_std(by_id, scores.dtype), eps,
+                          remove_std=not norm_adv_by_std_in_grpo)
     return out.unsqueeze(-1) * response_mask, out.unsqueeze(-1) * response_mask
 
 

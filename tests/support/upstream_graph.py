@@ -105,18 +105,8 @@ def trajectory_advantages(token_level_rewards, response_mask, index, traj_index,
     by = defaultdict(list)
     for i in range(scores.shape[0]):
         by[index[i]].append(scores[i])
-    stats = {}
-    for k, v in by.items():
-        if len(v) == 1:
-            stats[k] = (torch.tensor(0.0, dtype=scores.dtype), torch.tensor(1.0, dtype=scores.dtype))
-        else:
-            t = torch.stack(v)
-            stats[k] = (torch.mean(t), torch.std(t))
-    out = scores.clone()
-    for i in range(scores.shape[0]):
-        m, s = stats[index[i]]
-        out[i] = scores[i] - m if remove_std else (scores[i] - m) / (s + eps)
-    return out.unsqueeze(-1) * response_mask
+    stats = up.zero_one_or_mean_std(by, scores.dtype)
+    return up.normalised_rows(scores, index, stats, eps, remove_std).unsqueeze(-1) * response_mask
 
 
 def hgpo_advantage(token_level_rewards, step_rewards, response_mask, anchor_obs, index, traj_index,
