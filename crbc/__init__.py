@@ -95,19 +95,37 @@ MOVED_MODULES = {
 }
 
 
+#: Short public paths of modules that live deeper (no warning): ``crbc.audit`` is
+#: ``crbc.run_analysis.audit`` and ``crbc.doctor.findings`` is ``crbc.run_analysis.doctor.findings``.
+SHORT_PATHS = {"audit": "run_analysis.audit", "doctor": "run_analysis.doctor"}
+
+
+def _target(name: str) -> tuple[str, bool] | None:
+    """(the module ``crbc.<name>`` stands for, whether the path is an old one), or None."""
+    if name in MOVED_MODULES:
+        return "crbc." + MOVED_MODULES[name], True
+    for short, deep in SHORT_PATHS.items():
+        if name == short or name.startswith(short + "."):
+            return "crbc." + deep + name[len(short):], False
+    return None
+
+
 class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Resolves ``crbc.<old>`` to the module it moved to (``crbc.rollouts`` -> ``crbc.io.rollouts``)."""
+    """Resolves ``crbc.<old>`` to the module it moved to (``crbc.rollouts`` -> ``crbc.io.rollouts``,
+    with a DeprecationWarning) and a short path to its module (``crbc.doctor`` ->
+    ``crbc.run_analysis.doctor``): the same module object, never a second copy."""
 
     def find_spec(self, fullname, path=None, target=None):
-        head, _, old = fullname.partition(".")
-        if head != "crbc" or old not in MOVED_MODULES:
+        head, _, name = fullname.partition(".")
+        if head != "crbc" or _target(name) is None:
             return None
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec):
-        new = "crbc." + MOVED_MODULES[spec.name.partition(".")[2]]
-        warnings.warn(f"{spec.name} moved to {new}; the old path goes in the next release",
-                      DeprecationWarning, stacklevel=3)
+        new, old = _target(spec.name.partition(".")[2])
+        if old:
+            warnings.warn(f"{spec.name} moved to {new}; the old path goes in the next release",
+                          DeprecationWarning, stacklevel=3)
         module = importlib.import_module(new)
         sys.modules[spec.name] = module
         return module
@@ -136,7 +154,6 @@ def _install_rich_display() -> None:
 
 _install_rich_display()
 
-# ``import crbc.audit`` (the documented short path of crbc.run_analysis.audit) finds the same module
-sys.modules.setdefault("crbc.audit", audit)
+# first on the path: a short path's submodule (crbc.doctor.findings) must not be found as a file too
 if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
-    sys.meta_path.append(_MovedModuleFinder())
+    sys.meta_path.insert(0, _MovedModuleFinder())

@@ -38,3 +38,17 @@ def test_no_old_path_has_a_file_left():
     for old in crbc.MOVED_MODULES:
         rel = old.replace(".", "/")
         assert not (ROOT / "crbc" / f"{rel}.py").exists() and not (ROOT / "crbc" / rel).is_dir(), old
+
+
+def test_crbc_doctor_and_its_submodules_are_the_run_analysis_modules():
+    import importlib
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        from crbc.doctor import Finding, diagnose, from_groups  # noqa: F401
+        findings = importlib.import_module("crbc.doctor.findings")
+    from crbc.run_analysis import doctor
+    from crbc.run_analysis.doctor import findings as deep
+
+    assert findings is deep and Finding is deep.Finding
+    assert sys.modules["crbc.doctor"] is doctor
