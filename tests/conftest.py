@@ -77,6 +77,17 @@ def toy():
 
 
 @pytest.fixture
+def own_session_ids():
+    """Each AppTest a session of its own for Streamlit's session-scoped caches
+    (tests/support/apptest.py: distinct_session_ids)."""
+    pytest.importorskip("streamlit")
+    from tests.support.apptest import distinct_session_ids
+
+    with distinct_session_ids():
+        yield
+
+
+@pytest.fixture
 def app(monkeypatch):
     """The studio in AppTest (tests/support/apptest.py: one entry script, one timeout):
     ``app(page=None, *, samples=None, run=True, run_folder=None, **query) -> AppTest``.

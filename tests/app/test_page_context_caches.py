@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+pytestmark = pytest.mark.usefixtures("own_session_ids")  # AppTests as separate sessions
+
 
 def _session(counts: dict, source_key: str) -> None:
     import streamlit as st

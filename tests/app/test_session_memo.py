@@ -2,32 +2,32 @@
 
 from __future__ import annotations
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
+pytestmark = pytest.mark.usefixtures("own_session_ids")  # AppTests as separate sessions
 
-def _script(calls: list, keys: tuple) -> None:
+
+def _script(calls: list, keys: list) -> None:
     import streamlit as st
 
     from ui.session_memo import memo
 
-    @memo(max_entries=8)
+    @memo(max_entries=64)
     def square(key: str, x: int, _ignored: object) -> int:
         calls.append((key, x))
         return x * x
 
     for k in keys:
         st.write(square(k, 3, object()))
-    st.markdown("held: " + " ".join(sorted(str(k[2]) for k in st.session_state.get("_crbc_memo", {}))))
 
 
 def test_an_uploads_results_stay_in_its_session_and_samples_are_shared():
     calls: list = []
-    keys = ("upload:steps:abc#None#0", "sample:x.jsonl:def#0")
+    keys = ["upload:steps:abc#None#0", "sample:x.jsonl:def#0"]
     first = AppTest.from_function(_script, args=(calls, keys)).run()
     assert not first.exception
     assert sorted(calls) == sorted((k, 3) for k in keys)
-    held = first.markdown[-1].value
-    assert "upload:steps:abc" in held and "sample:" not in held  # only the upload's result is private
     first.run()  # a rerun of the same session: both cached
     assert len(calls) == 2
     second = AppTest.from_function(_script, args=(calls, keys)).run()  # another session
@@ -35,12 +35,17 @@ def test_an_uploads_results_stay_in_its_session_and_samples_are_shared():
     assert [k for k, _ in calls[2:]] == [keys[0]]  # recomputes the upload's, shares the sample's
 
 
-def test_the_session_memo_keeps_its_most_recent_entries():
+def test_a_session_keeps_its_most_recent_upload_results_per_function():
     import ui.session_memo as M
 
     calls: list = []
-    keys = tuple(f"upload:u{i}" for i in range(M.SESSION_ENTRIES + 5))
+    keys = [f"upload:u{i}" for i in range(M.SESSION_ENTRIES + 5)]
     at = AppTest.from_function(_script, args=(calls, keys)).run()
     assert not at.exception and len(calls) == len(keys)
-    held = at.session_state["_crbc_memo"]
-    assert [k[2] for k in held] == list(keys[5:])  # the five least recently used were dropped
+    kept = keys[5:]
+    keys[:] = kept  # the same session asks again for the most recent ones: all held
+    at.run()
+    assert len(calls) == len(M.SESSION_ENTRIES * [0]) + 5
+    keys[:] = ["upload:u0"]  # the least recently used was dropped: computed again
+    at.run()
+    assert [k for k, _ in calls[-1:]] == ["upload:u0"] and len(calls) == M.SESSION_ENTRIES + 6

@@ -4,6 +4,8 @@ conftest's ``app`` fixture."""
 
 from __future__ import annotations
 
+import contextlib
+
 from streamlit.testing.v1 import AppTest
 
 from tests.support.paths import APP
@@ -38,3 +40,26 @@ def chosen_group(at: AppTest):
     src = at.session_state["_crbc_source"]
     gid = at.selectbox(key="group").value if len(src.groups) > 1 else src.groups[0].group
     return next(g for g in src.groups if g.group == gid)
+
+
+@contextlib.contextmanager
+def distinct_session_ids():
+    """Every AppTest its own session id for Streamlit's session-scoped caches while inside.
+
+    AppTest runs every script with the one id ``"test session id"``
+    (streamlit/testing/v1/local_script_runner.py:72), so two AppTests would share a
+    ``scope="session"`` cache that two browser sessions never share; the id is made of it and the
+    run's own ``SessionState`` object (inside the run's SafeSessionState), one per AppTest."""
+    from streamlit.runtime.caching import cache_resource_api
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    def session_id() -> str:
+        ctx = get_script_run_ctx()
+        return f"{ctx.session_id}#{id(ctx.session_state._state)}"
+
+    saved = cache_resource_api.get_session_id_or_throw
+    cache_resource_api.get_session_id_or_throw = session_id
+    try:
+        yield
+    finally:
+        cache_resource_api.get_session_id_or_throw = saved
