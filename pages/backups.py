@@ -8,11 +8,8 @@ import streamlit as st
 
 from crbc.estimators import registry as estimators
 from crbc.estimators.closure import DepthSweep
-from crbc.truth import accuracy
-from crbc.viz.backups import convergence_chart_svg, coverage_chart_svg, sweep_table, truth_gap_chart_svg
-from crbc.viz.graph import graph_svg
-from ui import backups_side, exact_truth, figure_cache, state, url, widgets
-from ui.svg_view import svg_view
+from crbc.viz.backups import sweep_table
+from ui import backups_at_depth, backups_side, exact_truth, state, url, widgets
 
 TOL = 1e-6
 K_CAP = 400  # deepest K the page computes (the slider's range opens at the convergence depth)
@@ -98,13 +95,6 @@ if has_truth:
                          key="backups_colour", bind="query-params", format_func=COLOUR_BY.get)
 
 
-def _truth():
-    """(GroupTruth or None, reason, gaps): computed on first use (it may load the model)."""
-    truth, no_truth = exact_truth.group_truth(ctx)
-    gaps = None if truth is None else accuracy.value_gaps(sw.v_KS, sw.v_S, truth.anchor_value_S, p.n_s)
-    return truth, no_truth, gaps
-
-
 @st.fragment(run_every=0.9 if playing else None)
 def view() -> None:
     if st.session_state.get("playing", False):
@@ -119,61 +109,9 @@ def view() -> None:
     k = int(st.session_state["K"])
     g, e = st.columns([3, 2], gap="medium")
     with g:
-        label = f"V^({k})"
-        values = sw.v_KS[k]
-        delta = sw.v_KS[k] - sw.v_KS[k - 1] if k >= 1 else None
-        mode = colour_by
-        truth, no_truth, _ = _truth() if mode != "estimate" else (None, None, None)
-        if truth is None and mode != "estimate":
-            st.caption(no_truth)
-            mode = "estimate"
-        elif mode == "truth":
-            label, values = "true V", truth.anchor_value_S
-        elif mode == "error":
-            label, values = f"V^({k}) − true V", sw.v_KS[k] - truth.anchor_value_S
-        graph = figure_cache.figure(
-            "backup_graph_svg", (ctx.key, beta, k, mode, ctx.rollout),
-            lambda: graph_svg(p, values, highlight_rollout=ctx.rollout, value_name=label,
-                              signed=mode == "error", delta_S=delta if mode == "estimate" else None,
-                              shown_width_px=680))
-        st.markdown(f"**Anchors coloured by {label}** (orange: rollout {ctx.rollout}'s path)")
-        svg_view(graph, key="backup_graph", download=f"graph_K{k}")
-        moved = 0 if delta is None or mode != "estimate" else int((abs(delta) > 1e-9).sum())
-        st.caption(("" if mode != "estimate" else "Rings: the anchors whose value changed in this round, blue up and red down "
-                    f"(width: how much; the biggest moves are written). {moved} of {p.n_states} "
-                    "anchors moved at this K." if k else "K = 0: every anchor averages its own "
-                    "visits; press Play to watch the values flow.")
-                   + " Hover a node for its text.")
+        backups_at_depth.graph(ctx, sw, k, colour_by)
     with e:
-        svg_view(figure_cache.figure("backup_conv", (ctx.key, beta, k_max, k),
-                                     lambda: convergence_chart_svg(sw, k, TOL)),
-                 key="conv", download="convergence")
-        st.caption(
-            "Blue: largest gap between V^(K) and the closure's V over all anchors; red: the same "
-            "for the advantages A = Q − V; dashed: the guarantee of Cor. 3, "
-            "2β^K/(1−β)·‖TV0 − V0‖. Errors of exactly 0 are drawn at 1e-16.")
-        svg_view(figure_cache.figure("backup_cov", (ctx.key, k_max, k), lambda: coverage_chart_svg(cov, k)),
-                 key="cov", download="coverage")
-        heard = cov.count_KS[k]
-        st.caption(
-            f"**Evidence coverage** (the paper's Fig. 5): at depth K an anchor's value has heard "
-            f"the outcomes of the rollouts that pass within K hops of it. At K = {k}: on average "
-            f"{cov.mean_fraction_K[k]:.0%} of the group's {cov.n_rollouts} outcomes, at least "
-            f"{int(heard.min())}; every anchor has heard all it ever can"
-            + (f" from K = {cov.complete_at()} on." if cov.complete_at() is not None else " beyond this range."))
-        truth, no_truth, gaps = _truth() if has_truth else (None, None, None)
-        if truth is not None:
-            gap_K, gap_inf, to_closure = gaps
-            st.markdown("**Visit-weighted mean |V − V_true| over anchors**")
-            svg_view(truth_gap_chart_svg(gap_K, gap_inf, to_closure, k), key="truth_gap", download="truth_gap")
-            st.caption(
-                f"How far the estimate still is from the **truth** (the policy's exact values): at "
-                f"K = {k} the visit-weighted mean |V^(K) − V_true| is {gap_K[k]:.3f}; the closure "
-                f"itself stays {gap_inf:.3f} away. Backups remove the gap to the closure (dotted), "
-                "not the closure's own error: that comes from the group having seen only a few "
-                "rollouts, and only more rollouts shrink it.")
-        elif has_truth:
-            st.caption(no_truth)
+        backups_at_depth.charts(ctx, sw, cov, k, k_max, TOL, has_truth)
     st.markdown(f"**Credit table at K = {k}** beside the closure's (sorted by the gap)")
     st.dataframe(sweep_table(p, sw, k), hide_index=True, width="stretch", height=320,
                  column_config={"|A^(K) − A∞|": st.column_config.NumberColumn(format="%.2e")})

@@ -8,11 +8,18 @@ import streamlit as st
 from crbc.estimators import registry as estimators
 from crbc.viz import accuracy as VA
 from crbc.viz.core.credits import FIELDS, field_N
-from crbc.viz.heatmap import Panel, credit_heatmaps_svg, heatmaps_svg, shared_range
+from crbc.viz.heatmap import Panel, heatmaps_svg, shared_range
 from crbc.viz.rollout import timeline_chart_svg
-from crbc.viz.scatter import scatter_chart_svg
-from crbc.viz.step_detail import parse_cell
-from ui import credit_downloads, credit_step, exact_truth, figure_cache, state, url, widgets
+from ui import (
+    credit_downloads,
+    credit_heatmaps,
+    credit_scatter,
+    exact_truth,
+    figure_cache,
+    state,
+    url,
+    widgets,
+)
 from ui.svg_view import svg_view
 
 st.title("Step credits")
@@ -57,13 +64,6 @@ st.caption(f"**One colour scale for every panel**, symmetric around 0: dark blue
            "that step under every estimator, and open its anchor in the Inspector from there.")
 
 
-def _pick_cell(picked: str) -> None:
-    """A heatmap click (``data-pick="i:t"``: rollout position i, step t) chooses that step for
-    the step panel under the heatmaps (only the heatmaps' fragment runs again); it is read, and
-    checked, where the panel is drawn."""
-    st.session_state["credits_cell"] = (grp.group, picked)
-
-
 # ---- evidence (crbc.credit_intervals): not-sure cells washed out, and the "sure only" view
 m1, m2 = st.columns([2, 3])
 marks_on = m1.toggle("Evidence: wash out the cells that are not sure", value=True, key="credits_marks",
@@ -75,27 +75,6 @@ marks_on = m1.toggle("Evidence: wash out the cells that are not sure", value=Tru
                           "is washed out (hover a cell for its evidence).")
 sure_only = m2.toggle("Sure only", key="credits_sure_only", disabled=not marks_on,
                       help="Blank every cell whose credit is not sure.")
-
-
-def _ev(name: str):
-    """The per-step evidence of ``name``'s credit, or None (marks off, or no step credit)."""
-    ci = ctx.intervals(name) if marks_on else None
-    return None if ci is None else ci.evidence_N
-
-
-def _evidence_of(names) -> dict:
-    """name -> per-step evidence, for those of ``names`` that have it."""
-    return {n: e for n in names if (e := _ev(n)) is not None}
-
-
-def _heat() -> str:
-    """The one SVG of every panel, built once per (group, field, parameters, marks): a revisit
-    or a rerun for another widget sends the same string again without building it."""
-    key = (ctx.key, field, all_params, marks_on, sure_only and marks_on, trainer_N is not None, tuple(panels))
-    return figure_cache.figure("credits_heatmaps_svg", key, lambda: credit_heatmaps_svg(
-        {n: all_c[n] for n in panels}, field, zmax=zmax, evidence=_evidence_of(panels),
-        sure_only=sure_only and marks_on, extra=extra))
-
 
 slug = grp.group.replace("/", "_")
 truth_box = st.container() if has_truth else None
@@ -109,24 +88,11 @@ for n in names:
                    "so it has no panel below.")
 
 
-@st.fragment
-def _heat_view(heat: str) -> None:
-    """The heatmaps and the step panel of the clicked cell: a fragment, so a click reruns only
-    this part of the page."""
-    svg_view(heat, key="heat_credits", on_pick=_pick_cell, download=f"{slug}.heatmaps")
-    group, picked = st.session_state.get("credits_cell", (None, ""))
-    cell = parse_cell(picked, ctx.process.rollout_len) if group == grp.group else None
-    if cell is not None:
-        credit_step.render(ctx, all_c, *cell, _evidence_of(panels), has_truth)
-    else:
-        st.caption("Click a cell to see that step here.")
-    widgets.fragment_done()
-
-
 # one SVG: a panel per estimator, one shared colour bar (server-built: the page loads no
 # plotly.js for it); a click on a cell shows that step under it
 if panels:
-    _heat_view(_heat())
+    credit_heatmaps.render(ctx, all_c, field, all_params, panels, zmax=zmax, marks_on=marks_on,
+                           sure_only=sure_only, extra=extra, has_truth=has_truth, slug=slug)
 st.caption(" · ".join(f"**{n}**: {estimators.get(n).summary.replace('*', '×')}" for n in panels)
            + (" · **trainer**: the advantage your trainer gave each step (recorded with the run), on "
               "the same colours; it is an A_final, so compare it under *Show: A_final*" if extra else ""))
@@ -151,7 +117,8 @@ if truth is not None:
             "credits_truth_svg", (ctx.key, float(ctx.params.get("beta", 0.98))),
             lambda: heatmaps_svg(ctx.process, [Panel("truth", truth.advantage_N)], value_name="true A_t",
                                  scale_name="true A_t (its own scale)"))
-        svg_view(truth_svg, key="heat_truth", on_pick=_pick_cell, download=f"{slug}.truth.heatmap")
+        svg_view(truth_svg, key="heat_truth", on_pick=credit_heatmaps.picker(grp.group),
+                 download=f"{slug}.truth.heatmap")
 elif truth_box is not None:
     truth_box.caption(no_truth)
 
@@ -176,21 +143,5 @@ if truth is not None:
 elif no_truth:
     st.caption(no_truth)
 
-# the scatter is folded: built and drawn only when asked for
-box, scatter_open = widgets.folded("Two estimators, step by step (a scatter of their credits)",
-                                   key="credits_scatter_open")
-if scatter_open:
-    with box:
-        s1, s2 = st.columns(2)
-        x_name = s1.selectbox("x axis", names, index=names.index("gigpo") if "gigpo" in names else 0,
-                              key="scatter_x")
-        y_name = s2.selectbox("y axis", names, index=names.index("crbc") if "crbc" in names else 0,
-                              key="scatter_y")
-        scatter = figure_cache.figure("credits_scatter_svg", (ctx.key, all_params, x_name, y_name, field),
-                                      lambda: scatter_chart_svg(all_c[x_name], all_c[y_name], field))
-        svg_view(scatter, key="scatter", download=f"{slug}.{x_name}-vs-{y_name}.scatter")
-        st.caption("Each dot is one step (hover it for its rollout, step and both values). On the "
-                   "dotted diagonal both estimators agree; dots in the top-left or bottom-right "
-                   "quadrants are steps they judge in opposite directions.")
-
+credit_scatter.render(ctx, all_c, names, all_params, field, slug)  # folded: built only when opened
 credit_downloads.render(ctx, all_c, field, shown, extra, timeline)

@@ -14,12 +14,12 @@ import crbc.explain.arithmetic as E
 import crbc.explain.lesson_tables as T
 from crbc.explain import disagreements as compare
 from crbc.explain.anchor_names import anchor_labels
-from crbc.explain.table_rows import depth_name, fmt
+from crbc.explain.table_rows import depth_name
 from crbc.viz.backup_tree import backup_tree_svg
-from crbc.viz.board import board_html, board_rows, is_board
+from crbc.viz.board import is_board
 from crbc.viz.graph import graph_svg
 from crbc.viz.lesson import arithmetic_markdown, format_rows
-from ui import anchor_evidence, anchor_observation, figure_cache, state, url, widgets
+from ui import anchor_boards, anchor_evidence, anchor_observation, figure_cache, state, url, widgets
 from ui.svg_view import svg_view
 from ui.widgets import short
 
@@ -115,15 +115,7 @@ def _anchor_view() -> None:
     st.subheader(f"Anchor {short(ar.label, 80)} · {k_name}")
     c_board, c_tree = st.columns([1, 2])
     with c_board:
-        # plain HTML (escaped), as on the Rollouts page: drawn at once, no plotly figure to redraw
-        if is_board(ar.anchor):
-            rows = board_rows(ar.anchor)
-            st.html(board_html(ar.anchor, cell=max(12, min(34, 240 // max(len(rows), len(rows[0]))))))
-        else:
-            widgets.long_text(ar.anchor, "The whole anchor", anchor_observation.OBS_SHOWN)
-        v_name = "V(s)" if depth is None else f"V^({depth})(s)"
-        st.markdown(f"visits N(s) = **{ar.n}** · {v_name} = **{fmt(ar.v)}** · sigma(s) = **{fmt(ar.sigma)}**")
-        st.caption(ar.gate_expression)
+        anchor_boards.card(ar, depth)
     with c_tree:  # SVG and HTML below: a depth change redraws no plotly figure
         svg_view(backup_tree_svg(ar), key="inspect_tree")
 
@@ -149,20 +141,7 @@ def _anchor_view() -> None:
     cols = [c for c in depths.columns if c.startswith(f"A({ar.label},")]
     widgets.table(format_rows(depths.records(cols)))
 
-    succ_boards = [(x.label, p.state_anchor[x.node]) for a in ar.actions for x in a.successors
-                   if x.node < p.n_states]
-    if is_board(ar.anchor) and succ_boards:
-        with st.expander("Boards of the successors"):
-            seen, cols_ = set(), st.columns(min(4, len(succ_boards)))
-            i = 0
-            for lab, text in succ_boards:
-                if lab in seen:
-                    continue
-                seen.add(lab)
-                with cols_[i % len(cols_)]:
-                    st.markdown(f"**{widgets.text(lab)}**")
-                    st.html(board_html(text))
-                i += 1
+    anchor_boards.successors(p, ar)
     widgets.fragment_done()
 
 

@@ -9,28 +9,26 @@ from __future__ import annotations
 
 import streamlit as st
 
-import crbc.explain.lesson_questions as Qs
 import crbc.explain.lesson_tables as T
 from crbc.explain.anchor_names import node_labels
 from crbc.explain.table_rows import num
-from crbc.viz.backup_tree import backup_tree_svg
 from crbc.viz.lesson_graph import lesson_graph_svg
 from ui import (
     backups_side,
     lesson_closure,
     lesson_depth,
+    lesson_foil,
+    lesson_grpo,
     lesson_handout,
     lesson_page,
-    lesson_rewardflow,
     state,
     url,
-    widgets,
 )
 from ui import lesson_data as D
 from ui import lesson_sections as S
 from ui import lesson_state as L
 from ui.svg_view import svg_view
-from ui.widgets import short, text
+from ui.widgets import short
 
 BIG = S.BIG  # beyond this many anchors, the long per-anchor tables fold into expanders
 
@@ -105,26 +103,7 @@ S.change_panel(view, group, labels, v_now, delta)
 
 # ---- 2. GRPO ----------------------------------------------------------------------------------
 st.header("2 · GRPO: one number per trajectory")
-st.markdown(
-    "GRPO scores a whole rollout: its advantage is the rollout's score minus the group mean, "
-    "divided by the group's standard deviation, "
-    r"$A_G(i) = (\text{score}_i - \overline{\text{score}}) / (\text{std} + 10^{-6})$. "
-    "Every step of the rollout receives that same number.")
-table(traj, fields=("rollout", "score", "a_g") if n_anchors > BIG else ("rollout", "path", "score", "a_g"))
-spread = T.grpo_pair_spread(p)
-mixed = [r for r in spread if r.min < 0 < r.max]
-if mixed:
-    m = mixed[0]
-    st.markdown(
-        f"Look at action **{short(m.action, 80)}** at **{short(m.anchor, 80)}**: it occurs {m.occurrences} times and "
-        f"GRPO credits it with {text(m.a_g_values)}, depending only on what happened *later* "
-        "in each rollout. GRPO cannot tell the actions apart; it can only tell the trajectories apart.")
-else:
-    st.markdown("In this group no (anchor, action) pair sits in both a success and a failure, but "
-                "GRPO still gives every step of a rollout the same number.")
-with fold(f"GRPO's credit of each of the {len(spread)} (anchor, action) pairs", key="grpo") as shown:
-    if shown:
-        table(spread, fields=("anchor", "action", "occurrences", "a_g_values"))
+lesson_grpo.render(view, p, traj)
 
 ar = lesson_closure.render(p, view, params, v_now, root)  # sections 3-6: the closure, step by step
 
@@ -134,41 +113,7 @@ lesson_depth.render(p, beta, sigma_min, table, fold, S.ask, big=n_anchors > S.BI
 
 # ---- 8. the foil ---------------------------------------------------------------------------------------
 st.header("8 · The shortest-path foil", anchor="8-the-shortest-path-foil")
-st.markdown(
-    "GraphGPO-style **shortest path** scores an anchor by the **fewest hops** from it to success on "
-    "the same merged graph, ignoring how often each edge was seen: V_sp = 0.8^hops (the column "
-    "below, between 0 and 1). Its step credit uses the successor's value on the reward scale of a "
-    "win, 10 × 0.8^hops (as GiGPO's returns are 10 × won), then normalises per anchor; only the "
-    "order and the sign of those credits are comparable with the closure's. It takes an extremum: "
-    "one lucky route is enough. The closure instead weighs every route by how often it was observed.")
-foil = T.foil_table(p, beta=beta)
-with fold(f"Hops and values of the {n_anchors} anchors", key="foil") as shown:
-    if shown:
-        table(foil)
-dis = D.foil_disagreements(p, beta, sigma_min)
-foil_answered = S.ask(Qs.foil_question(p, beta))
-top = dis.anchors[0]
-if top.ranks_differ:
-    other = ("gives every action there the same credit" if top.best_y == "(tie)"
-             else f"prefers **{short(top.best_y, 80)}**")
-    st.markdown(f"Where it matters most, at **{short(top.anchor, 80)}**, the closure prefers "
-                f"**{short(top.best_x, 80)}** while shortest path {other}:")
-table([r for r in dis.pairs if r.anchor == top.anchor], drop=("group",))
-if st.session_state.get("lesson_start", L.WORKED) != L.RARE:
-    st.markdown("The rare-route sample shows the same effect on a gridworld fork.")
-
-    def _load_rare() -> None:
-        st.session_state["lesson_start"] = L.RARE
-
-    st.button("Continue on the rare-route sample", on_click=_load_rare, key="lesson_go_rare",
-              icon=":material/alt_route:")
-lesson_rewardflow.foil(view, p, beta, reveal=foil_answered)
-st.markdown("Explore any anchor's arithmetic on the **Inspector** page, and where estimators "
-            "disagree most on **Disagreements**.")
-box, shown = widgets.folded("The backup at the first anchor as a picture", key="lesson_backup_open")
-if shown:
-    with box:
-        svg_view(backup_tree_svg(ar), key="lesson_backup_tree")
+lesson_foil.render(view, p, beta, sigma_min, ar)
 
 # ---- 9. which estimate is right? ---------------------------------------------------------------
 st.header("9 · Which estimate is right?")
