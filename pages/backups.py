@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import streamlit as st
 
 from crbc.estimators import registry as estimators
-from crbc.estimators.closure import DepthSweep
 from crbc.viz.backups import sweep_table
 from ui import backups_at_depth, backups_side, exact_truth, state, url, widgets
 
@@ -28,12 +25,6 @@ st.caption(
     f"It means nothing for {', '.join(_no_depth)}: they have no backup to stop early. RewardFlow "
     "iterates over the same graph too, but with a maximum over successors instead of this "
     "average, to its own fixed point (docs/MATH.md section 11); the Lesson compares the two.")
-
-def truncate(sw: DepthSweep, k_max: int) -> DepthSweep:
-    """The first K = 0..k_max members of a sweep (slices of its arrays; no new computation)."""
-    n = k_max + 1
-    return dataclasses.replace(sw, v_KS=sw.v_KS[:n], q_KSA=sw.q_KSA[:n], a_KSA=sw.a_KSA[:n],
-                               err_v_K=sw.err_v_K[:n], err_a_K=sw.err_a_K[:n], bound_K=sw.bound_K[:n])
 
 
 ctx = state.page_context()
@@ -57,7 +48,7 @@ c1, c2, c3 = st.columns([2, 1, 3])
 k_max = int(c1.number_input("Maximum depth shown", 1, K_CAP, min(default_kmax, K_CAP), key=f"kmax_{ctx.key}",
                             help="Opens at the depth where A^(K) reaches the closure (within "
                                  f"{TOL:g}); Play stops there."))
-sw = truncate(probe, k_max)
+sw = probe.first(k_max)
 conv = sw.converged_at(TOL)
 if "K" in st.session_state and not (0 <= int(st.session_state["K"]) <= k_max):
     st.session_state["K"] = k_max

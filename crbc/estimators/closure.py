@@ -12,6 +12,7 @@ Every backup is a sum over steps, since each step is one observed transition:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -256,6 +257,13 @@ class DepthSweep:
         """Smallest K with ||A^(K) - A_inf||_inf <= tol, or None within the sweep."""
         hit = np.flatnonzero(self.err_a_K <= tol)
         return int(hit[0]) if len(hit) else None
+
+    def first(self, k_max: int) -> DepthSweep:
+        """The members K = 0..k_max of this sweep (slices of its arrays; no new computation)."""
+        n = k_max + 1
+        return dataclasses.replace(self, v_KS=self.v_KS[:n], q_KSA=self.q_KSA[:n], a_KSA=self.a_KSA[:n],
+                                   err_v_K=self.err_v_K[:n], err_a_K=self.err_a_K[:n],
+                                   bound_K=self.bound_K[:n])
 
 
 def depth_sweep(p: Process, beta: float, k_max: int) -> DepthSweep:

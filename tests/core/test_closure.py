@@ -386,3 +386,13 @@ def test_process_arrays_are_read_only():
                       anchor_texts=["a", "b"], action_names=["x"])
     reward_N[0] = 1.0
     assert not q.step_reward.flags.writeable
+
+
+def test_the_first_members_of_a_sweep_are_the_sweep_to_that_depth():
+    from tests.support.paths import ROOT
+
+    p = crbc.merge(read_rollouts(ROOT / "sample_rollouts" / "worked-example.jsonl"))
+    cut, short = C.depth_sweep(p, 0.9, 12).first(5), C.depth_sweep(p, 0.9, 5)
+    assert cut.k_max == 5
+    for f in ("v_KS", "q_KSA", "a_KSA", "err_v_K", "err_a_K", "bound_K", "v_S", "a_SA"):
+        np.testing.assert_allclose(getattr(cut, f), getattr(short, f), equal_nan=True)
