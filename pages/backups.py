@@ -63,7 +63,9 @@ def _toggle() -> None:
 
 c2.button("Pause" if playing else "Play", on_click=_toggle, key="play", width="stretch",
           icon=":material/pause:" if playing else ":material/play_arrow:",
-          help="Step K up once a second until the maximum depth.")
+          help=f"Step K up once a second until the maximum depth, "
+               f"{backups_at_depth.play_stride(k_max)} round(s) a step (at most "
+               f"{backups_at_depth.PLAY_STEPS} steps a Play).")
 c3.markdown(f"**β = {beta:g}** (sidebar)  \n"
             + (f":green[:material/check_circle: **converged at K = {conv}**] "
                f"(‖A^(K) − A∞‖∞ ≤ {TOL:g})" if conv is not None
@@ -93,7 +95,7 @@ def view() -> None:
         if k_now >= k_max:
             st.session_state["playing"] = False
             st.rerun()
-        st.session_state["K"] = k_now + 1
+        st.session_state["K"] = min(k_now + backups_at_depth.play_stride(k_max), k_max)
     k = int(st.session_state.get("K", 0))
     st.slider("Depth K", 0, k_max, value=min(k, k_max), key="K", bind="query-params",
               help="Rounds of cross-rollout backup; scrub or press Play.")

@@ -1,5 +1,6 @@
 """The Bellman backups page at one depth K: the merged graph coloured by the estimate V^(K), the
-exact truth or the error, beside the convergence, evidence coverage and truth-gap charts."""
+exact truth or the error, beside the convergence, evidence coverage and truth-gap charts; and
+how far one step of Play moves K (:func:`play_stride`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,15 @@ from crbc.viz.graph import graph_svg
 from ui import exact_truth, figure_cache
 from ui.context import PageContext
 from ui.svg_view import svg_view
+
+#: the most steps one Play takes (at 0.9 s a step: under a minute, whatever the depth)
+PLAY_STEPS = 60
+
+
+def play_stride(k_max: int) -> int:
+    """Rounds of backup per Play step: 1 up to ``PLAY_STEPS`` rounds, then ceil(k_max / PLAY_STEPS),
+    so a user's run converging at K = 171 plays in 58 steps of 3, not 171 of 1."""
+    return max(1, -(-int(k_max) // PLAY_STEPS))
 
 
 def _truth(ctx: PageContext, sw: DepthSweep):

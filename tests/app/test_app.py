@@ -87,6 +87,22 @@ def test_a_links_maximum_depth_opens_the_backups_page_and_play_stops_there(app):
     assert not at.exception
 
 
+def test_play_over_a_deep_range_takes_bounded_steps_and_ends_at_the_maximum(app):
+    from ui.backups_at_depth import PLAY_STEPS, play_stride
+
+    assert [play_stride(k) for k in (1, PLAY_STEPS, PLAY_STEPS + 1, 171, 400)] == [1, 1, 2, 3, 7]
+    at = app("pages/backups.py", K="0", kmax="171")
+    at.button(key="play").click().run()
+    seen = [at.session_state["K"]]
+    for _ in range(PLAY_STEPS + 2):
+        if not at.session_state["playing"]:
+            break
+        at.run()
+        seen.append(at.session_state["K"])
+    assert at.session_state["playing"] is False and seen[-1] == 171
+    assert len(seen) <= PLAY_STEPS + 2 and max(b - a for a, b in zip(seen, seen[1:], strict=False)) == 3, seen
+
+
 def _heatmap(at: AppTest, name: str) -> list[float]:
     """The values of estimator ``name``'s heatmap cells on the Step credits page (SVG, one panel
     per estimator; each cell's tooltip names its value to 3 decimals), row by row."""
