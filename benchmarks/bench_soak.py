@@ -69,6 +69,10 @@ ANSWER = """() => {
 }"""
 
 
+#: how long an uploading attacker waits for its answer (the upload budget's 180 s and the transfer)
+UPLOAD_WAIT_S = 240
+
+
 def attack_files(folder: Path) -> dict[str, tuple[Path, str | None]]:
     """The three hostile uploads: name -> (file, anchor regex)."""
     import pyarrow as pa
@@ -148,7 +152,9 @@ async def student(browser, base: str, i: int, stop_at: float, out: dict) -> None
 async def attacker(browser, base: str, name: str, path: Path, regex: str | None, out: dict) -> None:
     ctx = await browser.new_context(viewport={"width": 1280, "height": 900})
     page = await ctx.new_page()
-    page.set_default_timeout(180_000)
+    # longer than the upload worker's 180 s wall-clock budget (crbc.jobs.upload.Limits): on a busy
+    # server the low-priority read waits, and its end (loaded, or stopped with a notice) is the answer
+    page.set_default_timeout(UPLOAD_WAIT_S * 1000)
     rec = out["attacks"][name] = {"file": path.name, "bytes": path.stat().st_size}
     try:
         await page.goto(f"{base}/rollouts?source=upload")
@@ -172,6 +178,8 @@ async def attacker(browser, base: str, name: str, path: Path, regex: str | None,
         rec["traceback_shown"] = bool(await page.locator("[data-testid=stException]").count())
     except Exception as e:  # noqa: BLE001
         rec["answer"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        with contextlib.suppress(Exception):  # what the page said when the wait ended
+            rec["page_said"] = (await page.inner_text("[data-testid=stSidebar]"))[-400:]
     finally:
         rec["ended"] = time.perf_counter()
         await ctx.close()
