@@ -57,20 +57,8 @@ ERRORS = """() => Array.from(document.querySelectorAll(
 #: the server's own time for the last script run (app.py's hidden marker), in ms
 SCRIPT_MS = ("() => { const m = Array.from(document.querySelectorAll('.crbc-run')).pop();"
              " return m ? +m.dataset.scriptMs || 0 : 0; }")
-ANSWER = """() => {
-  const err = document.querySelector('[data-testid=stMain] [data-testid=stAlertContentError]');
-  if (err) {
-    const pre = document.querySelector('[data-testid=stMain] pre, [data-testid=stMain] code');
-    return err.innerText + ' ' + (pre ? pre.innerText : '');
-  }
-  const sb = document.querySelector('[data-testid=stSidebar]');
-  if (sb && sb.innerText.includes('Loaded: upload') && sb.innerText.includes('steps at shared anchors')) return 'LOADED';
-  return null;
-}"""
 
 
-#: how long an uploading attacker waits for its answer (the upload budget's 180 s and the transfer)
-UPLOAD_WAIT_S = 240
 
 
 def attack_files(folder: Path) -> dict[str, tuple[Path, str | None]]:
@@ -146,42 +134,6 @@ async def student(browser, base: str, i: int, stop_at: float, out: dict) -> None
                                      f"{type(e).__name__}: {str(e).splitlines()[0][:160]}")
                 fresh = True
     finally:
-        await ctx.close()
-
-
-async def attacker(browser, base: str, name: str, path: Path, regex: str | None, out: dict) -> None:
-    ctx = await browser.new_context(viewport={"width": 1280, "height": 900})
-    page = await ctx.new_page()
-    # longer than the upload worker's 180 s wall-clock budget (crbc.jobs.upload.Limits): on a busy
-    # server the low-priority read waits, and its end (loaded, or stopped with a notice) is the answer
-    page.set_default_timeout(UPLOAD_WAIT_S * 1000)
-    rec = out["attacks"][name] = {"file": path.name, "bytes": path.stat().st_size}
-    try:
-        await page.goto(f"{base}/rollouts?source=upload")
-        await page.wait_for_selector(".st-key-upload_kind [role=combobox]")
-        box = page.locator(".st-key-upload_kind input")  # the select box, by keyboard (its list
-        await box.click()                                 # may open below the window)
-        await box.fill("step table")
-        await box.press("Enter")
-        await page.wait_for_selector("[class*=st-key-upload_file_steps] input[type=file]", state="attached")
-        if regex:
-            key = page.locator(".st-key-anchor_key input")
-            await key.fill(regex)
-            await key.press("Enter")
-            await page.wait_for_timeout(1500)  # the rerun that takes the key (this page has no run marker)
-        t = time.perf_counter()
-        rec["started"] = t
-        await page.locator("[class*=st-key-upload_file_steps] input[type=file]").set_input_files(str(path))
-        await page.wait_for_function(ANSWER, polling=250)
-        rec["seconds"] = round(time.perf_counter() - t, 2)
-        rec["answer"] = (await page.evaluate(ANSWER))[:400]
-        rec["traceback_shown"] = bool(await page.locator("[data-testid=stException]").count())
-    except Exception as e:  # noqa: BLE001
-        rec["answer"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
-        with contextlib.suppress(Exception):  # what the page said when the wait ended
-            rec["page_said"] = (await page.inner_text("[data-testid=stSidebar]"))[-400:]
-    finally:
-        rec["ended"] = time.perf_counter()
         await ctx.close()
 
 
@@ -279,17 +231,22 @@ async def run(base: str, a, files: dict) -> dict:
         tasks += [asyncio.create_task(SA.player(browser, base, i, stop_at, out)) for i in range(a.players)]
         await asyncio.sleep(max(0.0, t0 + 60 * a.minutes * a.calm - time.perf_counter()))
         out["attack_start"] = time.perf_counter()
-        hostile = [asyncio.create_task(attacker(browser, base, k, *files[k], out)) for k in files
+        foe = browser if not a.attackers_nice else await pw.chromium.launch(
+            executable_path=str(SA.niced_chromium(Path(files["_folder"]), a.attackers_nice)), headless=True,
+            args=CHROMIUM_ARGS)
+        hostile = [asyncio.create_task(SA.attacker(foe, base, k, *files[k], out)) for k in files
                    if not k.startswith("_")]  # "_audit_run", "_folder": the other attacks' inputs
         if a.hostile_tabs:
-            hostile.append(asyncio.create_task(SA.hostile_link(browser, base, a.hostile_tabs, out)))
+            hostile.append(asyncio.create_task(SA.hostile_link(foe, base, a.hostile_tabs, out)))
         if a.audit_tabs:
-            hostile.append(asyncio.create_task(SA.audit_burst(browser, base, files["_audit_run"], a.audit_tabs, out,
+            hostile.append(asyncio.create_task(SA.audit_burst(foe, base, files["_audit_run"], a.audit_tabs, out,
                                                               a.workers)))
         if a.archive_iterations:
-            hostile.append(asyncio.create_task(SA.big_archive(browser, base, files["_folder"], out,
+            hostile.append(asyncio.create_task(SA.big_archive(foe, base, files["_folder"], out,
                                                               a.archive_iterations)))
         await asyncio.gather(*hostile)
+        if foe is not browser:
+            await foe.close()
         out["attack_end"] = time.perf_counter() + 5
         await asyncio.gather(*tasks)
         both = await asyncio.gather(wire_burst(base, a.burst), burst(browser, base, a.burst_browsers))
@@ -311,6 +268,8 @@ def main() -> int:
     ap.add_argument("--audit-tabs", type=int, default=8, help="tabs of one browser computing one run's audit")
     ap.add_argument("--archive-iterations", type=int, default=3000, help="iterations of the hostile run archive")
     ap.add_argument("--players", type=int, default=2, help="students pressing Play on Bellman backups")
+    ap.add_argument("--attackers-nice", type=int, default=0,
+                    help="run the attackers' Chromium this many nice steps lower (0: the students' browser)")
     a = ap.parse_args()
     if not Path(CHROMIUM).exists():
         print(json.dumps({"error": f"{CHROMIUM} not found"}))
@@ -351,6 +310,7 @@ def main() -> int:
     wb, wd = summary(wire["before_attacks"]).get("median"), summary(wire["during_attacks"]).get("median")
     result = {
         "students": a.students, "wire_students": a.wire_students, "minutes": a.minutes, "burst": a.burst,
+        "attackers_nice": a.attackers_nice,
         "burst_browsers": a.burst_browsers, "warmup_s": out["warmup_s"],
         "page_ready_s": {"before_attacks": summary(before), "during_attacks": summary(during),
                          "after_attacks": summary(after)},

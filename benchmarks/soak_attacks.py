@@ -10,6 +10,9 @@
   heartbeat ends an audit nobody polls);
 - ``big_archive``: a run archive of 3,000 iterations (one tiny rollout file each) uploaded on
   Training runs: its answer and time;
+- ``attacker``: one of bench_soak's hostile uploads through the sidebar, waiting past the upload
+  worker's own budget for its answer (loaded, or the notice);
+- ``niced_chromium``: the attackers' browsers at a lower priority (``--attackers-nice``);
 - ``player``: a student who presses Play on Bellman backups over and over and times each Play
   until the button says Play again (a Play not finished within ``PLAY_TIMEOUT_S`` is recorded
   as unfinished).
@@ -20,6 +23,7 @@ Only 127.0.0.1 is contacted; every wait has a timeout.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import time
@@ -27,7 +31,7 @@ import urllib.parse
 import zipfile
 from pathlib import Path
 
-from devtools.apprunner import READY
+from devtools.apprunner import CHROMIUM, READY
 
 HOSTILE = "(" * 5000 + ")" * 5000
 PLAY_TIMEOUT_S = 120.0
@@ -217,3 +221,63 @@ def report(out: dict, s: float, e: float) -> dict:
     return {"play_s": {"before_attacks": summary(before), "during_attacks": summary(during),
                        "unfinished": sum(d == float("inf") for _, d in plays)},
             "play_during_over_before_median": round(md / mb, 2) if mb and md else None}
+
+
+def niced_chromium(folder: Path, niceness: int) -> Path:
+    """A launcher that runs Chromium ``niceness`` steps below normal priority: the attackers' own
+    browsers, which in a class run on the attackers' machines, not on the server's cores."""
+    path = folder / "chromium-niced"
+    path.write_text(f'#!/bin/sh\nexec nice -n {int(niceness)} {CHROMIUM} "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+#: the answer to an upload: its error, or LOADED once the sidebar says the upload merged
+ANSWER = """() => {
+  const err = document.querySelector('[data-testid=stMain] [data-testid=stAlertContentError]');
+  if (err) {
+    const pre = document.querySelector('[data-testid=stMain] pre, [data-testid=stMain] code');
+    return err.innerText + ' ' + (pre ? pre.innerText : '');
+  }
+  const sb = document.querySelector('[data-testid=stSidebar]');
+  if (sb && sb.innerText.includes('Loaded: upload') && sb.innerText.includes('steps at shared anchors')) return 'LOADED';
+  return null;
+}"""
+#: how long an uploading attacker waits for its answer (the upload budget's 180 s and the transfer)
+UPLOAD_WAIT_S = 240
+
+
+async def attacker(browser, base: str, name: str, path: Path, regex: str | None, out: dict) -> None:
+    ctx = await browser.new_context(viewport={"width": 1280, "height": 900})
+    page = await ctx.new_page()
+    # longer than the upload worker's 180 s wall-clock budget (crbc.jobs.upload.Limits): on a busy
+    # server the low-priority read waits, and its end (loaded, or stopped with a notice) is the answer
+    page.set_default_timeout(UPLOAD_WAIT_S * 1000)
+    rec = out["attacks"][name] = {"file": path.name, "bytes": path.stat().st_size}
+    try:
+        await page.goto(f"{base}/rollouts?source=upload")
+        await page.wait_for_selector(".st-key-upload_kind [role=combobox]")
+        box = page.locator(".st-key-upload_kind input")  # the select box, by keyboard (its list
+        await box.click()                                 # may open below the window)
+        await box.fill("step table")
+        await box.press("Enter")
+        await page.wait_for_selector("[class*=st-key-upload_file_steps] input[type=file]", state="attached")
+        if regex:
+            key = page.locator(".st-key-anchor_key input")
+            await key.fill(regex)
+            await key.press("Enter")
+            await page.wait_for_timeout(1500)  # the rerun that takes the key (this page has no run marker)
+        t = time.perf_counter()
+        rec["started"] = t
+        await page.locator("[class*=st-key-upload_file_steps] input[type=file]").set_input_files(str(path))
+        await page.wait_for_function(ANSWER, polling=250)
+        rec["seconds"] = round(time.perf_counter() - t, 2)
+        rec["answer"] = (await page.evaluate(ANSWER))[:400]
+        rec["traceback_shown"] = bool(await page.locator("[data-testid=stException]").count())
+    except Exception as e:  # noqa: BLE001
+        rec["answer"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+        with contextlib.suppress(Exception):  # what the page said when the wait ended
+            rec["page_said"] = (await page.inner_text("[data-testid=stSidebar]"))[-400:]
+    finally:
+        rec["ended"] = time.perf_counter()
+        await ctx.close()
