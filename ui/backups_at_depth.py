@@ -21,7 +21,7 @@ PLAY_STEPS = 60
 
 def play_stride(k_max: int) -> int:
     """Rounds of backup per Play step: 1 up to ``PLAY_STEPS`` rounds, then ceil(k_max / PLAY_STEPS),
-    so a user's run converging at K = 171 plays in 58 steps of 3, not 171 of 1."""
+    so a user's run converging at K = 171 plays in 57 steps of 3, not 171 of 1."""
     return max(1, -(-int(k_max) // PLAY_STEPS))
 
 

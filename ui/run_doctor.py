@@ -20,7 +20,7 @@ from crbc.report.doctor import counts_by_iteration
 from crbc.run_analysis.doctor import Batch, Finding, diagnose, from_groups
 from ui import state, url
 from ui.run_source import RunView
-from ui.session_memo import memo
+from ui.session_memo import memo, owned_by_session
 
 ICONS = {"error": ":material/error:", "warning": ":material/warning:", "info": ":material/info:"}
 
@@ -85,7 +85,7 @@ def _source_findings(key: str, _groups: tuple) -> list[Finding]:
 def upload_note(src) -> None:
     """The sidebar's review of an uploaded file (one iteration): the doctor's warnings and
     errors, one line each, the message on hover; nothing when every check is silent."""
-    if src is None or not src.key.startswith("upload:"):
+    if src is None or not owned_by_session(src.key):
         return
     try:
         found = [f for f in _source_findings(src.key, tuple(src.groups)) if f.serious]

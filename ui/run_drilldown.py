@@ -13,6 +13,7 @@ from crbc.io.rollouts import RolloutFormatError, showcase_group
 from crbc.run_analysis.diagnostics import DIAGNOSTICS
 from crbc.viz import run_curves as V
 from ui import figure_cache, report_download, run_listing, run_source, state, url, widgets
+from ui.session_memo import owned_by_session
 from ui.svg_view import svg_view
 
 #: short names of the estimator diagnostics (crbc.run_analysis.diagnostics) for the metric tiles
@@ -90,7 +91,7 @@ def render(runs: list[R.Run], run_key_of: dict[str, str], runs_key: str,
     # the key names the run by its content (an upload: "upload:<hash>", so two sessions' archives
     # of the same file name never share a cache entry, and what is computed from it stays private)
     run_id = run_key_of[run.name]
-    source_key = (f"{run_id}#{iteration}" if run_id.startswith("upload:")
+    source_key = (f"{run_id}#{iteration}" if owned_by_session(run_id)
                   else "run:" + hashlib.sha1(f"{run.source}|{iteration}".encode()).hexdigest()[:16])
     source = state.Source(source_key, f"run {run.name} iteration {iteration}", groups)
     bcols = st.columns(len(open_in))

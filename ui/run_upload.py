@@ -16,6 +16,7 @@ import streamlit as st
 
 import crbc.io.runs as R
 from crbc.jobs.run_archive import ArchiveJob
+from ui.session_memo import UPLOAD_PREFIX
 from ui.upload import READ_LIMITS
 
 KEEP = 4  #: archives kept per session (the least recently used is dropped)
@@ -26,7 +27,7 @@ def uploaded_run(name: str, data: bytes) -> tuple[str, R.Run | None, str | None]
     """``(key, run, None)`` or ``(key, None, message)`` for an uploaded archive; ``key`` is
     ``upload:<content hash>`` (so what the pages compute from it stays in the session too,
     :mod:`ui.session_memo`)."""
-    key = "upload:" + hashlib.sha1(data).hexdigest()[:16]
+    key = UPLOAD_PREFIX + hashlib.sha1(data).hexdigest()[:16]
     store: OrderedDict = st.session_state.setdefault(_STORE, OrderedDict())
     if key in store:
         store.move_to_end(key)

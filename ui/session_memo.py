@@ -52,7 +52,6 @@ def memo(max_entries: int, show_spinner: bool | str = False, owner_arg: int = 0)
         def call(*args: Any) -> Any:
             return (own if owned_by_session(args[owner_arg]) else shared)(*args)
 
-        call.clear = shared.clear  # type: ignore[attr-defined]
         return call
 
     return wrap

@@ -24,6 +24,7 @@ from crbc.io.anchor_keys import RegexError, compile_regex
 from crbc.io.importers import Importer, importers
 from crbc.io.runs import ITER_RE
 from crbc.jobs import upload as worker
+from ui.session_memo import UPLOAD_PREFIX
 from ui.state import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, Source
 
 NATIVE = "rollout"  #: the importer of crbc.rollout/1 and a run's iter-NNNN.parquet
@@ -122,7 +123,7 @@ def upload_source(regex: str = "") -> tuple[Source | None, str | None]:
     files = {u.name: u.getvalue() for u in ups}
     digest = hashlib.sha1(b"".join(hashlib.sha1(d).digest() for d in files.values())).hexdigest()[:16]
     thr = float(threshold) if use_thr else None
-    key = f"upload:{kind}:{digest}:{regex}:{thr}"
+    key = f"{UPLOAD_PREFIX}{kind}:{digest}:{regex}:{thr}"
     imported, err = _read(kind, files, regex, thr, key)
     if err:
         st.session_state.pop("_crbc_imported", None)
