@@ -15,7 +15,6 @@ from ui import (
     credit_heatmaps,
     credit_scatter,
     exact_truth,
-    figure_cache,
     state,
     url,
     widgets,
@@ -101,7 +100,7 @@ st.caption(" · ".join(f"**{n}**: {estimators.get(n).summary.replace('*', '×')}
 # with the truth line once it is known
 st.subheader(f"Rollout {grp.rollouts[r].rollout}, step by step")
 trainer_R = None if trainer_N is None else trainer_N[all_c[names[0]].rollout_slice(r)]
-timeline = figure_cache.figure("credits_timeline_svg", (ctx.key, all_params, r, field),
+timeline = ctx.kept("figure",("credits_timeline_svg", all_params, r, field),
                                lambda: timeline_chart_svg(all_c, r, field, trainer_R=trainer_R))
 timeline_slot = st.empty()
 if has_truth:
@@ -113,8 +112,8 @@ if truth is not None:
     with truth_box:
         st.markdown("**truth** · the policy's exact advantage A_t = Q_t − V_t of each step "
                     "(return units, like Q − V)")
-        truth_svg = figure_cache.figure(  # the truth depends on the group and beta only
-            "credits_truth_svg", (ctx.key, float(ctx.params.get("beta", 0.98))),
+        truth_svg = ctx.kept(  # the truth depends on the group and beta only
+            "figure", ("credits_truth_svg", float(ctx.params.get("beta", 0.98))),
             lambda: heatmaps_svg(ctx.process, [Panel("truth", truth.advantage_N)], value_name="true A_t",
                                  scale_name="true A_t (its own scale)"))
         svg_view(truth_svg, key="heat_truth", on_pick=credit_heatmaps.picker(grp.group),
@@ -123,8 +122,8 @@ elif truth_box is not None:
     truth_box.caption(no_truth)
 
 if truth is not None:
-    timeline = figure_cache.figure(
-        "credits_timeline_truth_svg", (ctx.key, all_params, r, field),
+    timeline = ctx.kept("figure",
+        ("credits_timeline_truth_svg", all_params, r, field),
         lambda: timeline_chart_svg(all_c, r, field, truth.advantage_N[all_c[names[0]].rollout_slice(r)],
                                           trainer_R=trainer_R))
 with timeline_slot:

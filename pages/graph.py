@@ -6,7 +6,7 @@ import streamlit as st
 
 from crbc.viz.anchor_graph import anchor_graph_html
 from crbc.viz.core.graph_layout import LABEL_ALL_MAX
-from ui import exact_truth, figure_cache, graph_similarity, report_download, state, static_assets, url
+from ui import exact_truth, graph_similarity, report_download, state, static_assets, url
 
 st.title("Anchor graph")
 st.caption(
@@ -52,8 +52,8 @@ node_values = {"estimate": c.value_S, "truth": truth.anchor_value_S if truth els
 def _graph() -> str:
     """The graph's HTML, drawn once per (group, parameters, rollout, colouring)."""
     name = {"estimate": "V", "truth": "true V", "error": "V − true V"}[colour_by]
-    return figure_cache.figure(
-        "anchor_graph_html", (ctx.key, tuple(sorted(params.items())), r, colour_by),
+    return ctx.kept("figure",
+        ("anchor_graph_html", tuple(sorted(params.items())), r, colour_by),
         lambda: anchor_graph_html(c.process, node_values, highlight_rollout=r, height_px=620, value_name=name,
                                   signed=colour_by == "error", assets_url=static_assets.vis_url()))
 

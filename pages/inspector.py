@@ -19,7 +19,7 @@ from crbc.viz.backup_tree import backup_tree_svg
 from crbc.viz.board import is_board
 from crbc.viz.graph import graph_svg
 from crbc.viz.lesson import arithmetic_markdown, format_rows
-from ui import anchor_boards, anchor_evidence, anchor_observation, figure_cache, state, url, widgets
+from ui import anchor_boards, anchor_evidence, anchor_observation, state, url, widgets
 from ui.svg_view import svg_view
 from ui.widgets import short
 
@@ -91,7 +91,7 @@ state_i = labels.index(chosen)
 with c_graph:
     if p.n_states <= GRAPH_MAX_ANCHORS:
         closure = {"beta": beta, "depth": None, "sigma_min": sigma_min}
-        graph = figure_cache.figure("inspect_graph_svg", (ctx.key, beta, sigma_min, state_i),
+        graph = ctx.kept("figure",("inspect_graph_svg", beta, sigma_min, state_i),
                                     lambda: graph_svg(p, ctx.credits("crbc", closure).value_S, selected=state_i))
         svg_view(graph, key="inspect_graph", on_pick=lambda picked: _pick_from_graph(tuple(labels), picked))
         st.caption("Click an anchor in the graph to inspect it (colour: V at the closure; hover for its text).")
@@ -136,7 +136,7 @@ def _anchor_view() -> None:
 
     st.markdown("**The same anchor at every depth** (A^(K) of each action; the last row is the closure)")
     k_show = max(6, depth or 0)
-    depths = figure_cache.figure("inspect_depths", (ctx.key, beta, k_show),
+    depths = ctx.kept("figure",("inspect_depths", beta, k_show),
                                  lambda: T.depth_table(p, group=0, beta=beta, k_max=k_show, what="A"))
     cols = [c for c in depths.columns if c.startswith(f"A({ar.label},")]
     widgets.table(format_rows(depths.records(cols)))

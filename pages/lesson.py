@@ -29,6 +29,7 @@ from ui import (
 from ui import lesson_data as D
 from ui import lesson_sections as S
 from ui import lesson_state as L
+from ui.context import group_context
 from ui.svg_view import svg_view
 from ui.widgets import short
 
@@ -66,7 +67,8 @@ if group is None:
 params = ctx.params if ctx else state.shared_params()
 beta, sigma_min = params["beta"], params["sigma_min"]
 w_group, w_step = params["w_group"], params["w_step"]
-p = D.process_of(group)
+lctx = group_context(group, private=L.is_private(), params=params)  # keeps every result of the lesson group
+p = lctx.process
 view = S.LessonView.of(p)
 table, fold = view.table, view.fold
 labels = node_labels(p)
@@ -86,7 +88,7 @@ st.markdown(
     "boundary: **z+** after a success, **z-** after a failure or a time-out. "
     f"The discount is beta = {num(beta)} (sidebar, *Parameters*).")
 traj = T.trajectory_table(p)
-vals = D.values(p, st.session_state.get("lesson_before"), beta)  # and how they moved with the last edit
+vals = D.values(lctx, st.session_state.get("lesson_before"), beta)  # and how they moved with the last edit
 v_now, delta = vals.v_S, vals.delta_S
 g1, g2 = st.columns([2, 3]) if n_anchors <= BIG else (st.container(), None)
 with g1, fold(f"The {len(group)} rollouts as paths of anchors", key="paths") as shown:  # folded on a big group
@@ -107,15 +109,15 @@ S.change_panel(view, group, labels, v_now, delta)
 st.header("2 · GRPO: one number per trajectory")
 lesson_grpo.render(view, p, traj)
 
-ar = lesson_closure.render(p, view, params, v_now, root)  # sections 3-6: the closure, step by step
+ar = lesson_closure.render(lctx, view, params, v_now, root)  # sections 3-6: the closure, step by step
 
 # ---- 7. finite depth -------------------------------------------------------------------------------
 st.header("7 · Finite depth: from visit-local averages to the closure", anchor="7-finite-depth")
-lesson_depth.render(p, beta, sigma_min, table, fold, S.ask, big=n_anchors > S.BIG)
+lesson_depth.render(lctx, beta, sigma_min, table, fold, S.ask, big=n_anchors > S.BIG)
 
 # ---- 8. the foil ---------------------------------------------------------------------------------------
 st.header("8 · The shortest-path foil", anchor="8-the-shortest-path-foil")
-lesson_foil.render(view, p, beta, sigma_min, ar)
+lesson_foil.render(view, lctx, beta, sigma_min, ar)
 
 # ---- 9. which estimate is right? ---------------------------------------------------------------
 st.header("9 · Which estimate is right?")
@@ -124,7 +126,7 @@ tgroup, tt = S.truth_section(beta)
 # ---------------------------------------------------------------------------------- 9 · how sure
 from ui import lesson_sure  # noqa: E402 (a section appended here, drawn by ui/lesson_sure.py)
 
-lesson_sure.render(tgroup if tgroup is not None else group, tt, beta, sigma_min, table)
+lesson_sure.render(group_context(tgroup, private=False) if tgroup is not None else lctx, tt, beta, sigma_min, table)
 
 # ---- 10. the backups side by side ----------------------------------------------------------------
 st.header("10 · One graph, different backups", anchor="10-one-graph-different-backups")
@@ -137,16 +139,16 @@ st.markdown(
     "which one orders the actions as the exact truth does; then see every method's scores side by "
     "side, and why each wrong one went wrong.")
 if tgroup is not None and tt is not None:
-    lesson_backups.render(D.process_of(tgroup), beta, sigma_min, tt.anchor_advantage_N, ask=S.ask,
+    lesson_backups.render(group_context(tgroup, private=False), beta, sigma_min, tt.anchor_advantage_N, ask=S.ask,
                           on=f"the Sokoban group {tgroup.group} of section 9")
 else:
     st.caption("Without the shipped Sokoban sample this runs on the lesson group, judged against the closure.")
-    lesson_backups.render(p, beta, sigma_min, None, ask=S.ask)
+    lesson_backups.render(lctx, beta, sigma_min, None, ask=S.ask)
 
 # ---- 11. luck against skill ---------------------------------------------------------------------
 lesson_luck.render(beta, S.ask, table)
 
 # ---- 12. when the pipeline is wrong ---------------------------------------------------------------
-lesson_pipeline.render(group, table, fold)
+lesson_pipeline.render(lctx, table, fold)
 busy.empty()
 lesson_handout.share_and_print(share_box, group, L.write_url(), beta, sigma_min)

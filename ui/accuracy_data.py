@@ -1,5 +1,7 @@
 """What the Estimator accuracy page draws from: the shipped results, the reliability figure and a
-small live run, each computed or read once (shared by every session: none is a user's data)."""
+small live run, each computed or read once and kept in the server's store (:mod:`ui.context`:
+shared by every session, since none is a user's data: the live run's inputs are a shipped
+environment, a shipped model and seed numbers)."""
 
 from __future__ import annotations
 
@@ -10,47 +12,51 @@ import streamlit as st
 
 from crbc.viz.reliability import reliability_svg
 from ui import warm_imports
+from ui.context import server
 
 
-@st.cache_data(show_spinner=False)
-def _shipped(path: str, stamp: float) -> dict:
-    del stamp  # part of the key: a re-run file is re-read
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+def _shipped(path: Path) -> dict:
+    """A shipped JSON file, read again when it changes."""
+    def build() -> dict:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+
+    return server().kept("file", ("accuracy_json", str(path), path.stat().st_mtime), build)
 
 
 def similarity_table(path: Path) -> dict | None:
     """The shipped similarity table (experiments/results/similarity-table.json), or None."""
-    return _shipped(str(path), path.stat().st_mtime) if path.is_file() else None
+    return _shipped(path) if path.is_file() else None
 
 
 def shipped_result(path: Path) -> dict:
     """The ``crbc.accuracy`` JSON of a shipped results file (re-read when the file changes)."""
-    return _shipped(str(path), path.stat().st_mtime)
-
-
-@st.cache_data(show_spinner=False, max_entries=2)
-def _reliability(report_json: str) -> str:
-    return reliability_svg(json.loads(report_json))
+    return _shipped(path)
 
 
 def reliability(report: dict) -> str:
     """The reliability figure (nominal against measured coverage) of a calibration report."""
-    return _reliability(json.dumps(report, sort_keys=True))
+    return server().kept("figure", ("reliability", json.dumps(report, sort_keys=True)),
+                         lambda: reliability_svg(report))
 
 
-@st.cache_resource(show_spinner=False, max_entries=2)
 def _policy(folder: str):
-    warm_imports.wait()  # the model stack may still be importing in the background
-    from crbc.truth.policies import load_tiny_checked
+    def build():
+        warm_imports.wait()  # the model stack may still be importing in the background
+        from crbc.truth.policies import load_tiny_checked
 
-    return load_tiny_checked(folder)
+        return load_tiny_checked(folder)
+
+    return server().kept("model", ("tiny_checked", folder), build)
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
 def live_accuracy(env: str, model: str, seeds: tuple[int, ...], sizes: tuple[int, ...]) -> dict:
     """``crbc accuracy`` on a few levels (``seeds``) and group sizes, with a progress bar; the
-    same arguments give the stored result."""
+    same arguments give the kept result."""
+    return server().kept("accuracy", (env, model, seeds, sizes), lambda: _live(env, model, seeds, sizes))
+
+
+def _live(env: str, model: str, seeds: tuple[int, ...], sizes: tuple[int, ...]) -> dict:
     warm_imports.wait()
     from crbc.truth.accuracy import AccuracyConfig, run_accuracy
 

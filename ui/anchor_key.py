@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections import OrderedDict
 
 import streamlit as st
 
@@ -28,7 +27,7 @@ from crbc.explain.merge_profile import MergeProfile, merge_profile
 from crbc.io.anchor_keys import SHOWN_CHARS, RegexError, compile_regex, effective_key, key_to_apply, shown
 from crbc.jobs.keying import KeyJob
 from ui import widgets
-from ui.session_memo import memo
+from ui.context import Keyed, NotKept
 from ui.state import Source
 from ui.widgets import code, text
 
@@ -100,8 +99,6 @@ def quoted(regex: str) -> str:
     return f"{code(regex[:SHOWN_CHARS - 20] + '…')} ({len(regex):,} characters)"
 
 
-KEEP = 4  #: keyed sources kept per session
-_STORE = "_crbc_keyed"
 AT_ONCE = 2  #: keying workers the whole server runs at once (every tab of every session together)
 WAIT_S = 60.0  #: how long a keying waits for a free worker before it says the server is busy
 _SLOTS = threading.BoundedSemaphore(AT_ONCE)
@@ -151,33 +148,23 @@ def keyed(src: Source, regex: str, tau: float | None | str = "sidebar") -> tuple
     err = check(regex)
     if err:
         return None, err
-    store: OrderedDict = st.session_state.setdefault(_STORE, OrderedDict())
-    at = (src.key, regex, tau)
-    if at in store:
-        store.move_to_end(at)
-        return store[at]
-    groups, err = _in_worker(src.groups, regex, tau)
-    if err:
-        out: tuple[Source | None, str | None] = (None, text(f"Anchor key: {err}"))
-        if err.endswith(("cancelled; nothing was keyed", "try again in a minute")):
-            return out  # not kept: the next rerun tries again
-    else:
+    def build() -> tuple[Source | None, str | None]:
+        groups, err = _in_worker(src.groups, regex, tau)
+        if err:
+            if err.endswith(("cancelled; nothing was keyed", "try again in a minute")):
+                raise NotKept((None, text(f"Anchor key: {err}")))  # the next rerun tries again
+            return None, text(f"Anchor key: {err}")
         tag = hashlib.sha1(f"{regex}\x00{tau}".encode()).hexdigest()[:10]
-        out = (Source(f"{src.key}|key:{tag}", src.label, tuple(groups), src.recorded_key), None)
-    store[at] = out
-    while len(store) > KEEP:
-        store.popitem(last=False)
-    return out
+        return Source(f"{src.key}|key:{tag}", src.label, tuple(groups), src.recorded_key, private=src.private), None
 
-
-@memo(max_entries=64)
-def _profile(key: str, _groups: tuple) -> MergeProfile:
-    return merge_profile(list(_groups))
+    # what a user typed is theirs: the outcome is kept in this session only
+    return Keyed(src.key, private=True).kept("keyed", (regex, tau), build)
 
 
 def profile(src: Source) -> MergeProfile:
-    """The merge profile of a source (cached by its key)."""
-    return _profile(src.key, src.groups)
+    """The merge profile of a source (kept by its context)."""
+    groups = list(src.groups)
+    return Keyed(src.key, bool(src.private)).kept("profile", (), lambda: merge_profile(groups))
 
 
 def used(src: Source | None, regex: str) -> str:

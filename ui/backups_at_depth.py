@@ -11,7 +11,7 @@ from crbc.estimators.coverage import Coverage
 from crbc.truth import accuracy
 from crbc.viz.backups import convergence_chart_svg, coverage_chart_svg, truth_gap_chart_svg
 from crbc.viz.graph import graph_svg
-from ui import exact_truth, figure_cache
+from ui import exact_truth
 from ui.context import PageContext
 from ui.svg_view import svg_view
 
@@ -49,8 +49,8 @@ def graph(ctx: PageContext, sw: DepthSweep, k: int, colour_by: str) -> None:
         label, values = "true V", truth.anchor_value_S
     elif mode == "error":
         label, values = f"V^({k}) − true V", sw.v_KS[k] - truth.anchor_value_S
-    figure = figure_cache.figure(
-        "backup_graph_svg", (ctx.key, beta, k, mode, ctx.rollout),
+    figure = ctx.kept("figure",
+        ("backup_graph_svg", beta, k, mode, ctx.rollout),
         lambda: graph_svg(p, values, highlight_rollout=ctx.rollout, value_name=label,
                           signed=mode == "error", delta_S=delta if mode == "estimate" else None,
                           shown_width_px=680))
@@ -69,14 +69,14 @@ def charts(ctx: PageContext, sw: DepthSweep, cov: Coverage, k: int, k_max: int, 
     the convergence tolerance), the evidence coverage ``cov``, and with ``has_truth`` the
     estimate's gap to the exact truth (or why there is none)."""
     beta = ctx.params["beta"]
-    svg_view(figure_cache.figure("backup_conv", (ctx.key, beta, k_max, k),
+    svg_view(ctx.kept("figure",("backup_conv", beta, k_max, k),
                                  lambda: convergence_chart_svg(sw, k, tol)),
              key="conv", download="convergence")
     st.caption(
         "Blue: largest gap between V^(K) and the closure's V over all anchors; red: the same "
         "for the advantages A = Q − V; dashed: the guarantee of Cor. 3, "
         "2β^K/(1−β)·‖TV0 − V0‖. Errors of exactly 0 are drawn at 1e-16.")
-    svg_view(figure_cache.figure("backup_cov", (ctx.key, k_max, k), lambda: coverage_chart_svg(cov, k)),
+    svg_view(ctx.kept("figure",("backup_cov", k_max, k), lambda: coverage_chart_svg(cov, k)),
              key="cov", download="coverage")
     heard = cov.count_KS[k]
     st.caption(

@@ -10,7 +10,7 @@ import streamlit as st
 
 from crbc.viz.heatmap import credit_heatmaps_svg
 from crbc.viz.step_detail import parse_cell
-from ui import credit_step, figure_cache, widgets
+from ui import credit_step, widgets
 from ui.context import PageContext
 from ui.svg_view import svg_view
 
@@ -62,8 +62,9 @@ def render(ctx: PageContext, all_c: dict, field: str, all_params: tuple, panels:
     ``sure_only``), ``extra`` panels (the trainer's advantage) beside them. The one SVG is built
     once per (group, field, parameters, marks): a revisit or a rerun for another widget sends the
     same string again without building it."""
-    key = (ctx.key, field, all_params, marks_on, sure_only and marks_on, ctx.trainer_N is not None, tuple(panels))
-    heat = figure_cache.figure("credits_heatmaps_svg", key, lambda: credit_heatmaps_svg(
+    key = ("credits_heatmaps", field, all_params, marks_on, sure_only and marks_on, ctx.trainer_N is not None,
+           tuple(panels))
+    heat = ctx.kept("figure", key, lambda: credit_heatmaps_svg(
         {n: all_c[n] for n in panels}, field, zmax=zmax, evidence=evidence_of(ctx, panels, marks_on),
         sure_only=sure_only and marks_on, extra=extra))
     _heat_view(ctx, all_c, heat, panels, marks_on, has_truth, slug)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from crbc.viz.scatter import scatter_chart_svg
-from ui import figure_cache, widgets
+from ui import widgets
 from ui.context import PageContext
 from ui.svg_view import svg_view
 
@@ -23,7 +23,7 @@ def render(ctx: PageContext, all_c: dict, names: list[str], all_params: tuple, f
                                   key="scatter_x")
             y_name = s2.selectbox("y axis", names, index=names.index("crbc") if "crbc" in names else 0,
                                   key="scatter_y")
-            scatter = figure_cache.figure("credits_scatter_svg", (ctx.key, all_params, x_name, y_name, field),
+            scatter = ctx.kept("figure",("credits_scatter_svg", all_params, x_name, y_name, field),
                                           lambda: scatter_chart_svg(all_c[x_name], all_c[y_name], field))
             svg_view(scatter, key="scatter", download=f"{slug}.{x_name}-vs-{y_name}.scatter")
             st.caption("Each dot is one step (hover it for its rollout, step and both values). On the "

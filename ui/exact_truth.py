@@ -1,43 +1,47 @@
 """The exact truth (crbc.truth) of a group whose meta names a known env, seed and tiny policy,
-cached for every page (an upload's truth in its own session: :mod:`ui.session_memo`)."""
+kept by the group's context (an upload's truth in its own session: :mod:`ui.context`)."""
 
 from __future__ import annotations
 
-import streamlit as st
-
-from crbc.io.rollouts import RolloutGroup
-from ui import figure_cache, warm_imports
-from ui.context import PageContext, cached_process
-from ui.session_memo import memo
+from ui import warm_imports
+from ui.context import PageContext, server
 from ui.state import ROOT
 
 
-@st.cache_resource(show_spinner=False, max_entries=1)
-def _truth_cache():
-    warm_imports.wait()  # the model stack may still be importing in the background
-    from crbc.truth import TruthCache
+def _solver():
+    """The truth's cache of loaded checkpoints and solved levels, one for the server."""
+    def build():
+        warm_imports.wait()  # the model stack may still be importing in the background
+        from crbc.truth import TruthCache
 
-    return TruthCache(policy_root=str(ROOT))  # loaded checkpoints and solved levels, shared
+        return TruthCache(policy_root=str(ROOT))
 
-
-@memo(show_spinner="Solving the level exactly…", max_entries=64)
-def _truth(key: str, beta: float, _group: RolloutGroup, _anchors: tuple[str, ...]):
-    warm_imports.wait()
-    from crbc.truth import group_truth_arrays
-
-    try:
-        return group_truth_arrays(_group, _anchors, beta, _truth_cache())
-    except (ValueError, OSError) as e:  # bad meta or anchor, unscorable policy, missing folder
-        return f"No exact truth for this group: {' '.join(str(e).split())}"
+    return server().kept("solver", (), build)
 
 
-def truth_for_group(key: str, group: RolloutGroup, beta: float = 0.98):
-    """``(GroupTruth, None)`` or ``(None, reason)`` for any group (``key``: its cache key)."""
+def _solved(ctx: PageContext, beta: float):
+    """The GroupTruth of the chosen group at ``beta``, or the reason there is none (a string)."""
+    group, anchors = ctx.group, ctx.process.state_anchor
+
+    def build():
+        warm_imports.wait()
+        from crbc.truth import group_truth_arrays
+
+        try:
+            return group_truth_arrays(group, anchors, beta, _solver())
+        except (ValueError, OSError) as e:  # bad meta or anchor, unscorable policy, missing folder
+            return f"No exact truth for this group: {' '.join(str(e).split())}"
+
+    return ctx.kept("truth", (float(beta),), build, spinner="Solving the level exactly…")
+
+
+def truth_of(ctx: PageContext, beta: float = 0.98):
+    """``(GroupTruth, None)`` or ``(None, reason)`` for the chosen group of any context."""
     from crbc.truth import has_truth_meta
 
-    if not has_truth_meta(group):
+    if not has_truth_meta(ctx.group):
         return None, "No exact truth: the group's meta does not identify env, level and policy."
-    out = _truth(key, float(beta), group, cached_process(key, group).state_anchor)
+    out = _solved(ctx, beta)
     return (None, out) if isinstance(out, str) else (out, None)
 
 
@@ -56,7 +60,7 @@ def group_truth(ctx: PageContext):
         return None, ("No exact truth: this group's meta does not name a known environment, level "
                       "seed, step limit and checkpoint (as `generate` writes them), or it comes from "
                       "a training iteration whose policy weights were not saved.")
-    out = _truth(ctx.key, float(ctx.params.get("beta", 0.98)), ctx.group, ctx.process.state_anchor)
+    out = _solved(ctx, float(ctx.params.get("beta", 0.98)))
     return (None, out) if isinstance(out, str) else (out, None)
 
 
@@ -67,5 +71,5 @@ def agreement_table(ctx: PageContext, credits: dict, truth, params_key: tuple):
     from crbc.truth import accuracy
     from crbc.viz import accuracy as VA
 
-    return figure_cache.figure("truth_agreement_table", (ctx.key, params_key),
-                               lambda: VA.agreement_table(accuracy.group_agreement(credits, truth.advantage_N)))
+    return ctx.kept("table", ("truth_agreement", params_key),
+                    lambda: VA.agreement_table(accuracy.group_agreement(credits, truth.advantage_N)))

@@ -18,6 +18,7 @@ from crbc.explain.lesson_questions import Question
 from crbc.process import Process
 from crbc.viz.lesson_multiples import Panel, small_multiples_svg
 from ui import widgets
+from ui.context import PageContext
 from ui.svg_view import svg_view
 from ui.widgets import short
 
@@ -29,14 +30,16 @@ DISCOUNTS = ("Each method keeps its own recipe's discount: the closure β = 0.98
              "discounted return Σ γ^k r (−0.1 a move, +10 a win); G2PO then adds one step of backup.")
 
 
-def _anchor(p: Process, beta: float, sigma_min: float, truth_N) -> int | None:
+def _anchor(ctx: PageContext, beta: float, sigma_min: float, truth_N) -> int | None:
     """The anchor picker, starting at the anchor where the methods disagree most."""
-    anchors = B.choosable_anchors(p)
+    p = ctx.process
+    anchors = ctx.kept("lesson", ("choosable",), lambda: B.choosable_anchors(p))
     if not anchors:
         return None
     labels, ss, opts = node_labels(p), st.session_state, anchors[:200]
     if ss.get(f"{KEY}_anchor") not in opts:
-        first = LB.separating_anchor(p, beta, sigma_min, truth_N)
+        first = ctx.kept("lesson", ("separating", beta, sigma_min, truth_N is not None),
+                         lambda: LB.separating_anchor(p, beta, sigma_min, truth_N))
         ss[f"{KEY}_anchor"] = first if first in opts else opts[0]
     return int(st.selectbox(
         "Anchor to compare at", opts, key=f"{KEY}_anchor",
@@ -45,16 +48,19 @@ def _anchor(p: Process, beta: float, sigma_min: float, truth_N) -> int | None:
              "where the methods disagree most."))
 
 
-def render(p: Process, beta: float, sigma_min: float, truth_N: np.ndarray | None, ask: Callable,
+def render(ctx: PageContext, beta: float, sigma_min: float, truth_N: np.ndarray | None, ask: Callable,
            on: str = "") -> None:
-    """Section 10's body on ``p`` (the truth group of section 9) with its exact anchor-level A per
-    step ``truth_N`` (None: judged against the closure); ``on``: that group in words, for the
+    """Section 10's body on the group of ``ctx`` (the truth group of section 9) with its exact
+    anchor-level A per step ``truth_N`` (None: judged against the closure; the truth is the
+    group's own, so whether it is given keys what is kept); ``on``: that group in words, for the
     handout (empty: the lesson group)."""
-    s = _anchor(p, beta, sigma_min, truth_N)
+    p = ctx.process
+    s = _anchor(ctx, beta, sigma_min, truth_N)
     if s is None:
         st.info("No anchor of this group saw two or more actions: there is nothing to rank.")
         return
-    sb = B.side_by_side(p, s, beta=beta, sigma_min=sigma_min, anchor_advantage_N=truth_N)
+    sb = ctx.kept("lesson", ("side_by_side", s, beta, sigma_min, truth_N is not None),
+                  lambda: B.side_by_side(p, s, beta=beta, sigma_min=sigma_min, anchor_advantage_N=truth_N))
     methods, note = LB.lesson_methods(sb)
     if len(sb.label) > 12 or "\n" in p.state_anchor[s]:
         widgets.long_text(p.state_anchor[s], "The whole anchor")

@@ -13,10 +13,10 @@ import crbc.explain.arithmetic as E
 import crbc.explain.lesson_tables as T
 from crbc.explain.anchor_names import SHORT_LABEL, node_labels
 from crbc.explain.table_rows import num
-from crbc.process import Process
 from crbc.viz.lesson import arithmetic_markdown, solution_latex, system_latex
 from ui import lesson_sections as S
 from ui import widgets
+from ui.context import PageContext
 from ui.widgets import short
 
 LATEX_MAX_ANCHORS = 5  # the (I - beta M) V = b display fits its column up to here
@@ -24,13 +24,13 @@ TABLE_MAX_ANCHORS = 40
 BIG = S.BIG  # beyond this many anchors, the long per-anchor tables fold into expanders
 
 
-def render(p: Process, view: S.LessonView, params: dict[str, Any], v_now: np.ndarray, root: int):  # noqa: C901
-    """Sections 3 to 6 on process ``p`` with the sidebar's ``params`` (beta, sigma_min, w_group,
+def render(ctx: PageContext, view: S.LessonView, params: dict[str, Any], v_now: np.ndarray, root: int):  # noqa: C901
+    """Sections 3 to 6 on the lesson group's context ``ctx`` (its tables kept there) with the sidebar's ``params`` (beta, sigma_min, w_group,
     w_step); ``v_now``: (S,) the closure's V; ``root``: the anchor whose arithmetic is written out.
     Returns that anchor's :class:`crbc.explain.arithmetic.AnchorArithmetic` (section 8 draws it)."""
     beta, sigma_min = params["beta"], params["sigma_min"]
     w_group, w_step = params["w_group"], params["w_step"]
-    table, fold = view.table, view.fold
+    table, fold, p = view.table, view.fold, ctx.process
     labels = node_labels(p)
     n_anchors = p.n_states
     # ---- 3. anchors and the merged process ----------------------------------------------------------
@@ -39,7 +39,7 @@ def render(p: Process, view: S.LessonView, params: dict[str, Any], v_now: np.nda
         "Rollouts that reach the same anchor share it: their futures become evidence about each other. "
         "Merging all steps by anchor turns the group into one graph, the **empirical process**: each "
         "observed transition (anchor, action) → successor is an edge, counted as often as it was seen.")
-    tables = T.process_tables(p)
+    tables = ctx.kept("lesson", ("process_tables",), lambda: T.process_tables(p))
     with fold(f"The {n_anchors} anchors and {len(tables.transitions)} observed transitions", key="process") as shown:
         if shown:
             view.side_by_side([1, 2], ("Anchors", tables.states, None),
@@ -73,7 +73,7 @@ def render(p: Process, view: S.LessonView, params: dict[str, Any], v_now: np.nda
         r"$M(s,s') = \sum_a \mu(a\mid s) P(s'\mid s,a)$ and $b(s) = \beta \sum_a \mu(a\mid s) P(z+\mid s,a)$. "
         "One solve gives every value at once: no iteration, no sampling.")
     if n_anchors <= TABLE_MAX_ANCHORS:
-        ds = E.dense_system(p, beta=beta, max_states=TABLE_MAX_ANCHORS)
+        ds = ctx.kept("lesson", ("dense_system", beta), lambda: E.dense_system(p, beta=beta, max_states=TABLE_MAX_ANCHORS))
         if n_anchors <= LATEX_MAX_ANCHORS:
             st.latex(system_latex(ds))
             st.latex(solution_latex(ds))
@@ -96,12 +96,14 @@ def render(p: Process, view: S.LessonView, params: dict[str, Any], v_now: np.nda
         r"floored at $\sigma_{\min}$ = " + num(sigma_min) + ". An anchor where only one action was ever "
         r"taken has nothing to compare: the **gate** sets its credit to 0. So "
         r"$A_S = [\#\text{actions} \ge 2]\; A / \max(\sigma, \sigma_{\min})$.")
-    ar = E.anchor_arithmetic(p, root, beta=beta, depth=None, sigma_min=sigma_min)
+    ar = ctx.kept("lesson", ("arithmetic", root, beta, sigma_min),
+                  lambda: E.anchor_arithmetic(p, root, beta=beta, depth=None, sigma_min=sigma_min))
     st.markdown(f"At **{short(ar.label, 80)}**, written out:")
     widgets.pre("\n".join(arithmetic_markdown(ar)))
     with fold("The same for every (anchor, action) of the group", always_label=True, key="pairs") as shown:
         if shown:
-            table(T.pair_table(p, beta=beta, depth=None, sigma_min=sigma_min))
+            table(ctx.kept("lesson", ("pair_table", beta, sigma_min),
+                           lambda: T.pair_table(p, beta=beta, depth=None, sigma_min=sigma_min)))
     st.markdown(
         r"The final advantage of each step adds the trajectory part back: "
         rf"$A_\text{{final}} = w_G A_G + w_S A_S$ with $w_G$ = {num(w_group)}, $w_S$ = {num(w_step)}. "

@@ -1,6 +1,7 @@
-"""What the Lesson page reads about its group, computed here so that the page only draws
-(tests/project/test_layers.py: pages call no estimator): the merged process, the closure's V
-now and before the last change, and the shortest-path disagreements of section 8."""
+"""What the Lesson page reads about its group, computed here and kept by the lesson group's
+context (:func:`ui.context.group_context`) so that the page only draws and a rerun computes
+nothing again (tests/project/test_layers.py: pages call no estimator): the closure's V now and
+before the last change, and the shortest-path disagreements of section 8."""
 
 from __future__ import annotations
 
@@ -9,14 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from crbc.estimators.closure import estimate
-from crbc.explain import disagreements as compare
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process, merge
-
-
-def process_of(group: RolloutGroup) -> Process:
-    """The group merged into its empirical process (docs/MATH.md section 2)."""
-    return merge([group])
+from ui.context import PageContext, group_digest
 
 
 @dataclass(frozen=True, eq=False)
@@ -28,9 +24,15 @@ class Values:
     delta_S: np.ndarray | None
 
 
-def values(p: Process, before: RolloutGroup | None, beta: float) -> Values:
-    """The closure's values of ``p`` and how each moved since ``before`` (the group before the
-    last edit), anchor by anchor."""
+def values(ctx: PageContext, before: RolloutGroup | None, beta: float) -> Values:
+    """The closure's values of the lesson group and how each moved since ``before`` (the group
+    before the last edit), anchor by anchor; kept by ``ctx``."""
+    p, beta = ctx.process, float(beta)
+    return ctx.kept("lesson", ("values", None if before is None else group_digest(before), beta),
+                    lambda: _values(p, before, beta))
+
+
+def _values(p: Process, before: RolloutGroup | None, beta: float) -> Values:
     v_now = estimate(p, beta, None)[0]
     if before is None:
         return Values(v_now, None)
@@ -39,6 +41,6 @@ def values(p: Process, before: RolloutGroup | None, beta: float) -> Values:
     return Values(v_now, np.array([v_now[s] - v_b.get(a, np.nan) for s, a in enumerate(p.state_anchor)]))
 
 
-def foil_disagreements(p: Process, beta: float, sigma_min: float):
-    """crbc against shortest_path on ``p`` (:func:`crbc.explain.disagreements.disagreements`)."""
-    return compare.disagreements(p, "crbc vs shortest_path", beta=beta, sigma_min=sigma_min, depth=None)
+def foil_disagreements(ctx: PageContext, beta: float, sigma_min: float):
+    """crbc against shortest_path on the lesson group (:func:`crbc.explain.disagreements.disagreements`)."""
+    return ctx.disagreement("crbc vs shortest_path", {"beta": beta, "sigma_min": sigma_min, "depth": None})

@@ -20,6 +20,7 @@ from crbc.viz.lesson import depth_chart_svg, depth_error_chart_svg
 from crbc.viz.lesson_graph import lesson_graph_svg
 from ui import lesson_state as L
 from ui import widgets
+from ui.context import PageContext
 from ui.svg_view import svg_view
 from ui.widgets import short
 
@@ -89,8 +90,9 @@ def _flow(dl: D.DepthLesson, k_max: int, big: bool) -> int:
     return int(ss.get("lesson_K", 0))
 
 
-def render(p, beta: float, sigma_min: float, table, fold, ask, big: bool) -> None:
-    """Section 7 on the lesson group's process ``p``, or, when ``p``'s backups do not move, on
+def render(ctx: PageContext, beta: float, sigma_min: float, table, fold, ask, big: bool) -> None:
+    """Section 7 on the lesson group (its context ``ctx``, where the section's sweep and tables
+    are kept), or, when its backups do not move, on
     the retry loop: one group for the whole section (its question, its K = 0 and closure tables,
     the rounds and the error); ``table``, ``fold``, ``ask``: the Lesson's renderers."""
     st.markdown(
@@ -104,7 +106,8 @@ def render(p, beta: float, sigma_min: float, table, fold, ask, big: bool) -> Non
     ss = st.session_state
     if int(ss.get("lesson_kmax", K_DEFAULT)) not in range(2, 13):
         ss["lesson_kmax"] = K_DEFAULT
-    dl = D.choose(p, beta, int(ss.get("lesson_kmax", K_DEFAULT)))  # the slider below, as it will be drawn
+    p, k_max = ctx.process, int(ss.get("lesson_kmax", K_DEFAULT))  # the slider below, as it will be drawn
+    dl = ctx.kept("lesson", ("depth", beta, k_max), lambda: D.choose(p, beta, k_max))
     if not dl.own:
         st.info("On the lesson group one round of backup already gives the closure: every anchor is "
                 "one step from z+ or z-, so a second round has nothing new to carry and V^(K) is the "
@@ -129,7 +132,8 @@ def render(p, beta: float, sigma_min: float, table, fold, ask, big: bool) -> Non
         f"{fmt(c.last)} at K = {sw.k_max}. Dashed: the guarantee of Cor. 3, "
         "2β^K/(1−β)·‖TV0 − V0‖∞: loose at β = 0.98 (its factor 2/(1−β) is 100), but it shrinks by "
         f"β every round and holds for every group. {c.sentence()} {_flat_bound(sw)}")
-    rows_a = T.depth_table(q, beta=beta, k_max=k_max, what="A")
+    rows_a = ctx.kept("lesson", ("depth_table", dl.own, beta, k_max),
+                      lambda: T.depth_table(q, beta=beta, k_max=k_max, what="A"))
     st.markdown("**A^(K)(s,a) for every pair** (dotted: the closure)")
     svg_view(depth_chart_svg(rows_a), key="lesson_depth_fig")
     with fold(f"A^(K) of the {len(rows_a.columns)} pairs, K = 0..{k_max}", key="depths") as shown:

@@ -9,12 +9,12 @@ import streamlit as st
 import crbc.explain.lesson_questions as Qs
 import crbc.explain.lesson_tables as T
 from crbc.explain.arithmetic import AnchorArithmetic
-from crbc.process import Process
 from crbc.viz.backup_tree import backup_tree_svg
 from ui import lesson_data as D
 from ui import lesson_rewardflow, widgets
 from ui import lesson_sections as S
 from ui import lesson_state as L
+from ui.context import PageContext
 from ui.svg_view import svg_view
 from ui.widgets import short
 
@@ -23,11 +23,11 @@ def _load_rare() -> None:
     st.session_state["lesson_start"] = L.RARE
 
 
-def render(view: S.LessonView, p: Process, beta: float, sigma_min: float, ar: AnchorArithmetic) -> None:
-    """Section 8's body under its header, on process ``p``; ``ar``: the first anchor's arithmetic
+def render(view: S.LessonView, ctx: PageContext, beta: float, sigma_min: float, ar: AnchorArithmetic) -> None:
+    """Section 8's body under its header, on the lesson group's context ``ctx``; ``ar``: the first anchor's arithmetic
     (from sections 3-6), drawn as a tree at the end. The RewardFlow part shows the closure's values
     only once the section's question is answered."""
-    table, fold = view.table, view.fold
+    table, fold, p = view.table, view.fold, ctx.process
     st.markdown(
         "GraphGPO-style **shortest path** scores an anchor by the **fewest hops** from it to success on "
         "the same merged graph, ignoring how often each edge was seen: V_sp = 0.8^hops (the column "
@@ -35,11 +35,11 @@ def render(view: S.LessonView, p: Process, beta: float, sigma_min: float, ar: An
         "win, 10 × 0.8^hops (as GiGPO's returns are 10 × won), then normalises per anchor; only the "
         "order and the sign of those credits are comparable with the closure's. It takes an extremum: "
         "one lucky route is enough. The closure instead weighs every route by how often it was observed.")
-    foil = T.foil_table(p, beta=beta)
+    foil = ctx.kept("lesson", ("foil_table", float(beta)), lambda: T.foil_table(p, beta=beta))
     with fold(f"Hops and values of the {view.n_anchors} anchors", key="foil") as shown:
         if shown:
             table(foil)
-    dis = D.foil_disagreements(p, beta, sigma_min)
+    dis = D.foil_disagreements(ctx, beta, sigma_min)
     foil_answered = S.ask(Qs.foil_question(p, beta))
     top = dis.anchors[0]
     if top.ranks_differ:

@@ -13,6 +13,7 @@ from crbc.explain import lesson_luck as LL
 from crbc.explain import lesson_tables as T
 from crbc.explain.table_rows import fmt, num
 from ui import widgets
+from ui.context import server
 
 HEADER = "11 · Luck against skill: a slippery world"
 ANCHOR = "11-luck-against-skill"
@@ -32,7 +33,12 @@ def luck_group(beta: float = 0.98):
 
 
 def _luck(beta: float):
-    """The section's numbers, or the reason there are none (no gymnasium, a changed sampler)."""
+    """The section's numbers, or the reason there are none (no gymnasium, a changed sampler);
+    the same fixed group for everybody, kept in the server's store."""
+    return server().kept("lesson", ("luck", float(beta)), lambda: _luck_now(float(beta)))
+
+
+def _luck_now(beta: float):
     try:
         group, lt = luck_group(beta)
         return LL.luck_lesson(group, lt, beta), None

@@ -15,6 +15,7 @@ from crbc.explain.depth_lesson import retry_loop_group
 from crbc.explain.table_rows import fmt
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import merge
+from ui.context import PageContext
 
 HEADER = "12 · When the pipeline is wrong"
 ANCHOR = "12-when-the-pipeline-is-wrong"
@@ -42,11 +43,12 @@ def _doctor(planted: LP.Planted):
         return None, f"The doctor could not run here: {e}"
 
 
-def render(group: RolloutGroup, table: Callable, fold: Callable) -> None:
-    """Section 12 under its header, on ``group`` (the lesson's), with the Lesson's table renderer
-    and its fold (a big group's step table sits in an expander)."""
+def render(ctx: PageContext, table: Callable, fold: Callable) -> None:
+    """Section 12 under its header, on the lesson group (its context ``ctx``, where the planted
+    batches and the doctor's findings are kept), with the Lesson's table renderer and its fold (a
+    big group's step table sits in an expander)."""
     st.header(HEADER, anchor=ANCHOR)
-    g, why = _group(group)
+    g, why = _group(ctx.group)
     st.markdown(
         "Everything above assumed the advantage reaches the loss as the estimator computed it. Trainers "
         "have shipped bugs on that way: each preset below plants one into the group and shows what it "
@@ -58,9 +60,16 @@ def render(group: RolloutGroup, table: Callable, fold: Callable) -> None:
     names = {b.title: b.name for b in LP.BUGS.values()}
     picked = st.pills("Plant a bug", [NONE, *names], key="lesson_bug", selection_mode="single",
                       default=NONE)
-    planted = LP.plant(g, names.get(picked), node_labels(merge([g])))
+    bug = names.get(picked)
+    planted, found = ctx.kept("lesson", ("pipeline", bug), lambda: _planted(g, bug))
     _effect(planted, table, fold)
-    _doctor_says(planted)
+    _doctor_says(planted, found)
+
+
+def _planted(g: RolloutGroup, bug: str | None):
+    """``bug`` planted into ``g``, and the doctor's findings on what the trainer would log."""
+    planted = LP.plant(g, bug, node_labels(merge([g])))
+    return planted, _doctor(planted)
 
 
 def _effect(planted: LP.Planted, table: Callable, fold: Callable) -> None:
@@ -80,8 +89,8 @@ def _effect(planted: LP.Planted, table: Callable, fold: Callable) -> None:
                "the correct pipeline.")
 
 
-def _doctor_says(planted: LP.Planted) -> None:
-    findings, err = _doctor(planted)
+def _doctor_says(planted: LP.Planted, found) -> None:
+    findings, err = found
     st.markdown("**What the doctor says** about this batch:")
     if findings is None:
         st.info(err)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import streamlit as st
@@ -17,10 +18,11 @@ import streamlit as st
 from crbc.explain.lesson_questions import Question
 from crbc.explain.table_rows import cells
 from crbc.io.rollouts import RolloutGroup, read_rollouts, showcase_group
-from crbc.process import Process, merge
+from crbc.process import Process
 from crbc.viz.lesson import format_rows
 from ui import exact_truth, lesson_rewardflow, state, widgets
 from ui import lesson_state as L
+from ui.context import group_context, server
 from ui.widgets import short, text
 
 BIG = 10  # beyond this many anchors, the long per-anchor tables fold into expanders
@@ -157,11 +159,13 @@ def change_panel(view: LessonView, group: RolloutGroup, labels: tuple[str, ...],
                 view.table([{"anchor": a, "V before": b, "V after": x, "Δ V": d} for a, b, x, d in moved][:12])
 
 
-@st.cache_resource(show_spinner=False)
-def _truth_group(stamp: float) -> RolloutGroup:
-    del stamp  # part of the key
-    groups = read_rollouts(state.SHIPPED_DIR / TRUTH_FILE)
-    return groups[showcase_group(groups)]
+def _truth_group(path: Path) -> RolloutGroup:
+    """The showcase group of the shipped file ``path`` (read again when the file changes)."""
+    def build() -> RolloutGroup:
+        groups = read_rollouts(path)
+        return groups[showcase_group(groups)]
+
+    return server().kept("file", ("lesson_truth", str(path), path.stat().st_mtime), build)
 
 
 def truth_section(beta: float):
@@ -172,7 +176,7 @@ def truth_section(beta: float):
         st.info(f"This section needs the shipped sample `{TRUTH_FILE}`.")
         return None, None
     else:
-        tgroup = _truth_group(truth_path.stat().st_mtime)
+        tgroup = _truth_group(truth_path)
         st.markdown(
             "Every estimator above is a guess from the rollouts of one group. On our own toy tasks the "
             "**truth** can be computed: the rules of Sokoban are known and the tiny policy's probability "
@@ -181,17 +185,16 @@ def truth_section(beta: float):
             f"follow from one backward pass. Here is a real group, `{tgroup.group}` from "
             f"`{TRUTH_FILE}` ({sum(r.success for r in tgroup)} of {len(tgroup)} rollouts solved it), "
             "with the truth beside visit-local, the closure, GiGPO and the two foils (shortest path, RewardFlow).")
-        tkey = f"lesson-truth:{TRUTH_FILE}:{tgroup.group}"
-        tt, why = exact_truth.truth_for_group(tkey, tgroup, beta)
+        tctx = group_context(tgroup, private=False)
+        tt, why = exact_truth.truth_of(tctx, beta)
         if tt is None:
             st.info(why)
         else:
             from crbc.estimators import registry as estimators
             from crbc.truth import accuracy
 
-            tp = merge([tgroup])
-            tcred = {n: estimators.compute(n, tp, **estimators.get(n).shared({"beta": beta}))
-                     for n in TRUTH_RIVALS}
+            tp = tctx.process
+            tcred = {n: tctx.credits(n, estimators.get(n).shared({"beta": beta})) for n in TRUTH_RIVALS}
             rows = accuracy.truth_pairs(tp, tcred, tt.advantage_N, tt.anchor_advantage_N)
             view = LessonView.of(tp)
             view.table(rows[:14], signed=["true A_t", "true A(s,a)", *TRUTH_RIVALS])

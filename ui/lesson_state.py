@@ -140,6 +140,19 @@ def graph_pick(picked: str) -> None:
         bump()
 
 
+def is_private() -> bool:
+    """Whether the lesson group is this session's own: edited (by hand or by a shared link), or
+    the sidebar's group of an upload. A shipped start left as it is is the same for everybody,
+    and what is computed on it is shared (:mod:`ui.context`)."""
+    ss = st.session_state
+    if ss.get("lesson_ops"):
+        return True
+    if ss.get("lesson_start", WORKED) == SIDEBAR:
+        ctx = state.page_context(require=False)
+        return ctx is None or ctx.private
+    return False
+
+
 def current_group() -> RolloutGroup | None:
     ss = st.session_state
     if ss.get("lesson_group") is None or ss.get("lesson_base") != start_key(ss.get("lesson_start", WORKED)):

@@ -55,7 +55,7 @@ def group_file(ctx: PageContext) -> bytes:
         it already pays nothing more)."""
         from ui import exact_truth
 
-        got, why = exact_truth.truth_for_group(ctx.key, group, beta)
+        got, why = exact_truth.truth_of(ctx, beta)
         if got is None:
             raise ValueError(why.removeprefix("No exact truth for this group:").strip())
         return got

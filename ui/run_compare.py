@@ -20,7 +20,8 @@ from crbc.errors import FormatError
 from crbc.run_analysis import no_signal as NS
 from crbc.run_analysis import training_stats as A
 from crbc.viz import run_curves as V
-from ui import figure_cache, run_source, url, widgets
+from ui import run_source, url, widgets
+from ui.context import Keyed
 from ui.run_source import RunView
 from ui.svg_view import svg_view
 
@@ -90,7 +91,8 @@ def render(view: RunView) -> None:  # noqa: C901
         metric = c1.selectbox("Metric", names, key="runs_cmp_metric", bind="query-params")
         each = c2.radio("Seeds", ["mean", "each"], key="runs_cmp_seeds", bind="query-params",
                         format_func={"mean": "mean and band", "each": "one by one"}.get) == "each"
-        key = tuple((v, run_source.stamp(Path(runs[v].source))) for v in chosen)
+        # run folders on the server, each with the time its metrics were last written
+        folders = Keyed(repr(tuple((v, run_source.stamp(Path(runs[v].source))) for v in chosen)))
         label_of = {id(runs[v]): labels[v] for v in chosen}
         value_of = {labels[v]: v for v in chosen}
 
@@ -98,7 +100,7 @@ def render(view: RunView) -> None:  # noqa: C901
             return label_of[id(r)]
 
         by = name if each else (lambda r: r.experiment)
-        svg = figure_cache.figure("runs_cmp_curves", (key, metric, each), lambda: V.curves_chart_svg(
+        svg = folders.kept("figure", ("runs_cmp_curves", metric, each), lambda: V.curves_chart_svg(
             A.curves(chosen_runs, metric, by=by, name=name), metric, band="minmax", show_runs=not each))
 
         def pick(sort: str):
@@ -124,14 +126,14 @@ def render(view: RunView) -> None:  # noqa: C901
         box2, open2 = widgets.folded("What carried no signal in these runs", key="runs_cmp_ns_open")
         if open2:
             with box2:
-                rows = figure_cache.figure("runs_cmp_ns", key, lambda: {
+                rows = folders.kept("table", ("runs_cmp_ns",), lambda: {
                     name(r): [x.row() for x in NS.run_no_signal(r)] for r in with_rollouts})
 
                 def values(r: R.Run):
                     got = [x for x in rows.get(name(r), []) if x["none_share"] is not None]
                     return [x["iteration"] for x in got], [x["none_share"] for x in got]
 
-                ns = figure_cache.figure("runs_cmp_ns_svg", (key, each), lambda: V.curves_chart_svg(
+                ns = folders.kept("figure", ("runs_cmp_ns_svg", each), lambda: V.curves_chart_svg(
                     A.curves(with_rollouts, "no_signal/none_share", by=by, name=name, values=values),
                     "share of steps with no signal at all", band="minmax", show_runs=not each, percent=True,
                     height=300))

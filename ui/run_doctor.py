@@ -22,16 +22,17 @@ from crbc.doctor import Batch, Finding, diagnose, from_groups
 from crbc.doctor.examine import diagnose_iteration
 from crbc.report.doctor import counts_by_iteration
 from ui import state, url
+from ui.context import Keyed, owned_by_session
 from ui.run_source import RunView
-from ui.session_memo import memo, owned_by_session
 
 ICONS = {"error": ":material/error:", "warning": ":material/warning:", "info": ":material/info:"}
 
 
-@memo(max_entries=64)
-def _diagnosed(run_key: str, iteration: int, regex: str, _groups: tuple,
-               _metrics: tuple) -> tuple[Batch, list[Finding]]:
-    return diagnose_iteration(list(_groups), iteration, list(_metrics))
+def _diagnosed(view: RunView, iteration: int, regex: str, groups: tuple,
+               metrics: tuple) -> tuple[Batch, list[Finding]]:
+    """The doctor on one iteration of the run, kept by the run's context."""
+    return Keyed.of(view.key).kept("findings", (iteration, regex),
+                                   lambda: diagnose_iteration(list(groups), iteration, list(metrics)))
 
 
 def iterations(view: RunView) -> None:
@@ -50,7 +51,7 @@ def iterations(view: RunView) -> None:
 def iteration(view: RunView, it: int, groups: tuple, regex: str, open_in: list[tuple[str, str, str]]) -> None:
     """The findings of iteration ``it`` and, for the one chosen, its rows one click away."""
     line = view.metrics.get(it)
-    b, found = _diagnosed(view.key, it, regex, tuple(groups), () if line is None else ({"iteration": it, **line},))
+    b, found = _diagnosed(view, it, regex, tuple(groups), () if line is None else ({"iteration": it, **line},))
     serious = [f for f in found if f.serious]
     st.markdown(f"**The advantage doctor on iteration {it}**")
     if not found:
@@ -82,18 +83,15 @@ def iteration(view: RunView, it: int, groups: tuple, regex: str, open_in: list[t
             url.switch_page(path)
 
 
-@memo(max_entries=16)
-def _source_findings(key: str, _groups: tuple) -> list[Finding]:
-    return diagnose(from_groups(list(_groups)))
-
-
 def upload_note(src) -> None:
     """The sidebar's review of an uploaded file (one iteration): the doctor's warnings and
     errors, one line each, the message on hover; nothing when every check is silent."""
     if src is None or not owned_by_session(src.key):
         return
+    groups = list(src.groups)
     try:
-        found = [f for f in _source_findings(src.key, tuple(src.groups)) if f.serious]
+        found = [f for f in Keyed.of(src.key).kept("findings", ("source",), lambda: diagnose(from_groups(groups)))
+                 if f.serious]
     except ValueError as e:
         st.sidebar.caption(f"The advantage doctor could not examine this file: {e}")
         return

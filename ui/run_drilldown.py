@@ -13,8 +13,8 @@ from crbc.io.rollouts import RolloutFormatError
 from crbc.run_analysis import no_signal as NS
 from crbc.run_analysis.diagnostics import DIAGNOSTICS
 from crbc.viz import run_curves as V
-from ui import figure_cache, report_download, run_listing, run_source, state, url, widgets
-from ui.session_memo import owned_by_session
+from ui import report_download, run_listing, run_source, state, url, widgets
+from ui.context import Keyed, owned_by_session
 from ui.svg_view import svg_view
 
 #: how the groups are ranked, for people
@@ -33,10 +33,10 @@ def _index(key: str, index: int) -> dict:
     return {} if key in st.session_state else {"index": index}
 
 
-def render(runs: list[R.Run], run_key_of: dict[str, str], runs_key: str,  # noqa: C901
+def render(runs: list[R.Run], run_key_of: dict[str, str], runs_ctx: Keyed,  # noqa: C901
            open_in: list[tuple[str, str, str]], sort: str = "success") -> None:
     """The drill-down under the curves. ``run_key_of``: run name -> its content key (``shipped:...``
-    or ``upload:<hash>``); ``runs_key``: the figures' key of the chosen runs; ``open_in``: (page
+    or ``upload:<hash>``); ``runs_ctx``: the figures' key of the chosen runs; ``open_in``: (page
     path, title, icon) of the pages a group opens in; ``sort``: how the groups are ranked until a
     click says otherwise (:data:`crbc.run_analysis.no_signal.GROUP_SORTS`, what the curve measures)."""
     st.subheader("Drill into an iteration")
@@ -81,7 +81,7 @@ def render(runs: list[R.Run], run_key_of: dict[str, str], runs_key: str,  # noqa
 
     st.markdown("**Estimator diagnostics per iteration** (computed on each iteration's batch; the "
                 "dotted line is the chosen iteration)")
-    diag_svg = figure_cache.figure("runs_diagnostics", (runs_key, iteration),
+    diag_svg = runs_ctx.kept("figure", ("runs_diagnostics", iteration),
                                    lambda: V.diagnostics_svg(runs, selected=iteration))
     if diag_svg:
         svg_view(diag_svg, key="runs_diag", download="diagnostics")
@@ -106,7 +106,7 @@ def render(runs: list[R.Run], run_key_of: dict[str, str], runs_key: str,  # noqa
                 + ". Pick a group, then open it:")
     # a static table, scrolling beyond 320 px (a data grid would load 1.2 MB more JavaScript into every
     # new tab of this page); a data grid only for an iteration of very many groups
-    ranked = figure_cache.figure("runs_ranked", (runs_key, run_key_of[run.name], run.name, iteration, by),
+    ranked = runs_ctx.kept("figure", ("runs_ranked", run_key_of[run.name], run.name, iteration, by),
                                  lambda: NS.worst_first(NS.group_rows(groups), by))
     table = V.ranked_groups_table(ranked)
     st.caption(f"The groups worst first by {SORTS[by]}.")

@@ -2,8 +2,8 @@
 (``crbc.io.runs``), their experiments newest first, a run folder, an iteration's groups and the
 paired test against grpo.
 
-Shipped runs are the same for every session (``st.cache_*``); an uploaded run's iteration groups
-stay in the uploading session (:func:`ui.session_memo.memo`, keyed ``upload:<hash>``).
+Shipped runs are the same for every session (kept in the server's store, :mod:`ui.context`);
+what is read or drawn from an uploaded run stays in the uploading session.
 """
 
 from __future__ import annotations
@@ -11,18 +11,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import streamlit as st
-
 import crbc.io.runs as R
 import crbc.run_analysis.training_stats as A
-from ui import figure_cache
-from ui.session_memo import memo
+from ui.context import Keyed, server
 
 
-@st.cache_data(show_spinner=False, ttl=30)
 def shipped_runs(root: str) -> list[str]:
     """The run folders under ``root``, relative to it (re-listed at most every 30 s)."""
-    return [str(p.relative_to(root)) for p in R.find_runs(root)]
+    return server().kept("listing", ("shipped_runs", root),
+                         lambda: [str(p.relative_to(root)) for p in R.find_runs(root)])
 
 
 def metrics_stamp(root: Path, rel: str) -> float:
@@ -32,30 +29,24 @@ def metrics_stamp(root: Path, rel: str) -> float:
     return p.stat().st_mtime if p.exists() else 0.0
 
 
-@st.cache_resource(show_spinner=False, max_entries=128)
-def _load_folder(root: str, rel: str, stamp: float) -> R.Run:
-    del stamp  # part of the cache key
-    return R.read_run(Path(root) / rel)
-
-
 def load_shipped(root: Path, rel: str) -> R.Run:
     """The run folder ``root / rel`` (read again once its metrics change)."""
-    return _load_folder(str(root), rel, metrics_stamp(root, rel))
-
-
-@memo(max_entries=32)
-def _iteration_groups(run_key: str, iteration: int, _run: R.Run):
-    return _run.rollouts(iteration)
+    return server().kept("run", ("shipped", str(root), rel, metrics_stamp(root, rel)),
+                         lambda: R.read_run(Path(root) / rel))
 
 
 def iteration_groups(run_key: str, run: R.Run, iteration: int):
     """The groups of one iteration of ``run`` (``run_key``: the run's content key; an upload's
     starts with ``upload:`` and stays in its session)."""
-    return _iteration_groups(run_key, iteration, run)
+    return Keyed.of(run_key).kept("iteration", (iteration,), lambda: run.rollouts(iteration))
 
 
-@st.cache_data(show_spinner=False, ttl=30)
 def experiments_newest_first(root: str, shipped: tuple[str, ...]) -> list[str]:
+    """The experiment folders of the shipped runs, newest first (:func:`_newest_first`)."""
+    return server().kept("listing", ("experiments", root, shipped), lambda: _newest_first(root, shipped))
+
+
+def _newest_first(root: str, shipped: tuple[str, ...]) -> list[str]:
     """The experiment folders of the shipped runs, the most recently created first (the newest
     ``created_at`` of their runs' run.json; an unreadable one counts as oldest), a folder with a
     pre-registered report (``prereg.json``, experiments/prereg_report.py) before all others, so the
@@ -72,17 +63,12 @@ def experiments_newest_first(root: str, shipped: tuple[str, ...]) -> list[str]:
     return sorted(newest, key=lambda e: (prereg[e], newest[e], e), reverse=True)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _paired(key: tuple, _runs: tuple) -> list:
-    return A.paired_table(list(_runs), reference="grpo")
-
-
-def paired_against_grpo(runs: list[R.Run]) -> list:
+def paired_against_grpo(runs_ctx: Keyed, runs: list[R.Run]) -> list:
     """The paired test of every estimator against grpo (10,000 bootstrap rounds per comparison:
     0.1-0.4 s), once per set of runs (keyed by what the test reads of each run: estimator, seed,
     name and final evaluation)."""
     key = tuple((r.estimator, r.seed, r.name, json.dumps(r.meta.get("final_eval"), sort_keys=True)) for r in runs)
-    return _paired(key, tuple(runs))
+    return runs_ctx.kept("paired", key, lambda: A.paired_table(list(runs), reference="grpo"))
 
 
 def ordered(runs: list[R.Run]) -> list[R.Run]:
@@ -90,15 +76,15 @@ def ordered(runs: list[R.Run]) -> list[R.Run]:
     return A.order_runs(runs)
 
 
-def curves_svg(runs_key: str, runs: list[R.Run], metric: str, smooth: int, band: str, threshold: float,
+def curves_svg(runs_ctx: Keyed, runs: list[R.Run], metric: str, smooth: int, band: str, threshold: float,
                each: bool = False) -> str:
     """The learning curves of ``metric`` (mean over seeds with its band, single seeds thin; ``each``:
     every run its own curve), once per (runs, metric, smoothing, band, threshold, each); held-out
     success includes the evaluation after the last update. Runs are named by their labels."""
     from crbc.viz import run_curves as V
 
-    return figure_cache.figure(
-        "runs_curves", (runs_key, metric, smooth, band, threshold, each),
+    return runs_ctx.kept("figure",
+        ("runs_curves", metric, smooth, band, threshold, each),
         lambda: V.curves_chart_svg(A.curves(runs, metric, smooth=smooth, with_final=metric == A.EVAL, by=grouping(each),
                                             name=label), metric, band=band, show_runs=not each,
                                    threshold=threshold if "success" in metric else None))
@@ -115,10 +101,13 @@ def grouping(each: bool):
     return label if each else None
 
 
-@st.cache_data(show_spinner=False, ttl=30)
 def shipped_labels(root: str, shipped: tuple[str, ...]) -> dict[str, str]:
     """Each shipped run's label (:func:`crbc.io.runs.run_label` of its run.json; its path when
-    unreadable), made unique."""
+    unreadable), made unique (re-read at most every 30 s)."""
+    return server().kept("listing", ("labels", root, shipped), lambda: _labels(root, shipped))
+
+
+def _labels(root: str, shipped: tuple[str, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for rel in shipped:
         try:
@@ -132,7 +121,7 @@ def shipped_labels(root: str, shipped: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def no_signal(runs_key: str, runs: list[R.Run]) -> dict[str, list[dict]]:
+def no_signal(runs_ctx: Keyed, runs: list[R.Run]) -> dict[str, list[dict]]:
     """Per run with saved rollouts (by label), :func:`crbc.run_analysis.no_signal.run_no_signal`'s
     rows of every iteration, once per choice of runs (read from the iteration files: about
     0.1 s an iteration)."""
@@ -141,15 +130,15 @@ def no_signal(runs_key: str, runs: list[R.Run]) -> dict[str, list[dict]]:
     def build() -> dict[str, list[dict]]:
         return {label(r): [x.row() for x in NS.run_no_signal(r)] for r in runs if r.iterations_with_rollouts}
 
-    return figure_cache.figure("runs_no_signal", (runs_key,), build)
+    return runs_ctx.kept("table", ("runs_no_signal",), build)
 
 
-def no_signal_svg(runs_key: str, runs: list[R.Run], field: str, band: str, each: bool) -> str | None:
+def no_signal_svg(runs_ctx: Keyed, runs: list[R.Run], field: str, band: str, each: bool) -> str | None:
     """The curve of one no-signal share (``field``: ``none_share``, ``<reason>_share``, ``any_share``)
     of the runs with rollouts, as the learning curves draw them; None when no run saved rollouts."""
     from crbc.viz import run_curves as V
 
-    table = no_signal(runs_key, runs)
+    table = no_signal(runs_ctx, runs)
 
     def values(r: R.Run):
         rows = [x for x in table.get(label(r), []) if x[field] is not None]
@@ -161,16 +150,16 @@ def no_signal_svg(runs_key: str, runs: list[R.Run], field: str, band: str, each:
         return V.curves_chart_svg(cs, f"share of steps: {field.removesuffix('_share').replace('_', ' ')}",
                                   band=band, show_runs=not each, percent=True, height=320) if cs else None
 
-    return figure_cache.figure("runs_no_signal_svg", (runs_key, field, band, each), build)
+    return runs_ctx.kept("figure", ("runs_no_signal_svg", field, band, each), build)
 
 
-def summary(runs_key: str, runs: list[R.Run], threshold: float, smooth: int) -> list[dict]:
+def summary(runs_ctx: Keyed, runs: list[R.Run], threshold: float, smooth: int) -> list[dict]:
     """Per estimator: final success, iterations to ``threshold``, held-out gain (:func:`A.summarize`)."""
-    return figure_cache.figure("runs_summary", (runs_key, threshold, smooth),
+    return runs_ctx.kept("table", ("runs_summary", threshold, smooth),
                                lambda: A.summarize(runs, threshold=threshold, smooth=max(smooth, 1)))
 
 
-def truth_accuracy_curves(runs_key: str, runs: list[R.Run]) -> dict:
+def truth_accuracy_curves(runs_ctx: Keyed, runs: list[R.Run]) -> dict:
     """Each estimator's Spearman with the exact advantage over the iterations of its own runs
     (the ``diag.truth_spearman.<estimator>`` metric), as curves; empty when no run records it."""
     def build() -> dict:
@@ -179,4 +168,4 @@ def truth_accuracy_curves(runs_key: str, runs: list[R.Run]) -> dict:
             out.update(A.curves(items, f"diag.truth_spearman.{est}"))
         return out
 
-    return figure_cache.figure("runs_accuracy_curves", (runs_key,), build)
+    return runs_ctx.kept("table", ("runs_accuracy_curves",), build)

@@ -10,13 +10,14 @@ import streamlit as st
 
 import crbc.io.runs as R
 from ui import run_listing, state, url, widgets
+from ui.context import Keyed, owned_by_session
 from ui.run_upload import uploaded_run
 
 MAX_ZIP_MB = 50  #: the largest run archive the page takes
 PICK = "runs"  #: the runs chosen (bound: ``runs=`` once per run in a link)
 
 
-def chosen_runs() -> tuple[list[R.Run], dict[str, str], str]:  # noqa: C901
+def chosen_runs() -> tuple[list[R.Run], dict[str, str], Keyed]:  # noqa: C901
     """The pickers and the uploader; returns the chosen runs in table order, run name -> content
     key (``shipped:<rel>`` or ``upload:<hash>``), and one digest of the choice (a shipped run
     with the time its metrics were last written, an upload by its content) that keys the figures."""
@@ -91,6 +92,6 @@ def chosen_runs() -> tuple[list[R.Run], dict[str, str], str]:  # noqa: C901
     # what the figures and tables below read of the runs: which runs (a shipped one with the time its
     # metrics were last written, an upload by its content hash), so they are built once per choice;
     # as one short digest, which the caches hash on every rerun in a fraction of the tuple's time
-    runs_key = hashlib.sha1(repr(tuple((k, run_listing.metrics_stamp(RUNS_DIR, k.split(":", 1)[1]) if k.startswith("shipped:") else 0.0)
+    digest = hashlib.sha1(repr(tuple((k, run_listing.metrics_stamp(RUNS_DIR, k.split(":", 1)[1]) if k.startswith("shipped:") else 0.0)
                                        for k in loaded)).encode()).hexdigest()[:20]
-    return runs, run_key_of, runs_key
+    return runs, run_key_of, Keyed(digest, private=any(owned_by_session(k) for k in loaded))

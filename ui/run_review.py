@@ -41,7 +41,6 @@ from crbc.viz.audit import audit_grid_svg
 from crbc.viz.trainer_metrics import left_out_text, trainer_metrics_svg
 from ui import (
     anchor_key,
-    figure_cache,
     jobs,
     report_download,
     run_compare,
@@ -50,6 +49,7 @@ from ui import (
     state,
     url,
 )
+from ui.context import Keyed, server
 from ui.run_source import RunView
 from ui.svg_view import svg_view
 
@@ -57,15 +57,17 @@ B = DEFAULT_B  # resamples per iteration: the validated default (docs/MATH.md se
 ERRORS = (FormatError, OSError, KeyError, ValueError)
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
-def _review(run_key: str, iteration, params: tuple, _groups: tuple) -> RR.IterationReview:
-    return RR.review_iteration(list(_groups), n_resamples=B, **dict(params))
+def _review(view: RunView, iteration: int, params: tuple, groups: tuple) -> RR.IterationReview:
+    """The review of one iteration (:func:`crbc.run_analysis.review.review_iteration`), kept by
+    the run's context (an upload's in its session) under the sidebar's anchor key and similarity."""
+    regex = effective_key(st.session_state.get(anchor_key.KEY, ""), view.recorded_key)
+    return Keyed.of(view.key).kept("review", (iteration, params, regex, anchor_key.similarity()),
+                                   lambda: RR.review_iteration(list(groups), n_resamples=B, **dict(params)))
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _audit(path: str, mtime: float) -> pd.DataFrame:
-    del mtime  # part of the key: a recomputed audit is read again
-    return read_audit(path)
+def _audit(path: Path) -> pd.DataFrame:
+    """An audit file of a run folder on the server (read again when it changes)."""
+    return server().kept("audit", (str(path), path.stat().st_mtime), lambda: read_audit(path))
 
 
 def _pct(x: float) -> str:
@@ -85,7 +87,7 @@ def _audits(view: RunView, regex: str) -> list[tuple[Path, pd.DataFrame]]:
     mine = keyed_cache(view.folder, regex)
     for path in ([mine] if mine.is_file() else []) + find_audits(view.folder):
         try:
-            out.append((path, _audit(str(path), path.stat().st_mtime)))
+            out.append((path, _audit(path)))
         except (FormatError, OSError) as e:
             st.error(f"The run's audit could not be read: {e}")
     return out
@@ -183,7 +185,7 @@ def _compute(view: RunView, params: tuple, regex: str, other_key: str | None) ->
         done = st.session_state.setdefault("_review_done", {}).setdefault((view.key, params, regex), {})
         for k, i in enumerate(left):
             try:
-                done[i] = _review(view.key, i, params, view.groups(i))
+                done[i] = _review(view, i, params, view.groups(i))
             except ERRORS as e:
                 st.error(f"Iteration {i} could not be reviewed: {e}")
             bar.progress((k + 1) / len(left), text=f"iteration {i}")
@@ -199,7 +201,7 @@ def _iteration(view: RunView, iteration: int, params: tuple, open_in: list[tuple
     """One iteration: its numbers and its groups worth a look, each one click from the other pages."""
     try:
         groups = view.groups(iteration)
-        rv = _review(view.key, iteration, params, groups)
+        rv = _review(view, iteration, params, groups)
     except ERRORS as e:
         st.error(f"Iteration {iteration} could not be read: {e}")
         return
@@ -255,8 +257,8 @@ def _trainer_metrics(view: RunView, iteration: int) -> None:
     recorder's ``crbc/...``, the CPU trainer's names), the sidebar's iteration marked."""
     lines = [view.metrics[i] for i in sorted(view.metrics)]
     drawn, capped, zero = metric_choice(lines)
-    svg = figure_cache.figure("runs_trainer_metrics", (view.key, len(lines), iteration),
-                              lambda: trainer_metrics_svg(lines, iteration, drawn))
+    svg = Keyed.of(view.key).kept("figure", ("runs_trainer_metrics", len(lines), iteration),
+                                  lambda: trainer_metrics_svg(lines, iteration, drawn))
     if svg is None:
         return
     st.markdown("**The trainer's metrics** (metrics.jsonl)")
@@ -302,8 +304,8 @@ def render(open_in: list[tuple[str, str, str]]) -> None:  # noqa: C901
                    "to that key. Recompute it with the sidebar's key (below), or set the sidebar's key "
                    "back.", icon=":material/key:")
     if frame is not None and not frame.empty:
-        svg = figure_cache.figure("audit_grid", (view.key, where, other_key, len(frame), iteration),
-                                  lambda: audit_grid_svg(frame, selected=iteration))
+        svg = Keyed.of(view.key).kept("figure", ("audit_grid", where, other_key, len(frame), iteration),
+                                      lambda: audit_grid_svg(frame, selected=iteration))
 
         def pick(value: str) -> None:
             if value.isdigit() and int(value) in view.iterations:

@@ -32,7 +32,7 @@ import crbc.io.runs as R
 from crbc.errors import FormatError
 from crbc.io.anchor_keys import effective_key, key_to_apply, recorded_key
 from ui import anchor_key, state, url, widgets
-from ui.context import Source
+from ui.context import Source, server
 
 ENV = "CRBC_RUNS_DIRS"
 OPENED = "(a .zip run opened from Training runs)"  #: a run that lives only in this session
@@ -99,8 +99,12 @@ def resolve(text: str) -> Path | None:
     return p if _is_file(p / R.RUN_FILE) else None
 
 
-@st.cache_data(show_spinner=False, ttl=30)
 def _found(root_list: tuple[str, ...]) -> list[str]:
+    """The runs under the roots (listed again at most every 30 s)."""
+    return server().kept("listing", ("found", root_list), lambda: _find(root_list))
+
+
+def _find(root_list: tuple[str, ...]) -> list[str]:
     out: list[str] = []
     for r in root_list:
         for p in R.find_runs(r):
@@ -116,8 +120,12 @@ def found() -> list[str]:
     return _found(tuple(str(r) for r in rs[1:] + rs[:1]))
 
 
-@st.cache_data(show_spinner=False, ttl=30)
 def _labels(options: tuple[str, ...]) -> dict[str, str]:
+    """Each run's picker text (read again at most every 30 s)."""
+    return server().kept("listing", ("labels", options), lambda: _read_labels(options))
+
+
+def _read_labels(options: tuple[str, ...]) -> dict[str, str]:
     out: dict[str, str] = {}
     for v in options:
         p = resolve(v)
@@ -147,15 +155,14 @@ def stamp(path: Path) -> float:
         return 0.0
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
 def read(path: str, when: float) -> R.Run:
-    del when  # part of the key
-    return R.read_run(path)
+    """The run folder ``path`` on the server as it was at ``when`` (its metrics' time)."""
+    return server().kept("run", ("folder", path, when), lambda: R.read_run(path))
 
 
-@st.cache_resource(show_spinner="Reading the iteration...", max_entries=32)
-def _iteration(path: str, when: float, iteration: int, _run: R.Run) -> tuple:
-    return tuple(_run.rollouts(iteration))
+def _iteration(path: str, when: float, iteration: int, run: R.Run) -> tuple:
+    return server().kept("iteration", (path, when, iteration), lambda: tuple(run.rollouts(iteration)),
+                         spinner="Reading the iteration...")
 
 
 def _as_keyed(groups: tuple, regex: str, recorded: str) -> tuple:

@@ -10,35 +10,28 @@ upload never enters a cache that every session shares.
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 
 import streamlit as st
 
 import crbc.io.runs as R
 from crbc.jobs.run_archive import ArchiveJob
-from ui.session_memo import UPLOAD_PREFIX
+from ui.context import UPLOAD_PREFIX, Keyed, NotKept
 from ui.upload import READ_LIMITS
-
-KEEP = 4  #: archives kept per session (the least recently used is dropped)
-_STORE = "_crbc_run_archives"
 
 
 def uploaded_run(name: str, data: bytes) -> tuple[str, R.Run | None, str | None]:
     """``(key, run, None)`` or ``(key, None, message)`` for an uploaded archive; ``key`` is
     ``upload:<content hash>`` (so what the pages compute from it stays in the session too,
-    :mod:`ui.session_memo`)."""
+    :mod:`ui.context`)."""
     key = UPLOAD_PREFIX + hashlib.sha1(data).hexdigest()[:16]
-    store: OrderedDict = st.session_state.setdefault(_STORE, OrderedDict())
-    if key in store:
-        store.move_to_end(key)
-        run, err = store[key]
-        return key, run, err
-    run, err = _read(name, data)
-    if err and err.endswith("cancelled; nothing was loaded"):
-        return key, None, err  # not kept: the next rerun may read it again
-    store[key] = (run, err)
-    while len(store) > KEEP:
-        store.popitem(last=False)
+
+    def build() -> tuple[R.Run | None, str | None]:
+        run, err = _read(name, data)
+        if err and err.endswith("cancelled; nothing was loaded"):
+            raise NotKept((None, err))  # the next rerun may read it again
+        return run, err
+
+    run, err = Keyed.of(key).kept("run", ("archive",), build)  # an upload's: kept in its session
     return key, run, err
 
 

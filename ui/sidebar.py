@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -19,23 +18,25 @@ from crbc.estimators import registry as estimators
 from crbc.estimators.params import Param
 from crbc.io.rollouts import RolloutGroup, showcase_group
 from ui import anchor_key, run_doctor, run_source, state, upload, url, warm_imports, widgets
+from ui.context import server
 from ui.state import Source, current_source, model_dirs
 from ui.url import drop_invalid
 
-MAX_GENERATED = 32  # live groups kept in memory (shared by every session; oldest dropped)
 MAX_GEN_SIZE = 16  # rollouts per live group: one user's generation must not hold the server long
 SOURCES = {"sample": "Shipped sample", "upload": "Upload files (crbc.rollout/1, step tables, dumps)", "generate": "Generate live",
            "run": "Run folder (recorded, imported or trained)"}
 
 
-@st.cache_resource(show_spinner="Loading the model...")
 def _policy(path: str, env_id: str):
     """The checkpoint folder ``path``, or the built-in ``uniform`` over ``env_id``'s actions."""
-    warm_imports.wait()
-    from crbc.policy import load_policy
-    from crbc.policy.uniform import UNIFORM
+    def build():
+        warm_imports.wait()
+        from crbc.policy import load_policy
+        from crbc.policy.uniform import UNIFORM
 
-    return load_policy(UNIFORM, env_id=env_id) if Path(path).name == UNIFORM else load_policy(path)
+        return load_policy(UNIFORM, env_id=env_id) if Path(path).name == UNIFORM else load_policy(path)
+
+    return server().kept("model", (path, env_id), build, spinner="Loading the model...")
 
 
 def _set_source(source: Source, regex: str = "", keyed: bool = True) -> None:
@@ -112,12 +113,6 @@ def _run_source(regex: str) -> None:
         _set_source(src, anchor_key.to_apply(src, regex))  # a run recorded with the key: not twice
 
 
-@st.cache_resource(show_spinner=False)
-def _generated() -> OrderedDict[tuple, list[RolloutGroup]]:
-    """Live groups by their settings, shared by all sessions; the oldest go beyond MAX_GENERATED."""
-    return OrderedDict()
-
-
 class _Queue:
     """One live generation at a time on this server, first come first served: a class sharing
     one server must not have one student's generation starve the others' pages (torch would
@@ -147,9 +142,9 @@ class _Queue:
                 self.n -= 1
 
 
-@st.cache_resource(show_spinner=False)
 def _queue() -> _Queue:
-    return _Queue()
+    """The server's one queue of live generations."""
+    return server().kept("service", ("generation_queue",), _Queue)
 
 
 def _generate_source(regex: str) -> None:  # noqa: C901
@@ -199,8 +194,9 @@ def _generate_source(regex: str) -> None:  # noqa: C901
                                    help=f"At most {MAX_GEN_SIZE} rollouts: the server is shared.")
     temp = st.sidebar.slider("Temperature", 0.1, 2.0, 1.0, 0.1, key="gen_temp", bind="query-params")
     params = (env, model, int(seed), int(size), round(float(temp), 3))
-    done = _generated()
-    if params not in done:
+    # live groups by their settings, shared by all sessions (at most KINDS["generated"].entries)
+    made, groups = server().held("generated", params)
+    if not made:
         # the click is kept in the session by a callback, so a rerun before this line (e.g. the
         # routing rerun of _ensure_navigation) cannot swallow it
         st.sidebar.button("Generate", type="primary", key="gen_go",
@@ -230,10 +226,8 @@ def _generate_source(regex: str) -> None:  # noqa: C901
                 import torch
 
                 torch.set_num_threads(1)  # leave the other core to everyone else's pages
-                done[params] = generate_groups(env, [int(seed)], int(size), policy,
-                                               temperature=float(temp), progress=progress)
-                while len(done) > MAX_GENERATED:
-                    done.popitem(last=False)
+                groups = server().kept("generated", params, lambda: generate_groups(
+                    env, [int(seed)], int(size), policy, temperature=float(temp), progress=progress))
         except Exception as e:  # a broken checkpoint must not take the app down
             bar.empty()
             st.sidebar.error(f"Generation failed: {e}")
@@ -241,7 +235,7 @@ def _generate_source(regex: str) -> None:  # noqa: C901
             return
         bar.empty()
     key = "gen:" + hashlib.sha1(repr(params).encode()).hexdigest()[:16]
-    _set_source(Source(key, f"live {env} seed {seed} ({model})", done[params]), regex)
+    _set_source(Source(key, f"live {env} seed {seed} ({model})", groups), regex)
 
 
 def sidebar(page: str | None = None) -> None:  # noqa: C901

@@ -35,7 +35,7 @@ from crbc.estimators.params import Param
 from crbc.io.importers.native import parse_with_report
 from crbc.io.rollouts import RolloutFormatError, RolloutGroup, showcase_group
 from ui import routing
-from ui.context import PageContext, Source
+from ui.context import PageContext, Source, server
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the shipped samples; ``CRBC_SAMPLES_DIR`` points the studio at another folder (the browser
@@ -71,12 +71,14 @@ def model_dirs() -> list[Path]:
 
 
 def load_upload(name: str, data: bytes) -> tuple[list[RolloutGroup] | None, str | None]:
-    """Validate an uploaded file: ``(groups, None)`` or ``(None, error message)``; all or nothing."""
+    """Validate a rollout file's bytes: ``(groups, None)`` or ``(None, error message)``; all or
+    nothing. Nothing is kept here (a shipped sample is kept by :func:`load_sample`; an upload is
+    read in a worker, ui/upload.py)."""
     if len(data) > MAX_UPLOAD_BYTES:
         return None, (f"{name}: the file is {len(data) / 10**6:.2f} MB; the limit is "
                       f"{MAX_UPLOAD_MB} MB. Split it into smaller files.")
     try:
-        return list(_parse(digest(data), name, data)), None
+        return list(parse_with_report(data, source=name)), None
     except RolloutFormatError as e:  # the native importer's report: every bad line, up to a limit
         return None, str(e)
 
@@ -86,25 +88,16 @@ def digest(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()[:16]
 
 
-@st.cache_resource(show_spinner=False, max_entries=32)
-def _parse(content: str, name: str, _data: bytes) -> tuple[RolloutGroup, ...]:
-    """The groups of a file, parsed once per (content hash, name) and shared by every run and
-    session (the groups are frozen dataclasses; nobody edits them in place). A hit costs
-    nothing: no hashing of the bytes, no copy of the groups."""
-    return tuple(parse_with_report(_data, source=name))
-
-
 def load_sample(path: Path) -> tuple[str, list[RolloutGroup] | None, str | None]:
     """A samples-folder file as ``(content hash, groups, None)`` or ``("", None, message)``;
     read and hashed again only when its size or modification time changed."""
     st_ = path.stat()
-    return _sample(str(path), st_.st_size, st_.st_mtime_ns)
+    return server().kept("file", ("sample", str(path), st_.st_size, st_.st_mtime_ns), lambda: _sample(path))
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _sample(path: str, size: int, mtime_ns: int) -> tuple[str, list[RolloutGroup] | None, str | None]:
-    data = Path(path).read_bytes()
-    groups, err = load_upload(Path(path).name, data)
+def _sample(path: Path) -> tuple[str, list[RolloutGroup] | None, str | None]:
+    data = path.read_bytes()
+    groups, err = load_upload(path.name, data)
     return ("", None, err) if err else (digest(data), groups, None)
 
 

@@ -10,13 +10,13 @@ to the self-contained graph (vis-network inlined).
 
 from __future__ import annotations
 
-import functools
 import shutil
 from pathlib import Path
 
 import streamlit as st
 
 from crbc.viz.anchor_graph import vis_assets
+from ui.context import server
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 
@@ -34,11 +34,14 @@ def publish(files: dict[str, Path], folder: Path = STATIC_DIR) -> None:
         tmp.replace(dst)
 
 
-@functools.cache
 def vis_url() -> str | None:
     """URL prefix under which the browser finds vis-network's files (``/app/static``, behind
     ``server.baseUrlPath`` when one is set); None: inline them (static serving off, or the
-    folder not writable)."""
+    folder not writable). Published once per server (kept in its store)."""
+    return server().kept("file", ("vis_url",), _publish_vis)
+
+
+def _publish_vis() -> str | None:
     if not st.get_option("server.enableStaticServing"):
         return None
     try:

@@ -24,7 +24,7 @@ from crbc.io.anchor_keys import RegexError, compile_regex
 from crbc.io.importers import Importer, importers
 from crbc.io.runs import ITER_RE
 from crbc.jobs import upload as worker
-from ui.session_memo import UPLOAD_PREFIX
+from ui.context import UPLOAD_PREFIX
 from ui.state import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, Source
 
 NATIVE = "rollout"  #: the importer of crbc.rollout/1 and a run's iter-NNNN.parquet

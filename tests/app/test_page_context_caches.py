@@ -17,7 +17,7 @@ def _session(counts: dict, source_key: str) -> None:
     import crbc.estimators.registry as registry
     import crbc.explain.disagreements as compare
     from crbc.io.rollouts import read_rollouts
-    from ui import context, figure_cache
+    from ui import context
 
     def counted(name, fn):
         def call(*a, **k):
@@ -36,7 +36,7 @@ def _session(counts: dict, source_key: str) -> None:
     ctx.credits("crbc")
     ctx.intervals("crbc")
     ctx.disagreement("crbc vs gigpo", {"beta": 0.98, "depth": None, "sigma_min": 0.1})
-    figure_cache.figure("probe", (ctx.key,), lambda: counted("figure", lambda: "svg")())
+    ctx.kept("figure", ("probe",), lambda: counted("figure", lambda: "svg")())
     st.write("done")
 
 
