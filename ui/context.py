@@ -95,7 +95,7 @@ KINDS: dict[str, Kind] = {
     "figure": Kind(512), "table": Kind(128), "profile": Kind(64), "findings": Kind(64),
     "lesson": Kind(256, session=48), "review": Kind(512), "iteration": Kind(32), "run": Kind(128, session=4), "audit": Kind(16),
     "paired": Kind(16), "file": Kind(32), "model": Kind(4), "solver": Kind(1),
-    "accuracy": Kind(8), "generated": Kind(32), "keyed": Kind(4), "service": Kind(8), "listing": Kind(64, ttl=30.0),
+    "accuracy": Kind(8), "generated": Kind(32), "keyed": Kind(4), "service": Kind(8), "owner": Kind(512), "listing": Kind(64, ttl=30.0),
 }
 
 
@@ -330,6 +330,27 @@ class PageContext(Context):
         group = self.group
         return self.kept("process", (), lambda: merge([group]))
 
+    def file_process(self) -> Process:
+        """Every group of the source merged (each on its own anchors; kept)."""
+        groups = self.groups
+        return self.whole.kept("process", (), lambda: merge(list(groups)))
+
+    def _bounded(self, on: Context, kind: str, parts: Hashable, inline: Callable[[], T], job: dict) -> T:
+        """``on.kept(kind, parts, inline)``, except for a private context's process of more than
+        :data:`crbc.jobs.estimate.INLINE_STEPS` steps: then a bounded worker computes it
+        (:mod:`ui.bounded`, ``job``: its groups, process, what, estimator and parameters), and a
+        refusal (a budget) is kept and shown as the page's notice."""
+        from crbc.jobs.estimate import INLINE_STEPS
+
+        if not on.private or job["process"].n_steps <= INLINE_STEPS:
+            return on.kept(kind, parts, inline)
+        from ui import bounded
+
+        out = on.kept(kind, parts, lambda: bounded.compute(**job))
+        if isinstance(out, bounded.Refused):
+            bounded.show(out)
+        return out
+
     @property
     def trainer_N(self):
         """(N,) the advantage the user's trainer gave each step of the chosen group (NaN where a
@@ -352,15 +373,19 @@ class PageContext(Context):
         name = name or self.estimator
         params = dict(self.estimator_params(name) if params is None else params)
         p = self.process
-        return self.kept("credits", (name, _params_key(params)), lambda: estimators.compute(name, p, **params))
+        return self._bounded(self, "credits", (name, _params_key(params)), lambda: estimators.compute(name, p, **params),
+                             {"groups": (self.group,), "process": p, "what": "credits", "estimator": name,
+                              "params": params, "label": f"the {name} credits of this group"})
 
     def file_credits(self, name: str) -> estimators.Credits:
         """Credits of every group of the source under ``name`` with its sidebar parameters (each
         group's anchors merged inside that group only, as everywhere); kept like :meth:`credits`."""
-        params, groups = self.estimator_params(name), self.groups
-        return self.whole.kept("file_credits", (name, _params_key(params)),
-                               lambda: estimators.compute(name, merge(list(groups)), **params),
-                               spinner="Computing the credits of every group...")
+        params, p = self.estimator_params(name), self.file_process()
+        with st.spinner("Computing the credits of every group..."):
+            return self._bounded(self.whole, "file_credits", (name, _params_key(params)),
+                                 lambda: estimators.compute(name, p, **params),
+                                 {"groups": self.groups, "process": p, "what": "credits", "estimator": name,
+                                  "params": params, "label": f"the {name} credits of every group"})
 
     def intervals(self, name: str, params: Mapping[str, Any] | None = None) -> CreditIntervals | None:
         """The credit intervals of ``name`` on the chosen group (docs/MATH.md section 10: the
@@ -370,17 +395,23 @@ class PageContext(Context):
             return None
         params = dict(self.estimator_params(name) if params is None else params)
         p = self.process
-        return self.kept("intervals", (name, _params_key(params)),
-                         lambda: credit_intervals(p, name, n_resamples=DEFAULT_B, seed=0, **params))
+        return self._bounded(self, "intervals", (name, _params_key(params)),
+                             lambda: credit_intervals(p, name, n_resamples=DEFAULT_B, seed=0, **params),
+                             {"groups": (self.group,), "process": p, "what": "intervals", "estimator": name,
+                              "params": params, "label": f"the {name} intervals of this group",
+                              "n_resamples": DEFAULT_B})
 
     def file_intervals(self, name: str) -> CreditIntervals | None:
         """:meth:`intervals` over every group of the source (the order of :meth:`file_credits`)."""
         if estimators.get(name).interval_signal() is None:
             return None
-        params, p = self.estimator_params(name), self.file_credits(name).process
-        return self.whole.kept("file_intervals", (name, _params_key(params)),
-                               lambda: credit_intervals(p, name, n_resamples=DEFAULT_B, seed=0, **params),
-                               spinner="Resampling every group...")
+        params, p = self.estimator_params(name), self.file_process()
+        with st.spinner("Resampling every group..."):
+            return self._bounded(self.whole, "file_intervals", (name, _params_key(params)),
+                                 lambda: credit_intervals(p, name, n_resamples=DEFAULT_B, seed=0, **params),
+                                 {"groups": self.groups, "process": p, "what": "intervals", "estimator": name,
+                                  "params": params, "label": f"the {name} intervals of every group",
+                                  "n_resamples": DEFAULT_B})
 
     def disagreement(self, comparison: str, params: Mapping[str, Any]) -> compare.Disagreement:
         """Where the two sides of ``comparison`` (a name of
@@ -403,7 +434,10 @@ class PageContext(Context):
     def sweep(self, beta: float, k_max: int) -> closure.DepthSweep:
         """V^(K), Q^(K), A^(K) for K = 0..k_max and the closure (kept)."""
         p, beta, k_max = self.process, float(beta), int(k_max)
-        return self.kept("sweep", (beta, k_max), lambda: closure.depth_sweep(p, beta, k_max))
+        return self._bounded(self, "sweep", (beta, k_max), lambda: closure.depth_sweep(p, beta, k_max),
+                             {"groups": (self.group,), "process": p, "what": "sweep", "estimator": "crbc",
+                              "params": {"beta": beta, "k_max": k_max},
+                              "label": f"the depth sweep K = 0..{k_max} of this group"})
 
     def coverage(self, k_max: int) -> Coverage:
         """Evidence coverage C^(K)(s) for K = 0..k_max (crbc.estimators.coverage; kept)."""

@@ -1,0 +1,87 @@
+"""A large upload's credits, intervals and depth sweep are computed in a bounded worker
+(ui/bounded.py), equal to what the server computes itself; a budget ends one with a notice that
+names the limit and the command that runs it whole; a shipped source of the same size and a
+small upload are computed in the server as before."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+pytestmark = pytest.mark.usefixtures("own_session_ids")
+
+
+def _big_groups():
+    from benchmarks.bench_worst_shapes import rollout_lines
+    from crbc.io.rollouts import parse_rollouts
+
+    return parse_rollouts("\n".join(rollout_lines("random", 1000, seed=3)) + "\n")  # 200 x 25 = 5,000 steps
+
+
+def _script(key: str, seconds: float | None, log: list) -> None:
+    import streamlit as st
+
+    import crbc.jobs.estimate as E
+    from tests.app.test_bounded_studio import _big_groups
+    from ui import bounded, context
+
+    started = []
+    real = E.EstimateJob.__init__
+
+    def counted(self, *a, **k):
+        started.append(a[1])
+        if seconds is not None:
+            k["limits"] = E.Limits(seconds=seconds, memory_bytes=E.LIMITS.memory_bytes, budget=E.LIMITS.budget,
+                                   cpu_seconds=None)
+        return real(self, *a, **k)
+
+    E.EstimateJob.__init__ = counted
+    try:
+        src = context.Source(key, "test", tuple(_big_groups()))
+        ctx = context.PageContext(src, 0, 0, "crbc", {"beta": 0.98, "depth": None, "sigma_min": 0.1})
+        assert ctx.process.n_steps > E.INLINE_STEPS
+        c = ctx.credits("crbc")
+        log.append(("credits", c.advantage_N))
+        log.append(("sweep", ctx.sweep(0.98, 4).a_SA))
+        st.write("done")
+    finally:
+        E.EstimateJob.__init__ = real
+        log.append(("jobs", tuple(started)))
+    del bounded
+
+
+def _run(key: str, seconds: float | None = None) -> tuple[AppTest, dict]:
+    log: list = []
+    at = AppTest.from_function(_script, args=(key, seconds, log), default_timeout=180).run()
+    return at, dict(log)
+
+
+def test_a_large_uploads_results_come_from_a_worker_and_equal_the_servers():
+    from crbc.estimators import registry
+    from crbc.estimators.closure import depth_sweep
+    from crbc.process import merge
+
+    at, log = _run("upload:big-1")
+    assert not at.exception, at.exception
+    assert log["jobs"] == ("credits", "sweep")
+    p = merge(_big_groups()[:1])
+    assert np.array_equal(log["credits"], registry.compute("crbc", p, beta=0.98, depth=None, sigma_min=0.1).advantage_N)
+    assert np.array_equal(log["sweep"], depth_sweep(p, 0.98, 4).a_SA, equal_nan=True)
+    at.run()  # kept in the session: no job again
+    assert dict(at.session_state["_crbc_kept"].entries()) and log["jobs"] == ("credits", "sweep")
+
+
+def test_a_shipped_source_of_the_same_size_is_computed_in_the_server():
+    at, log = _run("sample:big-2")
+    assert not at.exception, at.exception
+    assert log["jobs"] == ()
+
+
+def test_a_budget_ends_the_computation_with_a_notice_and_the_command():
+    at, log = _run("upload:big-3", seconds=0.01)
+    assert not at.exception, at.exception
+    notes = [w.value for w in at.warning]
+    assert len(notes) == 1 and "took longer than the studio's 0.01 s" in notes[0]
+    assert "python -m crbc credit FILE --estimator crbc --beta 0.98 --depth inf --sigma-min 0.1" in notes[0]
+    assert "credits" not in log and not [m for m in at.markdown if m.value == "done"]  # the page stopped
