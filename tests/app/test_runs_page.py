@@ -9,7 +9,6 @@ import json
 import re
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import crbc.io.run_writer as RW  # noqa: E402
@@ -17,7 +16,7 @@ import crbc.io.runs as R
 from crbc.io.rollouts import read_rollouts
 from tests.support.paths import ROOT
 from tests.support.runs import write_runs
-from ui import state  # noqa: E402
+from ui import context, state  # noqa: E402
 
 WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"
 
@@ -105,7 +104,7 @@ def test_experiments_are_shown_one_at_a_time(app, tmp_path, monkeypatch):
     assert sorted(at.multiselect(key="runs").value) == ["exp-a/crbc-s0", "exp-a/crbc-s1",
                                                                     "exp-a/grpo-s0"]
     (tmp_path / "runs" / "exp-a" / "prereg.json").write_text("{}")  # a pre-registered report
-    st.cache_data.clear()  # the folder list is cached for 30 s
+    context.clear_shared()  # the folder list is kept for 30 s
     at = app(run=False)
     at.run()
     at.switch_page("pages/runs.py").run()
