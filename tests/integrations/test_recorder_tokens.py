@@ -138,3 +138,14 @@ def test_a_bad_token_file_is_refused_naming_file_row_and_column(tmp_path):
     write_tokens(path, good)
     (s,) = read_tokens(path)
     assert s.labels() is None and s.mask.tolist() == [True, False, True]
+
+
+def test_a_failing_tokenizer_is_logged_once_and_training_goes_on(tmp_path, caplog):
+    data = multi_turn_batch()
+    rec = V.RunRecorder(tmp_path / "run", tokens=4, tokenizer=lambda ids: ["x"])  # one text for many ids
+    with caplog.at_level("WARNING", logger="crbc"):
+        rec.record(data, 0)
+        rec.record(data, 1)
+    assert crbc.read_run(tmp_path / "run").iterations_with_rollouts == (0, 1)
+    assert sum("could not keep the tokens of iteration 0" in r.getMessage() for r in caplog.records) == 1
+    assert not tokens_path(tmp_path / "run", 0).exists()
