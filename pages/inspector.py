@@ -21,6 +21,7 @@ from crbc.viz.graph import graph_svg
 from crbc.viz.lesson import arithmetic_markdown, format_rows
 from ui import anchor_boards, anchor_evidence, anchor_observation, state, url, widgets
 from ui.svg_view import svg_view
+from ui.token_strip import render as token_strip
 from ui.widgets import short
 
 # URL-bound widgets show their options as they are (no format_func): Streamlit matches a shared
@@ -122,6 +123,7 @@ def _anchor_view() -> None:
     anchor_evidence.render(ctx, state, depth)
     if not is_board(ar.anchor):
         anchor_observation.render(ctx, chosen, ar.anchor)
+    token_strip(ctx, chosen, ar.anchor)  # a recorded run's kept tokens: the advantage on each token
 
     c_act, c_succ = st.columns([1, 1])
     with c_act:

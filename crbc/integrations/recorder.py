@@ -16,6 +16,11 @@ With an anchor key (``RunRecorder(anchor=regex or callable)``, :mod:`crbc.io.anc
 step's anchor is the key of its ``anchor_obs`` text and the text itself is kept as the step's
 ``obs``. :meth:`RunRecorder.record` returns the iteration's credit health for the trainer's
 logger (:mod:`crbc.integrations.trainer_metrics`, docs/FORMATS.md "Trainer metrics").
+
+With ``RunRecorder(tokens=S)`` (S > 0) each iteration also keeps, for at most S of its steps,
+the advantage on each response token and the loss mask (the first ``token_limit`` tokens of
+each; token ids, and their texts with ``tokenizer=``) in ``rollouts/iter-NNNN.tokens.parquet``
+(:mod:`crbc.io.tokens`, :mod:`crbc.integrations.token_rows` says which steps).
 """
 
 from __future__ import annotations
@@ -241,6 +246,22 @@ def steps_table(st: BatchSteps, step: int | None = None):
         "meta": np.repeat(np.array(st.metas(step), dtype=object), lens)})
 
 
+def _token_caps(tokens: int, token_limit: int, tokenizer: Any) -> tuple[int, int, Any] | None:
+    """``(rows, tokens per row, tokenizer)`` of ``RunRecorder(tokens=..., token_limit=...,
+    tokenizer=...)``, None when no tokens are kept; bad values raise naming the argument."""
+    from crbc.integrations.token_rows import check_tokenizer
+
+    for name, v in (("tokens", tokens), ("token_limit", token_limit)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"RunRecorder({name}=...) must be a whole number >= 0, got {v!r}")
+    check_tokenizer(tokenizer)
+    if not tokens:
+        return None
+    if not token_limit:
+        raise ValueError("RunRecorder(token_limit=0) keeps no token: give a positive number, or tokens=0")
+    return int(tokens), int(token_limit), tokenizer
+
+
 def _warm_parquet() -> None:
     """pyarrow imports pandas at its first array conversion (about 1.2 s, which made the first
     ``record`` cost 1.3-2.4 s): done here, in a thread started with the recorder, while the
@@ -259,7 +280,7 @@ class RunRecorder:
 
     ``RunRecorder(run_dir, meta=None, format="parquet", success_threshold=None, anchor=None,
     estimators=("crbc", "gigpo"), bootstrap=0, seed=0, params=None, trainer_config=None, doctor=True,
-    expect=None, anchor_similarity=None)``; then
+    expect=None, anchor_similarity=None, tokens=0, token_limit=1024, tokenizer=None)``; then
     ``metrics.update(recorder.record(batch, step))`` after ``compute_advantage``. ``anchor``: an
     anchor key (a regex or a callable ``text -> str``, as ``compute_advantage(anchor=...)``);
     ``anchor_similarity``: TAU in (0, 1), as ``compute_advantage(anchor_similarity=...)``: the
@@ -271,6 +292,12 @@ class RunRecorder:
     its expected estimator) on every batch: ``crbc/doctor/<check>`` = rows flagged, one ``crbc``
     log line the first time a check warns or errs, the findings in ``self.findings``; a doctor
     that fails is logged once and never stops training.
+    ``tokens``: S, the steps per iteration whose response tokens are kept (0, the default: none;
+    rollout 0 of every group first), ``token_limit``: the tokens kept per step (the first ones,
+    default 1024), ``tokenizer``: verl's ``self.tokenizer`` (or a callable ``ids -> list of str``)
+    to store each token's text beside its id; written to ``rollouts/iter-NNNN.tokens.parquet``
+    (docs/FORMATS.md, "Token advantages"; needs pyarrow); a failure there is logged once and
+    never stops training.
     ``format="parquet"`` needs pyarrow (``pip install "crbc[parquet]"``); ``"jsonl"`` does not.
     ``trainer_config``: the trainer's config (verl's ``self.config``, an OmegaConf or a dict):
     its ``trainer.project_name``, ``trainer.experiment_name`` and seed name the run
@@ -283,7 +310,8 @@ class RunRecorder:
                  success_threshold: float | None = None, anchor: AnchorKeySpec = None,
                  estimators: tuple[str, ...] = ("crbc", "gigpo"), bootstrap: int = 0, seed: int = 0,
                  params: dict[str, Any] | None = None, trainer_config: Any = None, doctor: bool = True,
-                 expect: str | None = None, anchor_similarity: float | None = None):
+                 expect: str | None = None, anchor_similarity: float | None = None, tokens: int = 0,
+                 token_limit: int = 1024, tokenizer: Any = None):
         from crbc.io.similarity import check_similarity
 
         self.anchor_similarity = check_similarity(anchor_similarity, "RunRecorder(anchor_similarity=...)")
@@ -293,12 +321,15 @@ class RunRecorder:
         self._doctor_failed = False
         self.format, self.success_threshold = format, success_threshold
         rollouts_name(0, format)  # refuses an unknown format now, not at the first step
-        if format == "parquet":
+        self.tokens = _token_caps(tokens, token_limit, tokenizer)
+        self._tokens_failed = False
+        if format == "parquet" or self.tokens:
             try:
                 import pyarrow  # noqa: F401
             except ImportError:
-                raise ImportError('RunRecorder(format="parquet") needs pyarrow: pip install "crbc[parquet]" '
-                                  '(verl\'s own requirements include it), or record format="jsonl"') from None
+                raise ImportError('RunRecorder(format="parquet") and RunRecorder(tokens=...) need pyarrow: '
+                                  'pip install "crbc[parquet]" (verl\'s own requirements include it), or record '
+                                  'format="jsonl" without tokens') from None
             import threading
 
             threading.Thread(target=_warm_parquet, name="crbc-recorder-warm-up", daemon=True).start()
@@ -357,6 +388,22 @@ class RunRecorder:
                             f.check, f.rows, ", ".join(map(str, f.examples)), f.message)
         return {"crbc/" + k: v for k, v in counts(self.findings).items()}
 
+    def _keep_tokens(self, data: Any, st: BatchSteps, step: int) -> None:
+        """Write the iteration's token file (:mod:`crbc.io.tokens`); a failure is logged once."""
+        from crbc.integrations.token_rows import batch_tokens
+        from crbc.io.tokens import tokens_path, tokens_table, write_tokens
+
+        rows, limit, tokenizer = self.tokens
+        try:
+            kept = batch_tokens(data, st.group, st.rollout, st.t, st.row, rows, limit, tokenizer)
+            if kept is not None:
+                write_tokens(tokens_path(self.path, step), tokens_table(kept, rows, limit))
+        except Exception as e:  # noqa: BLE001 - the token view never stops training
+            if not self._tokens_failed:
+                self._tokens_failed = True
+                log.warning("crbc recorder: could not keep the tokens of iteration %d (%s: %s); training goes on",
+                            step, type(e).__name__, e)
+
     def groups(self, data: Any, step: int | None = None) -> list[RolloutGroup]:
         """The batch as rollout groups: groups sorted by uid, rollouts by traj_uid (so the order
         does not depend on how ``_balance_batch`` shuffled the rows)."""
@@ -383,6 +430,8 @@ class RunRecorder:
                                           steps_table(st, step))
         else:
             path = self.writer.write_rollouts(step, steps_groups(st, step), format=self.format)
+        if self.tokens:
+            self._keep_tokens(data, st, step)
         health["crbc/record_seconds"] = time.perf_counter() - t0
         record = {k: v for k, v in json_clean({**dict(metrics or {}), **health}).items()
                   if isinstance(v, (int, float, str, bool)) or v is None}

@@ -117,7 +117,7 @@ class RunWriter:
             os.fsync(f.fileno())
 
     def truncate(self, last_iteration: int) -> None:
-        """Keep only iterations ``<= last_iteration`` (metrics lines and rollout files).
+        """Keep only iterations ``<= last_iteration`` (metrics lines, rollout and token files).
 
         Used by resume: whatever came after the last checkpoint (including a half-written
         metrics line) is dropped explicitly and redone.
@@ -125,9 +125,11 @@ class RunWriter:
         run = read_run(self.path)
         keep = [m for m in run.metrics if m["iteration"] <= last_iteration]
         atomic_write_lines(self.path / METRICS_FILE, [_dumps(m) for m in keep])
+        from crbc.io.tokens import TOKENS_RE
+
         folder = self.path / ROLLOUTS_DIR
         for p in folder.iterdir() if folder.is_dir() else []:
-            m = ITER_RE.match(p.name)
+            m = ITER_RE.match(p.name) or TOKENS_RE.match(p.name)  # rollouts and their token files
             if m and p.is_file() and int(m.group(1)) > last_iteration:
                 p.unlink()
 

@@ -63,13 +63,16 @@ def default_truth(policy_root: str | None = None):
 
 def group_report(group: RolloutGroup, *, estimators: Sequence[str] | None = None,
                  params: Mapping[str, Any] | None = None, truth: bool | Any = True,
-                 policy_root: str | None = None, source: str = "", key: str = "", findings=None) -> str:
+                 policy_root: str | None = None, source: str = "", key: str = "", findings=None,
+                 tokens=None) -> str:
     """The HTML file of one group (see :mod:`crbc.report.group`). ``truth``: True computes the
     exact truth where the group's meta allows it, False never, or a function
     ``truth(group, anchors, beta) -> GroupTruth``. ``source``: where the group came from (shown);
     ``key``: the anchor key its anchors carry (named; "" the exact text). A group whose steps
     record the trainer's advantage gets the trainer row. ``findings``: the advantage doctor's
-    findings on the group's source (a last section), or None."""
+    findings on the group's source (a last section), or None. ``tokens``: the stored response
+    tokens of the group's iteration (:func:`crbc.report.tokens.stored_tokens`; a section with the
+    advantage on each token of a step, :mod:`crbc.report.tokens`), or None."""
     from crbc.run_analysis.review import trainer_advantage
 
     fn = default_truth(policy_root) if truth is True else (truth or None)
@@ -81,6 +84,10 @@ def group_report(group: RolloutGroup, *, estimators: Sequence[str] | None = None
            + ": its anchor graph, every estimator's step "
            "credits, the Bellman backups from K = 0 to the closure and where the estimators disagree.")
     secs = list(G.sections(view))
+    if tokens is not None:
+        from crbc.report.tokens import token_section
+
+        secs.append(token_section(tokens, group, "tokens"))
     if findings is not None:
         from crbc.report.doctor import findings_html
 
@@ -117,10 +124,12 @@ def run_group_report(run_dir: str | os.PathLike, group: str | int, *, iteration:
     it, groups = run_groups(run, iteration, key_to_apply(anchor, recorded), anchor_similarity)
     if it is None:
         raise UsageError(f"{run_dir}: the run saved no rollouts, so it has no group to report")
+    from crbc.report.tokens import stored_tokens
+
     k = pick_group(groups, group)
     return group_report(groups[k], estimators=estimators, params=params, truth=False,
                         source=f"run {run.label}, iteration {it}" + _merged(anchor_similarity),
-                        key=effective_key(anchor, recorded))
+                        key=effective_key(anchor, recorded), tokens=stored_tokens(run_dir, it))
 
 
 def report(src: str | os.PathLike, *, group: str | int | None = None, iteration: int | None = None,

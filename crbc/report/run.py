@@ -1,7 +1,8 @@
 """A run's report: the audit's curves over the iterations, the trainer's own metrics, the advantage
 doctor's findings (:mod:`crbc.report.doctor`), and the
 groups of one iteration worth a look, each with its own section (graph, credits, backups,
-disagreements) linked from the table.
+disagreements, and the advantage on each token of a step where the recorder kept tokens,
+:mod:`crbc.report.tokens`) linked from the table.
 
 Groups worth a look (of iteration ``I``, default the last with saved rollouts): those whose
 rollouts mix successes and failures first, then by the mean over their steps of
@@ -30,6 +31,7 @@ from crbc.report import group as G
 from crbc.report.doctor import run_doctor_html
 from crbc.report.page import Section, page, render
 from crbc.report.text import facts
+from crbc.report.tokens import stored_tokens, token_section
 from crbc.viz.core.axes import Axis
 from crbc.viz.core.chart import chart_svg, grid_svg
 from crbc.viz.core.credits import est_color
@@ -214,9 +216,11 @@ def run_report(run_dir: str | os.PathLike, *, estimators: Sequence[str] = ("crbc
                             'estimators have something to compare), then by how much the first two estimators '
                             f'disagree on their steps. The first {len(chosen)} are written out below (click a name).</p>'
                             + groups_table_html(rows, linked, label)))
+        stored = stored_tokens(run.source, iteration)  # None: the recorder kept no tokens
         for rank, k in enumerate(chosen, start=1):
             view = G.group_view(groups[k], estimators, params, None, trainer[k], key)
-            body = "".join(render(s) for s in G.sections(view, f"g{k}-", level=3))
+            tok = token_section(stored, groups[k], f"g{k}-tokens", level=3)
+            body = "".join(render(s) for s in [*G.sections(view, f"g{k}-", level=3), *([tok] if tok else [])])
             secs.append(Section(linked[k], f"Group {rank}: {groups[k].group[:100]}", body, 2, "group-section"))
     sub = f"A report of the run <b>{esc(run.label[:200])}</b> ({esc(Path(run.source).name[:200])})."
     return page(f"crbc report: run {run.label[:100]}", secs, subtitle=sub)
