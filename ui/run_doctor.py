@@ -18,11 +18,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from crbc.doctor import Batch, Finding, diagnose, from_groups
+from crbc.doctor import Batch, Finding
 from crbc.doctor.examine import diagnose_iteration
 from crbc.report.doctor import counts_by_iteration
 from ui import state, url
-from ui.context import Keyed, owned_by_session
+from ui.context import Keyed
 from ui.run_source import RunView
 
 ICONS = {"error": ":material/error:", "warning": ":material/warning:", "info": ":material/info:"}
@@ -81,20 +81,3 @@ def iteration(view: RunView, it: int, groups: tuple, regex: str, open_in: list[t
                 title, icon=icon, key=f"doctor_open_{Path(path).stem}", help=f"Open this row's group in {title}"):
             st.session_state["_crbc_open_request"] = {view.iter_key: it, "group": group, "rollout": rollout}
             url.switch_page(path)
-
-
-def upload_note(src) -> None:
-    """The sidebar's review of an uploaded file (one iteration): the doctor's warnings and
-    errors, one line each, the message on hover; nothing when every check is silent."""
-    if src is None or not owned_by_session(src.key):
-        return
-    groups = list(src.groups)
-    try:
-        found = [f for f in Keyed.of(src.key).kept("findings", ("source",), lambda: diagnose(from_groups(groups)))
-                 if f.serious]
-    except ValueError as e:
-        st.sidebar.caption(f"The advantage doctor could not examine this file: {e}")
-        return
-    for f in found:
-        st.sidebar.warning(f"Advantage doctor: **{f.check}** ({f.severity}) on {f.rows} rows, e.g. "
-                           f"{'; '.join(map(str, f.examples))}. {f.message}", icon=ICONS[f.severity])

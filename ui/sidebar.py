@@ -17,7 +17,7 @@ import streamlit as st
 from crbc.estimators import registry as estimators
 from crbc.estimators.params import Param
 from crbc.io.rollouts import RolloutGroup, showcase_group
-from ui import anchor_key, run_doctor, run_source, state, upload, url, warm_imports, widgets
+from ui import anchor_key, run_source, state, upload, url, warm_imports, widgets
 from ui.context import server
 from ui.state import Source, current_source, model_dirs
 from ui.url import drop_invalid
@@ -274,7 +274,7 @@ def sidebar(page: str | None = None) -> None:  # noqa: C901
     if src is not None:
         sb.markdown(f"Loaded: **{widgets.short(src.label, 120)}**")
         anchor_key.merge_line(src, regex)
-        run_doctor.upload_note(src)
+        upload.upload_note(src)
     # the pickers vary by page (the lesson on its own group has none), the parameters do not: each
     # in its own container at a fixed place, so the parameter widgets keep their place in the
     # page on every page. A bound widget that moves is drawn anew by the browser, which then drops

@@ -19,12 +19,13 @@ import hashlib
 
 import streamlit as st
 
+from crbc.doctor import diagnose, from_groups
 from crbc.io import budgets
 from crbc.io.anchor_keys import RegexError, compile_regex
 from crbc.io.importers import Importer, importers
 from crbc.io.runs import ITER_RE
 from crbc.jobs import upload as worker
-from ui.context import UPLOAD_PREFIX
+from ui.context import UPLOAD_PREFIX, Keyed, owned_by_session
 from ui.state import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, Source
 
 NATIVE = "rollout"  #: the importer of crbc.rollout/1 and a run's iter-NNNN.parquet
@@ -143,3 +144,23 @@ def upload_source(regex: str = "") -> tuple[Source | None, str | None]:
         return None, f"{shown}: no rollouts in the upload"
     suffix = "" if it is None or len(its) == 1 else f" iteration {it}"
     return Source(f"{key}#{it}", f"upload {shown}{suffix}", groups), None
+
+
+_ICONS = {"error": ":material/error:", "warning": ":material/warning:", "info": ":material/info:"}
+
+
+def upload_note(src) -> None:
+    """The sidebar's review of an uploaded file (one iteration): the doctor's warnings and
+    errors, one line each, the message on hover; nothing when every check is silent."""
+    if src is None or not owned_by_session(src.key):
+        return
+    groups = list(src.groups)
+    try:
+        found = [f for f in Keyed.of(src.key).kept("findings", ("source",), lambda: diagnose(from_groups(groups)))
+                 if f.serious]
+    except ValueError as e:
+        st.sidebar.caption(f"The advantage doctor could not examine this file: {e}")
+        return
+    for f in found:
+        st.sidebar.warning(f"Advantage doctor: **{f.check}** ({f.severity}) on {f.rows} rows, e.g. "
+                           f"{'; '.join(map(str, f.examples))}. {f.message}", icon=_ICONS[f.severity])

@@ -46,13 +46,13 @@ def test_a_planted_bug_is_shown_with_its_rows_one_click_away(app, tmp_path, monk
 
 def _upload_script():
     from crbc.io.rollouts import Rollout, RolloutGroup, Step
-    from ui import run_doctor
+    from ui import upload
     from ui.context import Source
 
     groups = [RolloutGroup(f"traj-{k}", (Rollout(f"traj-{k}", 0, (Step("s", "a"),), k % 2 == 0),))
               for k in range(4)]
-    run_doctor.upload_note(Source("upload:test", "mine.jsonl", groups))
-    run_doctor.upload_note(Source("sample:clean", "a sample", groups))  # not an upload: nothing
+    upload.upload_note(Source("upload:test", "mine.jsonl", groups))
+    upload.upload_note(Source("sample:clean", "a sample", groups))  # not an upload: nothing
 
 
 def test_an_uploaded_file_is_reviewed_by_the_doctor_in_the_sidebar():
