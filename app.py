@@ -1,6 +1,6 @@
 """crbc-studio: the Streamlit entry point (`make run`).
 
-Page config, the shared data-source sidebar (ui/sidebar.py; state API in ui/state.py) and st.navigation over pages/.
+Page config, the shared data-source sidebar (ui/core/sidebar.py; state API in ui/core/state.py) and st.navigation over pages/.
 Pages that another part of the project adds later (lesson, inspector, disagreements) join the
 navigation as soon as their files exist.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import routing, sidebar, url
+from ui.core import routing, sidebar, url
 
 HERE = Path(__file__).resolve().parent
 

@@ -4,7 +4,7 @@
 
 ``--runs-dir DIR`` (repeatable) adds DIR to the folders whose run folders the sidebar lists and a
 link may open (beside ``sample_rollouts/runs`` and ``./runs``): it is added to the environment
-variable ``CRBC_RUNS_DIRS`` (``ui/run_source.py``). No other path on the machine is ever opened
+variable ``CRBC_RUNS_DIRS`` (``ui/core/run_source.py``). No other path on the machine is ever opened
 from a link.
 
 Streamlit runs ``app.py`` only when the first browser session arrives, and that session then
@@ -20,7 +20,7 @@ mere existence of ``pages/`` beside the main script, to run the *first* script r
 ``/runs?runs_exp=...`` opened on a freshly started server ran ``pages/runs.py`` alone, without
 the sidebar, and listed every module of ``pages/`` (``common``, ``sidebar``) as a page. And it
 lets a nested address (``/lesson/foo``) load the app and its "page not found" notice
-(:mod:`ui.nested_urls`) instead of a blank page.
+(:mod:`ui.core.nested_urls`) instead of a blank page.
 """
 
 from __future__ import annotations
@@ -53,13 +53,13 @@ def main() -> None:
     if dirs:
         old = [p for p in os.environ.get("CRBC_RUNS_DIRS", "").split(os.pathsep) if p]
         os.environ["CRBC_RUNS_DIRS"] = os.pathsep.join(old + [str(Path(d).resolve()) for d in dirs])
-    from ui import warm_imports
+    from ui.core import warm_imports
 
-    warm_imports.start()  # torch and transformers load while the server comes up (ui/warm_imports.py)
+    warm_imports.start()  # torch and transformers load while the server comes up (ui/core/warm_imports.py)
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 
-    from ui import nested_urls
+    from ui.core import nested_urls
 
     PagesManager.uses_pages_directory = False  # app.py declares its pages with st.navigation
     nested_urls.install()  # /lesson/foo shows "page not found", not a blank page

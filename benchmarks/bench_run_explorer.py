@@ -101,7 +101,7 @@ def library(folders: list[Path]) -> dict:
 def page(samples: Path, folders: list[Path], repeats: int) -> dict:
     from streamlit.testing.v1 import AppTest
 
-    from ui import state
+    from ui.core import state
 
     state.SAMPLES_DIR = samples
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=600)

@@ -179,8 +179,8 @@ READY = """(title) => {
   if (document.querySelector('[data-testid=stStatusWidgetRunningIcon], [data-testid=stStatusWidgetRunningManIcon]'))
     return false;
   if (main.querySelector('[data-stale=true]') || main.querySelector('[data-testid=stSkeleton]')) return false;
-  // ui.svg_view: its script puts the server's SVG into the component after the element arrives
-  // (a component that draws nothing, ui.lesson_page's, marks itself .crbc-no-drawing when mounted)
+  // ui.core.svg_view: its script puts the server's SVG into the component after the element arrives
+  // (a component that draws nothing, ui.lesson.page's, marks itself .crbc-no-drawing when mounted)
   for (const c of main.querySelectorAll('.stBidiComponent'))
     if (!c.querySelector('.crbc-svg-view > svg, .crbc-no-drawing')) return false;
   for (const f of main.querySelectorAll('iframe')) {
@@ -194,7 +194,7 @@ READY = """(title) => {
 
 
 # the number of the last script or fragment run whose end marker (app.py's hidden ``.crbc-run``,
-# or ui.widgets.fragment_done's inside a fragment) is on the page; 0 before the first run has finished
+# or ui.core.widgets.fragment_done's inside a fragment) is on the page; 0 before the first run has finished
 RUN_NO = ("() => Math.max(0, ...Array.from(document.querySelectorAll('.crbc-run'), m => +m.dataset.run || 0))")
 
 

@@ -12,8 +12,9 @@ import streamlit as st
 from crbc.viz import accuracy as VA
 from crbc.viz import similarity as VS
 from crbc.viz.reliability import calibration_rows, interval_note, load_report
-from ui import accuracy_data, state, url, widgets
-from ui.svg_view import svg_view
+from ui.accuracy import data
+from ui.core import state, url, widgets
+from ui.core.svg_view import svg_view
 
 METRICS = {"spearman": "Spearman (rank agreement)", "pearson": "Pearson", "kendall": "Kendall tau-b",
            "sign": "sign agreement (· exact counts, one-sided binomial p)", "rmse": "RMSE (truth's units only)"}
@@ -78,10 +79,10 @@ else:
     names = [p.name for p in files]
     chosen = st.selectbox("Results file", names, key="acc_file") if len(names) > 1 else names[0]
     path = files[names.index(chosen)]
-    _show(accuracy_data.shipped_result(path), metric, target, "shipped")
+    _show(data.shipped_result(path), metric, target, "shipped")
 
 st.subheader("Approximate anchors: the TAU axis")
-_sim = accuracy_data.similarity_table(state.ROOT / "experiments" / "results" / "similarity-table.json")
+_sim = data.similarity_table(state.ROOT / "experiments" / "results" / "similarity-table.json")
 if _sim is None:
     st.info("No shipped similarity table (`experiments/results/similarity-table.json`). Make one with "
             "`python -m experiments.similarity_table`.")
@@ -120,7 +121,7 @@ else:
         "below, how often it held the exact "
         "anchor-level truth A(s, a) on other, held-out levels, against the plain resampling range "
         "(`--interval range`, dotted). " + interval_note(_report, 0.9))
-    svg_view(accuracy_data.reliability(_report), key="acc_reliability")
+    svg_view(data.reliability(_report), key="acc_reliability")
     with st.expander("The numbers (coverage at 80 / 90 / 95%, sure share and sure-sign agreement at 90%)"):
         widgets.table(calibration_rows(_report))
 
@@ -147,4 +148,4 @@ else:
                                               tuple(sorted(sizes)))
     args = st.session_state.get("_acc_live_args")
     if args:
-        _show(accuracy_data.live_accuracy(*args), metric, target, "live")
+        _show(data.live_accuracy(*args), metric, target, "live")

@@ -6,7 +6,9 @@ import streamlit as st
 
 from crbc.estimators import registry as estimators
 from crbc.viz.backups import sweep_table
-from ui import backups_at_depth, backups_side, exact_truth, state, url, widgets
+from ui.backups import at_depth
+from ui.backups import side as backups_side
+from ui.core import exact_truth, state, url, widgets
 
 TOL = 1e-6
 K_CAP = 400  # deepest K the page computes (the slider's range opens at the convergence depth)
@@ -64,8 +66,8 @@ def _toggle() -> None:
 c2.button("Pause" if playing else "Play", on_click=_toggle, key="play", width="stretch",
           icon=":material/pause:" if playing else ":material/play_arrow:",
           help=f"Step K up once a second until the maximum depth, "
-               f"{backups_at_depth.play_stride(k_max)} round(s) a step (at most "
-               f"{backups_at_depth.PLAY_STEPS} steps a Play).")
+               f"{at_depth.play_stride(k_max)} round(s) a step (at most "
+               f"{at_depth.PLAY_STEPS} steps a Play).")
 c3.markdown(f"**β = {beta:g}** (sidebar)  \n"
             + (f":green[:material/check_circle: **converged at K = {conv}**] "
                f"(‖A^(K) − A∞‖∞ ≤ {TOL:g})" if conv is not None
@@ -95,16 +97,16 @@ def view() -> None:
         if k_now >= k_max:
             st.session_state["playing"] = False
             st.rerun()
-        st.session_state["K"] = min(k_now + backups_at_depth.play_stride(k_max), k_max)
+        st.session_state["K"] = min(k_now + at_depth.play_stride(k_max), k_max)
     k = int(st.session_state.get("K", 0))
     st.slider("Depth K", 0, k_max, value=min(k, k_max), key="K", bind="query-params",
               help="Rounds of cross-rollout backup; scrub or press Play.")
     k = int(st.session_state["K"])
     g, e = st.columns([3, 2], gap="medium")
     with g:
-        backups_at_depth.graph(ctx, sw, k, colour_by)
+        at_depth.graph(ctx, sw, k, colour_by)
     with e:
-        backups_at_depth.charts(ctx, sw, cov, k, k_max, TOL, has_truth)
+        at_depth.charts(ctx, sw, cov, k, k_max, TOL, has_truth)
     st.markdown(f"**Credit table at K = {k}** beside the closure's (sorted by the gap)")
     st.dataframe(sweep_table(p, sw, k), hide_index=True, width="stretch", height=320,
                  column_config={"|A^(K) − A∞|": st.column_config.NumberColumn(format="%.2e")})

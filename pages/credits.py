@@ -10,16 +10,10 @@ from crbc.viz import accuracy as VA
 from crbc.viz.core.credits import FIELDS, field_N
 from crbc.viz.heatmap import Panel, heatmaps_svg, shared_range
 from crbc.viz.rollout import timeline_chart_svg
-from ui import (
-    credit_downloads,
-    credit_heatmaps,
-    credit_scatter,
-    exact_truth,
-    state,
-    url,
-    widgets,
-)
-from ui.svg_view import svg_view
+from ui.core import exact_truth, state, url, widgets
+from ui.core.svg_view import svg_view
+from ui.credits import downloads, scatter
+from ui.credits import heatmaps as credit_heatmaps
 
 st.title("Step credits")
 st.caption(
@@ -142,5 +136,5 @@ if truth is not None:
 elif no_truth:
     st.caption(no_truth)
 
-credit_scatter.render(ctx, all_c, names, all_params, field, slug)  # folded: built only when opened
-credit_downloads.render(ctx, all_c, field, shown, extra, timeline)
+scatter.render(ctx, all_c, names, all_params, field, slug)  # folded: built only when opened
+downloads.render(ctx, all_c, field, shown, extra, timeline)

@@ -14,8 +14,8 @@ from crbc.explain.table_rows import fmt
 from crbc.viz.core.html import grid_row
 from crbc.viz.disagreement import disagreement_bars_html, grouped_steps
 from crbc.viz.lesson import format_rows
-from ui import report_download, state, url, widgets
-from ui.widgets import short, text
+from ui.core import report_download, state, url, widgets
+from ui.core.widgets import short, text
 
 SCOPES = ("this group", "all groups of the file")  # shown as they are: URL-bound
 TOP = 12

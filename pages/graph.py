@@ -6,7 +6,8 @@ import streamlit as st
 
 from crbc.viz.anchor_graph import anchor_graph_html
 from crbc.viz.core.graph_layout import LABEL_ALL_MAX
-from ui import exact_truth, graph_similarity, report_download, state, static_assets, url
+from ui.core import exact_truth, report_download, state, static_assets, url
+from ui.graph import similarity as graph_similarity
 
 st.title("Anchor graph")
 st.caption(

@@ -19,10 +19,11 @@ from crbc.viz.backup_tree import backup_tree_svg
 from crbc.viz.board import is_board
 from crbc.viz.graph import graph_svg
 from crbc.viz.lesson import arithmetic_markdown, format_rows
-from ui import anchor_boards, anchor_evidence, anchor_observation, state, url, widgets
-from ui.svg_view import svg_view
-from ui.token_strip import render as token_strip
-from ui.widgets import short
+from ui.core import state, url, widgets
+from ui.core.svg_view import svg_view
+from ui.core.widgets import short
+from ui.inspector import boards, evidence, observation
+from ui.inspector.token_strip import render as token_strip
 
 # URL-bound widgets show their options as they are (no format_func): Streamlit matches a shared
 # URL's value against the displayed option text, so that text must be stable
@@ -116,13 +117,13 @@ def _anchor_view() -> None:
     st.subheader(f"Anchor {short(ar.label, 80)} · {k_name}")
     c_board, c_tree = st.columns([1, 2])
     with c_board:
-        anchor_boards.card(ar, depth)
+        boards.card(ar, depth)
     with c_tree:  # SVG and HTML below: a depth change redraws no plotly figure
         svg_view(backup_tree_svg(ar), key="inspect_tree")
 
-    anchor_evidence.render(ctx, state, depth)
+    evidence.render(ctx, state, depth)
     if not is_board(ar.anchor):
-        anchor_observation.render(ctx, chosen, ar.anchor)
+        observation.render(ctx, chosen, ar.anchor)
     token_strip(ctx, chosen, ar.anchor)  # a recorded run's kept tokens: the advantage on each token
 
     c_act, c_succ = st.columns([1, 1])
@@ -143,7 +144,7 @@ def _anchor_view() -> None:
     cols = [c for c in depths.columns if c.startswith(f"A({ar.label},")]
     widgets.table(format_rows(depths.records(cols)))
 
-    anchor_boards.successors(p, ar)
+    boards.successors(p, ar)
     widgets.fragment_done()
 
 

@@ -2,7 +2,7 @@
 
 Every number on this page is computed by ``crbc`` (through ``crbc.explain.arithmetic``) from the
 group shown. This file only draws the twelve sections; the lesson's own copy of the group and its
-callbacks are in ``ui/lesson_state.py``, the pieces it draws with in ``ui/lesson_sections.py``.
+callbacks are in ``ui/lesson/state.py``, the pieces it draws with in ``ui/lesson/sections.py``.
 """
 
 from __future__ import annotations
@@ -13,25 +13,23 @@ import crbc.explain.lesson_tables as T
 from crbc.explain.anchor_names import node_labels
 from crbc.explain.table_rows import num
 from crbc.viz.lesson_graph import lesson_graph_svg
-from ui import (
-    lesson_backups,
-    lesson_closure,
-    lesson_depth,
-    lesson_foil,
-    lesson_grpo,
-    lesson_handout,
-    lesson_luck,
-    lesson_page,
-    lesson_pipeline,
-    state,
-    url,
-)
-from ui import lesson_data as D
-from ui import lesson_sections as S
-from ui import lesson_state as L
-from ui.context import group_context
-from ui.svg_view import svg_view
-from ui.widgets import short
+from ui.core import state, url
+from ui.core.context import group_context
+from ui.core.svg_view import svg_view
+from ui.core.widgets import short
+from ui.lesson import backups as lesson_backups
+from ui.lesson import closure as lesson_closure
+from ui.lesson import data as D
+from ui.lesson import depth as lesson_depth
+from ui.lesson import foil as lesson_foil
+from ui.lesson import grpo
+from ui.lesson import handout as lesson_handout
+from ui.lesson import luck as lesson_luck
+from ui.lesson import page as lesson_page
+from ui.lesson import pipeline as lesson_pipeline
+from ui.lesson import sections as S
+from ui.lesson import state as L
+from ui.lesson import sure as lesson_sure
 
 BIG = S.BIG  # beyond this many anchors, the long per-anchor tables fold into expanders
 
@@ -56,7 +54,7 @@ st.radio("Start from", L.STARTS, key="lesson_start", horizontal=True, bind="quer
 st.caption("This lesson works on its own copy of the group picked here. The sidebar's data ("
            + (f"group **{short(ctx.group.group, 60)}**" if ctx else "nothing loaded")
            + ") feeds the other pages, and this one only when you start from *sidebar group*.")
-st.session_state["lesson_asked"] = {}  # the questions of this run (ui.lesson_sections.ask)
+st.session_state["lesson_asked"] = {}  # the questions of this run (ui.lesson.sections.ask)
 L.restore_from_url()
 share_box = st.container()  # filled at the end: the link to this state and the handout
 group = L.current_group()
@@ -107,7 +105,7 @@ S.change_panel(view, group, labels, v_now, delta)
 
 # ---- 2. GRPO ----------------------------------------------------------------------------------
 st.header("2 · GRPO: one number per trajectory")
-lesson_grpo.render(view, p, traj)
+grpo.render(view, p, traj)
 
 ar = lesson_closure.render(lctx, view, params, v_now, root)  # sections 3-6: the closure, step by step
 
@@ -124,8 +122,6 @@ st.header("9 · Which estimate is right?")
 tgroup, tt = S.truth_section(beta)
 
 # ---------------------------------------------------------------------------------- 9 · how sure
-from ui import lesson_sure  # noqa: E402 (a section appended here, drawn by ui/lesson_sure.py)
-
 lesson_sure.render(group_context(tgroup, private=False) if tgroup is not None else lctx, tt, beta, sigma_min, table)
 
 # ---- 10. the backups side by side ----------------------------------------------------------------

@@ -8,8 +8,9 @@ from crbc.explain.anchor_names import anchor_labels
 from crbc.viz.board import board_html, board_legend_html, is_board
 from crbc.viz.core.credits import FIELDS, outcome
 from crbc.viz.rollout import step_credit_bars_html, steps_table
-from ui import exact_truth, rollout_table, state, url, widgets
-from ui.widgets import short
+from ui.core import exact_truth, state, url, widgets
+from ui.core.widgets import short
+from ui.rollouts import table as rollout_table
 
 st.title("Rollouts")
 st.caption(

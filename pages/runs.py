@@ -13,16 +13,9 @@ import streamlit as st
 import crbc.train.tables as T
 from crbc.run_analysis import no_signal as NS
 from crbc.viz import run_curves as V
-from ui import (
-    run_drilldown,
-    run_listing,
-    run_picker,
-    run_review,
-    run_source,
-    url,
-    widgets,
-)
-from ui.svg_view import svg_view
+from ui.core import run_source, url, widgets
+from ui.core.svg_view import svg_view
+from ui.runs import drilldown, listing, picker, review
 
 OPEN_IN = [("pages/graph.py", "Anchor graph", ":material/hub:"),
            ("pages/backups.py", "Bellman backups", ":material/replay:"),
@@ -44,12 +37,12 @@ url.check_choice("runs_kind", list(KINDS), "runs are ours or any", KINDS.get)
 if st.segmented_control("Which runs", list(KINDS), format_func=KINDS.get, key="runs_kind",
                         default="any" if run_source.run_view() is not None else "ours", required=True,
                         bind="query-params") == "any":
-    run_review.render(OPEN_IN + [("pages/inspector.py", "Inspector", ":material/search:"),
+    review.render(OPEN_IN + [("pages/inspector.py", "Inspector", ":material/search:"),
                                  ("pages/disagreements.py", "Disagreements", ":material/compare_arrows:")])
     widgets.fragment_done()  # the end-of-run marker app.py cannot write after st.stop()
     st.stop()
 
-runs, run_key_of, runs_ctx = run_picker.chosen_runs()
+runs, run_key_of, runs_ctx = picker.chosen_runs()
 if not runs:
     st.info("No run selected. Shipped runs are in `sample_rollouts/runs/`; make your own with "
             "`python -m crbc train --out runs/NAME` or `python -m crbc experiment`, or upload a "
@@ -77,7 +70,7 @@ each = k5.radio("Seeds", list(SEEDS), key="runs_seeds", format_func=SEEDS.get, b
                 help="The seeds of each estimator as one mean curve with its band, or every run as its "
                      "own curve (named by its run).") == "each"
 # held-out success: also the evaluation after the last update (drawn one iteration later)
-curves_svg = run_listing.curves_svg(runs_ctx, runs, metric, smooth, band, threshold, each)
+curves_svg = listing.curves_svg(runs_ctx, runs, metric, smooth, band, threshold, each)
 
 
 def _on_click(sort: str):
@@ -97,13 +90,13 @@ st.caption(f"Thick lines: the mean over seeds, with the band ({BANDS[band]}); th
            "(hover one to see it alone). Click a point to open that run's iteration below (a point "
            "of a mean curve opens the estimator's first seed).")
 
-rows = run_listing.summary(runs_ctx, runs, threshold, smooth)
+rows = listing.summary(runs_ctx, runs, threshold, smooth)
 if any(r.get("eval_final") is not None for r in rows):
     st.markdown("**The comparison** (held-out success in %, mean over seeds with its 95% t interval; "
                 "gain = each seed's final held-out success minus its start; the same held-out levels "
                 "and sampling seeds for every run):")
     st.markdown(T.table_markdown(rows))
-    paired = run_listing.paired_against_grpo(runs_ctx, runs)
+    paired = listing.paired_against_grpo(runs_ctx, runs)
     if paired and any(r.get("diff") is not None for r in paired):
         st.markdown("**Paired by seed and held-out level** (final evaluation; the interval is a "
                     "two-way bootstrap over seeds and levels, p from sign flips):")
@@ -120,7 +113,7 @@ if shown:
     with box:
         st.dataframe(V.runs_table(runs), hide_index=True, width="stretch")
 
-accuracy = run_listing.truth_accuracy_curves(runs_ctx, runs)
+accuracy = listing.truth_accuracy_curves(runs_ctx, runs)
 if accuracy:  # folded: its chart is built and drawn only when asked for
     box, shown = widgets.folded("Credit accuracy during training: does the better credit come before "
                                 "the faster learning?", key="runs_accuracy_open")
@@ -151,12 +144,12 @@ if any(r.iterations_with_rollouts for r in runs):  # folded: read from every ite
             field = st.segmented_control("Reason", list(fields), format_func=fields.get, key="runs_nosignal",
                                          default="none_share", required=True, bind="query-params")
             with st.spinner("Counting every iteration's steps (about 0.1 s an iteration, once)…"):
-                ns_svg = run_listing.no_signal_svg(runs_ctx, runs, field, band, each)
+                ns_svg = listing.no_signal_svg(runs_ctx, runs, field, band, each)
             if ns_svg:
                 svg_view(ns_svg, key="runs_nosignal_curve", on_pick=_on_click(NS.sort_for(field)),
                          download=f"no-signal-{field}")
-            for name, rows in run_listing.no_signal(runs_ctx, runs).items():
+            for name, rows in listing.no_signal(runs_ctx, runs).items():
                 with st.expander(f"{name}: the table ({len(rows)} iterations)"):
                     st.dataframe(V.no_signal_table(rows), hide_index=True, width="stretch")
 
-run_drilldown.render(runs, run_key_of, runs_ctx, OPEN_IN, NS.sort_for(metric))
+drilldown.render(runs, run_key_of, runs_ctx, OPEN_IN, NS.sort_for(metric))

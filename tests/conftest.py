@@ -98,7 +98,7 @@ def app(monkeypatch):
 
     def make(page: str | None = None, *, samples=None, run: bool = True, **query: str):
         if samples is not None:
-            from ui import state
+            from ui.core import state
 
             monkeypatch.setattr(state, "SAMPLES_DIR", samples)
         return open_app(page, run=run, **query)

@@ -7,7 +7,7 @@ intended move with 1/3, each perpendicular move with 1/3), a step limit of :data
 a fixed policy that leans towards the goal (:func:`lean_policy`: down and right 0.4 each, up and
 left 0.1 each). :data:`GROUP_SIZE` rollouts are drawn from the exact pi(a|s) and the env's own
 P(s'|s,a) by :func:`crbc.truth.sample.sample_group` with seed :data:`RNG_SEED` (built by
-``ui.lesson_luck.luck_group``: explain sits above the truth in the layers, so it reads the
+``ui.lesson.luck.luck_group``: explain sits above the truth in the layers, so it reads the
 ``LevelTruth`` it is given and imports nothing of ``crbc.truth``), so the group and its truth are
 the same on every machine. The pair shown is picked by a rule
 (:func:`luck_pair`), not by hand: the pair whose realised returns disagree most among pairs whose

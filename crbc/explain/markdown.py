@@ -1,7 +1,7 @@
 """A user's string (a group id, an anchor, an action) placed inside Markdown that the studio
 renders: :func:`literal` makes it show exactly its characters, never a link, an image, emphasis,
 LaTeX, HTML or a list marker. The explaining texts (:mod:`crbc.explain.lesson_questions`) and the
-studio's widgets (:func:`ui.widgets.text`) share it."""
+studio's widgets (:func:`ui.core.widgets.text`) share it."""
 
 from __future__ import annotations
 

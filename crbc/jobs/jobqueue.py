@@ -6,7 +6,7 @@ take 2 GB for 30 min); tabs are free to open, so a bound per session is no bound
 
 * runs at most ``max_running`` jobs at once (:data:`MAX_RUNNING`, ``$CRBC_MAX_JOBS``); the others
   wait in order of arrival, and :meth:`JobQueue.position` says how many are ahead of a ticket;
-* gives each owner (a browser: every tab of it; see ``ui.jobs``) one live ticket: a second ask
+* gives each owner (a browser: every tab of it; see ``ui.core.jobs``) one live ticket: a second ask
   from another tab of the same owner is refused with a line saying so, and a new ask from the
   same tab replaces its old ticket (the old job is cancelled). With one ticket per owner, first
   come first served is a fair share;

@@ -3,7 +3,7 @@ Bellman backups' graph (:func:`graph_svg`); the Lesson's graph is :mod:`crbc.viz
 
 The picture of the shared :func:`crbc.viz.core.graph_layout.layout` (layers left to right, the boundaries
 z+ and z- in a last column), built as SVG text on the server (no script on the page).
-Every clickable element carries ``data-pick`` (sent back by :func:`ui.svg_view.svg_view`) and
+Every clickable element carries ``data-pick`` (sent back by :func:`ui.core.svg_view.svg_view`) and
 a tooltip; every user string is HTML-escaped.
 """
 

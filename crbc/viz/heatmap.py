@@ -12,7 +12,7 @@ is a bin of ``w`` consecutive steps (their mean), as :func:`crbc.viz.core.cells.
 
 Each cell that holds a step is a ``<rect>`` with a ``<title>`` tooltip (rollout, step, action,
 anchor label, value, evidence) and ``data-pick="i:t"``: rollout position ``i`` in the process
-and the 1-based step ``t`` (``Process.step_t``; for a bin, its step of largest |value|), which :func:`ui.svg_view.svg_view`
+and the 1-based step ``t`` (``Process.step_t``; for a bin, its step of largest |value|), which :func:`ui.core.svg_view.svg_view`
 sends back on a click. Where a rollout has ended the row is light grey. Every user string is
 HTML-escaped; nothing is loaded from anywhere. Sizes are drawing units: a full grid is
 :data:`WIDTH` wide, shown at ``width="100%"`` (about one unit per pixel in a wide page column);
@@ -151,7 +151,7 @@ def heatmaps_svg(p: Process, panels: Sequence[Panel], *, zmax: float | None = No
     grid of ``cols`` columns, coloured on ``[-zmax, zmax]`` (default: the largest |value| of any
     panel). A tooltip reads ``rollout r3, step 7: <action> at <anchor> · <value_name> 0.123 ·
     evidence: sure``. ``pickable=False`` leaves out ``data-pick``; ``standalone`` adds the
-    ``xmlns`` a file on its own needs (:func:`ui.svg_view.svg_view` adds it to its download)
+    ``xmlns`` a file on its own needs (:func:`ui.core.svg_view.svg_view` adds it to its download)
     and a width in pixels; otherwise the width is a share of the column: ``100%`` for a full
     grid, less for fewer panels than ``cols`` (a lone panel as wide as one panel of a grid).
     Columns: one per step up to ``max_columns`` steps, and at most ``max_cells / (rollouts x

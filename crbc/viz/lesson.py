@@ -106,7 +106,7 @@ def arithmetic_markdown(ar: AnchorArithmetic) -> list[str]:
 
 def depth_chart_svg(table: DepthTable) -> str:
     """Lines of each column of :func:`crbc.explain.lesson_tables.depth_table` over K (SVG, for
-    :func:`ui.svg_view.svg_view`), the closure as a dotted level in the column's colour."""
+    :func:`ui.core.svg_view.svg_view`), the closure as a dotted level in the column's colour."""
     rows = table.records()
     finite = [r for r in rows if r["K"] != "∞"]
     closure = next((r for r in rows if r["K"] == "∞"), None)

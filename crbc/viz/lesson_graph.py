@@ -34,7 +34,7 @@ def lesson_graph_svg(p: Process, value_S: np.ndarray, *, value_name: str = "V",
                      delta_S: np.ndarray | None = None, shown_width_px: float = 520.0,
                      max_height_px: int = 420, pickable: bool = True) -> str:
     """The Lesson's group as a graph that is also its control panel (SVG, for
-    :func:`ui.svg_view.svg_view`). Anchors coloured and numbered by ``value_S`` (NaN: grey, no
+    :func:`ui.core.svg_view.svg_view`). Anchors coloured and numbered by ``value_S`` (NaN: grey, no
     number), the boundaries, one line per observed (anchor, successor), and three kinds of
     pickable elements, each a ``data-pick`` of ``kind:a:b``:
 

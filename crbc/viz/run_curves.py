@@ -2,7 +2,7 @@
 
 Pure builders: they take :class:`crbc.run_analysis.training_stats.Curve` / :class:`crbc.io.runs.Run` objects (computed by
 :mod:`crbc.run_analysis.training_stats`) and return SVG strings (:mod:`crbc.viz.core.chart`, shown by
-:func:`ui.svg_view.svg_view`) or pandas tables; no estimates are
+:func:`ui.core.svg_view.svg_view`) or pandas tables; no estimates are
 computed here. A point that opens a run's iteration carries ``data-pick`` = :func:`pick_value`
 (read back with :func:`parse_pick`).
 """

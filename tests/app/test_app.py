@@ -11,7 +11,7 @@ from tests.support.paths import ROOT
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from ui import state  # noqa: E402
+from ui.core import state  # noqa: E402
 
 PAGES = ["pages/rollouts.py", "pages/graph.py", "pages/backups.py", "pages/credits.py"]
 
@@ -88,7 +88,7 @@ def test_a_links_maximum_depth_opens_the_backups_page_and_play_stops_there(app):
 
 
 def test_play_over_a_deep_range_takes_bounded_steps_and_ends_at_the_maximum(app):
-    from ui.backups_at_depth import PLAY_STEPS, play_stride
+    from ui.backups.at_depth import PLAY_STEPS, play_stride
 
     assert [play_stride(k) for k in (1, PLAY_STEPS, PLAY_STEPS + 1, 171, 400)] == [1, 1, 2, 3, 7]
     at = app("pages/backups.py", K="0", kmax="171")
@@ -198,11 +198,11 @@ def test_group_picker_for_files_with_many_groups(app, tmp_path, monkeypatch):
     assert "3 rollouts" in _texts(at)
 
 
-# ---- pure helpers of ui/state.py (no running app needed)
+# ---- pure helpers of ui/core/state.py (no running app needed)
 
 
 def test_load_upload_reports_file_line_field():
-    from ui import state
+    from ui.core import state
 
     good = (ROOT / "sample_rollouts" / "worked-example.jsonl").read_bytes()
     groups, err = state.load_upload("ok.jsonl", good)
@@ -214,14 +214,14 @@ def test_load_upload_reports_file_line_field():
 
 
 def test_load_upload_size_cap():
-    from ui import state
+    from ui.core import state
 
     groups, err = state.load_upload("big.jsonl", b" " * (state.MAX_UPLOAD_BYTES + 1))
     assert groups is None and "limit" in err
 
 
 def test_sample_order_prefers_sokoban(tmp_path, monkeypatch):
-    from ui import state
+    from ui.core import state
 
     for name in ("worked-example.jsonl", "gridworld.jsonl", "sokoban-strong.jsonl", "zzz.jsonl"):
         (tmp_path / name).write_text("")

@@ -11,7 +11,7 @@ pytest.importorskip("pyarrow")
 
 from crbc.integrations import verl as V  # noqa: E402
 from tests.support import doctor_bugs as bugs  # noqa: E402
-from ui import state  # noqa: E402
+from ui.core import state  # noqa: E402
 
 
 @pytest.mark.slow
@@ -46,8 +46,8 @@ def test_a_planted_bug_is_shown_with_its_rows_one_click_away(app, tmp_path, monk
 
 def _upload_script():
     from crbc.io.rollouts import Rollout, RolloutGroup, Step
-    from ui import upload
-    from ui.context import Source
+    from ui.core import upload
+    from ui.core.context import Source
 
     groups = [RolloutGroup(f"traj-{k}", (Rollout(f"traj-{k}", 0, (Step("s", "a"),), k % 2 == 0),))
               for k in range(4)]

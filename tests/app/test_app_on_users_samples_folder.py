@@ -9,7 +9,7 @@ pytest.importorskip("streamlit")
 from crbc.io.rollouts import write_rollouts  # noqa: E402
 from devtools.user_like import big_group, many_groups  # noqa: E402
 from tests.support.html_tables import tables
-from ui import widgets  # noqa: E402
+from ui.core import widgets  # noqa: E402
 
 
 def test_the_lesson_opens_on_a_samples_folder_without_its_worked_example(app, tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from crbc.io.rollouts import Rollout, RolloutGroup, Step, write_rollouts  # noqa: E402
 from devtools.textworld import alfworld_like_group, alfworld_like_run  # noqa: E402
 from tests.support.html_tables import numeric, tables
-from ui import state, upload  # noqa: E402
+from ui.core import state, upload  # noqa: E402
 
 
 def _merge_captions(at: AppTest) -> list[str]:

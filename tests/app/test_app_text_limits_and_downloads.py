@@ -28,7 +28,7 @@ from tests.support.paths import ROOT
     ("a\nb", "a b"),
 ])
 def test_text_makes_markdown_literal(raw, shown):
-    from ui.widgets import text
+    from ui.core.widgets import text
 
     assert text(raw) == shown
 
@@ -91,7 +91,7 @@ def test_a_15mb_anchor_is_refused_naming_the_line_and_the_limit(tmp_path):
 
 @pytest.fixture
 def big_samples(tmp_path, monkeypatch):
-    from ui import state
+    from ui.core import state
 
     for name in ("worked-example.jsonl", "rare-route.jsonl"):
         shutil.copy(state.SAMPLES_DIR / name, tmp_path / name)
@@ -132,7 +132,7 @@ def test_credits_page_offers_the_whole_file_with_anchors(app):
     from crbc.io.rollouts import read_rollouts
 
     at = app("pages/credits.py", sample="sokoban-weak.jsonl")
-    from ui import state
+    from ui.core import state
 
     groups = read_rollouts(state.SAMPLES_DIR / "sokoban-weak.jsonl")
     assert len(groups) > 1
@@ -240,7 +240,7 @@ def test_two_diamonds_on_one_edge_do_not_overlap():
     from crbc.io.rollouts import read_rollouts
     from crbc.process import merge
     from crbc.viz.lesson_graph import lesson_graph_svg
-    from ui import state
+    from ui.core import state
 
     p = merge(read_rollouts(state.SAMPLES_DIR / "worked-example.jsonl"))
     svg = lesson_graph_svg(p, np.zeros(p.n_states))
@@ -255,7 +255,7 @@ def test_upload_widgets_state_the_limit_of_their_label():
     import inspect
 
     import pages  # noqa: F401  (the package; its pages run only under the app)
-    from ui import upload
+    from ui.core import upload
 
     src = inspect.getsource(upload.upload_source)
     assert "max_upload_size=MAX_UPLOAD_MB" in src

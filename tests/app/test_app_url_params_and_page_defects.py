@@ -155,7 +155,7 @@ def test_friendly_metric_names(app):
 
 
 def test_a_rejected_upload_reports_up_to_ten_bad_lines_and_is_not_kept():
-    from ui import state
+    from ui.core import state
 
     good = json.dumps({"schema": "crbc.rollout/1", "group": "g", "rollout": 0,
                        "steps": [{"anchor": "s0", "action": "a"}], "success": True})

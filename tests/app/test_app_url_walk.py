@@ -16,7 +16,7 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from devtools.textworld import alfworld_like_run  # noqa: E402
-from ui import state  # noqa: E402
+from ui.core import state  # noqa: E402
 
 pytestmark = pytest.mark.slow
 KINDS = ("selectbox", "radio", "slider", "number_input", "checkbox", "toggle", "text_input", "segmented_control")

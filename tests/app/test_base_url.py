@@ -1,12 +1,12 @@
 """Every page load asked the server at the page's own address first (``/runs/_stcore/health``,
-``/runs/_stcore/host-config``: two 404s); index.html now names the root (ui/nested_urls.py)."""
+``/runs/_stcore/host-config``: two 404s); index.html now names the root (ui/core/nested_urls.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from tests.support.paths import APP
-from ui import nested_urls as N
+from ui.core import nested_urls as N
 
 
 def test_page_names_are_the_url_paths_of_app_py():

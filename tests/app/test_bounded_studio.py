@@ -1,5 +1,5 @@
 """A large upload's credits, intervals and depth sweep are computed in a bounded worker
-(ui/bounded.py), equal to what the server computes itself; a budget ends one with a notice that
+(ui/core/bounded.py), equal to what the server computes itself; a budget ends one with a notice that
 names the limit and the command that runs it whole; a shipped source of the same size and a
 small upload are computed in the server as before."""
 
@@ -13,18 +13,22 @@ pytestmark = pytest.mark.usefixtures("own_session_ids")
 
 
 def _big_groups():
-    from benchmarks.bench_worst_shapes import rollout_lines
-    from crbc.io.rollouts import parse_rollouts
+    """One group of 200 rollouts of 25 steps over 1,000 random anchors (5,000 steps)."""
+    from crbc.io.rollouts import Rollout, RolloutGroup, Step
 
-    return parse_rollouts("\n".join(rollout_lines("random", 1000, seed=3)) + "\n")  # 200 x 25 = 5,000 steps
+    rng = np.random.default_rng(3)
+    rollouts = tuple(Rollout("random", i, tuple(Step(f"a{int(a)}", ("left", "right", "up")[int(m)])
+                                               for a, m in zip(rng.integers(1000, size=25), rng.integers(3, size=25),
+                                                               strict=True)), bool(rng.random() < 0.3))
+                     for i in range(200))
+    return [RolloutGroup("random", rollouts)]
 
 
-def _script(key: str, seconds: float | None, log: list) -> None:
+def _script(key: str, seconds: float | None, log: list, groups: list) -> None:
     import streamlit as st
 
-    import crbc.jobs.estimate as E
-    from tests.app.test_bounded_studio import _big_groups
-    from ui import bounded, context
+    import crbc.estimators.worker_job as E
+    from ui.core import bounded, context
 
     started = []
     real = E.EstimateJob.__init__
@@ -38,7 +42,7 @@ def _script(key: str, seconds: float | None, log: list) -> None:
 
     E.EstimateJob.__init__ = counted
     try:
-        src = context.Source(key, "test", tuple(_big_groups()))
+        src = context.Source(key, "test", tuple(groups))
         ctx = context.PageContext(src, 0, 0, "crbc", {"beta": 0.98, "depth": None, "sigma_min": 0.1})
         assert ctx.process.n_steps > E.INLINE_STEPS
         c = ctx.credits("crbc")
@@ -53,7 +57,7 @@ def _script(key: str, seconds: float | None, log: list) -> None:
 
 def _run(key: str, seconds: float | None = None) -> tuple[AppTest, dict]:
     log: list = []
-    at = AppTest.from_function(_script, args=(key, seconds, log), default_timeout=180).run()
+    at = AppTest.from_function(_script, args=(key, seconds, log, _big_groups()), default_timeout=180).run()
     return at, dict(log)
 
 

@@ -1,5 +1,5 @@
-"""ui.nested_urls: which addresses the static server redirects to the app's root, and
-ui.widgets.code: a user string as an inline code span that nothing can break out of."""
+"""ui.core.nested_urls: which addresses the static server redirects to the app's root, and
+ui.core.widgets.code: a user string as an inline code span that nothing can break out of."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from markdown_it import MarkdownIt
 
-from ui.nested_urls import NOT_FOUND_PARAM, redirect_target
-from ui.widgets import code
+from ui.core.nested_urls import NOT_FOUND_PARAM, redirect_target
+from ui.core.widgets import code
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_code_is_one_code_span_holding_exactly_the_text(raw):
 
 
 def test_the_default_pages_own_address_goes_to_the_root():
-    from ui.nested_urls import redirect_target
+    from ui.core.nested_urls import redirect_target
 
     assert redirect_target("/nonexistent", "rollouts", "", b"source=upload&group=g") == "/?source=upload&group=g"
     assert redirect_target("/nonexistent", "rollouts", "/app", b"") == "/app/"

@@ -17,7 +17,7 @@ def _session(counts: dict, source_key: str) -> None:
     import crbc.estimators.registry as registry
     import crbc.explain.disagreements as compare
     from crbc.io.rollouts import read_rollouts
-    from ui import context
+    from ui.core import context
 
     def counted(name, fn):
         def call(*a, **k):
@@ -44,7 +44,7 @@ def _session(counts: dict, source_key: str) -> None:
 def test_an_uploads_results_are_its_sessions_and_a_samples_are_shared(key, shared):
     import crbc.estimators.registry as registry
     import crbc.explain.disagreements as compare
-    from ui import context
+    from ui.core import context
 
     saved = (context.estimators.compute, context.credit_intervals, context.compare.disagreements)
     try:

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("streamlit")
 
 from devtools.textworld import alfworld_like_run  # noqa: E402
-from ui import state  # noqa: E402
+from ui.core import state  # noqa: E402
 
 KEY = "(?s)(.*)"
 

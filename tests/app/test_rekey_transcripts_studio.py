@@ -8,7 +8,7 @@ pytest.importorskip("streamlit")
 
 from tests.support.apptest import chosen_group  # noqa: E402
 from tests.support.runs import keyed_run as _keyed_run  # noqa: E402
-from ui import state  # noqa: E402
+from ui.core import state  # noqa: E402
 
 
 def test_the_sidebars_key_reads_the_kept_transcripts(app, tmp_path, monkeypatch):

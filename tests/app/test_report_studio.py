@@ -8,7 +8,7 @@ import pytest
 
 import crbc.report
 from tests.support.paths import ROOT
-from ui import state
+from ui.core import state
 
 WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"
 LABEL = "Download this view as a report"
@@ -49,7 +49,7 @@ def test_runs_page_offers_the_run_report(app, tmp_path, monkeypatch, calls):
     assert not at.exception, [e.message for e in at.exception]
     labels = [b.proto.label for b in at.get("download_button")]
     assert "Download this run as a report" in labels, labels
-    # the review of the run folder the sidebar opened (ui/run_source.py)
+    # the review of the run folder the sidebar opened (ui/core/run_source.py)
     first = sorted((tmp_path / "runs").rglob("run.json"))[0].parent
     at = app("pages/runs.py", run_folder=first)
     assert at.segmented_control(key="runs_kind").value == "any"
@@ -63,10 +63,10 @@ def test_runs_page_offers_the_run_report(app, tmp_path, monkeypatch, calls):
 
 def test_the_group_download_of_a_run_is_the_file_crbc_report_run_group_writes(app, tmp_path, monkeypatch):
     """Issue 55.5: the studio's group download on a run folder's iteration and ``crbc report RUN
-    --group G --iteration I`` are one call (ui.report_download.run_group_args): the same bytes."""
+    --group G --iteration I`` are one call (ui.core.report_download.run_group_args): the same bytes."""
     from crbc.cli.main import main
     from tests.support.runs import write_runs
-    from ui import report_download
+    from ui.core import report_download
 
     write_runs(tmp_path / "runs" / "exp")
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)

@@ -1,6 +1,6 @@
-"""The deep-link workaround (ui/routing.py) and the Streamlit internals it relies on.
+"""The deep-link workaround (ui/core/routing.py) and the Streamlit internals it relies on.
 
-If a test here fails after a Streamlit upgrade, the internal moved: update ui/routing.py
+If a test here fails after a Streamlit upgrade, the internal moved: update ui/core/routing.py
 (see its docstring) rather than silencing the test.
 """
 
@@ -28,7 +28,7 @@ def test_the_internals_are_where_routing_expects_them():
 
 
 def test_the_module_imports_them_without_a_fallback():
-    from ui import routing
+    from ui.core import routing
 
     src = Path(routing.__file__).read_text()
     assert "except ImportError" not in src

@@ -1,4 +1,4 @@
-"""Training runs, a recorded run beside others (ui/run_compare.py): the trainer's metrics of several
+"""Training runs, a recorded run beside others (ui/runs/compare.py): the trainer's metrics of several
 run folders overlaid, named by their labels, and a click that opens another run's iteration."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("streamlit")
 
 from tests.support.runs import write_runs  # noqa: E402
-from ui import state  # noqa: E402
+from ui.core import state  # noqa: E402
 
 
 def _svgs(at, key: str) -> list[str]:
@@ -25,7 +25,7 @@ def test_several_runs_overlaid_and_a_click_opens_another_run(app, tmp_path, monk
     assert not _svgs(at, "runs_cmp_curve")  # folded until asked for
     at.session_state["runs_cmp_open"] = True
     at.run()
-    from ui.run_source import value as run_value
+    from ui.core.run_source import value as run_value
 
     pick = at.multiselect(key="runs_cmp")
     exp = tmp_path / "runs" / "exp"
@@ -45,7 +45,7 @@ def test_a_link_naming_several_runs_opens_them_compared(app, tmp_path, monkeypat
     from streamlit.testing.v1 import AppTest
 
     from tests.support.paths import APP
-    from ui.run_source import value as run_value
+    from ui.core.run_source import value as run_value
 
     write_runs(tmp_path / "runs" / "exp")
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)

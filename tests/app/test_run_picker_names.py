@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("streamlit")
 
 from tests.support.runs import write_runs  # noqa: E402
-from ui import state  # noqa: E402
+from ui.core import state  # noqa: E402
 
 
 def _link_run(at) -> str:
@@ -17,7 +17,7 @@ def _link_run(at) -> str:
 
 
 def test_the_run_picker_shows_names_and_the_link_keeps_paths(app, tmp_path, monkeypatch):
-    from ui.run_source import value as run_value
+    from ui.core.run_source import value as run_value
 
     write_runs(tmp_path / "runs" / "exp")
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)

@@ -134,7 +134,7 @@ def test_disagreements_compare_the_trainer_with_an_estimators_a_final():
 
 
 def test_a_link_opens_only_run_folders_under_the_roots(tmp_path, monkeypatch):
-    from ui import run_source, state
+    from ui.core import run_source, state
 
     (tmp_path / "mine" / "r1").mkdir(parents=True)
     (tmp_path / "mine" / "r1" / "run.json").write_text("{}")

@@ -1,6 +1,6 @@
 """AppTest: the Training runs page on synthetic runs (curves, table, diagnostics, drill-down, and
 opening an iteration's group in the other pages). The charts are server-built SVG
-(ui/svg_view.py), read here from the component's data; the browser tests click them."""
+(ui/core/svg_view.py), read here from the component's data; the browser tests click them."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ import crbc.io.runs as R
 from crbc.io.rollouts import read_rollouts
 from tests.support.paths import ROOT
 from tests.support.runs import write_runs
-from ui import context, state  # noqa: E402
+from ui.core import context, state  # noqa: E402
 
 WORKED = ROOT / "sample_rollouts" / "worked-example.jsonl"
 
 
 def _svgs(at: AppTest, key: str) -> list[str]:
-    """The SVGs the page showed through ui.svg_view under widget key ``key``."""
+    """The SVGs the page showed through ui.core.svg_view under widget key ``key``."""
     return [json.loads(e.proto.json)["svg"] for e in at.get("bidi_component") if e.proto.id.endswith(key)]
 
 

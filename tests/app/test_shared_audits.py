@@ -14,7 +14,7 @@ import crbc.run_analysis.audit_job  # noqa: E402
 from crbc.jobs import jobqueue  # noqa: E402
 from devtools.textworld import alfworld_like_run  # noqa: E402
 from tests.support.fake_jobs import FakeJob  # noqa: E402
-from ui import jobs, state  # noqa: E402
+from ui.core import jobs, state  # noqa: E402
 
 
 @pytest.fixture

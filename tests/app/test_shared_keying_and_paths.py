@@ -13,7 +13,7 @@ pytest.importorskip("streamlit")
 from crbc.io.rollouts import Rollout, RolloutGroup, Step, write_rollouts  # noqa: E402
 from crbc.jobs import keying  # noqa: E402
 from devtools.textworld import alfworld_like_run  # noqa: E402
-from ui import state  # noqa: E402
+from ui.core import state  # noqa: E402
 
 HOSTILE = "(" * 5000 + ")" * 5000
 
@@ -102,7 +102,7 @@ def test_a_refused_upload_is_one_alert(app, tmp_path):
 
 
 def test_keyings_share_a_few_workers_and_a_long_wait_is_a_notice(app, tmp_path, monkeypatch):
-    from ui import anchor_key
+    from ui.core import anchor_key
 
     monkeypatch.setattr(anchor_key, "_SLOTS", __import__("threading").BoundedSemaphore(1))
     monkeypatch.setattr(anchor_key, "WAIT_S", 0.5)

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("streamlit")
 
 from crbc.io.anchor_keys import rekey  # noqa: E402
-from ui import state  # noqa: E402
+from ui.core import state  # noqa: E402
 
 
 def test_a_tau_merges_the_sample_as_rekey_does(app):

@@ -1,9 +1,9 @@
-"""ui/static_assets.py: the studio serves vis-network itself, copied whole from crbc/viz/vendor."""
+"""ui/core/static_assets.py: the studio serves vis-network itself, copied whole from crbc/viz/vendor."""
 
 from __future__ import annotations
 
 from crbc.viz.anchor_graph import vis_assets
-from ui import static_assets
+from ui.core import static_assets
 
 
 def test_publish_copies_each_file_whole_and_only_when_it_differs(tmp_path):

@@ -34,7 +34,7 @@ def _truth_of(group):
 
 
 def _svg(at: AppTest, key: str) -> str:
-    """The SVG a page showed through ui.svg_view under widget key ``key``."""
+    """The SVG a page showed through ui.core.svg_view under widget key ``key``."""
     el = next(e for e in at.get("bidi_component") if e.proto.id.endswith(key))
     return json.loads(el.proto.json)["svg"]
 
@@ -156,7 +156,7 @@ def test_lesson_which_estimate_is_right(app):
     creds = {n: estimators.compute(n, [grp]) for n in ("visit_local", "crbc", "gigpo", "shortest_path", "rewardflow")}
     agree = accuracy.group_agreement(creds, gt.advantage_N)
     last = next(t.value for t in reversed(tables(at)) if "estimator" in t.value.columns)  # section 9's agreement
-    # st.table cells are Markdown: the page escapes them (ui.widgets.table), the reader sees plain text
+    # st.table cells are Markdown: the page escapes them (ui.core.widgets.table), the reader sees plain text
     assert [e.replace("\\", "") for e in last["estimator"]] == ["visit_local", "crbc", "gigpo", "shortest_path", "rewardflow"]
     assert float(last["Spearman"].iloc[1]) == pytest.approx(agree["crbc"]["spearman"], abs=1e-3)
 

@@ -1,5 +1,5 @@
 """Two sessions of the studio: nothing derived from one user's data reaches the store every
-session reads (ui/context.py), on the Lesson, Training runs and Estimator accuracy.
+session reads (ui/core/context.py), on the Lesson, Training runs and Estimator accuracy.
 
 The test is a comparison, so it cannot be fooled by a key that hides where its content came
 from (a digest of a choice that includes an upload): the server's store is emptied, a session
@@ -64,7 +64,7 @@ def _visit(pages: list[str], **query: str) -> AppTest:
 
 
 def _shared_after(visit) -> set:
-    from ui import context
+    from ui.core import context
 
     context.clear_shared()
     at = visit()
@@ -92,7 +92,7 @@ def test_an_edited_lesson_stays_in_its_session():
     from crbc.explain.lesson_share import LessonShare, encode
     from crbc.explain.what_if import flip_outcome
     from crbc.io.rollouts import read_rollouts
-    from ui.context import group_digest
+    from ui.core.context import group_digest
 
     edited = flip_outcome(read_rollouts(ROOT / "sample_rollouts" / "worked-example.jsonl")[0], 0)
     link = encode(LessonShare(ops=(("flip", 0),)))

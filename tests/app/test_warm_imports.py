@@ -1,4 +1,4 @@
-"""ui.warm_imports: the model stack imported in the background, and the wait before first use."""
+"""ui.core.warm_imports: the model stack imported in the background, and the wait before first use."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 import time
 
 from tests.support.paths import ROOT
-from ui import warm_imports
+from ui.core import warm_imports
 
 
 def _fresh_python(code: str, timeout: float) -> list[str]:
@@ -57,7 +57,7 @@ def test_the_imported_model_stack_is_frozen_out_of_the_garbage_collector():
 
 def test_freeze_heap_collects_garbage_before_freezing():
     """A reference cycle that is already garbage is freed, not frozen for the process's life."""
-    code = ("import gc, weakref\nfrom ui.warm_imports import freeze_heap\n"
+    code = ("import gc, weakref\nfrom ui.core.warm_imports import freeze_heap\n"
             "class Node: pass\n"
             "a, b = Node(), Node()\na.other, b.other = b, a\nref = weakref.ref(a)\ndel a, b\n"
             "gc.disable()\nfreeze_heap()\nprint(ref() is None, gc.get_freeze_count() > 0)")

@@ -39,13 +39,13 @@ def test_arrow_keys_do_not_answer_and_numbers_stay_on_one_line(app_url, page):
     box.locator("button", has_text="rise").first.focus()
     page.keyboard.press("ArrowRight")  # pills move the focus with the arrows; they never choose
     page.keyboard.press("ArrowRight")
-    # the focused control shows a ring (ui.lesson_page: 3 px, #1f5fbf)
+    # the focused control shows a ring (ui.lesson.page: 3 px, #1f5fbf)
     ring = page.evaluate("() => { const s = getComputedStyle(document.activeElement); "
                          "return [s.outlineStyle, parseFloat(s.outlineWidth)]; }")
     assert ring[0] != "none" and ring[1] >= 2, ring
     wait_ready(page, "Lesson", TIMEOUT_MS)
     assert "Answer the question above to reveal the closure's numbers." in page.inner_text("[data-testid=stMain]")
-    assert "ls=" not in page.url  # an answer would be in the address (ui.lesson_state.write_url)
+    assert "ls=" not in page.url  # an answer would be in the address (ui.lesson.state.write_url)
     # every number cell of every table sits on one line at 1024 px; headers wrap between words only
     broken = page.evaluate("""() => [...document.querySelectorAll('.crbc-table td.num')]
         .filter(td => td.getClientRects().length && td.getBoundingClientRect().height > 30)

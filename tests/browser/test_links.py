@@ -3,7 +3,7 @@
 A widget bound to the URL with a ``format_func`` writes the option's label into the address
 (``?backups_colour=truth+V``), and a person writing a link by hand writes the option's name
 (``?backups_colour=error``). Both must open that choice without a notice; an unknown value gets
-the notice and the default (ui/url.py ``check_choice``).
+the notice and the default (ui/core/url.py ``check_choice``).
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def test_every_page_draws(app_url, page, artifacts_dir):
     for i, title in enumerate(titles):
         _nav(page, title)
         kind = OWN_PAGES.get(title)
-        if kind == "svg":  # server-built drawings (ui/svg_view.py), no plotly.js on the page
+        if kind == "svg":  # server-built drawings (ui/core/svg_view.py), no plotly.js on the page
             page.wait_for_selector(".crbc-svg-view svg .crbc-moved, .crbc-svg-view svg circle", timeout=TIMEOUT_MS)
             assert page.locator(".js-plotly-plot").count() == 0
         elif kind == "html":
@@ -75,7 +75,7 @@ def test_every_page_draws(app_url, page, artifacts_dir):
         elif kind == "vis":
             frame = wait_graph_frame(page, TIMEOUT_MS)
             assert frame.evaluate("() => document.querySelectorAll('#mynetwork canvas').length") == 1
-            # vis-network comes from the studio's own /app/static (ui/static_assets.py), not inlined
+            # vis-network comes from the studio's own /app/static (ui/core/static_assets.py), not inlined
             assert frame.evaluate("() => [...document.scripts].some(s => s.src.endsWith('/app/static/vis-network.min.js'))")
         _no_exception(page)
         page.screenshot(path=str(artifacts_dir / f"browser-{i:02d}-{title.lower().replace(' ', '-')}.png"),

@@ -80,7 +80,7 @@ def test_a_curve_click_opens_the_iterations_groups_and_the_link_reproduces_it(br
 @pytest.mark.parametrize("path", ["/runs", "/lesson", "/"])
 def test_a_page_load_asks_nothing_that_is_not_there(browser, app_url, path):
     """No 404 on a page load: the browser used to probe ``/<page>/_stcore/health`` and
-    ``/<page>/_stcore/host-config`` before the root (ui/nested_urls.py)."""
+    ``/<page>/_stcore/host-config`` before the root (ui/core/nested_urls.py)."""
     ctx = browser.new_context(viewport={"width": 1280, "height": 900})
     page = ctx.new_page()
     failed = []

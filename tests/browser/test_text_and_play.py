@@ -14,7 +14,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from devtools.apprunner import nav_link, run_no, wait_ready
-from ui.lesson_depth import K_DEFAULT
+from ui.lesson.depth import K_DEFAULT
 
 pytestmark = pytest.mark.browser
 TIMEOUT_MS = 90_000

@@ -11,7 +11,7 @@ from tests.support.requires import importable
 importable("gymnasium", "pip install 'crbc[worlds]'")
 
 from crbc.explain import lesson_luck as LL  # noqa: E402
-from ui.lesson_luck import luck_group  # noqa: E402 (the truth is built where the layers allow)
+from ui.lesson.luck import luck_group  # noqa: E402 (the truth is built where the layers allow)
 
 
 @pytest.fixture(scope="module")

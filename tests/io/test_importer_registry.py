@@ -49,7 +49,7 @@ def _choices() -> list[str]:
 
 
 def test_a_registered_importer_is_a_command_choice_and_an_upload_format(toy):
-    from ui import upload
+    from ui.core import upload
 
     assert "toy" in _choices() and [i.name for i in importers()][:5] == ["rollout", "steps", "verl", "rllm", "art"]
     assert upload.formats()["toy"] == (LABEL, ["toy"], toy)

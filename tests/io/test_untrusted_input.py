@@ -139,7 +139,7 @@ def test_gzip_text_and_rows_budgets(tmp_path):
 
 
 def test_upload_size_label_and_check_agree():
-    from ui import state
+    from ui.core import state
 
     assert state.MAX_UPLOAD_BYTES == state.MAX_UPLOAD_MB * 10**6 == budgets.STUDIO.file_bytes
     groups, err = state.load_upload("a.jsonl", b" " * int(19.996 * 2**20))  # 20.97 MB
@@ -252,7 +252,7 @@ def test_the_studio_shows_no_error_details_and_keeps_uploads_per_session():
     import inspect
     import tomllib
 
-    from ui import upload
+    from ui.core import upload
 
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["client"]["showErrorDetails"] == "none" and config["runner"]["postScriptGC"] is False

@@ -37,15 +37,15 @@ ALLOWED = {
     "tests/project/test_layers.py::_cycles": 11,
     "tests/run_analysis/test_health.py::slow_health": 12,
     "tests/support/upstream_graph.py::hgpo_advantage": 16,
-    "ui/backups_side.py::render": 11,
-    "ui/lesson_closure.py::render": 12,
-    "ui/run_drilldown.py::render": 16,  # 13 before main's run explorer
-    "ui/run_compare.py::render": 20,  # came with main's run explorer
-    "ui/run_picker.py::chosen_runs": 13,  # 12 before main's run explorer
-    "ui/run_review.py::render": 11,  # came with main
-    "ui/run_source.py::run_source": 12,
-    "ui/sidebar.py::_generate_source": 13,  # 11 before main's worlds
-    "ui/sidebar.py::sidebar": 16,
+    "ui/backups/side.py::render": 11,
+    "ui/lesson/closure.py::render": 12,
+    "ui/runs/drilldown.py::render": 16,  # 13 before main's run explorer
+    "ui/runs/compare.py::render": 20,  # came with main's run explorer
+    "ui/runs/picker.py::chosen_runs": 13,  # 12 before main's run explorer
+    "ui/runs/review.py::render": 11,  # came with main
+    "ui/core/run_source.py::run_source": 12,
+    "ui/core/sidebar.py::_generate_source": 13,  # 11 before main's worlds
+    "ui/core/sidebar.py::sidebar": 16,
 }
 STARTED_AT = 36  #: complex functions when the rule was switched on (issue 51)
 

@@ -117,7 +117,7 @@ def test_pages_do_no_math():
             assert "linalg" not in text, path
 
 
-#: what computes: a page that calls one of these computes instead of drawing (ui.context offers
+#: what computes: a page that calls one of these computes instead of drawing (ui.core.context offers
 #: the results, cached once)
 COMPUTING_CALLS = {"compute", "credit_intervals", "depth_sweep", "estimate", "merge", "disagreements",
                    "paired_table", "run_accuracy", "group_agreement", "coverage", "bootstrap_ci"}
@@ -135,9 +135,9 @@ def page_problems(path: Path) -> list[str]:
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr.startswith("cache_"):
-            out.append(f"{path.name}:{node.lineno} holds a cache (st.{node.attr}): use ui.context")
+            out.append(f"{path.name}:{node.lineno} holds a cache (st.{node.attr}): use ui.core.context")
         elif isinstance(node, ast.Name) and node.id == "memo":
-            out.append(f"{path.name}:{node.lineno} holds a memo: use ui.context")
+            out.append(f"{path.name}:{node.lineno} holds a memo: use ui.core.context")
         elif isinstance(node, ast.Call):
             f = node.func
             name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
@@ -154,7 +154,7 @@ def page_problems(path: Path) -> list[str]:
 
 
 def test_pages_only_draw():
-    """No page holds a cache or calls an estimator: ui.context computes, pages draw."""
+    """No page holds a cache or calls an estimator: ui.core.context computes, pages draw."""
     bad = [msg for path in sorted((ROOT / "pages").glob("*.py")) for msg in page_problems(path)]
     assert not bad, "\n".join(bad)
 
@@ -414,4 +414,32 @@ def test_viz_core_knows_no_view():
            for path in (ROOT / "crbc" / "viz" / "core").glob("*.py")
            for mod, line in _crbc_imports(path)
            if mod.startswith("crbc.viz.") and not mod.startswith("crbc.viz.core")]
+    assert not bad, "\n".join(bad)
+
+
+def _ui_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, ui module) of every import of a ``ui`` module in ``path``, lazy ones too."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "ui":
+            out += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "ui"]
+    return out
+
+
+def test_ui_is_a_core_and_one_package_per_page():
+    """``ui/core`` imports only itself; ``ui/<page>`` imports the core and itself; a page
+    (``pages/<page>.py``) imports the core and its own package, never another page's."""
+    packages = {p.name for p in (ROOT / "ui").iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    assert "core" in packages and not [p for p in (ROOT / "ui").glob("*.py") if p.name != "__init__.py"]
+    bad = []
+    owners = [(path, path.parent.name) for path in (ROOT / "ui").rglob("*.py") if path.parent.name in packages]
+    owners += [(path, path.stem) for path in (ROOT / "pages").glob("*.py")]
+    owners += [(ROOT / "app.py", "core")]
+    for path, own in owners:
+        for line, module in _ui_imports(path):
+            parts = module.split(".")
+            if len(parts) < 2 or parts[1] not in {"core", own}:
+                bad.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
     assert not bad, "\n".join(bad)

@@ -1,5 +1,5 @@
 """One owner of everything the studio keeps: no module of ``ui/``, ``pages/`` or ``app.py`` but
-``ui/context.py`` caches anything. The whole tree is read (every ``.py`` file, found by walking
+``ui/core/context.py`` caches anything. The whole tree is read (every ``.py`` file, found by walking
 the folders, never a list of names); each file's syntax tree is searched for the ways Python
 and Streamlit keep values between calls, and the detector is shown to find each of them in a
 planted snippet, so the test can fail."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-OWNER = ROOT / "ui" / "context.py"
+OWNER = ROOT / "ui" / "core" / "context.py"
 
 #: Streamlit's and the standard library's caches, and third-party ones, by the name used
 CACHE_NAMES = {"cache_data", "cache_resource", "experimental_memo", "experimental_singleton", "memo",
@@ -96,12 +96,12 @@ def test_nothing_in_the_studio_caches_but_its_one_owner():
     files = _studio_files()
     assert len(files) > 40 and OWNER in files  # the whole tree was found
     found = [x for f in files if f != OWNER for x in cache_findings(f.read_text(encoding="utf-8"), str(f.relative_to(ROOT)))]
-    assert not found, "only ui/context.py keeps values:\n" + "\n".join(found)
+    assert not found, "only ui/core/context.py keeps values:\n" + "\n".join(found)
 
 
 def test_the_owner_holds_the_studio_s_one_store():
     found = cache_findings(OWNER.read_text(encoding="utf-8"))
-    assert found, "ui/context.py is where the store lives: the detector must see it there"
+    assert found, "ui/core/context.py is where the store lives: the detector must see it there"
 
 
 PLANTED = {

@@ -51,6 +51,6 @@ def panels(svg: str) -> dict[str, list[Cell]]:
 
 
 def app_svg(at, key: str) -> str:
-    """The SVG a page showed through ui.svg_view under widget key ``key`` (an AppTest)."""
+    """The SVG a page showed through ui.core.svg_view under widget key ``key`` (an AppTest)."""
     el = next(e for e in at.get("bidi_component") if e.proto.id.endswith(key))
     return json.loads(el.proto.json)["svg"]

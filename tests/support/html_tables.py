@@ -1,4 +1,4 @@
-"""The studio's static tables (ui.widgets.table: one st.html element each) read back from an
+"""The studio's static tables (ui.core.widgets.table: one st.html element each) read back from an
 AppTest tree as DataFrames of the cell texts, as a reader sees them."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 
 A chart is a fitted :class:`~crbc.viz.core.axes.Frame`, its axes, the bands of every series
 under the lines of every series, the marker lines, and a legend under the plot. It is shown by
-:func:`ui.svg_view.svg_view`; a point's tooltip names its series, x and y, a line's its series.
+:func:`ui.core.svg_view.svg_view`; a point's tooltip names its series, x and y, a line's its series.
 """
 
 from __future__ import annotations

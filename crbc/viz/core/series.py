@@ -134,7 +134,7 @@ def _tip(s: Series, i: int, x: float, y: float, percent: bool) -> str:
 
 def _point(s: Series, i: int, cx: float, cy: float, r: float, hit: float, tip: str) -> str:
     """A marker (a dot), a clickable marker (a dot and a hit circle under ``data-pick``; the dot
-    grows on hover, ui/svg_view.py's style), or a bare hit circle."""
+    grows on hover, ui/core/svg_view.py's style), or a bare hit circle."""
     dot = f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r}" fill="{s.color}"' + ("" if s.lines else ' fill-opacity="0.6"')
     if s.picks is None:
         return f"{dot}>{tip}</circle>" if s.markers else ""

@@ -1,0 +1,99 @@
+"""crbc.estimators.worker_job: a computation in a bounded worker gives what the server computes itself
+(credits of several estimators, intervals, the depth sweep), its budgets end it with a line
+naming the command that runs it whole, and crbc.estimators.result_files writes nothing it cannot read
+back without pickling."""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+
+import numpy as np
+import pytest
+
+from crbc.estimators import registry
+from crbc.estimators import result_files as results
+from crbc.estimators.bootstrap import credit_intervals
+from crbc.estimators.closure import depth_sweep
+from crbc.estimators.worker_job import EstimateJob, EstimateRefused, command
+from crbc.io import budgets
+from crbc.io.rollouts import read_rollouts
+from crbc.jobs.upload import Limits
+from crbc.process import merge
+from tests.support.paths import ROOT
+
+GROUPS = read_rollouts(ROOT / "sample_rollouts" / "sokoban-weak.jsonl")[:6]
+PARAMS = {"beta": 0.98, "depth": None, "sigma_min": 0.1}
+
+
+def _same(a, b) -> None:
+    """Every field of two results equal (arrays exactly, NaN where NaN; nested results alike)."""
+    assert type(a) is type(b)
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype and x.shape == y.shape, f.name
+            assert (np.array_equal(x, y, equal_nan=True) if x.dtype.kind == "f" else np.array_equal(x, y)), f.name
+        elif dataclasses.is_dataclass(x) and not hasattr(x, "state_anchor"):
+            _same(x, y)
+        elif f.name != "process":
+            assert x == y, f.name
+
+
+def _run(what: str, name: str, params: dict, **kw):
+    job = EstimateJob(GROUPS, what, name, params, **kw)
+    job.wait()
+    return job.result(merge(GROUPS))
+
+
+@pytest.mark.parametrize("name", ["crbc", "gigpo", "rewardflow"])
+def test_credits_from_the_worker_equal_the_servers(name):
+    params = registry.get(name).shared(PARAMS)
+    _same(_run("credits", name, params), registry.compute(name, merge(GROUPS), **params))
+
+
+def test_intervals_and_the_sweep_from_the_worker_equal_the_servers():
+    p = merge(GROUPS)
+    _same(_run("intervals", "crbc", PARAMS, n_resamples=50), credit_intervals(p, "crbc", n_resamples=50, seed=0, **PARAMS))
+    _same(_run("sweep", "crbc", {"beta": 0.98, "k_max": 5}), depth_sweep(p, 0.98, 5))
+
+
+def test_a_budget_ends_the_job_with_the_command_that_runs_it_whole():
+    tight = Limits(seconds=0.05, memory_bytes=1000 * budgets.MB, budget=budgets.CLI, cpu_seconds=None)
+    with pytest.raises(EstimateRefused) as e:
+        # 100,000 draws: seconds of work, far beyond the budget however warm the worker is
+        _run("intervals", "crbc", PARAMS, n_resamples=100_000, limits=tight, label="the crbc intervals")
+    line = str(e.value)
+    assert "the crbc intervals took longer than the studio's 0.05 s" in line
+    assert command("intervals", "crbc", PARAMS, 100_000) in line
+
+
+def test_the_command_runs_as_the_cli_on_the_users_file(tmp_path):
+    """The line a notice gives, with FILE replaced by the user's file, runs and gives the same
+    credits (the CLI's parser accepts every option it names)."""
+    import json
+
+    from crbc.cli.main import main
+    from crbc.io.rollouts import write_rollouts
+
+    src, out = tmp_path / "mine.jsonl", tmp_path / "out.jsonl"
+    write_rollouts(src, GROUPS)
+    args = shlex.split(command("credits", "crbc", PARAMS))[3:]
+    assert args[0] == "credit" and args[1] == "FILE"
+    assert main([args[0], str(src), *args[2:], "-o", str(out)]) == 0
+    got = [json.loads(line) for line in out.read_text().splitlines()]
+    want = registry.compute("crbc", merge(GROUPS), **PARAMS)
+    assert np.allclose([a for r in got for a in r["advantage"]], want.advantage_N)
+    assert shlex.split(command("sweep", "crbc", {"beta": 0.9, "k_max": 4}))[3] == "report"
+
+
+def test_results_refuse_what_they_could_not_read_back_without_pickling(tmp_path):
+    c = registry.compute("crbc", merge(GROUPS), **PARAMS)
+    with pytest.raises(TypeError, match="object array"):
+        results.save(dataclasses.replace(c, value_S=np.array([{"a": 1}], dtype=object)), tmp_path)
+    with pytest.raises(TypeError, match="not a result class"):
+        results.save(merge(GROUPS), tmp_path)
+    meta = results.save(c, tmp_path)
+    meta["class"] = "Process"
+    with pytest.raises(ValueError, match="not a result class"):
+        results.load(meta, tmp_path, merge(GROUPS))

@@ -1,0 +1,1 @@
+"""The Estimator accuracy page's parts."""

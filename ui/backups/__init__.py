@@ -1,0 +1,1 @@
+"""The Bellman backups page's parts."""

@@ -1,0 +1,1 @@
+"""The Step credits page's parts."""

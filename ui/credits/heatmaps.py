@@ -1,0 +1,71 @@
+"""The Step credits heatmaps: one SVG of every estimator's panel (built once per input), drawn in
+a fragment with the clicked cell's step under it (:mod:`ui.credits.step`), and the click that
+chooses a cell, shared with the truth's heatmap."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import streamlit as st
+
+from crbc.viz.heatmap import credit_heatmaps_svg
+from crbc.viz.step_detail import parse_cell
+from ui.core import widgets
+from ui.core.context import PageContext
+from ui.core.svg_view import svg_view
+from ui.credits import step as credit_step
+
+CELL = "credits_cell"  # session state: (group, "i:t") of the clicked cell
+
+
+def picker(group: str) -> Callable[[str], None]:
+    """The ``on_pick`` of a heatmap of ``group``: a click (``data-pick="i:t"``: rollout position
+    i, step t) chooses that step for the step panel under the heatmaps (only the heatmaps'
+    fragment runs again); it is read, and checked, where the panel is drawn."""
+
+    def pick(picked: str) -> None:
+        st.session_state[CELL] = (group, picked)
+
+    return pick
+
+
+def evidence_of(ctx: PageContext, names, marks_on: bool) -> dict:
+    """name -> per-step evidence of its credit, for those of ``names`` that have it (none with
+    the marks off, or without a step credit)."""
+
+    def ev(name: str):
+        ci = ctx.intervals(name) if marks_on else None
+        return None if ci is None else ci.evidence_N
+
+    return {n: e for n in names if (e := ev(n)) is not None}
+
+
+@st.fragment
+def _heat_view(ctx: PageContext, all_c: dict, heat: str, panels: list, marks_on: bool, has_truth: bool,
+               slug: str) -> None:
+    """The heatmaps and the step panel of the clicked cell: a fragment, so a click reruns only
+    this part of the page."""
+    grp = ctx.group
+    svg_view(heat, key="heat_credits", on_pick=picker(grp.group), download=f"{slug}.heatmaps")
+    group, picked = st.session_state.get(CELL, (None, ""))
+    cell = parse_cell(picked, ctx.process.rollout_len) if group == grp.group else None
+    if cell is not None:
+        credit_step.render(ctx, all_c, *cell, evidence_of(ctx, panels, marks_on), has_truth)
+    else:
+        st.caption("Click a cell to see that step here.")
+    widgets.fragment_done()
+
+
+def render(ctx: PageContext, all_c: dict, field: str, all_params: tuple, panels: list, *, zmax: float,
+           marks_on: bool, sure_only: bool, extra: dict, has_truth: bool, slug: str) -> None:
+    """The heatmaps of ``panels`` (estimator names; ``all_c``: name -> Credits) showing ``field``
+    on one colour scale up to ``zmax``, not-sure cells washed out with ``marks_on`` (blank with
+    ``sure_only``), ``extra`` panels (the trainer's advantage) beside them. The one SVG is built
+    once per (group, field, parameters, marks): a revisit or a rerun for another widget sends the
+    same string again without building it."""
+    key = ("credits_heatmaps", field, all_params, marks_on, sure_only and marks_on, ctx.trainer_N is not None,
+           tuple(panels))
+    heat = ctx.kept("figure", key, lambda: credit_heatmaps_svg(
+        {n: all_c[n] for n in panels}, field, zmax=zmax, evidence=evidence_of(ctx, panels, marks_on),
+        sure_only=sure_only and marks_on, extra=extra))
+    _heat_view(ctx, all_c, heat, panels, marks_on, has_truth, slug)

@@ -1,0 +1,1 @@
+"""The Anchor graph page's parts."""

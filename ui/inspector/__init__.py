@@ -1,0 +1,1 @@
+"""The Inspector page's parts."""

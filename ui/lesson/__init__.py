@@ -1,0 +1,1 @@
+"""The Lesson page's sections and its own copy of the group."""

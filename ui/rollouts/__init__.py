@@ -1,0 +1,1 @@
+"""The Rollouts page's parts."""

@@ -1,0 +1,1 @@
+"""The Training runs page's parts."""

@@ -1,0 +1,83 @@
+"""The advantage doctor on the Training runs page: what :mod:`crbc.doctor` finds in a run, per
+iteration, each finding's rows one click from the Inspector.
+
+:func:`iterations` draws the iterations where a check warned or erred, from the counts the run
+already carries (the recorder's ``crbc/doctor/<check>`` metrics, which include the trainer's
+token checks; :func:`crbc.report.doctor.counts_by_iteration`). :func:`iteration` draws the
+findings of one iteration (computed once per run, iteration and anchor key by
+:func:`crbc.doctor.examine.diagnose_iteration`: recomputed from the rollouts and joined with what
+the recorder counted for that iteration, as ``crbc doctor RUN`` and the report join them; kept in
+the session for an upload) and, for the finding chosen, a row of the input (its group, rollout and
+step) that opens its group and rollout in another page. Only rendering here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from crbc.doctor import Batch, Finding
+from crbc.doctor.examine import diagnose_iteration
+from crbc.report.doctor import counts_by_iteration
+from ui.core import state, url
+from ui.core.context import Keyed
+from ui.core.run_source import RunView
+
+ICONS = {"error": ":material/error:", "warning": ":material/warning:", "info": ":material/info:"}
+
+
+def _diagnosed(view: RunView, iteration: int, regex: str, groups: tuple,
+               metrics: tuple) -> tuple[Batch, list[Finding]]:
+    """The doctor on one iteration of the run, kept by the run's context."""
+    return Keyed.of(view.key).kept("findings", (iteration, regex),
+                                   lambda: diagnose_iteration(list(groups), iteration, list(metrics)))
+
+
+def iterations(view: RunView) -> None:
+    """The iterations where the recorder's doctor counted rows (nothing when it never did)."""
+    counts = counts_by_iteration([{"iteration": i, **m} for i, m in sorted(view.metrics.items())])
+    if not counts:
+        return
+    rows = [{"iteration": it, "checks (rows flagged)": ", ".join(f"{c} ({int(n)})" for c, n in hit.items())}
+            for it, hit in sorted(counts.items())]
+    st.warning(f"The advantage doctor flagged {len(rows)} of {len(view.iterations)} iterations while the "
+               "run was recorded (the trainer's crbc/doctor/... metrics).", icon=":material/stethoscope:")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="doctor_iterations",
+                 height=min(38 + 35 * len(rows), 250))
+
+
+def iteration(view: RunView, it: int, groups: tuple, regex: str, open_in: list[tuple[str, str, str]]) -> None:
+    """The findings of iteration ``it`` and, for the one chosen, its rows one click away."""
+    line = view.metrics.get(it)
+    b, found = _diagnosed(view, it, regex, tuple(groups), () if line is None else ({"iteration": it, **line},))
+    serious = [f for f in found if f.serious]
+    st.markdown(f"**The advantage doctor on iteration {it}**")
+    if not found:
+        st.success("Every check is silent on this iteration.", icon=":material/check_circle:")
+        return
+    if not serious:
+        st.caption("No warning and no error; for information:")
+    table = pd.DataFrame([{"": ICONS[f.severity].split("/")[1].rstrip(":"), "check": f.check, "rows": f.rows,
+                           "share": f.share, "message": f.message} for f in found])
+    sel = st.dataframe(table, hide_index=True, on_select="rerun", selection_mode="single-row",
+                       key=f"doctor_findings_{it}", column_config={
+                           "share": st.column_config.NumberColumn(format="percent")})
+    f = found[sel.selection.rows[0] if sel and sel.selection.rows else 0]
+    places = {e.row: (e.group, e.rollout, e.step) for e in f.examples if e.group is not None}
+    if not places:
+        if not f.examples:
+            st.caption(f"{f.check}: counted by the recorder while training; its rows are in the trainer's log.")
+        return
+    c1, *cols = st.columns([3] + [1] * len(open_in), vertical_alignment="bottom")
+    row = c1.selectbox(f"Rows of {f.check} ({f.rows} in all; the first {len(places)})", list(places),
+                       key=f"doctor_row_{it}_{f.check}",
+                       format_func=lambda r: f"row {r}: group {places[r][0][:60]}, rollout {places[r][1]}, "
+                                             f"step {places[r][2]}")
+    group, rollout, _ = places[row]
+    for col, (path, title, icon) in zip(cols, open_in, strict=True):
+        if (Path(state.ROOT) / path).exists() and col.button(
+                title, icon=icon, key=f"doctor_open_{Path(path).stem}", help=f"Open this row's group in {title}"):
+            st.session_state["_crbc_open_request"] = {view.iter_key: it, "group": group, "rollout": rollout}
+            url.switch_page(path)
