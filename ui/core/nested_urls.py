@@ -44,7 +44,7 @@ DEFAULT_ALIASES = frozenset({"rollouts"})
 
 
 #: the pages' url paths: app.py gives each page its file's stem (tests/app checks it)
-PAGE_NAMES = tuple(sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "pages").glob("*.py")
+PAGE_NAMES = tuple(sorted(p.stem for p in (Path(__file__).resolve().parents[2] / "pages").glob("*.py")
                           if not p.stem.startswith("_")))
 
 

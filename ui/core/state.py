@@ -37,7 +37,7 @@ from crbc.io.rollouts import RolloutFormatError, RolloutGroup, showcase_group
 from ui.core import routing
 from ui.core.context import PageContext, Source, server
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository (ui/core/state.py)
 #: the shipped samples; ``CRBC_SAMPLES_DIR`` points the studio at another folder (the browser
 #: benchmark serves generated user-like files that way)
 SAMPLES_DIR = Path(os.environ.get("CRBC_SAMPLES_DIR") or ROOT / "sample_rollouts")

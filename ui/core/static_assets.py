@@ -18,7 +18,7 @@ import streamlit as st
 from crbc.viz.anchor_graph import vis_assets
 from ui.core.context import server
 
-STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
 
 
 def publish(files: dict[str, Path], folder: Path = STATIC_DIR) -> None:
