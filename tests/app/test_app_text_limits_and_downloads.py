@@ -259,7 +259,7 @@ def test_upload_widgets_state_the_limit_of_their_label():
 
     src = inspect.getsource(upload.upload_source)
     assert "max_upload_size=MAX_UPLOAD_MB" in src
-    assert "max_upload_size=MAX_ZIP_MB" in (ROOT / "ui" / "run_picker.py").read_text()
+    assert "max_upload_size=MAX_ZIP_MB" in (ROOT / "ui" / "runs" / "picker.py").read_text()
 
 
 def test_field_names_are_the_same_in_every_message():
