@@ -140,7 +140,11 @@ class EstimateJob(LimitedRead):
         msg = self.outcome or {"error": f"{self.label} did not finish"}
         try:
             if "error" in msg:
-                raise EstimateRefused(msg["error"])
+                line = msg["error"]
+                if not line.startswith(self.label):  # the worker's own line (a budget it met itself)
+                    line = f"{self.label}: {line.rstrip('.')}."
+                raise EstimateRefused(line if "Run it whole" in line or line.endswith("cancelled")
+                                      else f"{line} {self._whole()}")
             return results.load(msg["done"], self.folder, process)
         except (OSError, ValueError, KeyError) as e:
             raise EstimateRefused(f"{self.label}: the worker's result could not be read ({type(e).__name__})") from e

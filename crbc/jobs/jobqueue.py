@@ -10,6 +10,10 @@ take 2 GB for 30 min); tabs are free to open, so a bound per session is no bound
   from another tab of the same owner is refused with a line saying so, and a new ask from the
   same tab replaces its old ticket (the old job is cancelled). With one ticket per owner, first
   come first served is a fair share;
+* optionally bounds the live tickets of one network address (``max_per_address``,
+  ``$CRBC_JOBS_PER_ADDRESS``; off by default): a person who opens fresh browsers gets a fresh
+  owner each time, so where every person has an address of their own (not a class behind one
+  NAT, and not loopback, where Streamlit gives no address) this is the bound per person;
 * ends a job nobody waits for: the page that asked calls :meth:`JobQueue.beat` whenever it polls
   (once a second); a ticket whose last beat is older than ``stale_s`` (:data:`STALE_S`,
   ``$CRBC_JOB_HEARTBEAT_S``) is cancelled, waiting or running, unless its ``connected()`` says
@@ -38,6 +42,8 @@ __all__ = ["JobQueue", "MAX_RUNNING", "server_queue", "STALE_S", "TICK_S", "Tick
 
 MAX_RUNNING = int(os.environ.get("CRBC_MAX_JOBS") or 1)  #: jobs the server runs at once
 STALE_S = float(os.environ.get("CRBC_JOB_HEARTBEAT_S") or 90)  #: seconds without a beat that end a job
+#: live tickets one network address may hold (None: no bound; ``$CRBC_JOBS_PER_ADDRESS``)
+PER_ADDRESS = int(os.environ["CRBC_JOBS_PER_ADDRESS"]) if os.environ.get("CRBC_JOBS_PER_ADDRESS") else None
 TICK_S = 0.5  #: how often the queue's thread looks at its jobs
 
 _ids = itertools.count(1)
@@ -57,6 +63,7 @@ class Ticket:
     start: Callable[[], Any]
     done_already: Callable[[], bool] | None = None
     connected: Callable[[], bool] | None = None
+    address: str | None = None
     id: int = field(default_factory=lambda: next(_ids))
     state: str = "waiting"
     progress: dict = field(default_factory=dict)
@@ -74,9 +81,10 @@ class JobQueue:
     """The server's queue (module docstring)."""
 
     def __init__(self, max_running: int = MAX_RUNNING, stale_s: float = STALE_S, tick_s: float = TICK_S,
-                 thread: bool = True):
+                 thread: bool = True, max_per_address: int | None = PER_ADDRESS):
         self.threaded = thread  # False: nothing moves until step() is called (tests)
         self.max_running = max(int(max_running), 1)
+        self.max_per_address = None if max_per_address is None else max(int(max_per_address), 1)
         self.stale_s = float(stale_s)
         self.tick_s = float(tick_s)
         self._lock = threading.RLock()
@@ -87,12 +95,16 @@ class JobQueue:
     # ---------------------------------------------------------------- what pages call
     def submit(self, owner: str, session: str, key: Hashable, what: str, start: Callable[[], Any],
                done_already: Callable[[], bool] | None = None,
-               connected: Callable[[], bool] | None = None) -> tuple[Ticket | None, str | None]:
+               connected: Callable[[], bool] | None = None, address: str | None = None) -> tuple[Ticket | None, str | None]:
         """Queue a job: ``(ticket, None)``, or ``(None, line)`` when another tab of ``owner``
-        already has one (waiting or running). The same tab's earlier ticket is cancelled.
+        already has one (waiting or running), or ``address`` holds ``max_per_address`` live
+        tickets of other owners. The same tab's earlier ticket is cancelled.
         ``done_already()``: its result exists (skip it); ``connected()``: its session is still
         open (a stale heartbeat alone does not end it then)."""
         with self._lock:
+            full = self._address_full(owner, address)
+            if full:
+                return None, full
             for t in list(self._tickets):
                 if t.owner == owner and t.session != session:
                     return None, (f"{t.what} is already {'running' if t.state == 'running' else 'waiting'} "
@@ -100,11 +112,21 @@ class JobQueue:
                                   "server. Cancel it there, or wait for it to finish.")
                 if t.owner == owner:
                     self._end(t, {"error": f"{t.what}: replaced by your new request"})
-            ticket = Ticket(owner, session, key, what, start, done_already, connected)
+            ticket = Ticket(owner, session, key, what, start, done_already, connected, address)
             self._tickets.append(ticket)
             self._ensure_thread()
         self._wake.set()
         return ticket, None
+
+    def _address_full(self, owner: str, address: str | None) -> str | None:
+        """The line refusing a ticket from ``address`` at its bound (other owners' live tickets)."""
+        if self.max_per_address is None or address is None:
+            return None
+        held = sum(1 for t in self._tickets if t.address == address and t.owner != owner)
+        if held < self.max_per_address:
+            return None
+        return (f"{held} jobs from your network address are already waiting or running (at most "
+                f"{self.max_per_address} on this shared server). Wait for one to finish.")
 
     def beat(self, ticket: Ticket) -> None:
         """The asking page still waits for ``ticket`` (call it whenever the page polls)."""

@@ -97,3 +97,12 @@ def test_results_refuse_what_they_could_not_read_back_without_pickling(tmp_path)
     meta["class"] = "Process"
     with pytest.raises(ValueError, match="not a result class"):
         results.load(meta, tmp_path, merge(GROUPS))
+
+
+def test_a_memory_budget_ends_the_job_with_the_command_too():
+    small = Limits(seconds=120.0, memory_bytes=40 * budgets.MB, budget=budgets.CLI, cpu_seconds=None)
+    with pytest.raises(EstimateRefused) as e:
+        _run("intervals", "crbc", PARAMS, n_resamples=100_000, limits=small, label="the crbc intervals")
+    line = str(e.value)
+    assert line.startswith("the crbc intervals") and "memory budget of 40 MB" in line, line
+    assert line.endswith(f"Run it whole on your machine: `{command('intervals', 'crbc', PARAMS, 100_000)}`")

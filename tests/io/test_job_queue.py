@@ -106,3 +106,20 @@ def test_two_jobs_of_one_key_never_run_at_once_and_the_second_uses_the_firsts_re
     a.job.finish()
     q.step()
     assert b.state == "done" and b.outcome == {"done": {"already": True}} and ("start", "b") not in log
+
+
+def test_fresh_browsers_from_one_address_are_bounded_when_the_server_asks_for_it():
+    """Eight fresh browsers (eight owners) from one address queue two jobs at most with
+    ``max_per_address=2``; another address is not affected; without the bound all eight queue."""
+    def ask(q, log, owner, address):
+        return q.submit(owner, f"{owner}/tab", "k", f"the audit of {owner}", lambda: FakeJob(log, owner),
+                        address=address)
+
+    q, log = JobQueue(max_running=1, stale_s=60, thread=False, max_per_address=2), []
+    got = [ask(q, log, f"browser{i}", "10.0.0.7") for i in range(8)]
+    assert [t is not None for t, _ in got] == [True, True] + [False] * 6
+    assert "2 jobs from your network address" in got[2][1] and "at most 2" in got[2][1]
+    assert ask(q, log, "neighbour", "10.0.0.8")[0] is not None
+    assert ask(q, log, "browser0", "10.0.0.7")[0] is not None  # its own tab again: replaces its ticket
+    free = JobQueue(max_running=1, stale_s=60, thread=False, max_per_address=None)
+    assert all(ask(free, [], f"browser{i}", "10.0.0.7")[0] is not None for i in range(8))

@@ -61,6 +61,14 @@ def owner() -> str:
     return "session:" + session_id()
 
 
+def address() -> str | None:
+    """The asking browser's network address (None on loopback, in a test, in bare mode)."""
+    try:
+        return st.context.ip_address
+    except Exception:  # noqa: BLE001 (no request context)
+        return None
+
+
 def _connection():
     """A check that this session's tab is still connected to the server (Streamlit's runtime
     knows; None outside a server, e.g. under AppTest: then the heartbeat alone decides)."""
@@ -92,7 +100,7 @@ def ask_audit(view_key: str, folder: Path, regex: str, bootstrap: int, apply: st
         return start_audit(folder, bootstrap=bootstrap, anchor=regex if apply is None else apply, out=out)
 
     ticket, why = q.submit(owner(), session_id(), (str(folder), regex), f"the audit of {folder.name}", start,
-                           done_already=out.is_file, connected=_connection())
+                           done_already=out.is_file, connected=_connection(), address=address())
     if ticket is None:
         return why
     st.session_state[_HELD] = (view_key, regex, ticket)
