@@ -45,7 +45,7 @@ def test_the_imported_model_stack_is_frozen_out_of_the_garbage_collector():
     """After the background imports, the objects alive then (torch's, transformers', ...) are
     exempt from collections (gc.freeze): without it every full collection walked them, 260-340
     ms per click in the studio. In a fresh interpreter, as in the server."""
-    code = ("import gc\nfrom ui import warm_imports\n"
+    code = ("import gc\nfrom ui.core import warm_imports\n"
             "before = gc.get_freeze_count()\nwarm_imports.start()\nwarm_imports.wait()\n"
             "import torch, transformers\n"
             "print(before, gc.get_freeze_count(), sum(gc.get_count()))")
