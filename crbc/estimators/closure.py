@@ -16,8 +16,11 @@ Every backup is a sum over steps, since each step is one observed transition:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import weakref
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,15 +126,17 @@ def solve_values(p: Process, beta: float, method: str = "auto") -> np.ndarray:
     ``iterative`` for the larger ones (scipy is imported only then). All agree with a dense
     reference to 1e-9 (tests/core/test_solver.py).
 
-    ``auto`` solves are remembered per process object and beta (a Process is immutable): one
-    report of a 20,000-anchor group asks for the same closure from its credits, its anchors'
-    arithmetic and its depth sweep, half a second each. Each call returns its own copy.
+    Inside :func:`solves_remembered` (a report), ``auto`` solves are remembered per process
+    object and beta (a Process is immutable): one report of a 20,000-anchor group asks for the
+    same closure from its credits, its anchors' arithmetic and its depth sweep, half a second
+    each. Each call returns its own copy. Outside it every call solves.
     """
     _check_beta(beta)
     if method not in SOLVERS:
         raise ValueError(f"method must be one of {', '.join(SOLVERS)}, got {method!r}")
-    if method == "auto":
-        memo = _SOLVED.setdefault(p, {})
+    solved = _SOLVED.get()
+    if method == "auto" and solved is not None:
+        memo = solved.setdefault(p, {})
         if beta not in memo:
             memo[beta] = _solve_values(p, beta, method)
             memo[beta].flags.writeable = False
@@ -139,8 +144,19 @@ def solve_values(p: Process, beta: float, method: str = "auto") -> np.ndarray:
     return _solve_values(p, beta, method)
 
 
-#: the ``auto`` closure values already solved, per process object, by beta
-_SOLVED: weakref.WeakKeyDictionary[Process, dict[float, np.ndarray]] = weakref.WeakKeyDictionary()
+#: inside :func:`solves_remembered`: the ``auto`` closure values already solved, per process object, by beta
+_SOLVED: ContextVar[weakref.WeakKeyDictionary | None] = ContextVar("crbc_solved", default=None)
+
+
+@contextlib.contextmanager
+def solves_remembered() -> Iterator[None]:
+    """Within the block, :func:`solve_values` (``auto``) solves each process and beta once; the
+    memo goes with the block (a report opens one; benchmarks and the studio never do)."""
+    token = _SOLVED.set(weakref.WeakKeyDictionary())
+    try:
+        yield
+    finally:
+        _SOLVED.reset(token)
 
 
 def _solve_values(p: Process, beta: float, method: str) -> np.ndarray:

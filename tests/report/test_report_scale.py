@@ -182,13 +182,21 @@ def test_anchor_labels_are_memoised_and_equal_a_fresh_computation():
 # the closure's memo and the depth sweep that stops
 
 
-def test_the_closure_memo_returns_fresh_copies_equal_to_a_new_solve():
+def test_the_closure_memo_returns_fresh_copies_equal_to_a_new_solve(monkeypatch):
     p = merge([_wide(300, 200)])  # above MAX_DENSE_BLOCK: the iterative solve
-    v = C.solve_values(p, 0.97)
-    v[:] = -1.0  # a caller's copy: the memo is untouched
-    again = C.solve_values(p, 0.97)
-    np.testing.assert_array_equal(again, C._solve_values(p, 0.97, "auto"))
+    solves = []
+    real = C._solve_values
+    monkeypatch.setattr(C, "_solve_values", lambda *a: solves.append(a[1]) or real(*a))
+    with C.solves_remembered():
+        v = C.solve_values(p, 0.97)
+        v[:] = -1.0  # a caller's copy: the memo is untouched
+        again = C.solve_values(p, 0.97)
+        assert solves == [0.97]  # solved once inside the block
+    np.testing.assert_array_equal(again, real(p, 0.97, "auto"))
     assert again.flags.writeable and (again >= 0).all()
+    C.solve_values(p, 0.97)
+    C.solve_values(p, 0.97)
+    assert solves == [0.97] * 3  # outside it (a benchmark, the studio) every call solves
 
 
 @pytest.mark.parametrize("tol", [1e-6, 1e-3, 0.0, 10.0])
