@@ -10,7 +10,8 @@ from __future__ import annotations
 import reprlib
 
 __all__ = [
-    "bounded_message", "BudgetError", "FormatError", "MAX_MESSAGE_CHARS", "RolloutFormatError", "RunFormatError", "shown_value",
+    "bounded_message", "BudgetError", "FormatError", "MAX_MESSAGE_CHARS", "NAME_MAX_BYTES", "PATH_MAX_BYTES",
+    "os_reason", "path_limit_message", "path_limit_reason", "RolloutFormatError", "RunFormatError", "shown_value",
     "SHOWN_VALUE_CHARS", "UnknownEstimatorError", "UnknownNameError", "UsageError"
 ]
 
@@ -50,6 +51,46 @@ def bounded_message(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     if len(message) <= limit:
         return message
     return f"{message[:limit]}... (message cut: {len(message):,} characters in all)"
+
+
+NAME_MAX_BYTES = 255    #: the longest file or folder name (one part of a path) Linux file systems take
+PATH_MAX_BYTES = 4096   #: the longest whole path Linux takes (PATH_MAX, the final NUL included)
+
+
+def path_limit_reason(path: str) -> str | None:
+    """Which file-system limit ``path`` breaks, said with the limit: a part longer than
+    :data:`NAME_MAX_BYTES` bytes (UTF-8; the part quoted by :func:`shown_value`), else a whole
+    path of :data:`PATH_MAX_BYTES` bytes or more; None when it breaks neither (the operating
+    system's bare "File name too long" names neither the limit nor which part)."""
+    for part in str(path).split("/"):
+        n = len(part.encode("utf-8", errors="surrogateescape"))
+        if n > NAME_MAX_BYTES:
+            return (f"the file or folder name {shown_value(part)} is {n:,} bytes; "
+                    f"a name (one part of a path) may be at most {NAME_MAX_BYTES} bytes")
+    n = len(str(path).encode("utf-8", errors="surrogateescape"))
+    if n >= PATH_MAX_BYTES:
+        return f"the path is {n:,} bytes; a whole path must be under {PATH_MAX_BYTES:,} bytes"
+    return None
+
+
+def path_limit_message(path: str) -> str | None:
+    """:func:`path_limit_reason` after the path (cut by :func:`shown_value`), or None."""
+    why = path_limit_reason(path)
+    return None if why is None else f"{shown_value(str(path))}: {why}"
+
+
+def os_reason(e: OSError) -> str:
+    """An OSError's reason for a message about its file: the limit broken for a name or path too
+    long (:func:`path_limit_reason` of ``e.filename``), else the system's ``strerror``."""
+    import errno
+
+    if e.errno == errno.ENAMETOOLONG and e.filename is not None:
+        import os
+
+        why = path_limit_reason(os.fsdecode(e.filename))
+        if why:
+            return why
+    return str(e.strerror)
 
 
 class FormatError(ValueError):

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from dataclasses import dataclass
 
-from crbc.errors import FormatError, UsageError, bounded_message
+from crbc.errors import FormatError, UsageError, bounded_message, path_limit_message
 from crbc.registry import Registry
 
 __all__ = ["COMMANDS", "Command", "UsageError", "main", "register_command"]  # UsageError re-exported for compatibility
@@ -67,6 +68,20 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+def _message(e: BaseException) -> str:
+    """The error's text; for a name or path too long for the file system (ENAMETOOLONG), which
+    limit it breaks and by how much (:func:`crbc.errors.path_limit_message`), not the bare
+    "File name too long" with the whole path."""
+    import errno
+
+    if isinstance(e, OSError) and e.errno == errno.ENAMETOOLONG:
+        for name in (e.filename, e.filename2):  # a rename names its source and its target
+            said = None if name is None else path_limit_message(os.fsdecode(name))
+            if said:
+                return said
+    return str(e)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
@@ -90,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv[1:])
         return int(runner(args) or 0)
     except (UsageError, FormatError, ValueError, OSError) as e:
-        msg = bounded_message(" ".join(str(e).split()))  # one line, bounded
+        msg = bounded_message(" ".join(_message(e).split()))  # one line, bounded
         print(f"crbc {name}: error: {msg}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

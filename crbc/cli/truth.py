@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from crbc.cli.anchor_args import add_similarity_argument
+from crbc.errors import os_reason
 from crbc.io.rollouts import RolloutFormatError, atomic_write_lines, iter_rollouts
 
 __all__ = [
@@ -85,7 +86,7 @@ def read_with_lines(path: str):
     try:
         f = open(path, "rb")
     except OSError as e:
-        raise RolloutFormatError(f"cannot read file ({e.strerror})", str(path)) from None
+        raise RolloutFormatError(f"cannot read file ({os_reason(e)})", str(path)) from None
     with f:
         lines = _Lines(f)
         rollouts, numbers = [], []

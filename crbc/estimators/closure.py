@@ -16,7 +16,11 @@ Every backup is a sum over steps, since each step is one observed transition:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import weakref
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,10 +125,42 @@ def solve_values(p: Process, beta: float, method: str = "auto") -> np.ndarray:
     ``auto`` (default): ``blocks`` for the groups of at most ``MAX_DENSE_BLOCK`` anchors and
     ``iterative`` for the larger ones (scipy is imported only then). All agree with a dense
     reference to 1e-9 (tests/core/test_solver.py).
+
+    Inside :func:`solves_remembered` (a report), ``auto`` solves are remembered per process
+    object and beta (a Process is immutable): one report of a 20,000-anchor group asks for the
+    same closure from its credits, its anchors' arithmetic and its depth sweep, half a second
+    each. Each call returns its own copy. Outside it every call solves.
     """
     _check_beta(beta)
     if method not in SOLVERS:
         raise ValueError(f"method must be one of {', '.join(SOLVERS)}, got {method!r}")
+    solved = _SOLVED.get()
+    if method == "auto" and solved is not None:
+        memo = solved.setdefault(p, {})
+        if beta not in memo:
+            memo[beta] = _solve_values(p, beta, method)
+            memo[beta].flags.writeable = False
+        return memo[beta].copy()
+    return _solve_values(p, beta, method)
+
+
+#: inside :func:`solves_remembered`: the ``auto`` closure values already solved, per process object, by beta
+_SOLVED: ContextVar[weakref.WeakKeyDictionary | None] = ContextVar("crbc_solved", default=None)
+
+
+@contextlib.contextmanager
+def solves_remembered() -> Iterator[None]:
+    """Within the block, :func:`solve_values` (``auto``) solves each process and beta once; the
+    memo goes with the block (a report opens one; benchmarks and the studio never do)."""
+    token = _SOLVED.set(weakref.WeakKeyDictionary())
+    try:
+        yield
+    finally:
+        _SOLVED.reset(token)
+
+
+def _solve_values(p: Process, beta: float, method: str) -> np.ndarray:
+    """:func:`solve_values` without the memo."""
     if method in ("sparse", "iterative"):
         v_S = _solve_sparse(p, beta, np.ones(p.n_states, dtype=bool), direct=method == "sparse")
     else:
@@ -322,35 +358,45 @@ class DepthSweep:
                                    bound_K=self.bound_K[:n])
 
 
-def depth_sweep(p: Process, beta: float, k_max: int) -> DepthSweep:
+def depth_sweep(p: Process, beta: float, k_max: int, tol: float | None = None) -> DepthSweep:
     """The finite-depth family on one process, K = 0..k_max, beside the exact closure (Eq. 10).
 
     Args:
         p: the merged process (S anchors, SA pairs).
         beta: discount in (0, 1].
         k_max: the deepest K (>= 0).
+        tol: None, or stop early: the sweep ends at the first K >= 1 with
+            ``||A^(K) - A_inf||_inf <= tol`` (at k_max when none is), i.e. it equals
+            ``depth_sweep(p, beta, k_max).first(max(c, 1))`` with ``c`` that sweep's
+            ``converged_at(tol)`` (k_max when None), without computing or holding the depths
+            past it (a report embeds the sweep up to convergence; on a 20,000-anchor group
+            the full 401 depths hold 3 x 401 x SA floats, 470 MB).
 
     Returns:
-        :class:`DepthSweep`: ``v_KS`` (k_max + 1, S) = V^(K), ``q_KSA`` and ``a_KSA``
-        (k_max + 1, SA) = Q^(K), A^(K); the closure's ``v_S``, ``q_SA``, ``a_SA``; the sup-norm
+        :class:`DepthSweep`: ``v_KS`` (K + 1, S) = V^(K), ``q_KSA`` and ``a_KSA``
+        (K + 1, SA) = Q^(K), A^(K); the closure's ``v_S``, ``q_SA``, ``a_SA``; the sup-norm
         errors to the closure per K and the Cor. 3 bound ``2 beta^K / (1 - beta) ||T V0 - V0||``.
     """
     _check_beta(beta)
     if k_max < 0:
         raise ValueError(f"k_max must be >= 0, got {k_max}")
-    v0_S, q0_SA = visit_local(p, beta)
-    vs, qs = [v0_S], [q0_SA]
-    for _ in range(k_max):
-        q_SA = backup_q(p, vs[-1], beta)
-        qs.append(q_SA)
-        vs.append(state_mean(p, q_SA))
-    v_KS, q_KSA = np.array(vs), np.array(qs)
-    a_KSA = q_KSA - v_KS[:, p.sa_state]
+    if tol is not None and not tol >= 0:
+        raise ValueError(f"tol must be >= 0 or None, got {tol}")
     v_S = solve_values(p, beta)
     q_SA = backup_q(p, v_S, beta)
     a_SA = q_SA - v_S[p.sa_state]
+    v0_S, q0_SA = visit_local(p, beta)
+    vs, qs, err_a = [v0_S], [q0_SA], [_sup(q0_SA - v0_S[p.sa_state] - a_SA)]
+    for k in range(1, k_max + 1):
+        if tol is not None and k >= 2 and err_a[-1] <= tol:
+            break
+        qs.append(backup_q(p, vs[-1], beta))
+        vs.append(state_mean(p, qs[-1]))
+        err_a.append(_sup(qs[-1] - vs[-1][p.sa_state] - a_SA))
+    v_KS, q_KSA = np.array(vs), np.array(qs)
+    a_KSA = q_KSA - v_KS[:, p.sa_state]
     gap = _sup(backup_v(p, v0_S, beta) - v0_S)
-    k = np.arange(k_max + 1, dtype=float)
+    k = np.arange(len(vs), dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         bound = 2.0 * beta ** k / (1.0 - beta) * gap if beta < 1 else np.full(k.shape, np.inf)
     bound = np.where(k == 0, np.nan, bound)

@@ -9,6 +9,7 @@ that the tables share (a group's anchors, an anchor's pairs, a rollout's path) l
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -46,8 +47,21 @@ def is_short(text: str) -> bool:
         and text not in (Z_PLUS, Z_MINUS)
 
 
+#: labels already computed, per process object (a Process is immutable; an entry goes with it)
+_DONE: weakref.WeakKeyDictionary[Process, tuple[str, ...]] = weakref.WeakKeyDictionary()
+
+
 def anchor_labels(p: Process) -> tuple[str, ...]:
-    """A label per anchor (S,), by the rule of the module docstring."""
+    """A label per anchor (S,), by the rule of the module docstring; computed once per process
+    (a report names the anchors of one group in every section)."""
+    got = _DONE.get(p)
+    if got is None:
+        got = _DONE[p] = _anchor_labels(p)
+    return got
+
+
+def _anchor_labels(p: Process) -> tuple[str, ...]:
+    """:func:`anchor_labels` without the per-process memo."""
     labels: list[str] = [""] * p.n_states
     for g in range(len(p.group_ids)):
         states = group_states(p, g)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import crbc.estimators.closure as C
-from crbc.estimators.registry import Credits, compute
+from crbc.estimators.registry import Credits, compute_cached
 from crbc.explain.anchor_names import anchor_labels, group_states, node_labels, state_pairs
 from crbc.explain.table_rows import col, fmt, num
 from crbc.process import Process
@@ -27,8 +27,8 @@ __all__ = [
 ]
 
 
-def _crbc(p: Process, beta: float, depth: int | None, sigma_min: float) -> Credits:
-    return compute("crbc", p, beta=beta, depth=depth, sigma_min=sigma_min)
+def _crbc(p: Process, beta: float, depth: int | None, sigma_min: float, cache: dict | None = None) -> Credits:
+    return compute_cached(cache, "crbc", p, beta=beta, depth=depth, sigma_min=sigma_min)
 
 
 # --------------------------------------------------------------------------------------------
@@ -130,23 +130,25 @@ class SuccessorRow:
 
 
 def anchor_arithmetic(p: Process, state: int, beta: float = 0.98, depth: int | None = None,
-                      sigma_min: float = 0.1, digits: int = 4) -> AnchorArithmetic:
+                      sigma_min: float = 0.1, digits: int = 4, cache: dict | None = None) -> AnchorArithmetic:
     """The backup arithmetic at anchor ``state`` for the CRBC family member of depth ``depth``.
 
     Closure and K >= 1:  ``Q(s,a) = beta * sum_x P(x|s,a) V(x)`` with V = V^(K-1) (closure: V).
     K = 0:               ``Q0(s,a)`` = mean of the realised returns ``beta^(T-t+1) R``.
     Then ``V(s) = sum_a mu Q``, ``A = Q - V``, ``sigma^2 = sum_a mu A^2`` and
     ``A_S = [#actions >= 2] A / max(sigma, sigma_min)`` (Eq. 7-10, 13); all read from the
-    ``crbc`` credits at that depth.
+    ``crbc`` credits at that depth (computed once per ``cache``, a dict the caller owns:
+    :func:`crbc.estimators.registry.compute_cached`; a report explains several anchors of one
+    group with one closure solve).
     """
     if not 0 <= state < p.n_states:
         raise IndexError(f"anchor id {state} out of range (0..{p.n_states - 1})")
     labels = node_labels(p)
-    cr = _crbc(p, beta, depth, sigma_min)
+    cr = _crbc(p, beta, depth, sigma_min, cache)
     v_S, q_SA, a_SA, a_s_SA, sigma_S = cr.value_S, cr.q_SA, cr.credit_SA, cr.step_advantage_SA, cr.sigma_S
     # the V that Q backs up: V itself at the closure, V^(K-1) at depth K >= 1, none at K = 0
     vprev_S = (v_S if depth is None else np.full(p.n_states, np.nan) if depth == 0
-               else _crbc(p, beta, depth - 1, sigma_min).value_S)
+               else _crbc(p, beta, depth - 1, sigma_min, cache).value_S)
     vprev_ext = p.extend(vprev_S)
     g_N = C.realized_returns(p, beta)
     src, nxt, cnt = p.transitions()
@@ -235,7 +237,7 @@ def dense_system(p: Process, group: int = 0, beta: float = 0.98, max_states: int
     sl = slice(states.start, states.stop)
     a = a_sp.toarray()[sl, sl] if p.n_states <= 4 * max_states else a_sp[sl, sl].toarray()
     b = b_S[sl]
-    v = compute("crbc", p, beta=beta).value_S[sl]
+    v = compute_cached(None, "crbc", p, beta=beta).value_S[sl]
     m = (np.eye(len(states)) - a) / beta
     labels = tuple(anchor_labels(p)[s] for s in states)
     return DenseSystem(labels, beta, m, a, b, v, float(np.abs(a @ v - b).max(initial=0.0)))

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from crbc.estimators.registry import compute, get
-from crbc.explain.anchor_names import anchor_labels, group_states, node_labels, state_pairs
+from crbc.estimators.registry import compute_cached, get
+from crbc.explain.anchor_names import anchor_labels, group_states, node_labels
 from crbc.explain.table_rows import col
 from crbc.io.rollouts import RolloutGroup
 from crbc.process import Process, merge
@@ -200,13 +200,14 @@ class Disagreement:
 
 
 def _side(name: str, p: Process, shared: dict[str, Any], fixed: dict[str, Any], signal: str,
-          trainer_N: np.ndarray | None) -> np.ndarray:
-    """(N,) one side's signal: the trainer's advantage (NaN -> 0), or the estimator's field."""
+          trainer_N: np.ndarray | None, cache: dict | None = None) -> np.ndarray:
+    """(N,) one side's signal: the trainer's advantage (NaN -> 0), or the estimator's field
+    (computed once per ``cache``: :func:`crbc.estimators.registry.compute_cached`)."""
     if name == TRAINER:
         if trainer_N is None or len(trainer_N) != p.n_steps:
             raise ValueError("this source records no trainer advantage (Step.trainer_advantage) to compare")
         return np.nan_to_num(np.asarray(trainer_N, dtype=float))
-    return getattr(compute(name, p, **_params_for(name, shared, fixed)), f"{signal}_N")
+    return getattr(compute_cached(cache, name, p, **_params_for(name, shared, fixed)), f"{signal}_N")
 
 
 def comparison_named(name: str) -> Comparison:
@@ -220,16 +221,23 @@ def comparison_named(name: str) -> Comparison:
 
 
 def disagreements(groups: Sequence[RolloutGroup] | Process, comparison: str | Comparison,
-                  trainer_N: np.ndarray | None = None, **shared: Any) -> Disagreement:
+                  trainer_N: np.ndarray | None = None, *, with_steps: bool = True, cache: dict | None = None,
+                  **shared: Any) -> Disagreement:
     """Rank anchors and steps of ``groups`` (one group, or every group of a file) by the
     disagreement of two estimators. ``shared`` are sidebar parameters (beta, depth, sigma_min,
     ...); each estimator takes the ones the registry says it shares. ``trainer_N``: (N,) the
     trainer's advantage per step in merge order, for a side named :data:`TRAINER`. Step ``t``
-    is numbered from 0, as the files number steps."""
+    is numbered from 0, as the files number steps. ``with_steps=False`` leaves ``steps`` empty
+    (a caller that shows anchors and pairs only: N rows it would not read); ``cache``: a dict
+    in which each side's credits are computed once (:func:`crbc.estimators.registry.compute_cached`).
+
+    Cost: O(N + SA log SA) array work and one row object per anchor and pair (and per step
+    with ``with_steps``); the pairs of each anchor come from one stable sort of ``sa_state``
+    (ascending pair id within an anchor, as :func:`crbc.explain.anchor_names.state_pairs`)."""
     cmp_ = comparison_named(comparison) if isinstance(comparison, str) else comparison
     p = groups if isinstance(groups, Process) else merge(groups)
-    ax_N = _side(cmp_.x, p, shared, cmp_.x_params, cmp_.signal, trainer_N)
-    ay_N = _side(cmp_.y, p, shared, cmp_.y_params, cmp_.signal, trainer_N)
+    ax_N = _side(cmp_.x, p, shared, cmp_.x_params, cmp_.signal, trainer_N, cache)
+    ay_N = _side(cmp_.y, p, shared, cmp_.y_params, cmp_.signal, trainer_N, cache)
     # float noise is agreement (snap): a trainer's float32 advantage against crbc's float64 one
     # differs by ~1e-8, never a disagreement
     d_N = snap(ax_N - ay_N)
@@ -237,27 +245,54 @@ def disagreements(groups: Sequence[RolloutGroup] | Process, comparison: str | Co
     n_sa = p.n_sa
     mx_SA = snap(np.bincount(p.step_sa, weights=ax_N, minlength=len(n_sa)) / n_sa)
     my_SA = snap(np.bincount(p.step_sa, weights=ay_N, minlength=len(n_sa)) / n_sa)
+    d_SA = snap(mx_SA - my_SA)
     score_S = np.bincount(p.step_state, weights=np.abs(d_N), minlength=p.n_states) / p.n_s
     max_S = np.zeros(p.n_states)
     np.maximum.at(max_S, p.step_state, np.abs(d_N))
     xl, yl = cmp_.x_label, cmp_.y_label
+    by_state = np.argsort(p.sa_state, kind="stable")
+    count_S = np.bincount(p.sa_state, minlength=p.n_states)
+    starts = np.concatenate([[0], np.cumsum(count_S)[:-1]])
+    best_x_S, tie_x_S = _best(mx_SA[by_state], starts, count_S)
+    best_y_S, tie_y_S = _best(my_SA[by_state], starts, count_S)
+    act_SA = [p.action_names[a] for a in p.sa_action.tolist()]
+    order = by_state.tolist()
     anchors, pairs = [], []
-    for s in range(p.n_states):
-        sas = state_pairs(p, s)
-        acts = [p.action_names[p.sa_action[sa]] for sa in sas]
-        bx = acts[int(np.argmax(mx_SA[sas]))]
-        by = acts[int(np.argmax(my_SA[sas]))]
-        tie_x = len(sas) > 1 and np.ptp(mx_SA[sas]) == 0  # a single action is its own best (snapped: ties
-        tie_y = len(sas) > 1 and np.ptp(my_SA[sas]) == 0  # within float noise are ties)
+    for s, (lo, k) in enumerate(zip(starts.tolist(), count_S.tolist(), strict=True)):
+        bx, by = act_SA[order[lo + best_x_S[s]]], act_SA[order[lo + best_y_S[s]]]
+        tie_x, tie_y = bool(tie_x_S[s]), bool(tie_y_S[s])
         group = p.group_ids[int(p.state_group[s])]
         anchors.append(AnchorDisagreement(
-            group, labels[s], s, int(p.n_s[s]), len(sas), float(score_S[s]), float(max_S[s]),
+            group, labels[s], s, int(p.n_s[s]), k, float(score_S[s]), float(max_S[s]),
             "(tie)" if tie_x else bx, "(tie)" if tie_y else by,
-            bool(len(sas) > 1 and (tie_x != tie_y or (not tie_x and bx != by))), xl, yl))
-        for sa in sas:
-            pairs.append(PairDisagreement(group, labels[s], s, p.action_names[p.sa_action[sa]],
-                                          int(n_sa[sa]), float(mx_SA[sa]), float(my_SA[sa]),
-                                          float(snap(mx_SA[sa] - my_SA[sa])), xl, yl))
+            bool(k > 1 and (tie_x != tie_y or (not tie_x and bx != by))), xl, yl))
+        for sa in order[lo:lo + k]:
+            pairs.append(PairDisagreement(group, labels[s], s, act_SA[sa], int(n_sa[sa]), float(mx_SA[sa]),
+                                          float(my_SA[sa]), float(d_SA[sa]), xl, yl))
+    steps = _step_rows(p, labels, ax_N, ay_N, d_N, xl, yl) if with_steps else []
+    anchors.sort(key=lambda r: (-r.disagreement, -r.visits, r.state))
+    pairs.sort(key=lambda r: (-abs(r.delta), r.state))
+    return Disagreement(cmp_, anchors, steps, pairs)
+
+
+def _best(m: np.ndarray, starts: np.ndarray, count: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """Per anchor, over its pairs' values ``m`` (anchors' runs of ``count`` entries from
+    ``starts``, every run non-empty): the offset in its run of the first largest value
+    (``np.argmax`` of the run) and whether the run is a tie (two or more pairs, max == min, i.e.
+    ``np.ptp == 0``)."""
+    if not len(count):
+        return [], np.zeros(0, dtype=bool)
+    hi = np.maximum.reduceat(m, starts)
+    lo = np.minimum.reduceat(m, starts)
+    run = np.repeat(np.arange(len(count)), count)
+    pos = np.arange(len(m)) - starts[run]
+    first = np.minimum.reduceat(np.where(m == hi[run], pos, len(m)), starts)
+    return first.tolist(), (count > 1) & (hi == lo)
+
+
+def _step_rows(p: Process, labels, ax_N: np.ndarray, ay_N: np.ndarray, d_N: np.ndarray, xl: str,
+               yl: str) -> list[StepDisagreement]:
+    """A row per step, largest |Δ| first (ties: group, rollout, t)."""
     steps = []
     for n in range(p.n_steps):
         r = int(p.step_rollout[n])
@@ -265,10 +300,8 @@ def disagreements(groups: Sequence[RolloutGroup] | Process, comparison: str | Co
             p.group_ids[int(p.rollout_group[r])], int(p.rollout_index[r]), int(p.step_t[n]) - 1,
             labels[p.step_state[n]], int(p.step_state[n]), p.action_names[p.sa_action[p.step_sa[n]]],
             float(ax_N[n]), float(ay_N[n]), float(d_N[n]), xl, yl))
-    anchors.sort(key=lambda r: (-r.disagreement, -r.visits, r.state))
-    pairs.sort(key=lambda r: (-abs(r.delta), r.state))
     steps.sort(key=lambda r: (-abs(r.delta), r.group, r.rollout, r.t))
-    return Disagreement(cmp_, anchors, steps, pairs)
+    return steps
 
 
 def anchors_by_visits(p: Process, group: int | None = None) -> list[AnchorVisits]:

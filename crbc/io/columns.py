@@ -31,6 +31,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 import numpy as np
 
+from crbc.errors import os_reason
 from crbc.io import budgets
 from crbc.io.records import (
     MAX_TEXT_CHARS,
@@ -358,7 +359,7 @@ def read_columns(path: str | os.PathLike, keep_text: bool = True) -> Columns:
             lines = budgets.meter().gunzip_lines(f, str(path), charge=False) if gz else f
             cols = decode_lines(lines, str(path), keep_text)
     except OSError as e:
-        raise RolloutFormatError(f"cannot read file ({e.strerror})", str(path)) from None
+        raise RolloutFormatError(f"cannot read file ({os_reason(e)})", str(path)) from None
     return _nonempty(cols, str(path), "the file is empty")
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from crbc.errors import RolloutFormatError
+from crbc.errors import RolloutFormatError, os_reason
 from crbc.io.rollouts import SCHEMA, Rollout, RolloutGroup, Step, atomic_write_chunks
 
 __all__ = [
@@ -111,7 +111,7 @@ def read_parquet_rollouts(path: str | os.PathLike, data: bytes | None = None) ->
         try:
             data = Path(path).read_bytes()
         except OSError as e:
-            _fail(f"cannot read file ({e.strerror})", source)
+            _fail(f"cannot read file ({os_reason(e)})", source)
     if len(data) < 8 or data[:4] != b"PAR1" or data[-4:] != b"PAR1":
         _fail("not a Parquet file (no PAR1 magic at its start and end)", source)
     from crbc.io import budgets

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crbc.errors import RolloutFormatError, shown_value
+from crbc.errors import RolloutFormatError, os_reason, shown_value
 
 __all__ = [
     "BOM", "group_rollouts", "iter_rollouts", "MAX_PROBLEMS", "MAX_TEXT_CHARS",
@@ -306,7 +306,7 @@ def reference_read_rollouts(path: str | os.PathLike) -> list[RolloutGroup]:
         with open(path, "rb") as f:
             groups = group_rollouts(iter_rollouts(f, str(path)))
     except OSError as e:
-        raise RolloutFormatError(f"cannot read file ({e.strerror})", str(path)) from None
+        raise RolloutFormatError(f"cannot read file ({os_reason(e)})", str(path)) from None
     if not groups:
         raise RolloutFormatError("no rollouts found (the file is empty)", str(path))
     return groups

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from crbc.errors import RolloutFormatError
+from crbc.errors import RolloutFormatError, os_reason
 from crbc.io.columns import Columns
 from crbc.io.columns import read_columns as read_jsonl_columns
 from crbc.io.records import RolloutGroup
@@ -27,7 +27,7 @@ def sniff(path: str | os.PathLike) -> str:
         with open(path, "rb") as f:
             head = f.read(4)
     except OSError as e:
-        raise RolloutFormatError(f"cannot read file ({e.strerror})", str(path)) from None
+        raise RolloutFormatError(f"cannot read file ({os_reason(e)})", str(path)) from None
     if head == PARQUET_MAGIC:
         return "parquet"
     return "gzip" if head[:2] == GZIP_MAGIC else "jsonl"

@@ -79,10 +79,14 @@ def read_rollouts(path: str | os.PathLike) -> list[RolloutGroup]:
 
 def atomic_write_chunks(path: str | os.PathLike, chunks: Iterable[bytes]) -> None:
     """Write byte chunks to ``path`` through a temporary file in the same folder and a rename:
-    never half-written; the file gets the usual permissions (mkstemp's are 0600)."""
+    never half-written; the file gets the usual permissions (mkstemp's are 0600). The temporary
+    file is ``.<name cut to 200 characters>.<random>.tmp``, so any name the file system takes can
+    be written."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # the temporary name is the target's cut to 200 characters, so a target name that the file
+    # system takes (up to 255 bytes) never fails for its temporary twin's extra 14 characters
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             for chunk in chunks:

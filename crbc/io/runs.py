@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from crbc.errors import RolloutFormatError, RunFormatError, shown_value
+from crbc.errors import RolloutFormatError, RunFormatError, os_reason, shown_value
 from crbc.io.rollouts import (
     RolloutGroup,
     group_rollouts,
@@ -329,7 +329,7 @@ def read_meta(path: str | os.PathLike) -> dict[str, Any]:
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
-        raise RunFormatError(f"cannot read file ({e.strerror})", str(p)) from None
+        raise RunFormatError(f"cannot read file ({os_reason(e)})", str(p)) from None
     return parse_meta(text, str(p))
 
 
@@ -391,7 +391,7 @@ def read_run(path: str | os.PathLike) -> Run:
     try:
         data = mpath.read_bytes() if mpath.exists() else b""
     except OSError as e:
-        raise RunFormatError(f"cannot read file ({e.strerror})", str(mpath)) from None
+        raise RunFormatError(f"cannot read file ({os_reason(e)})", str(mpath)) from None
     metrics, tail = parse_metrics(data, str(mpath))
     files = iteration_files(path / ROLLOUTS_DIR)
     return Run(str(path), meta, metrics, tuple(files), tail, files)

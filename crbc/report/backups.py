@@ -31,11 +31,14 @@ def sweep_data(p: Process, beta: float, tol: float = TOL, k_cap: int = K_CAP) ->
     """``(data, sweep)``: the JSON the slider reads (``values`` (K+1, S) rounded, ``palette``
     (101,), ``labels``, ``visits``, one ``notes`` line per K) and the :class:`DepthSweep`
     truncated at the convergence depth (``k_cap`` when it does not converge)."""
-    sw = depth_sweep(p, beta, k_cap)
+    sw = depth_sweep(p, beta, k_cap, tol)  # stops at the convergence depth: nothing past it is shown
     conv = sw.converged_at(tol)
     last = k_cap if conv is None else max(int(conv), 1)
     v_KS = np.round(sw.v_KS[: last + 1], 4)
-    values = [[None if not np.isfinite(x) else float(x) for x in row] for row in v_KS.tolist()]
+    if np.isfinite(v_KS).all():
+        values = v_KS.tolist()
+    else:
+        values = np.where(np.isfinite(v_KS), v_KS, None).tolist()  # NaN as null
     notes = []
     for k in range(last + 1):
         moved = 0 if k == 0 else int((np.abs(sw.v_KS[k] - sw.v_KS[k - 1]) > 1e-9).sum())

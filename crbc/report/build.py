@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from crbc.errors import UsageError
+from crbc.estimators.closure import solves_remembered
 from crbc.io.rollouts import RolloutGroup, showcase_group
 from crbc.report import group as G
 from crbc.report.page import Section, page
@@ -61,6 +62,7 @@ def default_truth(policy_root: str | None = None):
     return truth
 
 
+@solves_remembered()  # its sections ask for the same closure: solved once per process and beta
 def group_report(group: RolloutGroup, *, estimators: Sequence[str] | None = None,
                  params: Mapping[str, Any] | None = None, truth: bool | Any = True,
                  policy_root: str | None = None, source: str = "", key: str = "", findings=None,

@@ -9,7 +9,7 @@ computed by :mod:`crbc.estimators`, :mod:`crbc.explain` and :mod:`crbc.truth`, n
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,11 +33,12 @@ from crbc.viz.heatmap import Panel, heatmaps_svg, shared_range
 
 __all__ = [
     "anchors_html", "credits_html", "disagreements_html", "graph_html", "group_view", "GroupView",
-    "INDEX_MAX", "sections", "summary_html", "TOP_ANCHORS", "trainer_html", "TruthFn"
+    "HEAT_ROWS", "heat_rows", "INDEX_MAX", "sections", "summary_html", "TOP_ANCHORS", "trainer_html", "TruthFn"
 ]
 
 TOP_ANCHORS = 3  #: anchors written out with their arithmetic, per comparison
 INDEX_MAX = 400  #: anchors listed with their text in the anchor index (most visited first)
+HEAT_ROWS = 128  #: rollouts drawn per heatmap panel (a bigger group: a stated selection of them)
 
 #: truth(group, anchors, beta) -> GroupTruth, or raises ValueError / OSError with the reason
 TruthFn = Callable[[RolloutGroup, Sequence[str], float], Any]
@@ -49,7 +50,9 @@ class GroupView:
     (``credits``: name -> :class:`~crbc.estimators.credits.Credits`), the shared ``params``
     (beta, sigma_min, depth, ...), the truth (a ``GroupTruth`` or None) and why there is none,
     ``trainer``: (N,) the advantage the user's trainer gave each step in merge order (NaN where
-    none; None when the group records none), ``key``: the anchor key its anchors carry ("" exact)."""
+    none; None when the group records none), ``key``: the anchor key its anchors carry ("" exact);
+    ``cache``: every estimator computed on the process so far
+    (:func:`crbc.estimators.registry.compute_cached`), so the sections never solve twice."""
 
     group: RolloutGroup
     credits: Mapping[str, Any]
@@ -58,6 +61,7 @@ class GroupView:
     no_truth: str = ""
     trainer: np.ndarray | None = None
     key: str = ""
+    cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def process(self):
@@ -73,7 +77,8 @@ def group_view(group: RolloutGroup, estimators: Sequence[str] | None = None,
     names = list(estimators or registry.names())
     params = dict(params or {})
     p = merge([group])
-    credits = {n: registry.compute(n, p, **registry.get(n).shared(params)) for n in names}
+    cache: dict = {}
+    credits = {n: registry.compute_cached(cache, n, p, **registry.get(n).shared(params)) for n in names}
     beta = float(params.get("beta", 0.98))
     t, why = None, "No exact truth: the report was made without it."
     if truth is not None:
@@ -87,7 +92,7 @@ def group_view(group: RolloutGroup, estimators: Sequence[str] | None = None,
                 t, why = truth(group, p.state_anchor, beta), ""
             except (ValueError, OSError) as e:
                 why = "No exact truth for this group: " + " ".join(str(e).split())
-    return GroupView(group, credits, params, t, why, trainer, key)
+    return GroupView(group, credits, params, t, why, trainer, key, cache)
 
 
 def _ids(prefix: str) -> Callable[[str], str]:
@@ -131,22 +136,45 @@ def graph_html(v: GroupView) -> str:
               'Hover an anchor for its name, value and text; the texts are listed under Anchors.</p>')
 
 
+def heat_rows(p, limit: int = HEAT_ROWS) -> tuple[list[int] | None, str]:
+    """The rollouts a heatmap panel of the report draws, and the sentence that says which:
+    ``(None, "")`` (all) up to ``limit`` rollouts; beyond, the first ``limit // 2`` that
+    succeeded and the first that failed, in file order (the other outcome fills what one lacks),
+    so both outcomes stay in view, with a note naming the count and why."""
+    n = len(p.rollout_len)
+    if n <= limit:
+        return None, ""
+    ok = np.flatnonzero(p.rollout_success)
+    bad = np.flatnonzero(~np.asarray(p.rollout_success, dtype=bool))
+    k_ok = min(len(ok), max(limit // 2, limit - len(bad)))
+    rows = sorted(ok[:k_ok].tolist() + bad[:limit - k_ok].tolist())
+    cells = int(p.n_steps)
+    return rows, (f'<p class="note">This group has {n:,} rollouts ({cells:,} steps), so each panel shows '
+                  f'{len(rows)} of them: the first {k_ok} that succeeded and the first {len(rows) - k_ok} '
+                  'that failed, in file order, on the colour scale of all of them. A drawing of every step '
+                  'would hold a cell per step and panel, more than a browser shows at once; every step\'s '
+                  'credits are in <code>crbc credit FILE</code>.</p>')
+
+
 def credits_html(v: GroupView) -> str:
     """A heatmap panel per estimator (rollouts x steps, A_S on one shared colour scale), the
-    truth's own panel and the agreement of each estimator with it when the truth is known."""
+    truth's own panel and the agreement of each estimator with it when the truth is known. Above
+    :data:`HEAT_ROWS` rollouts the panels draw the stated selection of :func:`heat_rows`."""
     field = "step_advantage"
     shown = [n for n, c in v.credits.items() if field_N(c, field) is not None]
     panels = [n for n in shown if np.any(field_N(v.credits[n], field))] or shown
     zmax = shared_range([v.credits[n] for n in panels], field)
+    rows, why = heat_rows(v.process)
     out = [f'<p class="note">One colour scale for every panel, symmetric around 0: dark blue = +{zmax:.3g}, '
            f'dark red = −{zmax:.3g} ({esc(field_label(field))}, normalised per anchor, so estimators share '
            'a scale). A row per rollout (✓ succeeded, ✗ failed; its length in brackets). Hover a cell for '
-           'its step, action, anchor and value.</p>']
+           'its step, action, anchor and value.</p>' + why]
     zero = [n for n in shown if n not in panels]
     if zero:
         out.append(f'<p class="note">All zero on this group, so no panel: {esc(", ".join(zero))}.</p>')
     out.append(heatmaps_svg(v.process, [Panel(n, field_N(v.credits[n], field)) for n in panels],
-                            zmax=zmax, value_name="A_S", scale_name=field_label(field), pickable=False))
+                            zmax=zmax, value_name="A_S", scale_name=field_label(field), pickable=False,
+                            rows=rows))
     out.append('<p class="note">' + " · ".join(
         f"<b>{esc(n)}</b>: {esc(registry.get(n).summary)}" for n in panels if n in registry.names()) + "</p>")
     if v.trainer is not None:
@@ -158,7 +186,7 @@ def credits_html(v: GroupView) -> str:
         out.append("<h3>The exact truth</h3><p class=\"note\">The policy's exact advantage A_t = Q_t − V_t of "
                    "each step (return units, its own colour scale).</p>")
         out.append(heatmaps_svg(v.process, [Panel("truth", v.truth.advantage_N)], value_name="true A_t",
-                                scale_name="true A_t (its own scale)", pickable=False))
+                                scale_name="true A_t (its own scale)", pickable=False, rows=rows))
         table = agreement_table(accuracy.group_agreement(dict(v.credits), v.truth.advantage_N))
         out.append("<h3>Which estimator agrees with the truth on this group?</h3>" + html_table(table, index=True)
                    + '<p class="note">Each estimator\'s raw step signal against the true A_t of the same step: '
@@ -182,7 +210,7 @@ def trainer_html(v: GroupView) -> str:
             f'on one colour scale (dark blue = +{zmax:.3g}, dark red = −{zmax:.3g}): the trainer\'s is an A_final, '
             'so it is compared with the estimators\' A_final.</p>'
             + heatmaps_svg(v.process, panels, zmax=zmax, value_name="A", scale_name=field_label(field),
-                           pickable=False))
+                           pickable=False, rows=heat_rows(v.process)[0]))
 
 
 def disagreements_html(v: GroupView, prefix: str = "") -> str:
@@ -197,15 +225,22 @@ def disagreements_html(v: GroupView, prefix: str = "") -> str:
         name = cmp_.name
         if cmp_.x not in v.credits or cmp_.y not in v.credits:
             continue
-        dis = compare.disagreements(p, cmp_, **shared)
+        # every shared parameter (an estimator takes those the registry says it shares): the
+        # sides are then the credits of the view, found in its cache, never solved again
+        dis = compare.disagreements(p, cmp_, with_steps=False, cache=v.cache, **dict(v.params))
         out.append(f"<h3>{esc(name)}</h3>" + disagreement_bars_html(dis, top=10))
+        top = {a.state: [] for a in dis.anchors[:TOP_ANCHORS]}
+        for r in dis.pairs:
+            if r.state in top:
+                top[r.state].append(r)
         for a in dis.anchors[:TOP_ANCHORS]:
             if a.disagreement <= 1e-12:
                 break
-            pairs = [r for r in dis.pairs if r.state == a.state]
+            pairs = top[a.state]
             rows = [{"action": r.action, "N(s,a)": r.n_sa, f"A_S {cmp_.x_label}": r.a_s_x,
                      f"A_S {cmp_.y_label}": r.a_s_y, "Δ": r.delta} for r in pairs]
-            ar = anchor_arithmetic(p, a.state, _beta(v), shared.get("depth"), float(shared.get("sigma_min", 0.1)))
+            ar = anchor_arithmetic(p, a.state, _beta(v), shared.get("depth"), float(shared.get("sigma_min", 0.1)),
+                                   cache=v.cache)
             expr = "\n".join([ar.v_expression] + [x.q_expression for x in ar.actions]
                              + [ar.sigma_expression, ar.gate_expression])
             out.append(f'<h3 id="{esc(prefix)}dis-{esc(name.replace(" ", "-"))}-{a.state}">Anchor {esc(a.anchor)}: '

@@ -27,6 +27,7 @@ cells are blank (white) instead. Either way they stay clickable and keep their t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -48,7 +49,7 @@ from crbc.viz.core.text import esc, one_line
 __all__ = [
     "CELL_BUDGET", "credit_fill", "credit_heatmaps_svg", "credit_matrix", "credit_palettes",
     "heatmaps_svg", "HOVER", "LEVELS", "MIN_COLUMNS", "NO_STEP", "Panel", "ROW_MAX", "ROW_MIN",
-    "ROWS_HEIGHT", "shared_range", "WASH", "WIDTH"
+    "ROWS_HEIGHT", "rows_only", "shared_range", "WASH", "WIDTH"
 ]
 
 WIDTH = 880           #: width of the drawing (units); about a wide Streamlit column in pixels
@@ -146,7 +147,8 @@ def _legend(zmax: float, scale_name: str, n_panels: int, evidence: bool, sure_on
 def heatmaps_svg(p: Process, panels: Sequence[Panel], *, zmax: float | None = None,
                  value_name: str = "value", scale_name: str = "credit", sure_only: bool = False,
                  pickable: bool = True, cols: int = 2, max_columns: int = MAX_COLUMNS,
-                 max_cells: int = CELL_BUDGET, standalone: bool = False) -> str:
+                 max_cells: int = CELL_BUDGET, standalone: bool = False,
+                 rows: Sequence[int] | None = None) -> str:
     """One SVG of ``panels`` over the rollouts x steps of ``p`` (see the module docstring), in a
     grid of ``cols`` columns, coloured on ``[-zmax, zmax]`` (default: the largest |value| of any
     panel). A tooltip reads ``rollout r3, step 7: <action> at <anchor> · <value_name> 0.123 ·
@@ -159,11 +161,19 @@ def heatmaps_svg(p: Process, panels: Sequence[Panel], *, zmax: float | None = No
     rollouts stays a drawing the browser shows in a few hundred milliseconds; beyond that a
     column is a bin of ``w = ceil(steps / columns)`` steps.
     Each panel is a ``<g class="crbc-panel" data-panel="<title>">``; its cells are its rects
-    with ``data-pick`` (with ``pickable``)."""
+    with ``data-pick`` (with ``pickable``). ``rows``: draw only these rollouts (positions in
+    ``p``; drawn in ascending order, their cells picking the same ``i`` as in the full drawing,
+    the colour scale still that of every rollout): a caller that bounds a big group's drawing
+    says so beside it."""
     panels = list(panels)
     cols = max(1, cols)  # the panels' width: a lone panel is as wide as one of a full grid
     used_cols = max(1, min(cols, len(panels)))
     z = zmax if zmax else symmetric_range(*[q.values_N for q in panels])
+    row_ids = None
+    if rows is not None:
+        p, keep, row_ids = rows_only(p, rows)
+        panels = [Panel(q.title, np.asarray(q.values_N)[keep],
+                        None if q.evidence_N is None else np.asarray(q.evidence_N)[keep]) for q in panels]
     n_rows = len(p.rollout_len)
     t_max = int(p.rollout_len.max()) if n_rows else 1
     budget = max(MIN_COLUMNS, max_cells // max(n_rows * len(panels), 1))
@@ -232,7 +242,7 @@ def heatmaps_svg(p: Process, panels: Sequence[Panel], *, zmax: float | None = No
         px, py = c_ * (pw + _COL_GAP), top + r_ * (panel_h + _ROW_GAP)
         out.append(f'<g class="crbc-panel" data-panel="{esc(q.title)}" transform="translate({px:.1f},{py:.1f})">'
                    f'<text x="{lw:.1f}" y="15" font-size="14" font-weight="600">{esc(one_line(q.title, 60))}</text>'
-                   f'{frame_s}{_cells(p, q, z, w, n_cols, present, head_N, value_name, sure_only, pickable, lw, cw, rh, gx, gy)}'
+                   f'{frame_s}{_cells(p, q, z, w, n_cols, present, head_N, value_name, sure_only, pickable, lw, cw, rh, gx, gy, row_ids)}'
                    '</g>')
     ns = ' xmlns="http://www.w3.org/2000/svg"' if standalone else ""
     share = used_w / WIDTH  # shown at the scale of a full grid: a lone panel as wide as a grid's panel
@@ -245,8 +255,9 @@ def heatmaps_svg(p: Process, panels: Sequence[Panel], *, zmax: float | None = No
 
 def _cells(p: Process, q: Panel, z: float, w: int, n_cols: int, present: np.ndarray, head_N: list[str],
            value_name: str, sure_only: bool, pickable: bool, lw: float, cw: float, rh: float,
-           gx: float, gy: float) -> str:
-    """The cells of one panel: a row ``<g>`` per rollout holding a ``<rect>`` per cell."""
+           gx: float, gy: float, row_ids: list[int] | None = None) -> str:
+    """The cells of one panel: a row ``<g>`` per rollout holding a ``<rect>`` per cell; a cell of
+    row ``i`` picks ``row_ids[i]`` (its rollout's position in the full process) when given."""
     m = step_matrix(p, q.values_N)
     if w > 1:
         zm, pick, _centre = binned(m, w)
@@ -283,11 +294,40 @@ def _cells(p: Process, q: Panel, z: float, w: int, n_cols: int, present: np.ndar
                        f"(mean of {b - a + 1}) · strongest: {head_N[n].split(', ', 1)[1]} ({_num(m[i, t - 1])})")
                 if ev is not None:
                     tip += " · evidence: " + ("sure (a step of the bin)" if sure[i, j] else "not sure")
-            pk = f' data-pick="{i}:{t}"' if pickable else ""
+            pk = f' data-pick="{i if row_ids is None else row_ids[i]}:{t}"' if pickable else ""
             cells.append(f'<rect x="{lw + j * cw:.1f}" width="{width}" height="{height}" fill="{fill[i, j]}"{pk}>'
                          f'<title>{esc(tip)}</title></rect>')
         rows.append(f'<g transform="translate(0,{_TITLE_H + i * rh:.1f})">{"".join(cells)}</g>')
     return "".join(rows)
+
+
+def rows_only(p: Process, rows: Sequence[int]) -> tuple[Process, np.ndarray, list[int]]:
+    """``(q, keep_N, ids)``: a drawing-only view of ``p`` holding the rollouts ``rows``
+    (positions, drawn ascending: ``ids``), ``keep_N`` (N,) the mask of their steps in ``p``'s
+    step order. Its rollout and step arrays are ``p``'s restricted (``step_rollout``
+    renumbered 0..len(ids) - 1); its anchor and pair arrays are ``p``'s own (counts over every
+    rollout), so it serves drawings and labels, never an estimator. ValueError for a position
+    outside 0..R - 1."""
+    n_rows = len(p.rollout_len)
+    ids = sorted({int(r) for r in rows})
+    if not ids:
+        raise ValueError("rows: name at least one rollout to draw")
+    if not (0 <= ids[0] and ids[-1] < n_rows):
+        raise ValueError(f"rows must be rollout positions 0..{n_rows - 1}, got {ids[0] if ids[0] < 0 else ids[-1]}")
+    sel = np.asarray(ids, dtype=np.int64)
+    keep = np.zeros(n_rows, dtype=bool)
+    keep[sel] = True
+    keep_N = keep[p.step_rollout]
+    new = np.cumsum(keep) - 1  # a kept rollout's new position
+    lens = p.rollout_len[sel]
+    cut = None if p.rollout_truncated is None else p.rollout_truncated[sel]
+    q = dataclasses.replace(
+        p, rollout_group=p.rollout_group[sel], rollout_offsets=np.concatenate([[0], np.cumsum(lens)]),
+        rollout_success=p.rollout_success[sel], rollout_score=p.rollout_score[sel],
+        rollout_has_score=p.rollout_has_score[sel], rollout_index=p.rollout_index[sel], rollout_truncated=cut,
+        step_rollout=new[p.step_rollout[keep_N]], step_t=p.step_t[keep_N], step_state=p.step_state[keep_N],
+        step_sa=p.step_sa[keep_N], step_next=p.step_next[keep_N], step_reward=p.step_reward[keep_N])
+    return q, keep_N, ids
 
 
 def credit_heatmaps_svg(credits: Mapping[str, Credits], field: str = "step_advantage", *,

@@ -332,3 +332,45 @@ def test_shown_value_and_the_message_backstop():
     assert bounded_message("short") == "short"
     long = bounded_message("y" * 10**6)
     assert len(long) < 2100 and long.endswith("(message cut: 1,000,000 characters in all)")
+
+
+# --------------------------------------------------------------------------------------------
+# paths too long for the file system (issue 57: refused as "File name too long" of a temp name)
+
+
+def test_a_name_too_long_is_refused_naming_the_255_byte_limit(tmp_path):
+    """A 305-character name: the message says which part breaks which limit, with the path cut."""
+    src = tmp_path / ("a" * 299 + ".jsonl")
+    for argv in (["credit", src, "-o", tmp_path / "out.jsonl"], ["report", src, "-o", tmp_path / "r.html"]):
+        rc, err = _main_stderr(argv)
+        assert rc == 2 and len(err) < 1000, err
+        assert "is 305 bytes; a name (one part of a path) may be at most 255 bytes" in err
+        assert "Errno" not in err
+
+
+def test_an_output_name_the_file_system_takes_is_written_though_its_temp_twin_is_longer(tmp_path):
+    """A 246-byte output name is legal; its temporary twin (``.<name>.<random>.tmp``) used to be
+    260 bytes and the command failed with "File name too long" about a file the user never named."""
+    from crbc.io.rollouts import atomic_write_chunks
+
+    out = tmp_path / ("b" * 240 + ".jsonl")
+    atomic_write_chunks(out, [b"x\n"])
+    assert out.read_bytes() == b"x\n" and [p.name for p in tmp_path.iterdir()] == [out.name]
+    too = tmp_path / ("c" * 250 + ".jsonl")
+    with pytest.raises(OSError):
+        atomic_write_chunks(too, [b"x\n"])
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"group": "g", "rollout": 0, "steps": [{"anchor": "s", "action": "a"}], "success": True}) + "\n")
+    rc, err = _main_stderr(["credit", src, "-o", too])
+    assert rc == 2 and "is 256 bytes; a name (one part of a path) may be at most 255 bytes" in err
+
+
+def test_path_limit_message_names_the_part_or_the_whole_path():
+    from crbc.errors import NAME_MAX_BYTES, PATH_MAX_BYTES, path_limit_message
+
+    assert path_limit_message("/tmp/ok.jsonl") is None
+    said = path_limit_message("/tmp/" + "é" * 200 + "/x")  # 400 bytes in UTF-8, 200 characters
+    assert said and f"is 400 bytes; a name (one part of a path) may be at most {NAME_MAX_BYTES} bytes" in said
+    deep = "/" + "/".join(["d" * 200] * 25)
+    said = path_limit_message(deep)
+    assert said and f"a whole path must be under {PATH_MAX_BYTES:,} bytes" in said and len(said) < 300

@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from crbc.errors import os_reason
 from crbc.io import budgets
 from crbc.io.anchor_keys import AnchorKeySpec
 from crbc.io.importers.rows import Imported, ImportFormatError, Row, build
@@ -35,7 +36,7 @@ def check_size(path: Path, limit: int | None = None) -> int:
     try:
         size = path.stat().st_size
     except OSError as e:
-        raise ImportFormatError(f"cannot read file ({e.strerror})", str(path)) from None
+        raise ImportFormatError(f"cannot read file ({os_reason(e)})", str(path)) from None
     if limit is not None and size > limit:
         raise ImportFormatError(f"the file is {budgets.mb(size)}, over the limit of {budgets.mb(limit)}",
                                 str(path))
@@ -49,7 +50,7 @@ def read_bytes(path: Path, limit: int | None = None) -> bytes:
     try:
         data = path.read_bytes()
     except OSError as e:
-        raise ImportFormatError(f"cannot read file ({e.strerror})", str(path)) from None
+        raise ImportFormatError(f"cannot read file ({os_reason(e)})", str(path)) from None
     m = budgets.meter()
     if data[:2] == b"\x1f\x8b":
         return m.gunzip(data, str(path))
@@ -175,7 +176,7 @@ def table_rows(path: str | os.PathLike, columns: Sequence[str] | None = None,
         try:
             raw = path.read_bytes()
         except OSError as e:
-            raise ImportFormatError(f"cannot read file ({e.strerror})", source) from None
+            raise ImportFormatError(f"cannot read file ({os_reason(e)})", source) from None
         if raw[:2] == b"\x1f\x8b":  # JSON Lines in gzip: streamed, never decoded whole
             return list(jsonl_rows(budgets.meter().gunzip_lines(raw, source), source))
         budgets.meter().add_bytes(len(raw), source)
