@@ -1,5 +1,6 @@
-"""Training runs: learning curves per estimator, the estimator's diagnostics per iteration, and a
-drill-down from an iteration to a group that opens in the other pages.
+"""Training runs: learning curves per estimator, the estimator's diagnostics per iteration, the
+rows the recorder's advantage doctor flagged per iteration, and a drill-down from an iteration to
+a group that opens in the other pages.
 
 Shipped runs live in ``sample_rollouts/runs/`` (crbc.run/1 folders); a run can also be uploaded
 as a .zip of its folder. Everything shown is computed by :mod:`crbc.io.runs` and drawn by
@@ -15,6 +16,7 @@ from crbc.run_analysis import no_signal as NS
 from crbc.viz import run_curves as V
 from ui.core import run_source, url, widgets
 from ui.core.svg_view import svg_view
+from ui.runs import doctor as run_doctor
 from ui.runs import drilldown, listing, picker, review
 
 OPEN_IN = [("pages/graph.py", "Anchor graph", ":material/hub:"),
@@ -154,5 +156,12 @@ if any(r.iterations_with_rollouts for r in runs):  # folded: read from every ite
             for name, rows in listing.no_signal(runs_ctx, runs).items():
                 with st.expander(f"{name}: the table ({len(rows)} iterations)"):
                     st.dataframe(V.no_signal_table(rows), hide_index=True, width="stretch")
+
+box, shown = widgets.folded("The advantage doctor: per iteration, the rows it flagged while training",
+                            key="runs_doctor_open")
+if shown:
+    with box:
+        run_doctor.curves(runs_ctx, runs, by=listing.grouping(each, experiments), name=listing.label,
+                          on_pick=_on_click("success"), key="runs_doctor", band=band, show_runs=not each)
 
 drilldown.render(runs, run_key_of, runs_ctx, OPEN_IN, NS.sort_for(metric))

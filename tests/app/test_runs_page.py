@@ -268,3 +268,32 @@ def test_a_link_to_runs_of_two_experiments_reproduces_them(app, tmp_path, monkey
     assert at.selectbox(key="runs_exp").value == ("exp-b" if with_exp else "exp-a")
     (curves,) = _svgs(at, "runs_curve")
     assert "exp-a · crbc (n=1)" in curves and "exp-b · crbc (n=1)" in curves
+
+
+def test_the_doctor_folded_says_when_no_run_recorded_it(page):
+    assert not _svgs(page, "runs_doctor_curve")  # folded
+    page.session_state["runs_doctor_open"] = True
+    page.run()
+    assert not page.exception, page.exception
+    assert not _svgs(page, "runs_doctor_curve")
+    assert any(c.value.startswith("None of these runs recorded the advantage doctor's counts") for c in page.caption)
+
+
+def test_the_doctors_counts_of_shipped_runs_are_overlaid(app, tmp_path, monkeypatch):
+    """Runs whose metrics carry the recorder's doctor counts: their rows flagged per iteration as
+    curves (the seeds of one estimator as a mean), points that open their run's iteration below,
+    and the run without counts named."""
+    from tests.support.runs import write_doctor_runs
+
+    write_doctor_runs(tmp_path / "runs" / "doc")
+    monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
+    at = app("pages/runs.py")
+    at.session_state["runs_doctor_open"] = True
+    at.run()
+    assert not at.exception, at.exception
+    (svg,) = _svgs(at, "runs_doctor_curve")
+    assert "grpo (n=2)" in svg and 'data-pick="1|doc/rec-s0"' in svg
+    assert any("doc/plain-s0 never recorded" in c.value for c in at.caption)
+    at.session_state["_runs_click"] = (1, "doc/rec-s0", "success")  # what a click on that point stores
+    at.run()
+    assert at.selectbox(key="runs_run").value == "doc/rec-s0" and at.selectbox(key="runs_iter").value == 1
