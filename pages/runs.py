@@ -1,5 +1,6 @@
-"""Training runs: learning curves per estimator, the estimator's diagnostics per iteration, and a
-drill-down from an iteration to a group that opens in the other pages.
+"""Training runs: learning curves per estimator, the estimator's diagnostics per iteration, the
+rows the recorder's advantage doctor flagged per iteration, and a drill-down from an iteration to
+a group that opens in the other pages.
 
 Shipped runs live in ``sample_rollouts/runs/`` (crbc.run/1 folders); a run can also be uploaded
 as a .zip of its folder. Everything shown is computed by :mod:`crbc.io.runs` and drawn by
@@ -15,6 +16,7 @@ from crbc.run_analysis import no_signal as NS
 from crbc.viz import run_curves as V
 from ui.core import run_source, url, widgets
 from ui.core.svg_view import svg_view
+from ui.runs import doctor as run_doctor
 from ui.runs import drilldown, listing, picker, review
 
 OPEN_IN = [("pages/graph.py", "Anchor graph", ":material/hub:"),
@@ -42,7 +44,7 @@ if st.segmented_control("Which runs", list(KINDS), format_func=KINDS.get, key="r
     widgets.fragment_done()  # the end-of-run marker app.py cannot write after st.stop()
     st.stop()
 
-runs, run_key_of, runs_ctx = picker.chosen_runs()
+runs, run_key_of, runs_ctx, experiments = picker.chosen_runs()
 if not runs:
     st.info("No run selected. Shipped runs are in `sample_rollouts/runs/`; make your own with "
             "`python -m crbc train --out runs/NAME` or `python -m crbc experiment`, or upload a "
@@ -70,7 +72,7 @@ each = k5.radio("Seeds", list(SEEDS), key="runs_seeds", format_func=SEEDS.get, b
                 help="The seeds of each estimator as one mean curve with its band, or every run as its "
                      "own curve (named by its run).") == "each"
 # held-out success: also the evaluation after the last update (drawn one iteration later)
-curves_svg = listing.curves_svg(runs_ctx, runs, metric, smooth, band, threshold, each)
+curves_svg = listing.curves_svg(runs_ctx, runs, metric, smooth, band, threshold, each, experiments)
 
 
 def _on_click(sort: str):
@@ -88,15 +90,18 @@ _on_curve_click = _on_click(NS.sort_for(metric))
 svg_view(curves_svg, key="runs_curve", on_pick=_on_curve_click, download=f"curves-{metric}")
 st.caption(f"Thick lines: the mean over seeds, with the band ({BANDS[band]}); thin lines: single seeds "
            "(hover one to see it alone). Click a point to open that run's iteration below (a point "
-           "of a mean curve opens the estimator's first seed).")
+           "of a mean curve opens the estimator's first seed)."
+           + (f" Runs of {len(set(experiments.values()))} experiments: each mean curve is the seeds of one "
+              "estimator within one experiment (named *experiment · estimator*), never across experiments."
+              if experiments else ""))
 
-rows = listing.summary(runs_ctx, runs, threshold, smooth)
+rows = listing.summary(runs_ctx, runs, threshold, smooth, experiments)
 if any(r.get("eval_final") is not None for r in rows):
     st.markdown("**The comparison** (held-out success in %, mean over seeds with its 95% t interval; "
                 "gain = each seed's final held-out success minus its start; the same held-out levels "
                 "and sampling seeds for every run):")
     st.markdown(T.table_markdown(rows))
-    paired = listing.paired_against_grpo(runs_ctx, runs)
+    paired = listing.paired_against_grpo(runs_ctx, runs, experiments)
     if paired and any(r.get("diff") is not None for r in paired):
         st.markdown("**Paired by seed and held-out level** (final evaluation; the interval is a "
                     "two-way bootstrap over seeds and levels, p from sign flips):")
@@ -113,7 +118,7 @@ if shown:
     with box:
         st.dataframe(V.runs_table(runs), hide_index=True, width="stretch")
 
-accuracy = listing.truth_accuracy_curves(runs_ctx, runs)
+accuracy = listing.truth_accuracy_curves(runs_ctx, runs, experiments)
 if accuracy:  # folded: its chart is built and drawn only when asked for
     box, shown = widgets.folded("Credit accuracy during training: does the better credit come before "
                                 "the faster learning?", key="runs_accuracy_open")
@@ -144,12 +149,19 @@ if any(r.iterations_with_rollouts for r in runs):  # folded: read from every ite
             field = st.segmented_control("Reason", list(fields), format_func=fields.get, key="runs_nosignal",
                                          default="none_share", required=True, bind="query-params")
             with st.spinner("Counting every iteration's steps (about 0.1 s an iteration, once)…"):
-                ns_svg = listing.no_signal_svg(runs_ctx, runs, field, band, each)
+                ns_svg = listing.no_signal_svg(runs_ctx, runs, field, band, each, experiments)
             if ns_svg:
                 svg_view(ns_svg, key="runs_nosignal_curve", on_pick=_on_click(NS.sort_for(field)),
                          download=f"no-signal-{field}")
             for name, rows in listing.no_signal(runs_ctx, runs).items():
                 with st.expander(f"{name}: the table ({len(rows)} iterations)"):
                     st.dataframe(V.no_signal_table(rows), hide_index=True, width="stretch")
+
+box, shown = widgets.folded("The advantage doctor: per iteration, the rows it flagged while training",
+                            key="runs_doctor_open")
+if shown:
+    with box:
+        run_doctor.curves(runs_ctx, runs, by=listing.grouping(each, experiments), name=listing.label,
+                          on_pick=_on_click("success"), key="runs_doctor", band=band, show_runs=not each)
 
 drilldown.render(runs, run_key_of, runs_ctx, OPEN_IN, NS.sort_for(metric))

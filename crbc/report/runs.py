@@ -6,7 +6,9 @@ names and verl's ``episode/``, ``critic/``, ``crbc/`` credit health:
 :func:`crbc.io.runs.trainer_metric_names`), the seeds of one experiment
 (:attr:`~crbc.io.runs.Run.experiment`) as a mean curve with its band, or every run alone
 (``aggregate=False``); what carried no signal per iteration
-(:mod:`crbc.run_analysis.no_signal`) as curves and as a table per run; and every iteration's
+(:mod:`crbc.run_analysis.no_signal`) as curves and as a table per run; the rows the recorder's
+advantage doctor flagged per iteration (:mod:`crbc.run_analysis.doctor_curves`), overlaid the
+same way, with a sentence naming the runs that never recorded them; and every iteration's
 groups, ranked worst first by what the clicked curve measures: a click on a point (or a link
 ``#it-<run>-<iteration>``) shows that run's iteration (the file's own script; the numbers are in
 the file as JSON, nothing is fetched).
@@ -20,9 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
+from crbc.doctor.recorded import METRIC_PREFIX
 from crbc.errors import UsageError
 from crbc.io.runs import Run, read_run, trainer_metric_names
 from crbc.report.page import Section, json_for_script, page
+from crbc.run_analysis import doctor_curves as D
 from crbc.run_analysis import no_signal as NS
 from crbc.run_analysis import training_stats as A
 from crbc.viz.core.html import STYLE
@@ -38,11 +42,12 @@ NO_SIGNAL_CURVES = (("no_signal/none_share", "none_share", "no signal at all (on
 METRICS_MAX = 16  #: trainer metrics drawn at most
 
 
-def _chart(curves: dict, metric: str, title: str, sort: str, band: str, show_runs: bool) -> str:
+def _chart(curves: dict, metric: str, title: str, sort: str, band: str, show_runs: bool,
+           percent: bool | None = None) -> str:
     from crbc.viz.run_curves import curves_chart_svg
 
     svg = curves_chart_svg(curves, metric, band=band, show_runs=show_runs, width=560, height=300,
-                           percent=True if metric.endswith("_share") else None)
+                           percent=True if metric.endswith("_share") else percent)
     return (f'<figure class="crbc-runs-chart" data-sort="{esc(sort)}"><figcaption>{esc(title)}</figcaption>'
             f"{svg}</figure>")
 
@@ -70,6 +75,38 @@ def _table(rows: list[dict]) -> str:
             cells.append(f"{r[k]:,} ({s:.0%})" if s is not None else "—")
         out.append("<tr>" + "".join(f'<td class="num">{c}</td>' for c in cells) + "</tr>")
     return "".join(out) + "</tbody></table></div>"
+
+
+def _doctor_html(runs: Sequence[Run], *, by: Callable[[Run], str], name: Callable[[Run], str], band: str,
+                 aggregate: bool) -> str:
+    """The doctor's section: per iteration the rows each check flagged in the runs that recorded
+    the counts (:mod:`crbc.run_analysis.doctor_curves`: first every warning and error check
+    summed, then each check that flagged rows somewhere), a note naming the checks silent in
+    every run, and a sentence naming the runs that never recorded the counts."""
+    missing = D.unrecorded(runs)
+    who = ("None of these runs" if len(missing) == len(runs)
+           else esc(", ".join(name(r)[:120] for r in missing)) + (" never" if len(missing) == 1 else ": none of them"))
+    never = "" if not missing else (
+        f'<p class="note">{who} recorded the doctor\'s counts (no <code>crbc/doctor/...</code> metrics: not '
+        "recorded with <code>RunRecorder</code>), so there is no doctor curve of "
+        + ("them" if len(missing) > 1 else "it") + "; <code>crbc doctor RUN</code> examines saved rollouts.</p>")
+    gone = {id(r) for r in missing}
+    recorded = [r for r in runs if id(r) not in gone]
+    if not recorded:
+        return never
+    flagging, silent = D.recorded_checks(recorded)
+    charts = []
+    for check in [D.ALL, *flagging]:
+        cs = D.doctor_curves(recorded, check, by=by, name=name)
+        if cs:
+            charts.append(_chart(cs, METRIC_PREFIX + check, D.check_title(check), "success", band, aggregate,
+                                 percent=False))
+    quiet = ("" if not silent else '<p class="note">Silent on every iteration of every run: '
+             + esc(", ".join(silent)) + ".</p>")
+    return ('<p class="note">Per iteration, the rows the recorder\'s doctor flagged while training '
+            "(<code>crbc/doctor/&lt;check&gt;</code> in metrics.jsonl; the trainer's log names the rows). "
+            "Click a point to list that run's iteration's groups below.</p>"
+            '<div class="crbc-runs-charts">' + "".join(charts) + "</div>" + quiet + never)
 
 
 def _group_json(groups_rows: list[dict]) -> list[list]:
@@ -122,8 +159,9 @@ def runs_report(run_dirs: Sequence[str | os.PathLike], *, aggregate: bool = True
 
     names: list[str] = list(metrics or [])
     if not names:
-        for r in runs:
-            names += [m for m in trainer_metric_names(r.metric_names()) if m not in names]
+        for r in runs:  # the doctor's counts have their own section
+            names += [m for m in trainer_metric_names(r.metric_names())
+                      if m not in names and not m.startswith(METRIC_PREFIX)]
         names = names[:METRICS_MAX]
     charts = []
     for m in names:
@@ -164,6 +202,8 @@ def runs_report(run_dirs: Sequence[str | os.PathLike], *, aggregate: bool = True
                    else '<p class="note">None of the runs saved its rollouts.</p>')
                 + "".join(f"<details><summary>{esc(lab[:160])}: the table ({len(rows)} iterations)</summary>"
                           + _table(rows) + "</details>" for lab, rows in per_run.items() if rows)),
+        Section("doctor", "The advantage doctor, per iteration",
+                _doctor_html(runs, by=group, name=name, band=band, aggregate=aggregate)),
         Section("groups", "An iteration's groups",
                 '<p class="note crbc-groups-hint">Click a point of a curve above (or open a link ending in '
                 "<code>#it-RUN-ITERATION</code>, RUN the run's number in the table above) to list that "

@@ -84,3 +84,35 @@ def test_the_group_download_of_a_run_is_the_file_crbc_report_run_group_writes(ap
                  "-o", str(out), "-q"]) == 0
     assert got["bytes"] == out.read_bytes()
     assert b"iteration 2" in got["bytes"]
+
+
+@pytest.mark.parametrize("sample, group", [("worked-example.jsonl", None), ("gridworld.jsonl", -1)])
+def test_the_group_download_of_a_sample_file_is_the_file_crbc_report_file_group_writes(app, monkeypatch, tmp_path,
+                                                                                        sample, group):
+    """Issue 55 leftovers: on a shipped sample file the studio's group download and ``crbc report
+    FILE [--group G] [--sigma-min X]`` are the same bytes, with the default parameters and with one
+    changed (the source label, the exact truth, the key line and the doctor's findings alike);
+    ``group=-1``: the file's last group, not the one the page opens on."""
+    from crbc.cli.main import main
+    from crbc.io.rollout_files import read_rollouts
+    from ui.core import report_download
+
+    path = ROOT / "sample_rollouts" / sample
+    gid = None if group is None else read_rollouts(path)[group].group
+    got = {}
+
+    def eager(ctx, key, container=None):  # build the download now, as a click would
+        got["group"], got["bytes"] = ctx.group.group, report_download.group_file(ctx)
+
+    monkeypatch.setattr(report_download, "group_button", eager)
+    files = {}
+    for k, extra in enumerate(([], ["--sigma-min", "0.3"])):
+        query = {"sample": sample, **({"group": gid} if gid else {}), **({"sigma_min": extra[1]} if extra else {})}
+        at = app("pages/credits.py", **query)
+        assert not at.exception, [e.message for e in at.exception]
+        assert gid is None or got["group"] == gid
+        cli = tmp_path / f"cli-{k}.html"
+        assert main(["report", str(path), *(["--group", gid] if gid else []), *extra, "-o", str(cli), "-q"]) == 0
+        assert got["bytes"] == cli.read_bytes(), (sample, extra)
+        files[k] = got["bytes"]
+    assert files[0] != files[1]  # the changed parameter is in the file

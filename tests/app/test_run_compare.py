@@ -60,3 +60,28 @@ def test_a_link_naming_several_runs_opens_them_compared(app, tmp_path, monkeypat
     at.selectbox(key="runs_cmp_metric").set_value("success_rate").run()
     (svg,) = _svgs(at, "runs_cmp_curve")
     assert "exp/crbc (n=1)" in svg and "exp/grpo (n=1)" in svg
+
+
+def test_the_doctors_counts_of_several_recorded_runs_are_overlaid(app, tmp_path, monkeypatch):
+    """Recorded runs compared: the rows the recorder's doctor flagged per iteration, every warning
+    and error check summed or one check, each point naming its run and iteration (a click opens it,
+    as the metric curves' points do); a run that never recorded the counts is named in a sentence."""
+    from tests.support.runs import write_doctor_runs
+    from ui.core.run_source import value as run_value
+
+    exp = tmp_path / "runs" / "doc"
+    write_doctor_runs(exp)
+    monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
+    at = app("pages/runs.py", run_folder=exp / "rec-s0")
+    at.session_state["runs_cmp_open"] = True
+    at.run()
+    at.multiselect(key="runs_cmp").set_value([run_value(exp / n) for n in ("rec-s0", "rec-s1", "plain-s0")]).run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="runs_cmp_doctor_check").options == ["all warning and error checks (summed)",
+                                                                 "singleton_groups", "no_shared_anchors"]
+    (svg,) = _svgs(at, "runs_cmp_doctor_curve")
+    assert "doc/rec (n=2)" in svg and 'data-pick="2|doc/rec-s1"' in svg and "plain-s0" not in svg
+    assert any("doc/plain-s0 never recorded the advantage doctor" in c.value for c in at.caption)
+    at.selectbox(key="runs_cmp_doctor_check").set_value("no_shared_anchors").run()
+    (svg,) = _svgs(at, "runs_cmp_doctor_curve")
+    assert "rows flagged: no_shared_anchors" in svg

@@ -210,3 +210,90 @@ def test_seeds_one_by_one_name_every_run(page):
     assert not page.exception, page.exception
     (curves,) = _svgs(page, "runs_curve")
     assert "crbc-s0 (n=1)" in curves and "crbc-s1 (n=1)" in curves and "crbc (n=2)" not in curves
+
+
+def _two_experiments(tmp_path, monkeypatch) -> None:
+    """exp-a: write_runs's three runs; exp-b (newer): grpo-s0 and crbc-s0 of its own."""
+    write_runs(tmp_path / "runs" / "exp-a")
+    for est, s in (("grpo", 0.9), ("crbc", 0.8)):
+        w = RW.RunWriter.create(tmp_path / "runs" / "exp-b" / f"{est}-s0",
+                               {"name": f"{est}-s0", "config": {"estimator": est, "seed": 0}})
+        w.write_rollouts(0, read_rollouts(WORKED))
+        w.append_metrics({"iteration": 0, "success_rate": s})
+    monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
+
+
+def test_runs_of_another_experiment_can_be_added_and_are_averaged_within_their_experiment(app, tmp_path,
+                                                                                           monkeypatch):
+    """The Runs picker offers every experiment's runs (the chosen experiment's first): runs added
+    from another experiment are compared, each experiment's seeds averaged apart (the experiment
+    in the curve's name, in the table's and in the drill-down's); choosing an experiment shows its
+    runs again. (The link's side: the next test; AppTest does not see a multiselect write the URL.)"""
+    _two_experiments(tmp_path, monkeypatch)
+    at = app("pages/runs.py")
+    pick = at.multiselect(key="runs")
+    assert pick.value == ["exp-b/crbc-s0", "exp-b/grpo-s0"]
+    assert pick.options[:2] == ["exp-b/crbc-s0", "exp-b/grpo-s0"] and len(pick.options) == 5
+    at.session_state["runs_summary_open"] = True
+    pick.select("exp-a/crbc-s0").select("exp-a/crbc-s1").run()
+    assert not at.exception, at.exception
+    (curves,) = _svgs(at, "runs_curve")
+    assert "exp-a · crbc (n=2)" in curves and "exp-b · crbc (n=1)" in curves and "exp-b · grpo (n=1)" in curves
+    assert "crbc (n=3)" not in curves  # never averaged across experiments
+    assert 'data-pick="2|exp-a/crbc-s1"' in curves
+    assert any("Runs of 2 experiments" in c.value for c in at.caption)
+    assert sorted(at.dataframe[0].value["estimator"].tolist()) == ["exp-a · crbc", "exp-b · crbc", "exp-b · grpo"]
+    assert set(at.selectbox(key="runs_run").options) == {"exp-b/grpo-s0", "exp-b/crbc-s0", "exp-a/crbc-s0",
+                                                         "exp-a/crbc-s1"}
+    at.session_state["_runs_click"] = (2, "exp-a/crbc-s1")  # a click on a point of the added experiment
+    at.run()
+    assert at.selectbox(key="runs_run").value == "exp-a/crbc-s1" and at.selectbox(key="runs_iter").value == 2
+    at.selectbox(key="runs_exp").set_value("exp-a").run()  # choosing an experiment shows its runs
+    assert sorted(at.multiselect(key="runs").value) == ["exp-a/crbc-s0", "exp-a/crbc-s1", "exp-a/grpo-s0"]
+
+
+@pytest.mark.parametrize("with_exp", [False, True])
+def test_a_link_to_runs_of_two_experiments_reproduces_them(app, tmp_path, monkeypatch, with_exp):
+    """A shared link (``runs=`` repeated, with or without ``runs_exp=``) opens the same runs of both
+    experiments; without ``runs_exp`` the experiment picker shows its first run's experiment."""
+    _two_experiments(tmp_path, monkeypatch)
+    at = app(run=False)
+    at.query_params["runs"] = ["exp-a/crbc-s1", "exp-b/crbc-s0"]
+    if with_exp:
+        at.query_params["runs_exp"] = "exp-b"
+    at.run()
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception, at.exception
+    assert at.multiselect(key="runs").value == ["exp-a/crbc-s1", "exp-b/crbc-s0"]
+    assert at.selectbox(key="runs_exp").value == ("exp-b" if with_exp else "exp-a")
+    (curves,) = _svgs(at, "runs_curve")
+    assert "exp-a · crbc (n=1)" in curves and "exp-b · crbc (n=1)" in curves
+
+
+def test_the_doctor_folded_says_when_no_run_recorded_it(page):
+    assert not _svgs(page, "runs_doctor_curve")  # folded
+    page.session_state["runs_doctor_open"] = True
+    page.run()
+    assert not page.exception, page.exception
+    assert not _svgs(page, "runs_doctor_curve")
+    assert any(c.value.startswith("None of these runs recorded the advantage doctor's counts") for c in page.caption)
+
+
+def test_the_doctors_counts_of_shipped_runs_are_overlaid(app, tmp_path, monkeypatch):
+    """Runs whose metrics carry the recorder's doctor counts: their rows flagged per iteration as
+    curves (the seeds of one estimator as a mean), points that open their run's iteration below,
+    and the run without counts named."""
+    from tests.support.runs import write_doctor_runs
+
+    write_doctor_runs(tmp_path / "runs" / "doc")
+    monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
+    at = app("pages/runs.py")
+    at.session_state["runs_doctor_open"] = True
+    at.run()
+    assert not at.exception, at.exception
+    (svg,) = _svgs(at, "runs_doctor_curve")
+    assert "grpo (n=2)" in svg and 'data-pick="1|doc/rec-s0"' in svg
+    assert any("doc/plain-s0 never recorded" in c.value for c in at.caption)
+    at.session_state["_runs_click"] = (1, "doc/rec-s0", "success")  # what a click on that point stores
+    at.run()
+    assert at.selectbox(key="runs_run").value == "doc/rec-s0" and at.selectbox(key="runs_iter").value == 1

@@ -58,3 +58,24 @@ def test_the_command_takes_several_runs(runs, tmp_path):
     assert main(["report", *map(str, runs), "-o", str(tmp_path / "x.html"), "--group", "0"]) == 2
     assert main(["report", str(runs[0]), str(tmp_path), "-o", str(tmp_path / "y.html")]) == 2
     assert not (tmp_path / "x.html").exists() and not (tmp_path / "y.html").exists()
+
+
+def test_the_doctors_counts_are_overlaid_and_runs_without_them_are_named(tmp_path):
+    """The recorder's crbc/doctor/<check> counts: one chart of every warning and error check summed
+    and one per check that flagged rows, each point opening its run's iteration; a run that never
+    recorded them named in a sentence; the counts are not drawn again among the trainer's metrics."""
+    from tests.support.runs import write_doctor_runs
+
+    root = tmp_path / "doc"
+    write_doctor_runs(root)
+    html = runs_report([root / "rec-s0", root / "rec-s1", root / "plain-s0"])
+    doctor = html[html.index('id="doctor"'):html.index('id="groups"')]
+    assert "rows flagged by any warning or error check" in doctor
+    assert "rows flagged: singleton_groups (error)" in doctor and "rows flagged: no_shared_anchors" in doctor
+    assert "doc/rec (n=2)" in doctor and 'data-pick="2|doc/rec-s1"' in doctor
+    assert "doc/plain-s0 never recorded the doctor" in doctor and "plain-s0 (n=" not in doctor
+    assert "Silent on every iteration of every run: zero_step_advantage" in doctor
+    curves = html[html.index('id="curves"'):html.index('id="no-signal"')]
+    assert "crbc/doctor" not in curves
+    none = runs_report([root / "plain-s0"])
+    assert "None of these runs recorded the doctor" in none

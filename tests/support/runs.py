@@ -45,3 +45,25 @@ def keyed_run(path):
     w.write_rollouts(0, [group])
     w.append_metrics({"iteration": 0})
     return read_run(path)
+
+
+#: the rows :func:`write_doctor_runs` has the recorder's doctor flag: (run, check) -> per iteration
+DOCTOR_FLAGS = {("rec-s0", "singleton_groups"): (0, 4, 2), ("rec-s1", "singleton_groups"): (1, 3, 0),
+                ("rec-s1", "no_shared_anchors"): (0, 0, 5)}
+
+
+def write_doctor_runs(root: Path) -> None:
+    """Under ``root``: two grpo runs whose metrics carry the recorder's doctor counts
+    (``crbc/doctor/<check>`` for every check, 0 unless :data:`DOCTOR_FLAGS` says otherwise) and one
+    (``plain-s0``) that never recorded them; three iterations each, with their rollouts."""
+    from crbc.doctor.findings import CHECKS
+
+    groups = read_rollouts(WORKED)
+    for name in ("rec-s0", "rec-s1", "plain-s0"):
+        w = RW.RunWriter.create(root / name, {"name": name, "config": {"estimator": "grpo",
+                                                                       "seed": int(name[-1])}})
+        for it in range(3):
+            w.write_rollouts(it, groups)
+            doctor = {} if name == "plain-s0" else {
+                f"crbc/doctor/{c}": float(DOCTOR_FLAGS.get((name, c), (0, 0, 0))[it]) for c in CHECKS}
+            w.append_metrics({"iteration": it, "success_rate": 0.2 + 0.1 * it, **doctor})

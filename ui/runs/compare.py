@@ -1,7 +1,8 @@
 """Training runs, a recorded or imported run beside others: the trainer's metrics of several run
 folders overlaid (verl's ``episode/...``, the recorder's ``crbc/...`` credit health), the seeds of
 one experiment as a mean with its band or every run alone, each run named by its label
-(:attr:`crbc.io.runs.Run.label`), and what carried no signal. A click on a point opens that run
+(:attr:`crbc.io.runs.Run.label`), the rows the advantage doctor flagged per iteration
+(:func:`ui.runs.doctor.curves`), and what carried no signal. A click on a point opens that run
 and iteration in the sidebar, and its groups worth a look below.
 
 The runs are the run folders the sidebar finds (:func:`ui.core.run_source.found`); the choice is in the
@@ -24,6 +25,7 @@ from ui.core import run_source, url, widgets
 from ui.core.context import Keyed
 from ui.core.run_source import RunView
 from ui.core.svg_view import svg_view
+from ui.runs import doctor as run_doctor
 
 PICK = "runs_cmp"  #: the runs compared (bound: ``runs_cmp=`` once per run, by label)
 MAX_RUNS = 12  #: runs overlaid at most
@@ -120,6 +122,9 @@ def render(view: RunView) -> None:  # noqa: C901
         st.caption("Thick: the mean over the seeds of one experiment (run.json's name without its seed) with "
                    "its min–max band; thin: each run. Click a point to open that run's iteration in the "
                    "sidebar and its groups below.")
+        st.markdown("**The advantage doctor in these runs**: per iteration, the rows it flagged while training")
+        run_doctor.curves(folders, chosen_runs, by=by, name=name, on_pick=pick("success"), key="runs_cmp_doctor",
+                          show_runs=not each)
         with_rollouts = [r for r in chosen_runs if r.iterations_with_rollouts]
         if not with_rollouts:
             return

@@ -8,11 +8,15 @@ findings of one iteration (computed once per run, iteration and anchor key by
 :func:`crbc.doctor.examine.diagnose_iteration`: recomputed from the rollouts and joined with what
 the recorder counted for that iteration, as ``crbc doctor RUN`` and the report join them; kept in
 the session for an upload) and, for the finding chosen, a row of the input (its group, rollout and
-step) that opens its group and rollout in another page. Only rendering here.
+step) that opens its group and rollout in another page. :func:`curves` overlays, across the
+runs a page compares, the rows each check flagged per iteration
+(:mod:`crbc.run_analysis.doctor_curves`), a click on a point opening that run's iteration. Only
+rendering here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -20,10 +24,14 @@ import streamlit as st
 
 from crbc.doctor import Batch, Finding
 from crbc.doctor.examine import diagnose_iteration
+from crbc.io.runs import Run
 from crbc.report.doctor import counts_by_iteration
-from ui.core import state, url
+from crbc.run_analysis import doctor_curves as D
+from crbc.viz import run_curves as V
+from ui.core import state, url, widgets
 from ui.core.context import Keyed
 from ui.core.run_source import RunView
+from ui.core.svg_view import svg_view
 
 ICONS = {"error": ":material/error:", "warning": ":material/warning:", "info": ":material/info:"}
 
@@ -81,3 +89,40 @@ def iteration(view: RunView, it: int, groups: tuple, regex: str, open_in: list[t
                 title, icon=icon, key=f"doctor_open_{Path(path).stem}", help=f"Open this row's group in {title}"):
             st.session_state["_crbc_open_request"] = {view.iter_key: it, "group": group, "rollout": rollout}
             url.switch_page(path)
+
+
+def _check_text(check: str) -> str:
+    return "all warning and error checks (summed)" if check == D.ALL else check
+
+
+def curves(ctx: Keyed, runs: Sequence[Run], *, by: Callable[[Run], str] | None, name: Callable[[Run], str],
+           on_pick: Callable[[str], None], key: str, band: str = "minmax", show_runs: bool = True) -> None:
+    """The rows the recorder's doctor flagged per iteration in ``runs``, overlaid as the page's
+    other curves are (``by`` groups runs into one curve, ``name`` names a run, ``band`` over the
+    group's runs; ``ctx`` keys the figure by the runs chosen), for the check chosen; ``on_pick``
+    gets a point's ``"iteration|run"``. Runs that never recorded the counts are named in a sentence."""
+    missing = D.unrecorded(runs)
+    if missing:
+        who = ", ".join(widgets.text(name(r)) for r in missing[:8]) + (
+            f" and {len(missing) - 8} more" if len(missing) > 8 else "")
+        st.caption(("None of these runs" if len(missing) == len(runs) else who + (" never" if len(missing) == 1
+                   else ": none of them")) + " recorded the advantage doctor's counts (no crbc/doctor/... "
+                   "metrics: not recorded with RunRecorder), so there is no doctor curve of "
+                   + ("it." if len(missing) == 1 else "them."))
+    recorded = [r for r in runs if not any(r is m for m in missing)]
+    if not recorded:
+        return
+    flagging, silent = ctx.kept("table", (key, "checks"), lambda: D.recorded_checks(recorded))
+    checks = [D.ALL, *flagging]
+    url.check_choice(f"{key}_check", checks, "no such doctor check in these runs", _check_text)
+    url.drop_invalid(f"{key}_check", checks)
+    check = st.selectbox("Check", checks, key=f"{key}_check", bind="query-params", format_func=_check_text,
+                         help="The rows the recorder's doctor flagged in each iteration's batch "
+                              "(crbc/doctor/<check> in metrics.jsonl): every warning and error check "
+                              "summed, or one check that flagged rows somewhere.")
+    svg = ctx.kept("figure", (key, check, band, show_runs), lambda: V.curves_chart_svg(
+        D.doctor_curves(recorded, check, by=by, name=name), D.check_title(check), band=band,
+        show_runs=show_runs, percent=False, height=300))
+    svg_view(svg, key=f"{key}_curve", on_pick=on_pick, download=f"doctor-{check}")
+    st.caption("Rows flagged per iteration while training (the trainer's log names them); click a point to "
+               "open that run's iteration." + (f" Silent on every iteration: {', '.join(silent)}." if silent else ""))

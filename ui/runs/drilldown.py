@@ -36,7 +36,7 @@ def _index(key: str, index: int) -> dict:
 
 def render(runs: list[R.Run], run_key_of: dict[str, str], runs_ctx: Keyed,  # noqa: C901
            open_in: list[tuple[str, str, str]], sort: str = "success") -> None:
-    """The drill-down under the curves. ``run_key_of``: run name -> its content key (``shipped:...``
+    """The drill-down under the curves. ``run_key_of``: run label -> its content key (``shipped:...``
     or ``upload:<hash>``); ``runs_ctx``: the figures' key of the chosen runs; ``open_in``: (page
     path, title, icon) of the pages a group opens in; ``sort``: how the groups are ranked until a
     click says otherwise (:data:`crbc.run_analysis.no_signal.GROUP_SORTS`, what the curve measures)."""
@@ -97,7 +97,7 @@ def render(runs: list[R.Run], run_key_of: dict[str, str], runs_ctx: Keyed,  # no
                        help=f"{label} (iteration {iteration} of {run.label})")
 
     try:
-        groups = listing.iteration_groups(f"{run_key_of[run.name]}#{run.name}", run, iteration)
+        groups = listing.iteration_groups(f"{run_key_of[run.label]}#{run.name}", run, iteration)
     except (RolloutFormatError, KeyError, OSError) as e:
         st.error(f"The rollouts of iteration {iteration} could not be read: {widgets.text(e)}")
         return
@@ -107,7 +107,7 @@ def render(runs: list[R.Run], run_key_of: dict[str, str], runs_ctx: Keyed,  # no
                 + ". Pick a group, then open it:")
     # a static table, scrolling beyond 320 px (a data grid would load 1.2 MB more JavaScript into every
     # new tab of this page); a data grid only for an iteration of very many groups
-    ranked = runs_ctx.kept("figure", ("runs_ranked", run_key_of[run.name], run.name, iteration, by),
+    ranked = runs_ctx.kept("figure", ("runs_ranked", run_key_of[run.label], run.name, iteration, by),
                                  lambda: NS.worst_first(NS.group_rows(groups), by))
     table = V.ranked_groups_table(ranked)
     st.caption(f"The groups worst first by {SORTS[by]}.")
@@ -128,7 +128,7 @@ def render(runs: list[R.Run], run_key_of: dict[str, str], runs_ctx: Keyed,  # no
     gi = gids.index(gid)
     # the key names the run by its content (an upload: "upload:<hash>", so two sessions' archives
     # of the same file name never share a cache entry, and what is computed from it stays private)
-    run_id = run_key_of[run.name]
+    run_id = run_key_of[run.label]
     source_key = (f"{run_id}#{iteration}" if owned_by_session(run_id)
                   else "run:" + hashlib.sha1(f"{run.source}|{iteration}".encode()).hexdigest()[:16])
     source = state.Source(source_key, f"run {run.name} iteration {iteration}", groups)
@@ -137,7 +137,7 @@ def render(runs: list[R.Run], run_key_of: dict[str, str], runs_ctx: Keyed,  # no
         if (Path(state.ROOT) / path).exists() and col.button(f"Open in {title}", icon=icon,
                                                               key=f"runs_open_{Path(path).stem}"):
             folder = Path(run.source)
-            if run_key_of[run.name].startswith("shipped:") and run_source.resolve(str(folder)) is not None:
+            if run_key_of[run.label].startswith("shipped:") and run_source.resolve(str(folder)) is not None:
                 run_source.open_run(folder, iteration, gids[gi])  # a folder: the link carries it
             else:
                 run_source.open_groups(source, gi)  # a .zip upload lives in this session only

@@ -63,12 +63,35 @@ def _newest_first(root: str, shipped: tuple[str, ...]) -> list[str]:
     return sorted(newest, key=lambda e: (prereg[e], newest[e], e), reverse=True)
 
 
-def paired_against_grpo(runs_ctx: Keyed, runs: list[R.Run]) -> list:
+def per_experiment(runs: list[R.Run], experiments: dict[str, str]) -> dict[str, list[R.Run]]:
+    """The runs by experiment (``experiments``: run label -> experiment, empty for one experiment:
+    then one entry ``""`` of every run), first-seen order."""
+    out: dict[str, list[R.Run]] = {}
+    for r in runs:
+        out.setdefault(experiments.get(r.label, ""), []).append(r)
+    return out
+
+
+def _named(exp: str, est: str) -> str:
+    """A series of the seeds of estimator ``est`` in experiment ``exp`` ("": the only one)."""
+    return f"{exp} · {est}" if exp else est
+
+
+def paired_against_grpo(runs_ctx: Keyed, runs: list[R.Run], experiments: dict[str, str] | None = None) -> list:
     """The paired test of every estimator against grpo (10,000 bootstrap rounds per comparison:
-    0.1-0.4 s), once per set of runs (keyed by what the test reads of each run: estimator, seed,
-    name and final evaluation)."""
-    key = tuple((r.estimator, r.seed, r.name, json.dumps(r.meta.get("final_eval"), sort_keys=True)) for r in runs)
-    return runs_ctx.kept("paired", key, lambda: A.paired_table(list(runs), reference="grpo"))
+    0.1-0.4 s), within each experiment (``experiments``, :func:`per_experiment`; the rows name
+    it), once per set of runs (keyed by what the test reads of each run: estimator, seed, name
+    and final evaluation)."""
+    experiments = experiments or {}
+    key = tuple((r.estimator, r.seed, r.name, experiments.get(r.label, ""),
+                 json.dumps(r.meta.get("final_eval"), sort_keys=True)) for r in runs)
+
+    def build() -> list:
+        return [{**row, "a": _named(exp, row["a"]), "b": _named(exp, row["b"])}
+                for exp, items in per_experiment(runs, experiments).items()
+                for row in A.paired_table(items, reference="grpo")]
+
+    return runs_ctx.kept("paired", key, build)
 
 
 def ordered(runs: list[R.Run]) -> list[R.Run]:
@@ -77,15 +100,16 @@ def ordered(runs: list[R.Run]) -> list[R.Run]:
 
 
 def curves_svg(runs_ctx: Keyed, runs: list[R.Run], metric: str, smooth: int, band: str, threshold: float,
-               each: bool = False) -> str:
+               each: bool = False, experiments: dict[str, str] | None = None) -> str:
     """The learning curves of ``metric`` (mean over seeds with its band, single seeds thin; ``each``:
-    every run its own curve), once per (runs, metric, smoothing, band, threshold, each); held-out
-    success includes the evaluation after the last update. Runs are named by their labels."""
+    every run its own curve; ``experiments``: see :func:`grouping`), once per (runs, metric,
+    smoothing, band, threshold, each); held-out success includes the evaluation after the last
+    update. Runs are named by their labels."""
     from crbc.viz import run_curves as V
 
     return runs_ctx.kept("figure",
         ("runs_curves", metric, smooth, band, threshold, each),
-        lambda: V.curves_chart_svg(A.curves(runs, metric, smooth=smooth, with_final=metric == A.EVAL, by=grouping(each),
+        lambda: V.curves_chart_svg(A.curves(runs, metric, smooth=smooth, with_final=metric == A.EVAL, by=grouping(each, experiments),
                                             name=label), metric, band=band, show_runs=not each,
                                    threshold=threshold if "success" in metric else None))
 
@@ -95,10 +119,16 @@ def label(run: R.Run) -> str:
     return run.label
 
 
-def grouping(each: bool):
-    """What makes one curve: every run alone (``each``), else the seeds of one estimator (the
-    picker shows one experiment at a time)."""
-    return label if each else None
+def grouping(each: bool, experiments: dict[str, str] | None = None):
+    """What makes one curve: every run alone (``each``), else the seeds of one estimator, within
+    one experiment: with runs of several experiments (``experiments``: run label -> experiment,
+    :func:`ui.runs.picker.chosen_runs`) the seeds of one (experiment, estimator), named
+    ``"<experiment> · <estimator>"``; seeds of different experiments are never averaged."""
+    if each:
+        return label
+    if experiments:
+        return lambda r: _named(experiments.get(r.label, ""), r.estimator)
+    return None
 
 
 def shipped_labels(root: str, shipped: tuple[str, ...]) -> dict[str, str]:
@@ -133,7 +163,8 @@ def no_signal(runs_ctx: Keyed, runs: list[R.Run]) -> dict[str, list[dict]]:
     return runs_ctx.kept("table", ("runs_no_signal",), build)
 
 
-def no_signal_svg(runs_ctx: Keyed, runs: list[R.Run], field: str, band: str, each: bool) -> str | None:
+def no_signal_svg(runs_ctx: Keyed, runs: list[R.Run], field: str, band: str, each: bool,
+                  experiments: dict[str, str] | None = None) -> str | None:
     """The curve of one no-signal share (``field``: ``none_share``, ``<reason>_share``, ``any_share``)
     of the runs with rollouts, as the learning curves draw them; None when no run saved rollouts."""
     from crbc.viz import run_curves as V
@@ -145,7 +176,7 @@ def no_signal_svg(runs_ctx: Keyed, runs: list[R.Run], field: str, band: str, eac
         return [x["iteration"] for x in rows], [x[field] for x in rows]
 
     def build():
-        cs = A.curves([r for r in runs if label(r) in table], f"no_signal/{field}", by=grouping(each), name=label,
+        cs = A.curves([r for r in runs if label(r) in table], f"no_signal/{field}", by=grouping(each, experiments), name=label,
                       values=values)
         return V.curves_chart_svg(cs, f"share of steps: {field.removesuffix('_share').replace('_', ' ')}",
                                   band=band, show_runs=not each, percent=True, height=320) if cs else None
@@ -153,19 +184,26 @@ def no_signal_svg(runs_ctx: Keyed, runs: list[R.Run], field: str, band: str, eac
     return runs_ctx.kept("figure", ("runs_no_signal_svg", field, band, each), build)
 
 
-def summary(runs_ctx: Keyed, runs: list[R.Run], threshold: float, smooth: int) -> list[dict]:
-    """Per estimator: final success, iterations to ``threshold``, held-out gain (:func:`A.summarize`)."""
-    return runs_ctx.kept("table", ("runs_summary", threshold, smooth),
-                               lambda: A.summarize(runs, threshold=threshold, smooth=max(smooth, 1)))
+def summary(runs_ctx: Keyed, runs: list[R.Run], threshold: float, smooth: int,
+            experiments: dict[str, str] | None = None) -> list[dict]:
+    """Per estimator: final success, iterations to ``threshold``, held-out gain (:func:`A.summarize`),
+    per experiment (``experiments``, :func:`per_experiment`: each row's estimator names it)."""
+    def build() -> list[dict]:
+        return [{**row, "estimator": _named(exp, row["estimator"])}
+                for exp, items in per_experiment(runs, experiments or {}).items()
+                for row in A.summarize(items, threshold=threshold, smooth=max(smooth, 1))]
+
+    return runs_ctx.kept("table", ("runs_summary", threshold, smooth), build)
 
 
-def truth_accuracy_curves(runs_ctx: Keyed, runs: list[R.Run]) -> dict:
+def truth_accuracy_curves(runs_ctx: Keyed, runs: list[R.Run], experiments: dict[str, str] | None = None) -> dict:
     """Each estimator's Spearman with the exact advantage over the iterations of its own runs
-    (the ``diag.truth_spearman.<estimator>`` metric), as curves; empty when no run records it."""
+    (the ``diag.truth_spearman.<estimator>`` metric), as curves, per experiment (``experiments``,
+    :func:`grouping`); empty when no run records it."""
     def build() -> dict:
         out: dict = {}
         for est, items in A.by_estimator(runs).items():
-            out.update(A.curves(items, f"diag.truth_spearman.{est}"))
+            out.update(A.curves(items, f"diag.truth_spearman.{est}", by=grouping(False, experiments), name=label))
         return out
 
     return runs_ctx.kept("table", ("runs_accuracy_curves",), build)
