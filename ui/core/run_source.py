@@ -29,7 +29,7 @@ from pathlib import Path
 import streamlit as st
 
 import crbc.io.runs as R
-from crbc.errors import FormatError
+from crbc.errors import FormatError, path_limit_reason
 from crbc.io.anchor_keys import effective_key, key_to_apply, recorded_key
 from ui.core import anchor_key, state, url, widgets
 from ui.core.context import Source, server
@@ -207,8 +207,10 @@ def _why_not(v: str) -> str:
     if v == OPENED:
         return "a run uploaded as a .zip lives only in the session that uploaded it"
     if too_long(v):
-        return (f"a path of {len(v):,} characters is longer than any run folder's (at most "
-                f"{MAX_PATH_CHARS:,} characters, 255 per folder name)")
+        if len(v) > MAX_PATH_CHARS:
+            return (f"a path of {len(v):,} characters is longer than any run folder's (at most "
+                    f"{MAX_PATH_CHARS:,} characters)")
+        return path_limit_reason(v) or f"a path of {len(v):,} characters names no run folder"
     return (f"not a run folder under the studio's run folders ({roots_text()}); a link never "
             "opens other paths on the server (start the studio with --runs-dir to add a folder)")
 
