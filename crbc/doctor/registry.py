@@ -13,6 +13,8 @@ order: its sort key; the doctor runs and prints the checks in ascending order (d
 table lists them so), whatever order their modules are imported in; two checks never share one.
 what: what a finding of it means, as a noun phrase (the message of a finding known only from the
 recorder's count). reads: how :func:`crbc.doctor.diagnose.diagnose` calls it (:data:`READS`).
+A check is registered when its module is imported: :mod:`crbc.doctor.diagnose` imports the
+modules of the built-in ones.
 
 :data:`CHECKS` (name -> severity) and :data:`WHAT` (name -> what) are read-only mappings derived
 from the registry, in the checks' order; they see a check registered later too.
