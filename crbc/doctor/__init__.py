@@ -5,6 +5,7 @@
     for f in findings:
         print(f.to_json())        # crbc.doctor/1 (docs/FORMATS.md, "An advantage doctor")
 
+:mod:`.registry` (every check with its severity, order and meaning: :data:`CHECKS`),
 :mod:`.findings` (the record, its example rows and the exit status), :mod:`.batch` (what is
 examined), :mod:`.row_checks`, :mod:`.token_checks` (with :mod:`.gae`) and :mod:`.weight_checks`
 (the checks), :mod:`.expect` (``estimator_mismatch``), :mod:`.diagnose` (all of them),

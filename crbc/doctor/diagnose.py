@@ -1,17 +1,22 @@
-"""``diagnose(batch, expect=None)``: every check of the doctor on one batch, in the order of
-:data:`crbc.doctor.findings.CHECKS`; each returns a finding or nothing."""
+"""``diagnose(batch, expect=None)``: every registered check of the doctor on one batch, in their
+declared order (:mod:`crbc.doctor.registry`); each returns a finding or nothing.
+
+Importing this module registers the built-in checks: their modules (:mod:`.row_checks`,
+:mod:`.token_checks`, :mod:`.weight_checks`, :mod:`.expect`) register each one where it is defined.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+import crbc.doctor.expect  # noqa: F401  (imported to register its check; so are the three below)
+import crbc.doctor.row_checks  # noqa: F401
+import crbc.doctor.token_checks  # noqa: F401
+import crbc.doctor.weight_checks  # noqa: F401
 from crbc.doctor.batch import Batch, Tokens
-from crbc.doctor.expect import estimator_mismatch
-from crbc.doctor.findings import CHECKS, Finding
-from crbc.doctor.row_checks import ROW_CHECKS
-from crbc.doctor.token_checks import TOKEN_CHECKS
-from crbc.doctor.weight_checks import WEIGHT_CHECKS
+from crbc.doctor.findings import Finding
+from crbc.doctor.registry import CHECKS, ordered
 
 __all__ = ["counts", "diagnose", "diagnose_all", "diagnose_tokens"]
 
@@ -23,14 +28,7 @@ def diagnose(batch: Batch, expect: str | None = None, params: dict[str, Any] | N
     expect: a registered estimator the trainer's advantage should equal (``estimator_mismatch``);
     params: that estimator's parameters (its defaults otherwise).
     """
-    out = [f for check in ROW_CHECKS + WEIGHT_CHECKS if (f := check(batch)) is not None]
-    if batch.tokens is not None:
-        out += [f for check in TOKEN_CHECKS if (f := check(batch.tokens, batch.iteration)) is not None]
-    mismatch = estimator_mismatch(batch, expect, params)
-    if mismatch is not None:
-        out.append(mismatch)
-    order = list(CHECKS)
-    return [f.located(batch.locate) for f in sorted(out, key=lambda f: order.index(f.check))]
+    return [f.located(batch.locate) for check in ordered() if (f := check.run(batch, expect, params)) is not None]
 
 
 def diagnose_tokens(advantages: Any, response_mask: Any, iteration: int | None = None, *,
@@ -41,7 +39,7 @@ def diagnose_tokens(advantages: Any, response_mask: Any, iteration: int | None =
     ``values`` and ``token_level_rewards`` (B, L), when given, let ``advantage_off_mask``
     recompute GAE (``gamma``, ``lam``: the trainer's, else a small grid is tried)."""
     t = Tokens(advantages, response_mask, values, token_level_rewards, gamma, lam)
-    return [f for check in TOKEN_CHECKS if (f := check(t, iteration)) is not None]
+    return [f for check in ordered() if check.reads == "tokens" and (f := check.fn(t, iteration)) is not None]
 
 
 def diagnose_all(batches: Sequence[Batch], expect: str | None = None,

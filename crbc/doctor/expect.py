@@ -18,6 +18,7 @@ import numpy as np
 
 from crbc.doctor.batch import Batch
 from crbc.doctor.findings import Finding, finding
+from crbc.doctor.registry import register_check
 from crbc.estimators import registry
 from crbc.run_analysis.health import params_for, spearman
 
@@ -27,6 +28,8 @@ ATOL, RTOL = 1e-3, 1e-3
 MISMATCH_SHARE = 0.01
 
 
+@register_check("estimator_mismatch", severity="warning", order=90, reads="estimator",
+                what="a trainer advantage that is not the estimator it was expected to be")
 def estimator_mismatch(b: Batch, expect: str | None, params: dict[str, Any] | None = None) -> Finding | None:
     """The finding, or None (no ``expect``, no trainer advantage, or they agree). An unknown name
     raises ``UnknownEstimatorError`` (a ValueError) before any work."""

@@ -3,7 +3,7 @@
 A finding names one check that fired on one iteration (or on a batch without one):
 
     format     "crbc.doctor/1"
-    check      the check's name (:data:`CHECKS`)
+    check      the check's name (:data:`CHECKS`: :mod:`crbc.doctor.registry`)
     severity   "error" | "warning" | "info" (fixed per check)
     iteration  int, or null
     rows       how many input rows it concerns (int >= 0)
@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from crbc.doctor.registry import CHECKS, SEVERITIES
+
 __all__ = [
     "CHECKS", "Example", "exit_status", "FIELDS", "Finding", "finding", "from_dict", "MAX_EXAMPLES", "SCHEMA",
     "SEVERITIES", "table"
@@ -40,24 +42,6 @@ __all__ = [
 
 SCHEMA = "crbc.doctor/1"
 MAX_EXAMPLES = 5
-SEVERITIES = ("error", "warning", "info")
-
-#: check name -> severity, in the order the doctor runs and prints them (docs/FORMATS.md's table)
-CHECKS: dict[str, str] = {
-    "singleton_groups": "error",
-    "zero_step_advantage": "error",
-    "length_weighted_baseline": "warning",
-    "step_rewards_sum": "warning",
-    "advantage_off_mask": "error",
-    "advantage_shifted": "error",
-    "no_shared_anchors": "warning",
-    "zero_variance_groups": "info",
-    "estimator_mismatch": "warning",
-    "all_zero_advantage": "error",
-    "empty_response_in_group": "error",
-    "per_turn_baseline": "warning",
-    "row_weighted_loss": "warning",
-}
 FIELDS = ("format", "check", "severity", "iteration", "rows", "share", "examples", "message")
 
 

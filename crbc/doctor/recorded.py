@@ -17,29 +17,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from crbc.doctor.findings import CHECKS, Finding
+from crbc.doctor.findings import Finding
+from crbc.doctor.registry import CHECKS, WHAT
 
 __all__ = ["METRIC_PREFIX", "recorded_counts", "recorded_findings", "with_recorded"]
 
 METRIC_PREFIX = "crbc/doctor/"
-
-#: what each check means, for a finding known only from its count (docs/FORMATS.md's table)
-WHAT = {
-    "singleton_groups": "groups of one rollout, where every group-relative advantage is 0 or the raw score",
-    "zero_step_advantage": "only the last step of each trajectory had an advantage",
-    "length_weighted_baseline": "an episode baseline averaged over step rows, not trajectories",
-    "step_rewards_sum": "step rewards that do not sum to the trajectory's score",
-    "advantage_off_mask": "advantages computed over tokens outside the response mask",
-    "advantage_shifted": "advantages offset by one or more tokens against the response mask",
-    "no_shared_anchors": "later steps at anchors no other rollout shares, so step credit is about 0",
-    "zero_variance_groups": "groups whose rollouts all have the same outcome",
-    "estimator_mismatch": "a trainer advantage that is not the estimator it was expected to be",
-    "all_zero_advantage": "an advantage of 0 everywhere although outcomes differ",
-    "empty_response_in_group": "rows with no action token counted in their group's mean and std",
-    "per_turn_baseline": "advantages normalised per (group, turn index)",
-    "row_weighted_loss": "one loss weight per step row, so long failed trajectories weigh more",
-}
-
 
 def _count(x: Any) -> float | None:
     """A metric value as a row count (a number > 0), else None."""

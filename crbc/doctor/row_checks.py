@@ -12,12 +12,13 @@ import numpy as np
 
 from crbc.doctor.batch import Batch
 from crbc.doctor.findings import Finding, finding
+from crbc.doctor.registry import register_check
 from crbc.doctor.token_checks import TOKEN_ZERO
 from crbc.run_analysis.health import MERGE_WARNING_SHARE, later_shared_share, merge_warning, shared_steps
 from crbc.run_analysis.similarity_hint import suggestion as similarity_suggestion
 
 __all__ = [
-    "all_zero_advantage", "CENTRED", "length_weighted_baseline", "MAJORITY", "no_shared_anchors", "ROW_CHECKS",
+    "all_zero_advantage", "CENTRED", "length_weighted_baseline", "MAJORITY", "no_shared_anchors",
     "singleton_groups", "step_rewards_sum", "SUM_ATOL", "SUM_RTOL", "ZERO", "zero_step_advantage",
     "zero_variance_groups"
 ]
@@ -33,6 +34,8 @@ def _per_rollout(p, x_N: np.ndarray, how=np.add) -> np.ndarray:
     return how.reduceat(x_N, p.rollout_offsets[:-1])
 
 
+@register_check("singleton_groups", severity="error", order=10, reads="rows",
+                what="groups of one rollout, where every group-relative advantage is 0 or the raw score")
 def singleton_groups(b: Batch) -> Finding | None:
     """Groups with one rollout: with a group of one, GRPO's (S_i - mean) / (std + eps) is 0 (verl:
     mean 0, std 1 gives the raw score) and every group-relative baseline is lost.
@@ -51,6 +54,8 @@ def singleton_groups(b: Batch) -> Finding | None:
                    "(uid) before computing advantages.")
 
 
+@register_check("zero_step_advantage", severity="error", order=20, reads="rows",
+                what="only the last step of each trajectory had an advantage")
 def zero_step_advantage(b: Batch) -> Finding | None:
     """Only the last step trained: in a rollout with T_i >= 2 steps whose last step has A != 0,
     every earlier step has A exactly 0.
@@ -77,6 +82,8 @@ def zero_step_advantage(b: Batch) -> Finding | None:
                    "with that step's own response mask.")
 
 
+@register_check("length_weighted_baseline", severity="warning", order=30, reads="rows",
+                what="an episode baseline averaged over step rows, not trajectories")
 def length_weighted_baseline(b: Batch) -> Finding | None:
     """An episode baseline averaged over step rows, not trajectories (long trajectories weigh more).
 
@@ -122,6 +129,8 @@ def length_weighted_baseline(b: Batch) -> Finding | None:
                    "and std once per trajectory (deduplicate rows by trajectory id).")
 
 
+@register_check("step_rewards_sum", severity="warning", order=40, reads="rows",
+                what="step rewards that do not sum to the trajectory's score")
 def step_rewards_sum(b: Batch) -> Finding | None:
     """Step rewards that do not sum to the trajectory's score where the run says they should.
 
@@ -152,6 +161,8 @@ def step_rewards_sum(b: Batch) -> Finding | None:
                    "each turn's raw reward, including the final one, and check their sum against the score.")
 
 
+@register_check("no_shared_anchors", severity="warning", order=70, reads="rows",
+                what="later steps at anchors no other rollout shares, so step credit is about 0")
 def no_shared_anchors(b: Batch) -> Finding | None:
     """Later steps that share no anchor: :func:`crbc.run_analysis.health.merge_warning` (fewer than
     MERGE_WARNING_SHARE of the steps after each rollout's first sit at an anchor that two or more
@@ -177,6 +188,8 @@ def _score_spread_G(p) -> np.ndarray:
     return hi - lo
 
 
+@register_check("all_zero_advantage", severity="error", order=100, reads="rows",
+                what="an advantage of 0 everywhere although outcomes differ")
 def all_zero_advantage(b: Batch) -> Finding | None:
     """Nothing trained: the trainer's advantage is 0 everywhere although outcomes differ.
 
@@ -215,6 +228,8 @@ def all_zero_advantage(b: Batch) -> Finding | None:
                    "the advantage at a trained token.")
 
 
+@register_check("zero_variance_groups", severity="info", order=80, reads="rows",
+                what="groups whose rollouts all have the same outcome")
 def zero_variance_groups(b: Batch) -> Finding | None:
     """Groups of >= 2 rollouts whose scores (the outcome when no score) are all equal: no
     group-relative learning signal there. Informational; fires when there is one."""
@@ -228,7 +243,3 @@ def zero_variance_groups(b: Batch) -> Finding | None:
                    f"{int(flat_G.sum())} of {n_G} groups have the same outcome on every rollout, so "
                    "their group-relative advantage is 0 and they teach nothing: expected on tasks "
                    "that are too easy or too hard; resample or filter them if the share is large.")
-
-
-ROW_CHECKS = (singleton_groups, zero_step_advantage, length_weighted_baseline, step_rewards_sum,
-              no_shared_anchors, zero_variance_groups, all_zero_advantage)

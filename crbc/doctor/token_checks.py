@@ -21,10 +21,11 @@ import numpy as np
 from crbc.doctor.batch import Tokens
 from crbc.doctor.findings import Finding, finding
 from crbc.doctor.gae import GAE_GRID, gae_every_token, gae_trained_tokens, same_up_to_whitening
+from crbc.doctor.registry import register_check
 
 __all__ = [
     "advantage_off_mask", "advantage_shifted", "CARRY_RTOL", "carried_from_next", "gae_verdict", "MAJORITY",
-    "MAX_GAE_ROWS", "MAX_SHIFT", "shift_of_rows", "SHIFTED_SHARE", "TOKEN_CHECKS", "TOKEN_ZERO"
+    "MAX_GAE_ROWS", "MAX_SHIFT", "shift_of_rows", "SHIFTED_SHARE", "TOKEN_ZERO"
 ]
 
 TOKEN_ZERO = 1e-7
@@ -93,6 +94,8 @@ def shift_of_rows(t: Tokens) -> np.ndarray:
     return _view(t).shift
 
 
+@register_check("advantage_shifted", severity="error", order=60, reads="tokens",
+                what="advantages offset by one or more tokens against the response mask")
 def advantage_shifted(t: Tokens, iteration: int | None = None) -> Finding | None:
     """Advantages offset by one or more tokens against the response mask (:func:`shift_of_rows`).
     Fires when >= SHIFTED_SHARE of the rows that carry an advantage in their span are offset;
@@ -175,6 +178,8 @@ def _off_mask_by_gae(t: Tokens, iteration: int | None, gapped: np.ndarray, every
                    "and next value over them, as verl does since PR #2337).")
 
 
+@register_check("advantage_off_mask", severity="error", order=50, reads="tokens",
+                what="advantages computed over tokens outside the response mask")
 def advantage_off_mask(t: Tokens, iteration: int | None = None) -> Finding | None:
     """The advantage on trained tokens computed over tokens outside the response mask.
 
@@ -207,6 +212,3 @@ def advantage_off_mask(t: Tokens, iteration: int | None = None) -> Finding | Non
                    "computed over tokens the policy never produced and their rewards and values leak into "
                    "the trained ones (miles PR #1827): compute GAE over the trainable tokens only, skipping "
                    "masked ones, and log values and token_level_rewards so the doctor can recompute it.")
-
-
-TOKEN_CHECKS = (advantage_off_mask, advantage_shifted)

@@ -13,10 +13,11 @@ import numpy as np
 
 from crbc.doctor.batch import Batch
 from crbc.doctor.findings import Finding, finding
+from crbc.doctor.registry import register_check
 
 __all__ = [
     "BASELINE_RTOL", "CENTRED", "empty_response_in_group", "FAIL_RATIO", "MAJORITY", "per_turn_baseline",
-    "row_weighted_loss", "WEIGHT_CHECKS", "ZERO"
+    "row_weighted_loss", "ZERO"
 ]
 
 MAJORITY = 0.5  #: share of the decisive groups that must show a bug
@@ -60,6 +61,8 @@ def _baseline_fit(s: np.ndarray, a: np.ndarray) -> float | None:
     return float(s.mean() - a.mean() / c)
 
 
+@register_check("empty_response_in_group", severity="error", order=110, reads="rows",
+                what="rows with no action token counted in their group's mean and std")
 def empty_response_in_group(b: Batch) -> Finding | None:
     """Rows with no action token counted in their group's mean (OpenRLHF PR #1239; verl PR #6452
     names the same for GRPO after rejection sampling empties a response's mask).
@@ -111,6 +114,8 @@ def _cells(p, g_N: np.ndarray, g: int) -> list[np.ndarray]:
     return [steps[t == k] for k in np.unique(t)]
 
 
+@register_check("per_turn_baseline", severity="warning", order=120, reads="rows",
+                what="advantages normalised per (group, turn index)")
 def per_turn_baseline(b: Batch) -> Finding | None:
     """Advantages normalised per (group, turn index) (verl #7244, MT-GRPO style).
 
@@ -162,6 +167,8 @@ def per_turn_baseline(b: Batch) -> Finding | None:
                    "later turn indices, or one baseline per trajectory).")
 
 
+@register_check("row_weighted_loss", severity="warning", order=130, reads="rows",
+                what="one loss weight per step row, so long failed trajectories weigh more")
 def row_weighted_loss(b: Batch) -> Finding | None:
     """One loss weight per step row, so long failed trajectories weigh more than their number
     (rLLM PR #512, verl PR #7580).
@@ -197,6 +204,3 @@ def row_weighted_loss(b: Batch) -> Finding | None:
                    "failures weigh more than their number and long trajectories dominate the gradient: "
                    "give each row a loss weight of 1 / (its trajectory's rows), normalised over the batch, "
                    "so every trajectory weighs the same (verl PR #7580's loss_weight, rLLM PR #512).")
-
-
-WEIGHT_CHECKS = (empty_response_in_group, per_turn_baseline, row_weighted_loss)

@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # pandas is imported when a file is read: `import crbc` stays
 
 AUDIT_SCHEMA = "crbc.audit/1"
 AUDIT_FILES = ("audit.parquet", "audit.csv", "audit.jsonl")
-#: the doctor's columns (crbc.doctor.findings.CHECKS, in its order): rows each check flags
+#: the doctor's columns (crbc.doctor.CHECKS, in its order; crbc.doctor.registry): rows each check flags
 DOCTOR_COLUMNS = tuple(f"doctor/{c}" for c in (
     "singleton_groups", "zero_step_advantage", "length_weighted_baseline", "step_rewards_sum",
     "advantage_off_mask", "advantage_shifted", "no_shared_anchors", "zero_variance_groups",
