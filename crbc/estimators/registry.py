@@ -27,7 +27,7 @@ anchor, ``_SA`` per observed (anchor, action) pair; see :mod:`crbc.process`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +42,7 @@ from crbc.process import Process, merge
 from crbc.registry import Registry
 
 __all__ = ["CREDIT_SCHEMA", "NEEDS", "REGISTRY", "SIGNALS", "Credits", "Estimator", "UnknownEstimatorError", "compute",
-           "compute_cached", "get", "names", "register", "shared_param_specs"]
+           "cache_key", "compute_cached", "get", "names", "register", "shared_param_specs"]
 
 _FALLBACK_COLORS = ("#2ca02c", "#d62728", "#8c564b", "#e377c2", "#bcbd22")
 
@@ -211,6 +211,12 @@ def compute(name: str, groups: Sequence[RolloutGroup] | Process, **params: Any) 
     return get(name)(groups, **params)
 
 
+def cache_key(name: str, p: Process, params: Mapping[str, Any]) -> tuple:
+    """The key of ``name``'s credits on ``p`` with ``params`` in a :func:`compute_cached` cache
+    (a caller that computed them elsewhere files them under it)."""
+    return name, id(p), tuple(sorted(params.items()))
+
+
 def compute_cached(cache: dict | None, name: str, p: Process, **params: Any) -> Credits:
     """:func:`compute` of ``name`` on the process ``p``, remembered in ``cache`` (a plain dict the
     caller owns and drops; None: no memo) under ``(name, id(p), sorted params)``: one report asks
@@ -219,7 +225,7 @@ def compute_cached(cache: dict | None, name: str, p: Process, **params: Any) -> 
     holds the Credits, and so the process: an ``id`` cannot be reused while its entry lives."""
     if cache is None:
         return compute(name, p, **params)
-    key = (name, id(p), tuple(sorted(params.items())))
+    key = cache_key(name, p, params)
     got = cache.get(key)
     if got is None:
         got = cache[key] = compute(name, p, **params)

@@ -120,6 +120,16 @@ def _params_for(name: str, shared: dict[str, Any], fixed: dict[str, Any]) -> dic
     return out
 
 
+def sides(comparison: str | Comparison, **shared: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The estimators ``comparison`` computes with the shared parameters ``shared``: (name,
+    params) per side, the trainer's side left out. A caller that has these credits already
+    hands them to :func:`disagreements` in its ``cache`` under
+    :func:`crbc.estimators.registry.compute_cached`'s key, and nothing is computed twice."""
+    cmp_ = comparison_named(comparison) if isinstance(comparison, str) else comparison
+    return [(name, _params_for(name, shared, fixed)) for name, fixed in ((cmp_.x, cmp_.x_params), (cmp_.y, cmp_.y_params))
+            if name != TRAINER]
+
+
 @dataclass(frozen=True)
 class _FileAnchor:
     """The leading columns of a row about one anchor of a file: its group, its label, its id."""

@@ -48,6 +48,8 @@ def _script(key: str, seconds: float | None, log: list, groups: list) -> None:
         c = ctx.credits("crbc")
         log.append(("credits", c.advantage_N))
         log.append(("sweep", ctx.sweep(0.98, 4).a_SA))
+        d = ctx.disagreement("crbc vs gigpo", {"beta": 0.98, "depth": None, "sigma_min": 0.1})
+        log.append(("disagreement", [(a.anchor, a.disagreement) for a in d.anchors[:5]]))
         st.write("done")
     finally:
         E.EstimateJob.__init__ = real
@@ -55,10 +57,12 @@ def _script(key: str, seconds: float | None, log: list, groups: list) -> None:
     del bounded
 
 
-def _run(key: str, seconds: float | None = None) -> tuple[AppTest, dict]:
+def _run(key: str, seconds: float | None = None) -> tuple[AppTest, dict, list]:
+    """The script run once: the AppTest, what it logged (the last value per name), and the log
+    itself (later runs append to it)."""
     log: list = []
     at = AppTest.from_function(_script, args=(key, seconds, log, _big_groups()), default_timeout=180).run()
-    return at, dict(log)
+    return at, dict(log), log
 
 
 def test_a_large_uploads_results_come_from_a_worker_and_equal_the_servers():
@@ -66,24 +70,28 @@ def test_a_large_uploads_results_come_from_a_worker_and_equal_the_servers():
     from crbc.estimators.closure import depth_sweep
     from crbc.process import merge
 
-    at, log = _run("upload:big-1")
+    at, log, raw = _run("upload:big-1")
     assert not at.exception, at.exception
-    assert log["jobs"] == ("credits", "sweep")
+    assert log["jobs"] == ("credits", "sweep", "credits")  # gigpo's side: crbc's is kept already
     p = merge(_big_groups()[:1])
+    from crbc.explain.disagreements import disagreements
+
+    want = disagreements(p, "crbc vs gigpo", beta=0.98, depth=None, sigma_min=0.1)
+    assert log["disagreement"] == [(a.anchor, a.disagreement) for a in want.anchors[:5]]
     assert np.array_equal(log["credits"], registry.compute("crbc", p, beta=0.98, depth=None, sigma_min=0.1).advantage_N)
     assert np.array_equal(log["sweep"], depth_sweep(p, 0.98, 4).a_SA, equal_nan=True)
-    at.run()  # kept in the session: no job again
-    assert dict(at.session_state["_crbc_kept"].entries()) and log["jobs"] == ("credits", "sweep")
+    at.run()  # kept in the session: no job again, the same numbers
+    assert not at.exception and dict(raw)["jobs"] == () and np.array_equal(dict(raw)["credits"], log["credits"])
 
 
 def test_a_shipped_source_of_the_same_size_is_computed_in_the_server():
-    at, log = _run("sample:big-2")
+    at, log, _ = _run("sample:big-2")
     assert not at.exception, at.exception
     assert log["jobs"] == ()
 
 
 def test_a_budget_ends_the_computation_with_a_notice_and_the_command():
-    at, log = _run("upload:big-3", seconds=0.01)
+    at, log, _ = _run("upload:big-3", seconds=0.01)
     assert not at.exception, at.exception
     notes = [w.value for w in at.warning]
     assert len(notes) == 1 and "took longer than the studio's 0.01 s" in notes[0]

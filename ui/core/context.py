@@ -380,7 +380,10 @@ class PageContext(Context):
     def file_credits(self, name: str) -> estimators.Credits:
         """Credits of every group of the source under ``name`` with its sidebar parameters (each
         group's anchors merged inside that group only, as everywhere); kept like :meth:`credits`."""
-        params, p = self.estimator_params(name), self.file_process()
+        return self._file_credits_with(name, self.estimator_params(name))
+
+    def _file_credits_with(self, name: str, params: Mapping[str, Any]) -> estimators.Credits:
+        params, p = dict(params), self.file_process()
         with st.spinner("Computing the credits of every group..."):
             return self._bounded(self.whole, "file_credits", (name, _params_key(params)),
                                  lambda: estimators.compute(name, p, **params),
@@ -419,16 +422,29 @@ class PageContext(Context):
         disagree on the chosen group, with the shared ``params``."""
         trainer = self.trainer_N if comparison.startswith("trainer vs ") else None
         p, params = self.process, dict(params)
+        cache = self._sides(comparison, params, p, self.credits)
         return self.kept("disagreement", (comparison, _params_key(params)),
-                         lambda: compare.disagreements(p, comparison, trainer_N=trainer, **params),
+                         lambda: compare.disagreements(p, comparison, trainer_N=trainer, cache=cache, **params),
                          spinner="Comparing the estimators...")
+
+    def _sides(self, comparison: str, params: dict, p: Process, credits: Callable) -> dict | None:
+        """For a private process too large to compute in the server: each side's credits of
+        ``comparison`` through ``credits`` (bounded, kept), filed as
+        :func:`crbc.explain.disagreements.disagreements`' cache; else None (computed there)."""
+        from crbc.estimators.worker_job import INLINE_STEPS
+
+        if not self.private or p.n_steps <= INLINE_STEPS:
+            return None
+        return {estimators.cache_key(name, p, side): credits(name, side)
+                for name, side in compare.sides(comparison, **params)}
 
     def file_disagreement(self, comparison: str, params: Mapping[str, Any]) -> compare.Disagreement:
         """:meth:`disagreement` over every group of the source."""
         trainer = self.file_trainer_N() if comparison.startswith("trainer vs ") else None
-        groups, params = list(self.groups), dict(params)
+        p, params = self.file_process(), dict(params)
+        cache = self._sides(comparison, params, p, self._file_credits_with)
         return self.whole.kept("file_disagreement", (comparison, _params_key(params)),
-                               lambda: compare.disagreements(groups, comparison, trainer_N=trainer, **params),
+                               lambda: compare.disagreements(p, comparison, trainer_N=trainer, cache=cache, **params),
                                spinner="Comparing the estimators on every group...")
 
     def sweep(self, beta: float, k_max: int) -> closure.DepthSweep:
