@@ -20,7 +20,8 @@ mere existence of ``pages/`` beside the main script, to run the *first* script r
 ``/runs?runs_exp=...`` opened on a freshly started server ran ``pages/runs.py`` alone, without
 the sidebar, and listed every module of ``pages/`` (``common``, ``sidebar``) as a page. And it
 lets a nested address (``/lesson/foo``) load the app and its "page not found" notice
-(:mod:`ui.core.nested_urls`) instead of a blank page.
+(:mod:`ui.core.nested_urls`) instead of a blank page, and a long address (up to 1 MB) load the
+app and its notice about the parameter (:mod:`ui.core.long_urls`) instead of an HTTP 400.
 """
 
 from __future__ import annotations
@@ -59,10 +60,11 @@ def main() -> None:
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 
-    from ui.core import nested_urls
+    from ui.core import long_urls, nested_urls
 
     PagesManager.uses_pages_directory = False  # app.py declares its pages with st.navigation
     nested_urls.install()  # /lesson/foo shows "page not found", not a blank page
+    long_urls.install()  # a URL of up to 1 MB reaches the app (a notice), not a bare HTTP 400
 
     sys.argv = ["streamlit", "run", str(APP), *args]
     cli.main(prog_name="streamlit")

@@ -51,3 +51,14 @@ def test_a_clicked_choice_survives_its_shared_link(app_url, page, second_page):
     wait_ready(p2, "Bellman backups")
     assert _checked(p2, "backups_colour") == ["error V^(K) − truth"]
     assert "Ignored URL parameter" not in p2.locator("[data-testid=stMain]").inner_text()
+
+
+def test_a_200000_character_link_gets_the_notice_not_an_http_error(app_url, page):
+    """The server reads a request head of up to 1 MB (ui/core/long_urls.py), so a link with a
+    200,000-character Lesson state loads the Lesson, which names the parameter and ignores it."""
+    pg = page
+    response = pg.goto(f"{app_url}/lesson?ls=" + "A" * 200_000)
+    assert response is not None and response.status == 200
+    wait_ready(pg, "Lesson")
+    text = pg.locator("[data-testid=stMain]").inner_text()
+    assert "Ignored URL parameter" in text and "ls" in text, text[:400]
