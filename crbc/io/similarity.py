@@ -31,7 +31,9 @@ is already known:
 - **An early answer** (:func:`reaches`): the matching blocks are found window by window as
   ``get_matching_blocks`` finds them, and the search stops as soon as the blocks found prove
   ``ratio() >= tau`` or the windows left cannot reach it; each window's longest block is found
-  by :class:`BlockFinder`, difflib's own loop over fewer positions.
+  by :class:`BlockFinder`, difflib's own loop over fewer positions. (A compiled difflib,
+  cydifflib 1.2.0, gives the same ratios but is slower here: its block search zero-fills the
+  window's width for every position of a; benchmarks/bench_difflib_ports.py.)
 
 Bounded work (a user's data in a shared studio): at most ``max_comparisons`` ``ratio()`` calls
 per group (:data:`MAX_COMPARISONS`) and ``max_pairs`` (text, cluster) pairs looked at in all
