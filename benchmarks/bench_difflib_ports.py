@@ -54,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import crbc.io.similarity as sim  # noqa: E402
 from benchmarks.bench_similarity import iteration  # noqa: E402
+from devtools.text_edits import mutated
 from tests.support.upstream_similarity import build_step_group_similar, clusters_of  # noqa: E402
 
 TAUS = (0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98, 0.99)
@@ -61,17 +62,6 @@ ALPHABETS = ("ab", "abc", "ab \n", "acgt", "the quick brown fox 123", "012345678
 UNICODE = "ae\u00e9\u0301\U0001F600\u4e2d\u6587\x00\ud800\udfff \u200d"
 
 
-def mutated(rng: random.Random, base: str, alphabet: str, edits: int) -> str:
-    s = list(base)
-    for _ in range(edits):
-        op, at = rng.randrange(3), rng.randrange(len(s) + 1)
-        if op == 0 or not s:
-            s.insert(at, rng.choice(alphabet))
-        elif op == 1:
-            del s[min(at, len(s) - 1)]
-        else:
-            s[min(at, len(s) - 1)] = rng.choice(alphabet)
-    return "".join(s)
 
 
 def text(rng: random.Random, alphabet: str, n: int) -> str:

@@ -24,7 +24,7 @@ from crbc.io.rollouts import SCHEMA, Rollout, RolloutGroup, Step, atomic_write_c
 
 __all__ = [
     "columns_table", "groups_table", "read_parquet_rollouts", "REQUIRED", "STEP_COLUMNS",
-    "write_parquet_rollouts"
+    "write_parquet_rollouts", "write_table_atomic"
 ]
 
 STEP_COLUMNS = ("group", "rollout", "step", "anchor", "action", "obs", "response", "reward",
@@ -86,12 +86,19 @@ def columns_table(cols: dict[str, Any]):
 def write_parquet_rollouts(path: str | os.PathLike, groups: Sequence[RolloutGroup] | Any) -> Path:
     """Write the groups (or a Table from :func:`columns_table`) as a Parquet rollout file (zstd,
     dictionary encoded), atomically."""
-    import io
 
     import pyarrow as pa
+
+    return write_table_atomic(path, groups if isinstance(groups, pa.Table) else groups_table(groups))
+
+
+def write_table_atomic(path: str | os.PathLike, table: Any) -> Path:
+    """Write a pyarrow Table as Parquet (zstd, dictionary encoded) to ``path`` atomically (the
+    file appears whole or not at all: :func:`crbc.io.rollouts.atomic_write_chunks`)."""
+    import io
+
     import pyarrow.parquet as pq
 
-    table = groups if isinstance(groups, pa.Table) else groups_table(groups)
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd", use_dictionary=True)
     atomic_write_chunks(path, [buf.getvalue()])

@@ -117,16 +117,9 @@ def tokens_table(steps: Sequence[StepTokens], max_rows: int, max_tokens: int):
 
 def write_tokens(path: str | os.PathLike, table) -> Path:
     """Write a table of :func:`tokens_table` (zstd), atomically; returns the path."""
-    import io
+    from crbc.io.parquet_rollouts import write_table_atomic
 
-    import pyarrow.parquet as pq
-
-    from crbc.io.rollouts import atomic_write_chunks
-
-    buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd", use_dictionary=True)
-    atomic_write_chunks(path, [buf.getvalue()])
-    return Path(path)
+    return write_table_atomic(path, table)
 
 
 def _fail(msg: str, source: str, row: int | None = None, column: str | None = None):

@@ -20,24 +20,13 @@ from crbc.io.similarity import (
     positions,
     reaches,
 )
+from devtools.text_edits import mutated
 from tests.support.upstream_similarity import build_step_group_similar, clusters_of
 
 TAUS = (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99)
 ALPHABETS = ("ab", "abc \n", "the quick brown fox 123", "xyz\u00e9\U0001F600 ")
 
 
-def mutated(rng: random.Random, base: str, alphabet: str, edits: int) -> str:
-    s = list(base)
-    for _ in range(edits):
-        op = rng.randrange(3)
-        at = rng.randrange(len(s) + 1)
-        if op == 0 or not s:
-            s.insert(at, rng.choice(alphabet))
-        elif op == 1:
-            del s[min(at, len(s) - 1)]
-        else:
-            s[min(at, len(s) - 1)] = rng.choice(alphabet)
-    return "".join(s)
 
 
 @st.composite
