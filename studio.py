@@ -60,11 +60,12 @@ def main() -> None:
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 
-    from ui.core import long_urls, nested_urls
+    from ui.core import long_urls, memory, nested_urls
 
     PagesManager.uses_pages_directory = False  # app.py declares its pages with st.navigation
     nested_urls.install()  # /lesson/foo shows "page not found", not a blank page
     long_urls.install()  # a URL of up to 1 MB reaches the app (a notice), not a bare HTTP 400
+    memory.start()  # freed memory goes back to the machine every 30 s (glibc's malloc_trim)
 
     sys.argv = ["streamlit", "run", str(APP), *args]
     cli.main(prog_name="streamlit")

@@ -29,7 +29,7 @@ import numpy as np
 
 from crbc.process import Process
 
-__all__ = ["Coverage", "coverage", "hop_distances"]
+__all__ = ["Coverage", "counts_within", "coverage", "hop_distances"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,7 +88,19 @@ def coverage(p: Process, k_max: int) -> Coverage:
     for i in range(n_r):  # rollouts are few (a group); anchors per rollout are its steps
         visited = np.unique(p.step_state[p.rollout_offsets[i]:p.rollout_offsets[i + 1]])
         reach_SR[:, i] = d_SS[:, visited].min(axis=1)
-    ks = np.arange(k_max + 1)[:, None, None]
-    count_KS = (reach_SR[None, :, :] <= ks).sum(axis=2)
-    return Coverage(reach_SR=reach_SR, count_KS=count_KS, n_rollouts=n_r,
+    return Coverage(reach_SR=reach_SR, count_KS=counts_within(reach_SR, k_max), n_rollouts=n_r,
                     saturated_S=np.isfinite(reach_SR).sum(axis=1))
+
+
+def counts_within(reach_SR: np.ndarray, k_max: int) -> np.ndarray:
+    """``count_KS[K, s] = #{i : reach_SR[s, i] <= K}`` for K = 0..k_max, shape (k_max + 1, S),
+    from one histogram of the finite reaches per anchor (hop counts are whole numbers) and a
+    cumulative sum over K: O(S R + K S) time and memory, where comparing every K with every
+    reach would hold a (K + 1, S, R) array (2.4 GB for a 3,000-anchor ring of 2,000 rollouts at
+    K = 400)."""
+    n_s = reach_SR.shape[0]
+    s_idx, r_idx = np.nonzero(reach_SR <= k_max)
+    hist = np.zeros((n_s, k_max + 1), dtype=np.int64)
+    np.add.at(hist, (s_idx, reach_SR[s_idx, r_idx].astype(np.int64)), 1)
+    return np.cumsum(hist, axis=1).T
+

@@ -106,3 +106,19 @@ def test_hop_distances_and_errors():
     two = merge([chain_group(), RolloutGroup("d", chain_group().rollouts)])
     with pytest.raises(ValueError):
         coverage(two, 1)
+
+
+def test_counts_from_the_histogram_equal_every_k_compared_with_every_reach():
+    """The slow twin: (reach_SR <= K).sum over rollouts, for every K, on random reaches with
+    unreachable rollouts (inf) and reaches beyond k_max."""
+    import numpy as np
+
+    from crbc.estimators.coverage import counts_within
+
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        n_s, n_r, k_max = int(rng.integers(1, 12)), int(rng.integers(1, 15)), int(rng.integers(0, 9))
+        reach = rng.integers(0, 12, size=(n_s, n_r)).astype(float)
+        reach[rng.random((n_s, n_r)) < 0.2] = np.inf
+        slow = np.stack([(reach <= k).sum(axis=1) for k in range(k_max + 1)])
+        np.testing.assert_array_equal(counts_within(reach, k_max), slow)
