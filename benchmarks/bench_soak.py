@@ -293,6 +293,7 @@ def main() -> int:
                     help="run the attackers' Chromium this many nice steps lower (0: the students' browser)")
     ap.add_argument("--round3", choices=("on", "off", "only"), default="on",
                     help="the third round (issue 57) after the first two; 'only': it alone")
+    ap.add_argument("--server-log", type=Path, default=None, help="write the server's output here")
     a = ap.parse_args()
     if not Path(CHROMIUM).exists():
         print(json.dumps({"error": f"{CHROMIUM} not found"}))
@@ -303,7 +304,7 @@ def main() -> int:
         files["_folder"], files["_audit_run"] = Path(tmp), SA.audit_run_folder(Path(tmp) / "runs")
         files["_round3"] = SR.files(Path(tmp)) if a.round3 != "off" else {}
         env = {"CRBC_RUNS_DIRS": str(Path(tmp) / "runs"), "CRBC_CACHE_DIR": str(Path(tmp) / "cache")}
-        with running_server(timeout=120, extra_env=env) as (base, proc):
+        with running_server(timeout=120, log_path=a.server_log, extra_env=env) as (base, proc):
             own = lambda: rss_one(proc.pid)  # noqa: E731
             a.workers = lambda: SA.job_processes(proc.pid)  # noqa: E731
             mem = {"start": own(), "peak": 0.0, "workers_peak": 0.0}
