@@ -31,7 +31,7 @@ import urllib.request
 from pathlib import Path
 
 from benchmarks.soak_attacks import ANSWER, UPLOAD_WAIT_S
-from devtools.apprunner import READY
+from devtools.apprunner import READY, RUN_NO
 
 #: the uploads: name -> (shape, size, seed, pages opened after it)
 UPLOADS = {"random": ("random", 20000, 0, ("Step credits", "Bellman backups")),
@@ -50,8 +50,9 @@ WORKER_GONE_S = 30.0
 LONG_URL_CHARS = 200_000
 #: what a page answered: the generic error page, a traceback, an error, the notice of a bounded
 #: computation ("run it whole on your machine") or of an ignored link, or "result" when the page
-#: titled ``title`` is drawn without one
-ANSWER_ON = """(title) => {
+#: titled ``title`` is drawn without one by a script run that ended (its number above ``before``:
+#: the title is drawn while the script still runs, and a page's run-marker comes last)
+ANSWER_ON = """({title, before}) => {
   const body = document.body ? document.body.innerText : '';
   if (body.includes('This app has encountered an error')) return 'APP ERROR: ' + body.slice(0, 300);
   const e = document.querySelector('[data-testid=stException]');
@@ -64,8 +65,11 @@ ANSWER_ON = """(title) => {
     if (a.dataset.testid === 'stAlertContentError' || /run it whole on your machine|Ignored URL parameter/i.test(t))
       return t.slice(0, 300);
   }
-  return (READY_FN)(title) ? 'result' : null;
-}""".replace("READY_FN", READY)
+  return (RUN_NO_FN)() > before && (READY_FN)(title) ? 'result' : null;
+}""".replace("READY_FN", READY).replace("RUN_NO_FN", RUN_NO)
+#: the server's seconds for the page's last finished script run (app.py's marker)
+SCRIPT_S = ("() => { const m = Array.from(document.querySelectorAll('.crbc-run')).pop();"
+            " return m ? (+m.dataset.scriptMs || 0) / 1000 : null; }")
 #: a large job is running: the caption bounded.compute shows while it waits or computes
 COMPUTING = """() => {
   const m = document.querySelector('[data-testid=stMain]');
@@ -135,13 +139,16 @@ async def _open(page, title: str, workers) -> dict:
     whether the page said it computes in a worker and the most job processes seen."""
     t = time.perf_counter()
     out = {"answer": None, "computing_caption": False, "workers_max": 0}
+    arg = {"title": title, "before": await page.evaluate(RUN_NO)}
     await page.locator("[data-testid=stSidebarNavLink]").filter(has_text=title).first.click()
     try:
         while out["answer"] is None and time.perf_counter() - t < PAGE_WAIT_S:
             out["workers_max"] = max(out["workers_max"], len(workers()))
             out["computing_caption"] = out["computing_caption"] or await page.evaluate(COMPUTING)
-            out["answer"] = await page.evaluate(ANSWER_ON, title)
-            await asyncio.sleep(0.25)
+            out["answer"] = await page.evaluate(ANSWER_ON, arg)
+            await asyncio.sleep(0.1)
+        if out["answer"] == "result":
+            out["server_script_s"] = await page.evaluate(SCRIPT_S)
     except Exception as e:  # noqa: BLE001 (no answer in time is the finding)
         out["answer"] = f"no answer: {_failed(e)}"
     out["answer"] = (out["answer"] or f"no answer within {PAGE_WAIT_S} s")[:300]
@@ -168,8 +175,9 @@ async def _answer_of_link(browser, url: str, title: str) -> dict:
     try:
         resp = await page.goto(url, timeout=60_000)
         out = {"status": resp.status if resp else None}
-        await page.wait_for_function(ANSWER_ON, arg=title, polling=250, timeout=60_000)
-        out["answer"] = (await page.evaluate(ANSWER_ON, title))[:300]
+        arg = {"title": title, "before": 0}
+        await page.wait_for_function(ANSWER_ON, arg=arg, polling=250, timeout=60_000)
+        out["answer"] = (await page.evaluate(ANSWER_ON, arg))[:300]
     except Exception as e:  # noqa: BLE001
         out = {"answer": _failed(e)}
         out["page_text"] = await _text(page)
