@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -281,3 +283,5 @@ async def run(browser, base: str, paths: dict[str, Path], out: dict, workers) ->
         rec["seconds"] = round(rec["ended"] - rec["started"], 2)
         await asyncio.sleep(SETTLE_S)
         rec["student_errors"] = out["errors"][errors:]
+        print(json.dumps({"round3": name} | {k: v for k, v in rec.items() if k not in ("started", "ended")}),
+              file=sys.stderr, flush=True)  # progress: a long run says where it is
