@@ -247,7 +247,8 @@ async def run(base: str, a, files: dict) -> dict:
         await asyncio.gather(*rounds_1_2(foe, base, a, files, out))
         if a.round3 != "off":
             out["stop_at"] = float("inf")  # the students work on until the last phase has ended
-            await SR.run(foe, base, files["_round3"], out, a.workers)
+            out["memory"] = a.memory  # each page's peak memory (soak_round3)
+            await SR.run(foe, base, files["_round3"], out, a.workers, a.round3_attacks.split(","))
             out["stop_at"] = max(t0 + 60 * a.minutes, time.perf_counter() + 20)
         if foe is not browser:
             await foe.close()
@@ -293,6 +294,8 @@ def main() -> int:
                     help="run the attackers' Chromium this many nice steps lower (0: the students' browser)")
     ap.add_argument("--round3", choices=("on", "off", "only"), default="on",
                     help="the third round (issue 57) after the first two; 'only': it alone")
+    ap.add_argument("--round3-attacks", default=",".join(SR.ATTACKS),
+                    help="the round-3 attacks to run, in this order (comma-separated)")
     ap.add_argument("--server-log", type=Path, default=None, help="write the server's output here")
     a = ap.parse_args()
     if not Path(CHROMIUM).exists():

@@ -41,6 +41,7 @@ UPLOADS = {"random": ("random", 20000, 0, ("Step credits", "Bellman backups")),
            "hub": ("hub", 100000, 0, ("Step credits", "Bellman backups")),
            "small": ("small", 250000, 0, ("Step credits",)),
            "tab_close": ("random", 20000, 1, ())}  # another seed: nothing of it is kept yet
+ATTACKS = ("random", "ring", "hub", "small", "lesson_nested", "long_url", "tab_close")
 #: a page waits at most this long for its answer (each bounded job: 60 s for a turn, 60 s of work)
 PAGE_WAIT_S = 300
 #: a phase stops after this long, whatever it waits for
@@ -158,13 +159,19 @@ async def _open(page, title: str, workers) -> dict:
     return out
 
 
-async def heavy_upload(browser, base: str, path: Path, pages: tuple[str, ...], rec: dict, workers) -> None:
+async def heavy_upload(browser, base: str, path: Path, pages: tuple[str, ...], rec: dict, workers,
+                       memory: list) -> None:
+    """``memory``: bench_soak's samples (time, server MB, workers MB, workers): each page's peaks."""
     rec["bytes"] = path.stat().st_size
     ctx, page = await _tab(browser)
     try:
         if await _upload(page, base, path, rec):
             for title in pages:
+                t = time.perf_counter()
                 rec[title] = await _open(page, title, workers)
+                seen = [x for x in memory if x[0] >= t]
+                rec[title]["server_peak_mb"] = round(max((x[1] for x in seen), default=0.0), 1)
+                rec[title]["workers_peak_mb"] = round(max((x[2] for x in seen), default=0.0), 1)
     except Exception as e:  # noqa: BLE001
         rec["failed"] = _failed(e)
     finally:
@@ -262,16 +269,18 @@ async def tab_close(browser, base: str, path: Path, rec: dict, workers) -> None:
     rec["seconds_until_no_worker"] = round(time.perf_counter() - closed, 2) if not rec["workers_after"] else None
 
 
-async def run(browser, base: str, paths: dict[str, Path], out: dict, workers) -> None:
-    """Every attack in turn, one phase each: ``out["round3"][name]`` with its ``started`` and
-    ``ended`` clocks and the students' errors seen meanwhile."""
-    attacks = {name: (lambda rec, n=name: heavy_upload(browser, base, paths[n], UPLOADS[n][3], rec, workers))
+async def run(browser, base: str, paths: dict[str, Path], out: dict, workers, names=ATTACKS) -> None:
+    """The attacks ``names`` in turn, one phase each: ``out["round3"][name]`` with its ``started``
+    and ``ended`` clocks and the students' errors seen meanwhile."""
+    attacks = {name: (lambda rec, n=name: heavy_upload(browser, base, paths[n], UPLOADS[n][3], rec, workers,
+                                                       out.get("memory", [])))
                for name in ("random", "ring", "hub", "small")}
     attacks["lesson_nested"] = lambda rec: lesson_nested(browser, base, rec)
     attacks["long_url"] = lambda rec: long_url(browser, base, rec)
     attacks["tab_close"] = lambda rec: tab_close(browser, base, paths["tab_close"], rec, workers)
     done = out.setdefault("round3", {})
-    for name, attack in attacks.items():
+    for name in names:
+        attack = attacks[name]
         rec = done[name] = {}
         errors = len(out["errors"])
         rec["started"] = time.perf_counter()
