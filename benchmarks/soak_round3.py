@@ -52,7 +52,8 @@ SETTLE_S = 5.0
 WORKER_GONE_S = 30.0
 LONG_URL_CHARS = 200_000
 #: what a page answered: the generic error page, a traceback, an error, the notice of a bounded
-#: computation ("run it whole on your machine") or of an ignored link, or "result" when the page
+#: computation (ui.core.bounded.show's hourglass icon, or "run it whole on your machine") or of an
+#: ignored link, or "result" when the page
 #: titled ``title`` is drawn without one by a script run that ended (its number above ``before``:
 #: the title is drawn while the script still runs, and a page's run-marker comes last)
 ANSWER_ON = """({title, before}) => {
@@ -65,7 +66,7 @@ ANSWER_ON = """({title, before}) => {
   if (!h1 || !h1.textContent.startsWith(title)) return null;
   for (const a of main.querySelectorAll('[data-testid=stAlertContentError], [data-testid=stAlertContentWarning]')) {
     const t = a.innerText;
-    if (a.dataset.testid === 'stAlertContentError' || /run it whole on your machine|Ignored URL parameter/i.test(t))
+    if (a.dataset.testid === 'stAlertContentError' || /hourglass_disabled|run it whole on your machine|Ignored URL parameter/i.test(t))
       return t.slice(0, 300);
   }
   return (RUN_NO_FN)() > before && (READY_FN)(title) ? 'result' : null;
