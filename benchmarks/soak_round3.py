@@ -11,7 +11,7 @@
 - ``lesson_nested``: Lesson links whose ``ls`` value is JSON nested about 1,000 deep (arrays) and
   690 deep (objects): the page's notice, or the generic error page;
 - ``long_url``: a 200,000-character address of the Lesson: the HTTP status a plain request gets,
-  what the browser gets (status and the page's first text) and whether the server still answers
+  what the browser gets (status and the page's notice, or its text) and whether the server still answers
   its health check;
 - ``tab_close``: a tab that starts the credits of a large upload in a worker and is closed: the
   server's worker processes before, at the close, and the seconds until none is left.
@@ -227,19 +227,7 @@ async def long_url(browser, base: str, rec: dict) -> None:
     t = time.perf_counter()
     rec["plain_get"] = await asyncio.to_thread(_get, url)
     rec["plain_get_seconds"] = round(time.perf_counter() - t, 2)
-    ctx, page = await _tab(browser)
-    t = time.perf_counter()
-    try:
-        resp = await page.goto(url, timeout=60_000)
-        rec["browser_status"] = resp.status if resp else None
-        await asyncio.sleep(5)  # what the page says once its script has had time to run
-        rec["browser_text"] = await _text(page)
-    except Exception as e:  # noqa: BLE001 (an error status: what the tab shows is the answer)
-        rec["browser_status"] = _failed(e)
-        rec["browser_text"] = await _text(page)
-    finally:
-        rec["browser_seconds"] = round(time.perf_counter() - t, 2)
-        await ctx.close()
+    rec["browser"] = await _answer_of_link(browser, url, "Lesson")  # its notice, or what the tab shows
     rec["health_after"] = await asyncio.to_thread(_get, f"{base}/_stcore/health")
 
 
