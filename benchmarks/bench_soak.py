@@ -16,18 +16,26 @@ sent all of it; on a 2-core machine thirty browsers would measure the browsers, 
 
 and the second round (:mod:`benchmarks.soak_attacks`): the hostile ``anchor_key`` link in
 ``--hostile-tabs`` tabs, the ``--audit-tabs``-tab audit burst on one run folder, the
-``--archive-iterations`` run archive, while ``--players`` students press Play on Bellman backups.
+``--archive-iterations`` run archive, while ``--players`` students press Play on Bellman backups;
+then the third round (:mod:`benchmarks.soak_round3`, ``--round3 on``, the default; ``only``: it
+alone, after the calm): the worst-shape uploads of issue 57 with Step credits and Bellman
+backups, a Lesson link nested 1,000 deep, a 200,000-character address and a tab closed while its
+worker computes, one phase each, the students working on until the last has ended.
 
 Reported: students' page-ready times (median, p95, max) before the attacks and while they
 run (from the first upload until the last attacker has its answer, plus 5 s), every error any
 student saw, whether a student's sidebar ever showed an upload (another session's data), the
-attackers' messages and times, the server's resident memory (the server process alone, and its
+attackers' messages and times, per phase (:mod:`benchmarks.soak_phases`: the baseline, rounds 1
+and 2, each round-3 attack, after) the students' times over the baseline's, Play and memory, the
+server's resident memory (the server process alone, and its
 worker processes) at start, peak and end, and with ``--burst N`` the time for N new sessions
 opening the Lesson at the same moment (on the wire, plus ``--burst-browsers`` Chromium
 sessions at the same moment). Bounded: every wait has a timeout, the run stops by
 itself, only 127.0.0.1 is contacted.
 
 Usage: .venv/bin/python -m benchmarks.bench_soak [--students 10 --minutes 2]   (short mode)
+       .venv/bin/python -m benchmarks.bench_soak --students 1 --wire-students 2 --players 1 \
+           --minutes 1 --round3 only                                          (round 3 alone)
        .venv/bin/python -m benchmarks.bench_soak --students 4 --wire-students 26 --minutes 10 \
            --burst 30 --burst-browsers 3
 """
@@ -47,6 +55,8 @@ import time
 from pathlib import Path
 
 from benchmarks import soak_attacks as SA
+from benchmarks import soak_phases as SP
+from benchmarks import soak_round3 as SR
 from benchmarks.wire_client import open_session
 from devtools.apprunner import CHROMIUM, CHROMIUM_ARGS, READY, RUN_NO, running_server
 
@@ -96,15 +106,15 @@ def summary(xs: list[float]) -> dict:
             "p95": round(xs[min(len(xs) - 1, int(0.95 * (len(xs) - 1) + 0.5))], 2), "max": round(xs[-1], 2)}
 
 
-async def student(browser, base: str, i: int, stop_at: float, out: dict) -> None:
-    """Walk the pages until ``stop_at``; a page that times out is an error, then the student
+async def student(browser, base: str, i: int, out: dict) -> None:
+    """Walk the pages until ``out["stop_at"]`` (the attacks may move it); a page that times out is an error, then the student
     reloads the Lesson and goes on (so one slow moment does not end the measurement)."""
     ctx = await browser.new_context(viewport={"width": 1280, "height": 900})
     page = await ctx.new_page()
     page.set_default_timeout(60_000)
     k, fresh = 0, True
     try:
-        while time.perf_counter() < stop_at:
+        while time.perf_counter() < out["stop_at"]:
             try:
                 if fresh:
                     t = time.perf_counter()
@@ -137,13 +147,13 @@ async def student(browser, base: str, i: int, stop_at: float, out: dict) -> None
         await ctx.close()
 
 
-async def wire_student(base: str, i: int, stop_at: float, out: dict) -> None:
+async def wire_student(base: str, i: int, out: dict) -> None:
     """A student on the wire: the same walk as :func:`student`, one websocket session."""
     pages = ["lesson"] + [slug for slug, _ in WALK]
     k = 0
     session = None
     try:
-        while time.perf_counter() < stop_at:
+        while time.perf_counter() < out["stop_at"]:
             try:
                 if session is None:
                     session = await open_session(base, timeout=60)
@@ -220,31 +230,26 @@ async def run(base: str, a, files: dict) -> dict:
             out["warmup_s"] = f"{type(e).__name__} after {time.perf_counter() - t:.0f} s"
         await ctx.close()
         t0 = out["t0"] = time.perf_counter()
-        stop_at = t0 + 60 * a.minutes
+        out["stop_at"] = t0 + 60 * a.minutes
         tasks = []
         for i in range(a.students):
-            tasks.append(asyncio.create_task(student(browser, base, i, stop_at, out)))
+            tasks.append(asyncio.create_task(student(browser, base, i, out)))
             await asyncio.sleep(0.3)
         for i in range(a.wire_students):
-            tasks.append(asyncio.create_task(wire_student(base, i, stop_at, out)))
+            tasks.append(asyncio.create_task(wire_student(base, i, out)))
             await asyncio.sleep(0.1)
-        tasks += [asyncio.create_task(SA.player(browser, base, i, stop_at, out)) for i in range(a.players)]
+        tasks += [asyncio.create_task(SA.player(browser, base, i, out)) for i in range(a.players)]
         await asyncio.sleep(max(0.0, t0 + 60 * a.minutes * a.calm - time.perf_counter()))
         out["attack_start"] = time.perf_counter()
         foe = browser if not a.attackers_nice else await pw.chromium.launch(
             executable_path=str(SA.niced_chromium(Path(files["_folder"]), a.attackers_nice)), headless=True,
             args=CHROMIUM_ARGS)
-        hostile = [asyncio.create_task(SA.attacker(foe, base, k, *files[k], out)) for k in files
-                   if not k.startswith("_")]  # "_audit_run", "_folder": the other attacks' inputs
-        if a.hostile_tabs:
-            hostile.append(asyncio.create_task(SA.hostile_link(foe, base, a.hostile_tabs, out)))
-        if a.audit_tabs:
-            hostile.append(asyncio.create_task(SA.audit_burst(foe, base, files["_audit_run"], a.audit_tabs, out,
-                                                              a.workers)))
-        if a.archive_iterations:
-            hostile.append(asyncio.create_task(SA.big_archive(foe, base, files["_folder"], out,
-                                                              a.archive_iterations)))
-        await asyncio.gather(*hostile)
+        await asyncio.gather(*rounds_1_2(foe, base, a, files, out))
+        if a.round3 != "off":
+            out["stop_at"] = float("inf")  # the students work on until the last phase has ended
+            out["memory"] = a.memory  # each page's peak memory (soak_round3)
+            await SR.run(foe, base, files["_round3"], out, a.workers, a.round3_attacks.split(","))
+            out["stop_at"] = max(t0 + 60 * a.minutes, time.perf_counter() + 20)
         if foe is not browser:
             await foe.close()
         out["attack_end"] = time.perf_counter() + 5
@@ -253,6 +258,23 @@ async def run(base: str, a, files: dict) -> dict:
         out["burst"], out["burst_browsers"] = both
         await browser.close()
     return out
+
+
+def rounds_1_2(foe, base: str, a, files: dict, out: dict) -> list:
+    """The tasks of the first two rounds (none with ``--round3 only``)."""
+    if a.round3 == "only":
+        return []
+    hostile = [asyncio.create_task(SA.attacker(foe, base, k, *files[k], out)) for k in files
+               if not k.startswith("_")]  # "_audit_run", "_folder", "_round3": the other attacks' inputs
+    if a.hostile_tabs:
+        hostile.append(asyncio.create_task(SA.hostile_link(foe, base, a.hostile_tabs, out)))
+    if a.audit_tabs:
+        hostile.append(asyncio.create_task(SA.audit_burst(foe, base, files["_audit_run"], a.audit_tabs, out,
+                                                          a.workers)))
+    if a.archive_iterations:
+        hostile.append(asyncio.create_task(SA.big_archive(foe, base, files["_folder"], out,
+                                                          a.archive_iterations)))
+    return hostile
 
 
 def main() -> int:
@@ -270,19 +292,26 @@ def main() -> int:
     ap.add_argument("--players", type=int, default=2, help="students pressing Play on Bellman backups")
     ap.add_argument("--attackers-nice", type=int, default=0,
                     help="run the attackers' Chromium this many nice steps lower (0: the students' browser)")
+    ap.add_argument("--round3", choices=("on", "off", "only"), default="on",
+                    help="the third round (issue 57) after the first two; 'only': it alone")
+    ap.add_argument("--round3-attacks", default=",".join(SR.ATTACKS),
+                    help="the round-3 attacks to run, in this order (comma-separated)")
+    ap.add_argument("--server-log", type=Path, default=None, help="write the server's output here")
     a = ap.parse_args()
     if not Path(CHROMIUM).exists():
         print(json.dumps({"error": f"{CHROMIUM} not found"}))
         return 2
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="crbc-soak-") as tmp:
-        files = attack_files(Path(tmp))
+        files = attack_files(Path(tmp)) if a.round3 != "only" else {}
         files["_folder"], files["_audit_run"] = Path(tmp), SA.audit_run_folder(Path(tmp) / "runs")
+        files["_round3"] = SR.files(Path(tmp)) if a.round3 != "off" else {}
         env = {"CRBC_RUNS_DIRS": str(Path(tmp) / "runs"), "CRBC_CACHE_DIR": str(Path(tmp) / "cache")}
-        with running_server(timeout=120, extra_env=env) as (base, proc):
+        with running_server(timeout=120, log_path=a.server_log, extra_env=env) as (base, proc):
             own = lambda: rss_one(proc.pid)  # noqa: E731
             a.workers = lambda: SA.job_processes(proc.pid)  # noqa: E731
             mem = {"start": own(), "peak": 0.0, "workers_peak": 0.0}
+            series = a.memory = []
             stop = threading.Event()
 
             def sample() -> None:
@@ -291,6 +320,7 @@ def main() -> int:
                         s = own()
                         mem["peak"] = max(mem["peak"], s)
                         mem["workers_peak"] = max(mem["workers_peak"], sum(map(rss_one, children(proc.pid))))
+                        SP.sample(series, s, [rss_one(p) for p in SA.job_processes(proc.pid)])
                     stop.wait(0.5)
 
             th = threading.Thread(target=sample, daemon=True)
@@ -321,6 +351,7 @@ def main() -> int:
                             "during_attacks": summary([d for t, d in out["script"] if s <= t < e]),
                             "after_attacks": summary([d for t, d in out["script"] if t >= e])},
         "attacks": attacks, "attack_window_s": round(e - s, 1), **SA.report(out, s, e),
+        "round3": SP.attacks(out), "phases": SP.report(out, a.memory),
         "student_errors": out["errors"], "foreign_data_seen": out["foreign"],
         "server_rss_mb": {k: round(v, 1) for k, v in mem.items()}, "memory_budget_mb": a.memory_budget_mb,
         "lesson_burst_s": summary(out["burst"]) | {"all_within_10s": all(x <= 10 for x in out["burst"])}

@@ -185,13 +185,13 @@ async def big_archive(browser, base: str, folder: Path, out: dict, iterations: i
         await ctx.close()
 
 
-async def player(browser, base: str, i: int, stop_at: float, out: dict) -> None:
-    """Press Play on Bellman backups until ``stop_at``; each Play's seconds (inf: not finished)."""
+async def player(browser, base: str, i: int, out: dict) -> None:
+    """Press Play on Bellman backups until ``out["stop_at"]``; each Play's seconds (inf: not finished)."""
     ctx = await browser.new_context(viewport={"width": 1280, "height": 900})
     page = await ctx.new_page()
     page.set_default_timeout(60_000)
     try:
-        while time.perf_counter() < stop_at:
+        while time.perf_counter() < out["stop_at"]:
             try:
                 await page.goto(f"{base}/backups?K=0&kmax={PLAY_DEPTH}")
                 await page.wait_for_function(READY, arg="Bellman backups")
