@@ -184,7 +184,7 @@ def _order_layers(layer: np.ndarray, pred: list[set[int]], succ: list[set[int]],
     y over the neighbours, y(m) itself without one) and its order one ``lexsort`` by (key,
     -visits, id): the positions are half-integers, so the sums are exact and the keys equal
     ``np.mean`` of the neighbours' positions bit for bit (the slow obvious twin, one anchor at a
-    time, is in tests/viz/test_graph_layout.py)."""
+    time, is in tests/report/test_report_scale.py)."""
     n = len(layer)
     y = _positions(layer, np.zeros(n), n_s)
     edges = _layer_edges(layer, succ)
