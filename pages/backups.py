@@ -33,7 +33,7 @@ ctx = state.page_context()
 grp, beta, p = ctx.group, ctx.params["beta"], ctx.process
 # one sweep as deep as the page ever shows; the range opens at the convergence depth (or the
 # deepest K a shared link asks for), so Play stops where nothing changes any more
-probe = ctx.sweep(beta, K_CAP)
+probe = ctx.sweep(beta, K_CAP, tol=TOL)  # ends at the convergence depth (its later depths equal it within TOL)
 conv_full = probe.converged_at(TOL)
 url.check_url("K", url.int_in(0, K_CAP), f"the depth K is a whole number from 0 to {K_CAP}")
 url.check_url("kmax", url.int_in(1, K_CAP), f"the maximum depth is 1 to {K_CAP}")
@@ -50,7 +50,7 @@ c1, c2, c3 = st.columns([2, 1, 3])
 k_max = int(c1.number_input("Maximum depth shown", 1, K_CAP, min(default_kmax, K_CAP), key=f"kmax_{ctx.key}",
                             help="Opens at the depth where A^(K) reaches the closure (within "
                                  f"{TOL:g}); Play stops there."))
-sw = probe.first(k_max)
+sw = probe.first(k_max) if k_max <= probe.k_max else ctx.sweep(beta, k_max)  # deeper than convergence: asked for
 conv = sw.converged_at(TOL)
 if "K" in st.session_state and not (0 <= int(st.session_state["K"]) <= k_max):
     st.session_state["K"] = k_max

@@ -73,7 +73,7 @@ def _compute(payload: dict, groups: list[RolloutGroup]):
     if what == "intervals":
         return credit_intervals(groups, name, n_resamples=payload["n_resamples"], seed=payload["seed"], **params)
     if what == "sweep":
-        return depth_sweep(merge(groups), params["beta"], params["k_max"])
+        return depth_sweep(merge(groups), params["beta"], params["k_max"], tol=params.get("tol"))
     raise WorkerFailure(f"unknown computation {what!r}")
 
 

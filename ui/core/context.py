@@ -447,12 +447,13 @@ class PageContext(Context):
                                lambda: compare.disagreements(p, comparison, trainer_N=trainer, cache=cache, **params),
                                spinner="Comparing the estimators on every group...")
 
-    def sweep(self, beta: float, k_max: int) -> closure.DepthSweep:
-        """V^(K), Q^(K), A^(K) for K = 0..k_max and the closure (kept)."""
+    def sweep(self, beta: float, k_max: int, tol: float | None = None) -> closure.DepthSweep:
+        """V^(K), Q^(K), A^(K) for K = 0..k_max and the closure (kept); with ``tol``, ending at
+        the first K >= 1 where ||A^(K) - A_inf|| <= tol (:func:`crbc.estimators.closure.depth_sweep`)."""
         p, beta, k_max = self.process, float(beta), int(k_max)
-        return self._bounded(self, "sweep", (beta, k_max), lambda: closure.depth_sweep(p, beta, k_max),
+        return self._bounded(self, "sweep", (beta, k_max, tol), lambda: closure.depth_sweep(p, beta, k_max, tol=tol),
                              {"groups": (self.group,), "process": p, "what": "sweep", "estimator": "crbc",
-                              "params": {"beta": beta, "k_max": k_max},
+                              "params": {"beta": beta, "k_max": k_max, "tol": tol},
                               "label": f"the depth sweep K = 0..{k_max} of this group"})
 
     def coverage(self, k_max: int) -> Coverage:

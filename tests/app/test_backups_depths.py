@@ -1,0 +1,42 @@
+"""Bellman backups asks the sweep only down to its convergence depth (what the page opens on),
+and a link asking for more depths still gets every one of them, equal to the full sweep."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crbc.estimators.closure import depth_sweep
+from tests.support.apptest import chosen_group
+
+
+def _kept_sweeps() -> list:
+    """The keys of the depth sweeps in the server's store: (context key, (beta, k_max, tol))."""
+    from ui.core import context
+
+    return [key for kind, key in context.shared_entries() if kind == "sweep"]
+
+
+def test_the_probe_ends_at_convergence_and_a_deeper_link_gets_the_full_sweep(app):
+    from crbc.process import merge
+    from ui.core import context
+
+    context.clear_shared()
+    at = app("pages/backups.py", sample="rare-route.jsonl")
+    assert not at.exception
+    p = merge([chosen_group(at)])
+    full = depth_sweep(p, 0.98, 400)
+    conv = full.converged_at(1e-6)
+    assert conv is not None and conv < 400
+    probes = [k for k in _kept_sweeps() if k[1][1] == 400]
+    assert probes and all(k[1][2] is not None for k in probes)  # asked with its tolerance
+    deeper = conv + 5
+    at2 = app("pages/backups.py", sample="rare-route.jsonl", kmax=str(deeper), K=str(deeper))
+    assert not at2.exception
+    asked = [k for k in _kept_sweeps() if k[1][1] == deeper]
+    assert asked, "the link's depth is computed"
+    from ui.core.context import PageContext
+
+    src = at2.session_state["_crbc_source"]
+    ctx = PageContext(src, [g.group for g in src.groups].index(chosen_group(at2).group), 0, "crbc", {})
+    sw = ctx.sweep(0.98, deeper)
+    np.testing.assert_allclose(sw.a_KSA, full.first(deeper).a_KSA)
