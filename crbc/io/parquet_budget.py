@@ -20,7 +20,7 @@ import numpy as np
 from crbc.errors import BudgetError, FormatError
 from crbc.io import budgets
 
-__all__ = ["budgeted_batches", "decoded_bytes", "MAGIC", "open_parquet"]
+__all__ = ["budgeted_batches", "decoded_bytes", "MAGIC", "open_parquet", "parquet_bytes"]
 
 MAGIC = b"PAR1"
 
@@ -54,6 +54,25 @@ def _fail(msg: str, source: str) -> FormatError:
     from crbc.errors import RolloutFormatError
 
     return RolloutFormatError(msg, source)
+
+
+def parquet_bytes(path: Any, source: str, error: type[FormatError], data: bytes | None = None) -> bytes:
+    """The bytes of a Parquet file (``data`` when given, else read from ``path``), checked to
+    start and end with :data:`MAGIC` and counted against the read budget; a file that cannot be
+    read or is no Parquet raises ``error(message, source)``."""
+    from pathlib import Path
+
+    from crbc.errors import os_reason
+
+    if data is None:
+        try:
+            data = Path(path).read_bytes()
+        except OSError as e:
+            raise error(f"cannot read file ({os_reason(e)})", source) from None
+    if len(data) < 8 or data[:4] != MAGIC or data[-4:] != MAGIC:
+        raise error("not a Parquet file (no PAR1 magic at its start and end)", source)
+    budgets.meter().file(len(data), source)
+    return data
 
 
 def open_parquet(src: Any, source: str, columns: Sequence[str] | None = None):

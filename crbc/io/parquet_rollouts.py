@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from crbc.errors import RolloutFormatError, os_reason
+from crbc.errors import RolloutFormatError
 from crbc.io.rollouts import SCHEMA, Rollout, RolloutGroup, Step, atomic_write_chunks
 
 __all__ = [
@@ -113,18 +113,10 @@ def read_parquet_rollouts(path: str | os.PathLike, data: bytes | None = None) ->
     """Read and validate a Parquet rollout file (or its bytes ``data``) into groups."""
     import pyarrow as pa
 
-    source = str(path)
-    if data is None:
-        try:
-            data = Path(path).read_bytes()
-        except OSError as e:
-            _fail(f"cannot read file ({os_reason(e)})", source)
-    if len(data) < 8 or data[:4] != b"PAR1" or data[-4:] != b"PAR1":
-        _fail("not a Parquet file (no PAR1 magic at its start and end)", source)
-    from crbc.io import budgets
-    from crbc.io.parquet_budget import budgeted_batches, open_parquet
+    from crbc.io.parquet_budget import budgeted_batches, open_parquet, parquet_bytes
 
-    budgets.meter().file(len(data), source)
+    source = str(path)
+    data = parquet_bytes(path, source, RolloutFormatError, data)
     schema = open_parquet(pa.BufferReader(data), source)[0].schema_arrow  # text columns dictionary-typed
     try:
         table = pa.Table.from_batches(list(budgeted_batches(pa.BufferReader(data), source)), schema=schema)

@@ -185,16 +185,9 @@ def _table(path: str | os.PathLike, source: str):
     """The file as a pyarrow Table (None when it holds no row), under the read budget."""
     import pyarrow as pa
 
-    from crbc.io import budgets
-    from crbc.io.parquet_budget import budgeted_batches
+    from crbc.io.parquet_budget import budgeted_batches, parquet_bytes
 
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        _fail(f"cannot read file ({e.strerror})", source)
-    if len(data) < 8 or data[:4] != b"PAR1" or data[-4:] != b"PAR1":
-        _fail("not a Parquet file (no PAR1 magic at its start and end)", source)
-    budgets.meter().file(len(data), source)
+    data = parquet_bytes(path, source, RunFormatError)
     batches = list(budgeted_batches(pa.BufferReader(data), source))
     return pa.Table.from_batches(batches) if batches else None
 
