@@ -8,26 +8,13 @@ from __future__ import annotations
 import pytest
 
 from devtools.apprunner import run_no, wait_ready
+from tests.support.webshop_upload import upload_webshop_long
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def test_disagreements_with_long_actions_fit_at_1140_px(app_url, page, tmp_path, artifacts_dir):
-    from crbc.io.rollouts import Rollout, RolloutGroup, Step, write_rollouts
-
-    acts = ["search[cotton shirt for men, machine wash, short sleeve, classic fit, size medium, under 40 dollars]",
-            "click[B09QWERTYUIOPASDFGHJKLZXCVBNMQWERTYUIOPASDFGHJKLZXCVBNM_cotton_shirt_men_size_M]",
-            "click[Next >]", "buy now with the cheapest shipping option available for this item please"]
-    pages = [f"[Back to Search] Page {k} (Total results: 50)\n" + "item " * 300 for k in range(3)]
-    rs = tuple(Rollout("webshop/long", i, tuple(Step(pages[(i + t) % 3], acts[(i * 7 + t) % 4]) for t in range(5)),
-                       i % 3 == 0) for i in range(6))
-    path = tmp_path / "webshop-long.jsonl"
-    write_rollouts(path, [RolloutGroup("webshop/long", rs)])
-    page.set_viewport_size({"width": 1140, "height": 900})
-    page.goto(f"{app_url}/?source=upload")
-    page.locator("[data-testid=stFileUploaderDropzoneInput]").set_input_files(str(path))
-    page.wait_for_function("() => document.querySelector('[data-testid=stSidebar]').innerText.includes('webshop-long')",
-                           timeout=60_000)
+    upload_webshop_long(page, app_url, tmp_path)
     wait_ready(page, "Rollouts", 180_000)
     for attempt in range(4):  # a click that lands while the upload's rerun redraws the sidebar is lost
         n = run_no(page)

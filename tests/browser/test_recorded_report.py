@@ -18,6 +18,7 @@ import urllib.parse
 import pytest
 
 from devtools.apprunner import run_no, wait_ready
+from tests.support.webshop_upload import upload_webshop_long
 
 pytest.importorskip("textarena")
 pytest.importorskip("verl")
@@ -121,21 +122,7 @@ def test_a_run_recorded_with_the_key_is_described_with_it(app_url, page, runs_ro
 
 @pytest.mark.parametrize("where", ["Rollouts", "Inspector"])
 def test_long_text_actions_do_not_push_the_page_sideways(where, app_url, page, tmp_path, artifacts_dir):
-    from crbc.io.rollouts import Rollout, RolloutGroup, Step, write_rollouts
-
-    acts = ["search[cotton shirt for men, machine wash, short sleeve, classic fit, size medium, under 40 dollars]",
-            "click[B09QWERTYUIOPASDFGHJKLZXCVBNMQWERTYUIOPASDFGHJKLZXCVBNM_cotton_shirt_men_size_M]",
-            "click[Next >]", "buy now with the cheapest shipping option available for this item please"]
-    pages = [f"[Back to Search] Page {k} (Total results: 50)\n" + "item " * 300 for k in range(3)]
-    rs = tuple(Rollout("webshop/long", i, tuple(Step(pages[(i + t) % 3], acts[(i * 7 + t) % 4]) for t in range(5)),
-                       i % 3 == 0) for i in range(6))
-    path = tmp_path / "webshop-long.jsonl"
-    write_rollouts(path, [RolloutGroup("webshop/long", rs)])
-    page.set_viewport_size({"width": 1140, "height": 900})
-    page.goto(f"{app_url}/?source=upload")
-    page.locator("[data-testid=stFileUploaderDropzoneInput]").set_input_files(str(path))
-    page.wait_for_function("() => document.querySelector('[data-testid=stSidebar]').innerText.includes('webshop-long')",
-                           timeout=60_000)
+    upload_webshop_long(page, app_url, tmp_path)
     wait_ready(page, "Rollouts")
     if where == "Inspector":
         n = run_no(page)
