@@ -1,7 +1,8 @@
 """Lesson: credit assignment on a small group, in the order a teacher would take it.
 
 Every number on this page is computed by ``crbc`` (through ``crbc.explain.arithmetic``) from the
-group shown. This file only draws the twelve sections; the lesson's own copy of the group and its
+group shown. This file only draws the twelve sections, those of the part chosen
+(``ui/lesson/parts.py``: five parts, or every section on one page); the lesson's own copy of the group and its
 callbacks are in ``ui/lesson/state.py``, the pieces it draws with in ``ui/lesson/sections.py``.
 """
 
@@ -26,6 +27,7 @@ from ui.lesson import grpo
 from ui.lesson import handout as lesson_handout
 from ui.lesson import luck as lesson_luck
 from ui.lesson import page as lesson_page
+from ui.lesson import parts as lesson_parts
 from ui.lesson import pipeline as lesson_pipeline
 from ui.lesson import sections as S
 from ui.lesson import state as L
@@ -35,7 +37,6 @@ BIG = S.BIG  # beyond this many anchors, the long per-anchor tables fold into ex
 
 ctx = state.page_context(require=False)  # the sidebar's group is one possible start
 lesson_page.style()
-lesson_page.land_on_hash()  # early: it keeps the reader on a linked section while the page grows
 st.title("Lesson: who gets the credit?")
 st.markdown(
     "A group of rollouts of one task ends in successes and failures. Which *steps* deserve the "
@@ -54,8 +55,9 @@ st.radio("Start from", L.STARTS, key="lesson_start", horizontal=True, bind="quer
 st.caption("This lesson works on its own copy of the group picked here. The sidebar's data ("
            + (f"group **{short(ctx.group.group, 60)}**" if ctx else "nothing loaded")
            + ") feeds the other pages, and this one only when you start from *sidebar group*.")
-st.session_state["lesson_asked"] = {}  # the questions of this run (ui.lesson.sections.ask)
 L.restore_from_url()
+part = lesson_parts.picker()
+lesson_page.land_on_hash(lesson_parts.PART_OF_ANCHOR, part.key, lesson_parts.show)  # early: keeps a linked section in view
 share_box = st.container()  # filled at the end: the link to this state and the handout
 group = L.current_group()
 if group is None:
@@ -77,74 +79,89 @@ if n_anchors > BIG:
     busy.info(f"This group has {n_anchors} anchors: the sections below appear one by one as "
               "they are computed (a few seconds on a laptop).", icon=":material/hourglass_top:")
 
-# ---- 1. the group ---------------------------------------------------------------------------
-st.header("1 · The group")
-st.markdown(
-    f"Group **{short(group.group, 120)}**: {len(group)} rollouts of the same task from the same start, "
-    f"{sum(r.success for r in group)} of them successful. Each step is an **anchor** (an exact "
-    "key of the environment state) and the **action** executed there; the last step leads to a "
-    "boundary: **z+** after a success, **z-** after a failure or a time-out. "
-    f"The discount is beta = {num(beta)} (sidebar, *Parameters*).")
+A = lesson_parts.ANCHORS
 traj = T.trajectory_table(p)
 vals = D.values(lctx, st.session_state.get("lesson_before"), beta)  # and how they moved with the last edit
 v_now, delta = vals.v_S, vals.delta_S
-g1, g2 = st.columns([2, 3]) if n_anchors <= BIG else (st.container(), None)
-with g1, fold(f"The {len(group)} rollouts as paths of anchors", key="paths") as shown:  # folded on a big group
-    if shown:
-        table(traj, fields=("rollout", "path", "r"))
-if g2 is not None:
-    with g2:
-        gkey = f"lesson_graph_{st.session_state.get('lesson_version', 0)}"
-        svg_view(lesson_graph_svg(p, v_now, delta_S=delta, shown_width_px=400), key=gkey, on_pick=L.graph_pick)
-        st.caption("**The graph is the control.** Click a numbered chip (✓ / ✗) to flip that "
-                   "rollout's outcome; click a ◇ on an edge to edit that step below. Node colour "
-                   "and number: V at the closure." + (" Rings: how each V moved with the last "
-                                                      "change (blue up, red down)." if delta is not None else ""))
+if not part.shows(1):
+    S.group_line(group, n_anchors, beta)
 
-S.change_panel(view, group, labels, v_now, delta)
+# ---- 1. the group ---------------------------------------------------------------------------
+if part.shows(1):
+    st.header("1 · The group", anchor=A[1])
+    st.markdown(
+        f"Group **{short(group.group, 120)}**: {len(group)} rollouts of the same task from the same start, "
+        f"{sum(r.success for r in group)} of them successful. Each step is an **anchor** (an exact "
+        "key of the environment state) and the **action** executed there; the last step leads to a "
+        "boundary: **z+** after a success, **z-** after a failure or a time-out. "
+        f"The discount is beta = {num(beta)} (sidebar, *Parameters*).")
+    g1, g2 = st.columns([2, 3]) if n_anchors <= BIG else (st.container(), None)
+    with g1, fold(f"The {len(group)} rollouts as paths of anchors", key="paths") as shown:  # folded on a big group
+        if shown:
+            table(traj, fields=("rollout", "path", "r"))
+    if g2 is not None:
+        with g2:
+            gkey = f"lesson_graph_{st.session_state.get('lesson_version', 0)}"
+            svg_view(lesson_graph_svg(p, v_now, delta_S=delta, shown_width_px=400), key=gkey, on_pick=L.graph_pick)
+            st.caption("**The graph is the control.** Click a numbered chip (✓ / ✗) to flip that "
+                       "rollout's outcome; click a ◇ on an edge to edit that step below. Node colour "
+                       "and number: V at the closure." + (" Rings: how each V moved with the last "
+                                                          "change (blue up, red down)." if delta is not None else ""))
+    S.change_panel(view, group, labels, v_now, delta)
 
 # ---- 2. GRPO ----------------------------------------------------------------------------------
-st.header("2 · GRPO: one number per trajectory")
-grpo.render(view, p, traj)
+if part.shows(2):
+    st.header("2 · GRPO: one number per trajectory", anchor=A[2])
+    grpo.render(view, p, traj)
 
-ar = lesson_closure.render(lctx, view, params, v_now, root)  # sections 3-6: the closure, step by step
+# ---- 3-6. the closure, step by step (section 8 draws the first anchor's arithmetic again) ------------
+if part.shows(3):
+    ar = lesson_closure.render(lctx, view, params, v_now, root)
+else:
+    ar = lesson_closure.root_arithmetic(lctx, root, beta, sigma_min)
 
 # ---- 7. finite depth -------------------------------------------------------------------------------
-st.header("7 · Finite depth: from visit-local averages to the closure", anchor="7-finite-depth")
-lesson_depth.render(lctx, beta, sigma_min, table, fold, S.ask, big=n_anchors > S.BIG)
+if part.shows(7):
+    st.header("7 · Finite depth: from visit-local averages to the closure", anchor=A[7])
+    lesson_depth.render(lctx, beta, sigma_min, table, fold, S.ask, big=n_anchors > S.BIG)
 
 # ---- 8. the foil ---------------------------------------------------------------------------------------
-st.header("8 · The shortest-path foil", anchor="8-the-shortest-path-foil")
-lesson_foil.render(view, lctx, beta, sigma_min, ar)
+if part.shows(8):
+    st.header("8 · The shortest-path foil", anchor=A[8])
+    lesson_foil.render(view, lctx, beta, sigma_min, ar)
 
 # ---- 9. which estimate is right? ---------------------------------------------------------------
-st.header("9 · Which estimate is right?")
-tgroup, tt = S.truth_section(beta)
-
-# ---------------------------------------------------------------------------------- 9 · how sure
-lesson_sure.render(group_context(tgroup, private=False) if tgroup is not None else lctx, tt, beta, sigma_min, table)
+if part.shows(9):
+    st.header("9 · Which estimate is right?", anchor=A[9])
+    tgroup, tt = S.truth_section(beta)
+    lesson_sure.render(group_context(tgroup, private=False) if tgroup is not None else lctx, tt, beta, sigma_min, table)
 
 # ---- 10. the backups side by side ----------------------------------------------------------------
-st.header("10 · One graph, different backups", anchor="10-one-graph-different-backups")
-st.markdown(
-    "Every method above merges the rollouts into the same graph; they differ only in how they back "
-    "a value up over it: a **maximum** (RewardFlow), the **shortest path** (GraphGPO), the anchor's "
-    "**own returns** (GiGPO), **history-cluster** means (HGPO), one-step **TD on group means** (G2PO), "
-    "and the **fixed point** (the closure). On the Sokoban group of section 9, at the anchor where "
-    "they disagree most (pick another if you like), read each backup with its numbers and predict "
-    "which one orders the actions as the exact truth does; then see every method's scores side by "
-    "side, and why each wrong one went wrong.")
-if tgroup is not None and tt is not None:
-    lesson_backups.render(group_context(tgroup, private=False), beta, sigma_min, tt.anchor_advantage_N, ask=S.ask,
-                          on=f"the Sokoban group {tgroup.group} of section 9")
-else:
-    st.caption("Without the shipped Sokoban sample this runs on the lesson group, judged against the closure.")
-    lesson_backups.render(lctx, beta, sigma_min, None, ask=S.ask)
+if part.shows(10):
+    st.header("10 · One graph, different backups", anchor=A[10])
+    st.markdown(
+        "Every method above merges the rollouts into the same graph; they differ only in how they back "
+        "a value up over it: a **maximum** (RewardFlow), the **shortest path** (GraphGPO), the anchor's "
+        "**own returns** (GiGPO), **history-cluster** means (HGPO), one-step **TD on group means** (G2PO), "
+        "and the **fixed point** (the closure). On the Sokoban group of section 9, at the anchor where "
+        "they disagree most (pick another if you like), read each backup with its numbers and predict "
+        "which one orders the actions as the exact truth does; then see every method's scores side by "
+        "side, and why each wrong one went wrong.")
+    tgroup, tt, _why = S.truth_sample(beta)
+    if tgroup is not None and tt is not None:
+        lesson_backups.render(group_context(tgroup, private=False), beta, sigma_min, tt.anchor_advantage_N, ask=S.ask,
+                              on=f"the Sokoban group {tgroup.group} of section 9")
+    else:
+        st.caption("Without the shipped Sokoban sample this runs on the lesson group, judged against the closure.")
+        lesson_backups.render(lctx, beta, sigma_min, None, ask=S.ask)
 
 # ---- 11. luck against skill ---------------------------------------------------------------------
-lesson_luck.render(beta, S.ask, table)
+if part.shows(11):
+    lesson_luck.render(beta, S.ask, table)
 
 # ---- 12. when the pipeline is wrong ---------------------------------------------------------------
-lesson_pipeline.render(lctx, table, fold)
+if part.shows(12):
+    lesson_pipeline.render(lctx, table, fold)
+lesson_parts.way_on(part)
 busy.empty()
-lesson_handout.share_and_print(share_box, group, L.write_url(), beta, sigma_min)
+lesson_handout.share_and_print(share_box, lctx, L.write_url(), beta, sigma_min)

@@ -19,6 +19,7 @@ def test_the_lesson_opens_on_a_samples_folder_without_its_worked_example(app, tm
     at = app(samples=tmp_path, page="pages/lesson.py")
     assert at.title[0].value.startswith("Lesson")
     at.radio(key="lesson_start").set_value("sidebar group").run()
+    at.segmented_control(key="lesson_part").set_value("all").run()
     assert not at.exception, [e.message for e in at.exception]
     # a 150+ anchor group: its long tables are scrolling grids, not thousands of HTML rows
     assert all(len(t.value) <= widgets.GRID_ROWS for t in tables(at))

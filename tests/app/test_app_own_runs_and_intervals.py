@@ -164,6 +164,7 @@ def test_lesson_section_on_intervals_as_the_group_grows(app):
     at = app(run=False)
     at.run()
     at.switch_page("pages/lesson.py").run()
+    at.segmented_control(key="lesson_part").set_value("9-10").run()
     assert not at.exception, at.exception
     assert any(h.value.startswith("How sure is a credit") for h in at.subheader)
     rows = next(t.value for t in tables(at) if "covers the truth" in t.value.columns)

@@ -208,12 +208,12 @@ def test_binned_means_and_picks():
 
 # ---------------------------------------------------------------- items 7-8: small ones
 
-def _lesson(app) -> AppTest:
-    return app("pages/lesson.py", lesson_start="worked example")
+def _lesson(app, part: str = "1-2") -> AppTest:
+    return app("pages/lesson.py", lesson_start="worked example", lesson_part=part)
 
 
 def test_lesson_deepest_k_keeps_the_depth_shown(app):
-    at = _lesson(app)
+    at = _lesson(app, "7-8")
     at.slider(key="lesson_K").set_value(3).run()
     at.slider(key="lesson_kmax").set_value(6).run()
     assert not at.exception
@@ -229,7 +229,7 @@ def test_lesson_edit_form_starts_empty_on_a_new_group(app):
 
 
 def test_lesson_section_9_does_not_count_another_groups_rollouts_as_the_lessons(app):
-    at = _lesson(app)
+    at = _lesson(app, "9-10")
     md = "\n".join(m.value for m in at.markdown)
     assert "a guess from the rollouts of one group" in md
 

@@ -56,6 +56,7 @@ def test_lesson_picker_reads_the_new_outcome_after_a_flip(app):
 def test_lesson_on_a_39_anchor_group_collapses_and_keeps_v_visible(app):
     at = app("pages/lesson.py", sample="sokoban-weak.jsonl", group="sokoban-6x6-v0/seed-15")
     at.radio(key="lesson_start").set_value("sidebar group").run()
+    at.segmented_control(key="lesson_part").set_value("all").run()
     assert not at.exception
     assert not at.latex, "no LaTeX system for 39 anchors"
     # the long per-anchor tables sit in expanders; the values V stay on the page

@@ -39,7 +39,8 @@ def _md(at: AppTest) -> str:
 
 @pytest.fixture()
 def lesson(app) -> AppTest:
-    return app("pages/lesson.py", sample="worked-example.jsonl")
+    """The Lesson with every section on one page (the parts are tested in test_lesson_parts.py)."""
+    return app("pages/lesson.py", sample="worked-example.jsonl", lesson_part="all")
 
 
 def test_lesson_truth_section_shows_rewardflow_beside_the_truth(lesson):
@@ -328,7 +329,8 @@ def test_the_lesson_state_round_trips_through_the_url(app, lesson):
     assert shared, "the state is in the URL"
     link = next(c.value for c in lesson.code if "ls=" in c.value)
     assert shared in link and "lesson_start=worked+example" in link
-    fresh = app("pages/lesson.py", sample="worked-example.jsonl", ls=shared)
+    assert "lesson_part=all" in link  # the link opens the part it was made on
+    fresh = app("pages/lesson.py", sample="worked-example.jsonl", ls=shared, lesson_part="all")
     assert not fresh.exception
     caps = "\n".join(c.value for c in fresh.caption)
     assert "rollout 1: outcome flipped to success" in caps and "rollout 0, step 1: action zz" in caps
@@ -336,6 +338,12 @@ def test_the_lesson_state_round_trips_through_the_url(app, lesson):
     again = next(r for r in fresh.pills if r.key and r.key.startswith("lesson_pred_foil"))
     assert again.value == foil.options[1]
     assert _tables(fresh) == _tables(lesson)
+    # opened on the first part (no K slider, no foil question drawn), the link keeps them: the
+    # state written back to the address still holds K and the answer
+    first = app("pages/lesson.py", sample="worked-example.jsonl", ls=shared)
+    assert not first.exception and not [s for s in first.slider if s.key == "lesson_K"]
+    kept = first.query_params.get("ls")
+    assert (kept[0] if isinstance(kept, list) else kept) == shared
 
 
 def test_a_broken_shared_link_is_said_and_ignored(app):

@@ -46,6 +46,7 @@ def test_lesson_step_table_and_edit_form_start_at_0(app):
     assert not at.exception
     edit_t = at.number_input(key="lesson_edit_t")
     assert (edit_t.min, edit_t.value) == (0, 0)
+    at.segmented_control(key="lesson_part").set_value("3-6").run()  # section 6: every step's credit
     steps = next(t.value for t in tables(at) if {"rollout", "t", "A_S"} <= set(t.value.columns))
     first = steps[steps["rollout"].astype(int) == 0]["t"].astype(int).tolist()
     assert first == [0, 1], steps.head()

@@ -145,7 +145,7 @@ def test_lesson_which_estimate_is_right(app):
     from crbc.io.rollouts import read_rollouts
     from crbc.truth import accuracy
 
-    at = app("pages/lesson.py")
+    at = app("pages/lesson.py", lesson_part="9-10")
     assert any("Which estimate is right?" in h.value for h in at.header)
     groups = read_rollouts(ROOT / "sample_rollouts" / "sokoban-weak.jsonl")
     from crbc.io.rollouts import showcase_group

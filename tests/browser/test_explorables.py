@@ -112,7 +112,7 @@ def test_lesson_picker_label_follows_a_flip(app_url, page, artifacts_dir):
 
 def test_lesson_on_a_39_anchor_group_fits(app_url, page, artifacts_dir):
     page.goto(f"{app_url}/lesson?sample=sokoban-weak.jsonl&group=sokoban-6x6-v0%2Fseed-15"
-              "&lesson_start=sidebar+group")
+              "&lesson_start=sidebar+group&lesson_part=all")
     wait_ready(page, "Lesson", TIMEOUT_MS)
     _no_exception(page)
     height = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")

@@ -55,7 +55,7 @@ def _shot(page, name: str) -> None:
 
 
 def test_lesson_numbers_match_crbc_md_section_8(app_url, page):
-    page.goto(f"{app_url}/lesson?lesson_start=worked+example")
+    page.goto(f"{app_url}/lesson?lesson_start=worked+example&lesson_part=all")
     _wait_text(page, "8 · The shortest-path foil")
     _wait_text(page, "Continue on the rare-route sample")
     _wait_text(page, "Q^(0)(s0,a) = realised return")  # the K = 0 column can be drawn last

@@ -28,13 +28,34 @@ def test_a_link_to_section_8_lands_on_section_8(app_url, page):
                    if (!h) return false; const t = h.getBoundingClientRect().top;
                    return t >= -5 && t < 200; }""", timeout=TIMEOUT_MS)
     assert "8 · The shortest-path foil" in head.inner_text()
+    assert "lesson_part=7-8" in page.url  # the part that holds section 8 was opened for it
     seven = page.locator('[id="7-finite-depth"]').bounding_box()
     assert seven is None or seven["y"] + seven["height"] < 0  # section 7 is above the screen
 
 
-def test_arrow_keys_do_not_answer_and_numbers_stay_on_one_line(app_url, page):
+def test_next_part_lands_on_its_first_section(app_url, page):
+    """The Lesson opens on its first part; the button under it draws the next part and scrolls its
+    first header to the top (the page would otherwise stay scrolled down where the button was)."""
     page.set_viewport_size({"width": 1024, "height": 768})
     _open(page, f"{app_url}/lesson?lesson_start=worked+example")
+    assert page.locator('[id="3-anchors"]').count() == 0
+    button = page.locator(".st-key-lesson_part_next button")
+    button.scroll_into_view_if_needed()
+    n = run_no(page)
+    button.click()
+    wait_ready(page, "Lesson", TIMEOUT_MS, after_run=n)
+    page.wait_for_function(
+        """() => { const h = document.getElementById('3-anchors');
+                   if (!h) return false; const t = h.getBoundingClientRect().top;
+                   return t >= -5 && t < 200; }""", timeout=TIMEOUT_MS)
+    assert "lesson_part=3-6" in page.url
+    assert page.locator('[id="1-the-group"]').count() == 0
+    page.screenshot(path="test-artifacts/lesson-next-part.png")
+
+
+def test_arrow_keys_do_not_answer_and_numbers_stay_on_one_line(app_url, page):
+    page.set_viewport_size({"width": 1024, "height": 768})
+    _open(page, f"{app_url}/lesson?lesson_start=worked+example&lesson_part=all")
     box = page.locator('[class*="st-key-lesson_pred_k_"]').first
     box.locator("button", has_text="rise").first.focus()
     page.keyboard.press("ArrowRight")  # pills move the focus with the arrows; they never choose
@@ -45,7 +66,7 @@ def test_arrow_keys_do_not_answer_and_numbers_stay_on_one_line(app_url, page):
     assert ring[0] != "none" and ring[1] >= 2, ring
     wait_ready(page, "Lesson", TIMEOUT_MS)
     assert "Answer the question above to reveal the closure's numbers." in page.inner_text("[data-testid=stMain]")
-    assert "ls=" not in page.url  # an answer would be in the address (ui.lesson.state.write_url)
+    assert "ls=" not in page.url.replace("lesson_part=all", "")  # an answer would be in the address (ui.lesson.state.write_url)
     # every number cell of every table sits on one line at 1024 px; headers wrap between words only
     broken = page.evaluate("""() => [...document.querySelectorAll('.crbc-table td.num')]
         .filter(td => td.getClientRects().length && td.getBoundingClientRect().height > 30)
@@ -88,7 +109,7 @@ def _answer_every_question(page) -> list[str]:
 @pytest.mark.parametrize("start", ["worked+example", "rare+route"])
 def test_at_1024_px_no_table_scrolls_sideways_and_no_button_is_cut(app_url, page, start):
     page.set_viewport_size({"width": 1024, "height": 768})
-    _open(page, f"{app_url}/lesson?lesson_start={start}")
+    _open(page, f"{app_url}/lesson?lesson_start={start}&lesson_part=all")
     answered = _answer_every_question(page)
     assert len(answered) >= 3, answered  # depth, foil, backups side by side (and luck, with gymnasium)
     page.screenshot(path=f"test-artifacts/lesson-1024-{start.replace('+', '-')}.png", full_page=True)
@@ -130,7 +151,7 @@ def _shared_k(page) -> tuple[int | None, int | None]:
 
 
 def test_k_reaches_the_link_and_a_new_deepest_k_keeps_it(app_url, page):
-    _open(page, f"{app_url}/lesson?lesson_start=worked+example")
+    _open(page, f"{app_url}/lesson?lesson_start=worked+example&lesson_part=7-8")
     _press_on_slider(page, "lesson_K", 3)
     page.wait_for_function("() => new URLSearchParams(location.search).has('ls')", timeout=TIMEOUT_MS)
     assert _slider_value(page, "lesson_K") == 3

@@ -30,22 +30,48 @@ DISCOUNTS = ("Each method keeps its own recipe's discount: the closure β = 0.98
              "discounted return Σ γ^k r (−0.1 a move, +10 a win); G2PO then adds one step of backup.")
 
 
-def _anchor(ctx: PageContext, beta: float, sigma_min: float, truth_N) -> int | None:
-    """The anchor picker, starting at the anchor where the methods disagree most."""
+def _options(ctx: PageContext, beta: float, sigma_min: float, truth_N) -> list[int]:
+    """The anchors to compare at (two or more actions tried, most visited first; at most 200),
+    with the one in the session valid: at first the anchor where the methods disagree most."""
     p = ctx.process
     anchors = ctx.kept("lesson", ("choosable",), lambda: B.choosable_anchors(p))
-    if not anchors:
-        return None
-    labels, ss, opts = node_labels(p), st.session_state, anchors[:200]
-    if ss.get(f"{KEY}_anchor") not in opts:
+    opts, ss = anchors[:200], st.session_state
+    if opts and ss.get(f"{KEY}_anchor") not in opts:
         first = ctx.kept("lesson", ("separating", beta, sigma_min, truth_N is not None),
                          lambda: LB.separating_anchor(p, beta, sigma_min, truth_N))
         ss[f"{KEY}_anchor"] = first if first in opts else opts[0]
+    return opts
+
+
+def _anchor(ctx: PageContext, beta: float, sigma_min: float, truth_N) -> int | None:
+    """The anchor picker, starting at the anchor where the methods disagree most."""
+    p, opts = ctx.process, _options(ctx, beta, sigma_min, truth_N)
+    if not opts:
+        return None
+    labels = node_labels(p)
     return int(st.selectbox(
         "Anchor to compare at", opts, key=f"{KEY}_anchor",
         format_func=lambda i: f"{short(labels[i], 60)}  ({int(p.n_s[i])} visits, {int(p.n_actions[i])} actions)",
         help="Anchors where the group tried two or more actions, most visited first; the page starts "
              "where the methods disagree most."))
+
+
+def _side_by_side(ctx: PageContext, s: int, beta: float, sigma_min: float, truth_N):
+    return ctx.kept("lesson", ("side_by_side", s, beta, sigma_min, truth_N is not None),
+                    lambda: B.side_by_side(ctx.process, s, beta=beta, sigma_min=sigma_min, anchor_advantage_N=truth_N))
+
+
+def question(ctx: PageContext, beta: float, sigma_min: float, truth_N: np.ndarray | None, on: str = "") -> Question | None:
+    """Section 10's question at the anchor chosen in this session (at first the one where the
+    methods disagree most), as :func:`render` asks it; None when no anchor saw two actions.
+    The handout prints it whichever part of the Lesson is shown."""
+    opts = _options(ctx, beta, sigma_min, truth_N)
+    if not opts:
+        return None
+    s = int(st.session_state[f"{KEY}_anchor"])
+    sb = _side_by_side(ctx, s, beta, sigma_min, truth_N)
+    methods, _note = LB.lesson_methods(sb)
+    return _question(ctx.process, s, sb, methods, on)
 
 
 def render(ctx: PageContext, beta: float, sigma_min: float, truth_N: np.ndarray | None, ask: Callable,
@@ -59,8 +85,7 @@ def render(ctx: PageContext, beta: float, sigma_min: float, truth_N: np.ndarray 
     if s is None:
         st.info("No anchor of this group saw two or more actions: there is nothing to rank.")
         return
-    sb = ctx.kept("lesson", ("side_by_side", s, beta, sigma_min, truth_N is not None),
-                  lambda: B.side_by_side(p, s, beta=beta, sigma_min=sigma_min, anchor_advantage_N=truth_N))
+    sb = _side_by_side(ctx, s, beta, sigma_min, truth_N)
     methods, note = LB.lesson_methods(sb)
     if len(sb.label) > 12 or "\n" in p.state_anchor[s]:
         widgets.long_text(p.state_anchor[s], "The whole anchor")
@@ -72,16 +97,24 @@ def render(ctx: PageContext, beta: float, sigma_min: float, truth_N: np.ndarray 
         widgets.pre("\n".join((m.value_line, *m.action_lines)))
     if note:
         st.caption(note)
-    data = (*p.state_anchor[s].split("\n"), *(f"{m.method}: {x}" for m in methods for x in (m.value_line, *m.action_lines)))
-    if not _ask(sb, methods, lambda q: ask(dataclasses.replace(q, on=on, data=data) if on else q)):
+    if not ask(_question(p, s, sb, methods, on)):
         return
     _reveal(p, sb, methods)
 
 
-def _ask(sb: B.SideBySide, methods, ask: Callable) -> bool:
+def _question(p: Process, s: int, sb: B.SideBySide, methods, on: str) -> Question:
     """Predict first. Where the methods put different actions first and the truth is known: which
     action does the truth put first (the answer says which methods agree); else which method
-    orders the actions most like the reference."""
+    orders the actions most like the reference. ``on``: the group in words for the handout, which
+    then also prints the anchor and each method's lines (empty: the lesson group)."""
+    q = _plain_question(sb, methods)
+    if not on:
+        return q
+    data = (*p.state_anchor[s].split("\n"), *(f"{m.method}: {x}" for m in methods for x in (m.value_line, *m.action_lines)))
+    return dataclasses.replace(q, on=on, data=data)
+
+
+def _plain_question(sb: B.SideBySide, methods) -> Question:
     cp = LB.camps(sb, methods)
     at = short(sb.label, 40)
     if sb.truth is not None and cp.split and cp.truth_first != "(tie)":
@@ -91,17 +124,17 @@ def _ask(sb: B.SideBySide, methods, ask: Callable) -> bool:
                + ", ".join(f"{a} {v:+.4f}" for a, v in t.items() if a != cp.truth_first) + "). "
                + (f"So {', '.join(right)} got the first action right here" if right else "No method got it")
                + "; below, each method's scores and why the others went wrong.")
-        return ask(Question(f"sbs{sb.state}", "10",
-                            f"The methods disagree at {at}: {cp.text()}. Which action does the exact "
-                            "truth put first?", tuple(sb.actions), cp.truth_first, why))
+        return Question(f"sbs{sb.state}", "10",
+                        f"The methods disagree at {at}: {cp.text()}. Which action does the exact "
+                        "truth put first?", tuple(sb.actions), cp.truth_first, why)
     ref = "the exact truth" if sb.truth is not None else "the closure (this group has no exact truth)"
     others = [m.method for m in methods if m.method != "crbc" or sb.truth is not None]
     right = [m for m in sb.right if m in others]
     opts = tuple(others) + (() if right else ("none of them",))
     why = (f"{', '.join(right)} order{'s' if len(right) == 1 else ''} the most pairs of actions like {ref}."
            if right else f"no method orders any pair of actions like {ref} here.")
-    return ask(Question(f"sbs{sb.state}", "10", f"Which method orders the actions at {at} most like {ref}?",
-                        opts, right[0] if right else "none of them", why, tuple(right[1:])))
+    return Question(f"sbs{sb.state}", "10", f"Which method orders the actions at {at} most like {ref}?",
+                    opts, right[0] if right else "none of them", why, tuple(right[1:]))
 
 
 def _reveal(p: Process, sb: B.SideBySide, methods) -> None:

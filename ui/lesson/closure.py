@@ -18,6 +18,7 @@ from ui.core import widgets
 from ui.core.context import PageContext
 from ui.core.widgets import short
 from ui.lesson import sections as S
+from ui.lesson.parts import ANCHORS
 
 LATEX_MAX_ANCHORS = 5  # the (I - beta M) V = b display fits its column up to here
 TABLE_MAX_ANCHORS = 40
@@ -34,7 +35,7 @@ def render(ctx: PageContext, view: S.LessonView, params: dict[str, Any], v_now: 
     labels = node_labels(p)
     n_anchors = p.n_states
     # ---- 3. anchors and the merged process ----------------------------------------------------------
-    st.header("3 · Anchors: merging the rollouts into one process")
+    st.header("3 · Anchors: merging the rollouts into one process", anchor=ANCHORS[3])
     st.markdown(
         "Rollouts that reach the same anchor share it: their futures become evidence about each other. "
         "Merging all steps by anchor turns the group into one graph, the **empirical process**: each "
@@ -53,7 +54,7 @@ def render(ctx: PageContext, view: S.LessonView, params: dict[str, Any], v_now: 
                     widgets.long_text(p.state_anchor[s], "The whole anchor")
 
     # ---- 4. counts, mu and P ----------------------------------------------------------------------------
-    st.header("4 · Counts, the behaviour policy mu and the transitions P")
+    st.header("4 · Counts, the behaviour policy mu and the transitions P", anchor=ANCHORS[4])
     st.markdown(
         "Dividing the counts gives two tables of probabilities, with no smoothing (what was never "
         r"seen has probability 0): how often each action was taken at an anchor, "
@@ -64,7 +65,7 @@ def render(ctx: PageContext, view: S.LessonView, params: dict[str, Any], v_now: 
             view.side_by_side([2, 3], ("mu(a|s)", tables.pairs, None), ("P(x|s,a)", tables.transitions, None))
 
     # ---- 5. the linear system ----------------------------------------------------------------------------
-    st.header("5 · One linear system for all values")
+    st.header("5 · One linear system for all values", anchor=ANCHORS[5])
     st.markdown(
         r"The value $V(s)$ is the discounted probability of reaching success from $s$ if we keep "
         r"acting like the group did. It satisfies one Bellman equation per anchor: "
@@ -88,7 +89,7 @@ def render(ctx: PageContext, view: S.LessonView, params: dict[str, Any], v_now: 
         table([{"anchor": labels[s], "N(s)": int(p.n_s[s]), "V": float(v_now[s])} for s in range(n_anchors)])
 
     # ---- 6. Q, A, sigma, gate, A_S, A_final -------------------------------------------------------------
-    st.header("6 · From values to step credit")
+    st.header("6 · From values to step credit", anchor=ANCHORS[6])
     st.markdown(
         r"With $V$ known, each action gets a one-step look-ahead, $Q(s,a) = \beta \sum_x P(x\mid s,a)\,V(x)$, "
         r"and its **advantage** $A(s,a) = Q(s,a) - V(s)$: better or worse than the anchor's average. "
@@ -96,8 +97,7 @@ def render(ctx: PageContext, view: S.LessonView, params: dict[str, Any], v_now: 
         r"floored at $\sigma_{\min}$ = " + num(sigma_min) + ". An anchor where only one action was ever "
         r"taken has nothing to compare: the **gate** sets its credit to 0. So "
         r"$A_S = [\#\text{actions} \ge 2]\; A / \max(\sigma, \sigma_{\min})$.")
-    ar = ctx.kept("lesson", ("arithmetic", root, beta, sigma_min),
-                  lambda: E.anchor_arithmetic(p, root, beta=beta, depth=None, sigma_min=sigma_min))
+    ar = root_arithmetic(ctx, root, beta, sigma_min)
     st.markdown(f"At **{short(ar.label, 80)}**, written out:")
     widgets.pre("\n".join(arithmetic_markdown(ar)))
     with fold("The same for every (anchor, action) of the group", always_label=True, key="pairs") as shown:
@@ -115,3 +115,10 @@ def render(ctx: PageContext, view: S.LessonView, params: dict[str, Any], v_now: 
                                w_step=w_step))
 
     return ar
+
+
+def root_arithmetic(ctx: PageContext, root: int, beta: float, sigma_min: float):
+    """The closure's arithmetic at anchor ``root`` of the lesson group (kept in ``ctx``): section 6
+    writes it out, section 8 draws it as a tree."""
+    return ctx.kept("lesson", ("arithmetic", root, beta, sigma_min),
+                    lambda: E.anchor_arithmetic(ctx.process, root, beta=beta, depth=None, sigma_min=sigma_min))

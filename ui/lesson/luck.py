@@ -48,6 +48,13 @@ def _luck_now(beta: float):
         return None, f"The slippery group offers no pair to show: {e}"
 
 
+def question(beta: float):
+    """The section's question (:func:`crbc.explain.lesson_luck.luck_question`), or None when the
+    section has no numbers here; the handout prints it whichever part of the Lesson is shown."""
+    luck, _why = _luck(beta)
+    return None if luck is None else LL.luck_question(luck)
+
+
 def render(beta: float, ask: Callable, table: Callable) -> None:
     """Section 11 under its own header. ``ask``: the Lesson's predict-first question
     (:func:`ui.lesson.sections.ask`); ``table``: a table renderer of typed rows."""

@@ -14,10 +14,13 @@ link to a section (``/lesson#8-the-shortest-path-foil``) that lands on it.
   it push it down (the link to section 8 landed in section 7), and tidying the query drops the
   ``#...`` from the address. :func:`land_on_hash` reads the hash of the page load and re-scrolls
   to the header until it has stayed in place for 4 s (90 s at most), and stops at the reader's
-  first wheel, key, click or touch.
+  first wheel, key, click or touch. A section drawn by another part (:mod:`ui.lesson.parts`)
+  asks the server for that part first; a "next part" button lands on the new part's first header.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import streamlit as st
 
@@ -52,11 +55,34 @@ CSS = """<style>
 
 HASH_JS = """
 export default function (component) {
+  const { data, setTriggerValue } = component;
   if (!component.parentElement.querySelector(".crbc-no-drawing")) {  // mounted (devtools.apprunner.READY)
     const mark = document.createElement("span");
     mark.className = "crbc-no-drawing";
     mark.hidden = true;
     component.parentElement.appendChild(mark);
+  }
+  // keep the header of section `id` at the top until it has stayed there for 4 s (90 s at most),
+  // or until the reader scrolls, types, clicks or touches
+  const land = (id) => {
+    clearInterval(window.__crbcLandTimer);
+    let ticks = 0, still = 0;
+    const timer = window.__crbcLandTimer = setInterval(() => {
+      ticks += 1;
+      const el = document.getElementById(id);
+      if (el && Math.abs(el.getBoundingClientRect().top) > 4) { el.scrollIntoView({ block: "start" }); still = 0; }
+      else if (el) still += 1;
+      if (still >= 16 || ticks > 360) clearInterval(timer);
+    }, 250);
+    const stop = () => clearInterval(timer);
+    for (const ev of ["wheel", "keydown", "touchstart", "mousedown"])
+      window.addEventListener(ev, stop, { once: true, passive: true });
+  };
+  const goto = data && data.goto;  // a "next part" button: the new part's first section
+  if (goto && goto.n && window.__crbcGoto !== goto.n) {
+    window.__crbcGoto = goto.n;
+    land(goto.id);
+    return;
   }
   // Streamlit rewrites the address (dropping the #...) when it tidies the query, so the hash is
   // also read from the page load's own URL, while the reader is still on that page
@@ -66,17 +92,9 @@ export default function (component) {
   const hash = decodeURIComponent((window.location.hash || first || "").slice(1));
   if (!hash || window.__crbcLanded === hash) return;
   window.__crbcLanded = hash;
-  let ticks = 0, still = 0;
-  const timer = setInterval(() => {
-    ticks += 1;
-    const el = document.getElementById(hash);
-    if (el && Math.abs(el.getBoundingClientRect().top) > 4) { el.scrollIntoView({ block: "start" }); still = 0; }
-    else if (el) still += 1;
-    if (still >= 16 || ticks > 360) clearInterval(timer);  // 4 s in place, or 90 s at most
-  }, 250);
-  const stop = () => clearInterval(timer);
-  for (const ev of ["wheel", "keydown", "touchstart", "mousedown"])
-    window.addEventListener(ev, stop, { once: true, passive: true });
+  const part = data && data.parts ? data.parts[hash] : undefined;
+  if (part && data.part !== "all" && part !== data.part) setTriggerValue("part", part);  // drawn by another part
+  land(hash);
 }
 """
 
@@ -88,6 +106,20 @@ def style() -> None:
     st.html(CSS)
 
 
-def land_on_hash() -> None:
-    """Call once, near the top of the page: a link to a section header lands on it (see above)."""
-    _hash(key="lesson_land_on_hash")
+def land_on_hash(part_of_anchor: dict[str, str], part: str, on_part: Callable[[str], None]) -> None:
+    """Call once, near the top of the page: a link to a section header lands on it (see above).
+    ``part_of_anchor``: each section's header id -> the part that draws it; ``part``: the part
+    drawn now; ``on_part(key)``: called (before a rerun) when the link's section is in another
+    part. A ``lesson_goto`` of ``(header id, n)`` in the session (a new n each time) scrolls to
+    that header once it is drawn."""
+    goto = st.session_state.get("lesson_goto")
+
+    def _asked() -> None:
+        state = st.session_state.get("lesson_land_on_hash")
+        value = state.get("part") if hasattr(state, "get") else getattr(state, "part", None)
+        if value in part_of_anchor.values():
+            on_part(str(value))
+
+    _hash(data={"parts": part_of_anchor, "part": part,
+                "goto": {"id": goto[0], "n": goto[1]} if goto else None},
+          key="lesson_land_on_hash", on_part_change=_asked)

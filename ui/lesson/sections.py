@@ -16,7 +16,7 @@ import numpy as np
 import streamlit as st
 
 from crbc.explain.lesson_questions import Question
-from crbc.explain.table_rows import cells
+from crbc.explain.table_rows import cells, num
 from crbc.io.rollouts import RolloutGroup, read_rollouts, showcase_group
 from crbc.process import Process
 from crbc.viz.lesson import format_rows
@@ -88,8 +88,6 @@ def ask(q: Question) -> bool:
     without answering. The answer is kept under ``lesson_pred_<qid>_<version>`` (a new group
     version asks afresh) and in ``lesson_answers`` for the shared link and the handout."""
     ss = st.session_state
-    asked = ss.setdefault("lesson_asked", {})
-    asked[q.qid] = q
     if not q.asked:
         st.caption(f":material/psychology: No question here: {q.why}")
         return True
@@ -169,15 +167,34 @@ def _truth_group(path: Path) -> RolloutGroup:
     return server().kept("file", ("lesson_truth", str(path), path.stat().st_mtime), build)
 
 
+def truth_sample(beta: float):
+    """Section 9's group and its truth: ``(group, GroupTruth or None, why not)``; ``(None, None,
+    why)`` without the shipped sample."""
+    truth_path = state.SHIPPED_DIR / TRUTH_FILE
+    if not truth_path.exists():
+        return None, None, f"This section needs the shipped sample `{TRUTH_FILE}`."
+    tgroup = _truth_group(truth_path)
+    tt, why = exact_truth.truth_of(group_context(tgroup, private=False), beta)
+    return tgroup, tt, why
+
+
+def group_line(group: RolloutGroup, n_anchors: int, beta: float) -> None:
+    """The lesson group in one line, at the top of a part without section 1."""
+    edits = st.session_state.get("lesson_edits", [])
+    st.caption(f"On group **{short(group.group, 80)}**: {len(group)} rollouts, "
+               f"{sum(r.success for r in group)} successful, {n_anchors} anchors, beta = {num(beta)}; "
+               + (f"{len(edits)} change{'s' if len(edits) != 1 else ''} made in part 1-2." if edits
+                  else "as it came (change it in part 1-2)."))
+
+
 def truth_section(beta: float):
     """Section 9: a real Sokoban group with the exact truth beside three estimators. Returns
     ``(group, GroupTruth or None)``, or ``(None, None)`` without the shipped sample."""
-    truth_path = state.SHIPPED_DIR / TRUTH_FILE
-    if not truth_path.exists():
-        st.info(f"This section needs the shipped sample `{TRUTH_FILE}`.")
+    tgroup, tt, why = truth_sample(beta)
+    if tgroup is None:
+        st.info(why)
         return None, None
     else:
-        tgroup = _truth_group(truth_path)
         st.markdown(
             "Every estimator above is a guess from the rollouts of one group. On our own toy tasks the "
             "**truth** can be computed: the rules of Sokoban are known and the tiny policy's probability "
@@ -187,7 +204,6 @@ def truth_section(beta: float):
             f"`{TRUTH_FILE}` ({sum(r.success for r in tgroup)} of {len(tgroup)} rollouts solved it), "
             "with the truth beside visit-local, the closure, GiGPO and the two foils (shortest path, RewardFlow).")
         tctx = group_context(tgroup, private=False)
-        tt, why = exact_truth.truth_of(tctx, beta)
         if tt is None:
             st.info(why)
         else:

@@ -53,8 +53,10 @@ def reset() -> None:
 
 
 def bump() -> None:
-    """A new version of the lesson group: the clickable graph starts with no selection."""
+    """A new version of the lesson group: the clickable graph starts with no selection and every
+    question is asked afresh (its answer widget is keyed by the version; the answers go)."""
     st.session_state["lesson_version"] = st.session_state.get("lesson_version", 0) + 1
+    st.session_state["lesson_answers"] = {}
 
 
 def rollout_label(g: RolloutGroup, i: int) -> str:
@@ -168,12 +170,12 @@ SHARE_PARAM = "ls"
 
 def share_state() -> LessonShare:
     """This session's lesson state: its edits, section 7's K and deepest K (None at their
-    defaults) and the answers to the questions asked in this run."""
+    defaults) and the answers given to this version of the group, in whichever part."""
     ss = st.session_state
     k, k_max = ss.get("lesson_K"), ss.get("lesson_kmax")
     return LessonShare(tuple(tuple(o) for o in ss.get("lesson_ops", [])),
                        None if not k else int(k), None if k_max in (None, 6) else int(k_max),
-                       {q: a for q, a in ss.get("lesson_answers", {}).items() if q in ss.get("lesson_asked", {})})
+                       dict(ss.get("lesson_answers", {})))
 
 
 def restore_from_url() -> None:
