@@ -142,6 +142,8 @@ def test_the_same_depth_choices_on_every_page(app):
 
 def test_sidebar_names_run_and_iteration(app):
     at = app("pages/runs.py")
+    at.session_state["runs_drill_open"] = True
+    at.run()
     at.button(key="runs_open_graph").click().run()
     assert not at.exception
     side = "\n".join(str(c.value) for c in list(at.sidebar.caption) + list(at.sidebar.markdown))

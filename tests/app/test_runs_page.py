@@ -31,7 +31,27 @@ def page(app, tmp_path, monkeypatch) -> AppTest:
 
     write_runs(tmp_path / "runs")
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    return app("pages/runs.py")
+    at = app("pages/runs.py")
+    return _open_drill(at)
+
+
+def _open_drill(at: AppTest) -> AppTest:
+    """Open the folded drill-down (ui/runs/drilldown.py), as the reader's click on it does."""
+    at.session_state["runs_drill_open"] = True
+    return at.run()
+
+
+def test_the_drill_down_is_folded_until_a_click_or_a_link_asks_for_it(app, tmp_path, monkeypatch):
+    write_runs(tmp_path / "runs")
+    monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
+    at = app("pages/runs.py")
+    assert not at.exception
+    assert not [s for s in at.selectbox if s.key == "runs_run"] and not _svgs(at, "runs_diag")
+    at.session_state["_runs_click"] = (2, "crbc-s1")  # a click on a curve's point
+    at.run()
+    assert at.selectbox(key="runs_run").value == "crbc-s1" and at.selectbox(key="runs_iter").value == 2
+    linked = app("pages/runs.py", runs_iter="1")  # a link into an iteration opens it too
+    assert not linked.exception and linked.selectbox(key="runs_iter").value == 1
 
 
 def test_runs_page_shows_curves_table_and_diagnostics(page):
@@ -97,7 +117,7 @@ def test_experiments_are_shown_one_at_a_time(app, tmp_path, monkeypatch):
     w.write_rollouts(0, read_rollouts(WORKED))
     w.append_metrics({"iteration": 0, "success_rate": 0.9})
     monkeypatch.setattr(state, "SAMPLES_DIR", tmp_path)
-    at = app("pages/runs.py")
+    at = _open_drill(app("pages/runs.py"))
     assert at.selectbox(key="runs_exp").options == ["exp-b", "exp-a"]  # the newest first
     assert at.selectbox(key="runs_exp").value == "exp-b"
     at.selectbox(key="runs_exp").set_value("exp-a").run()
@@ -108,6 +128,7 @@ def test_experiments_are_shown_one_at_a_time(app, tmp_path, monkeypatch):
     at = app(run=False)
     at.run()
     at.switch_page("pages/runs.py").run()
+    _open_drill(at)
     assert at.selectbox(key="runs_exp").options == ["exp-a", "exp-b"]  # opens on it, newer or not
     assert at.selectbox(key="runs_run").options == ["exp-a/grpo-s0", "exp-a/crbc-s0", "exp-a/crbc-s1"]
     at.session_state["runs_summary_open"] = True  # the folded table is built once opened
@@ -230,7 +251,7 @@ def test_runs_of_another_experiment_can_be_added_and_are_averaged_within_their_e
     in the curve's name, in the table's and in the drill-down's); choosing an experiment shows its
     runs again. (The link's side: the next test; AppTest does not see a multiselect write the URL.)"""
     _two_experiments(tmp_path, monkeypatch)
-    at = app("pages/runs.py")
+    at = _open_drill(app("pages/runs.py"))
     pick = at.multiselect(key="runs")
     assert pick.value == ["exp-b/crbc-s0", "exp-b/grpo-s0"]
     assert pick.options[:2] == ["exp-b/crbc-s0", "exp-b/grpo-s0"] and len(pick.options) == 5

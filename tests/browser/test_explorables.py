@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from devtools.apprunner import run_no, wait_ready
+from tests.support.browser_runs import open_drill_down
 
 pytestmark = pytest.mark.browser
 TIMEOUT_MS = 90_000
@@ -69,6 +70,7 @@ def test_open_in_another_page_after_choosing_a_run(app_url, page, artifacts_dir,
     # an experiment whose arms ship rollouts (the newest folder, the RewardFlow arm, has one such run)
     page.goto(f"{app_url}/runs?runs_exp=sokoban-6x6-prereg")
     wait_ready(page, "Training runs", TIMEOUT_MS)
+    open_drill_down(page, TIMEOUT_MS)
     n = run_no(page)
     if bound == "runs_run":
         before = _value(page, "runs_run")
@@ -216,6 +218,7 @@ def test_training_runs_curve_click_opens_that_run_and_iteration(app_url, page, a
     page.goto(f"{app_url}/runs")
     wait_ready(page, "Training runs", TIMEOUT_MS)
     page.wait_for_selector(".st-key-runs_curve .crbc-svg-view svg [data-pick]", timeout=TIMEOUT_MS)
+    open_drill_down(page, TIMEOUT_MS)
     page.wait_for_selector(".st-key-runs_diag .crbc-svg-view svg polyline", timeout=TIMEOUT_MS)
     assert page.locator(".js-plotly-plot").count() == 0
     _no_exception(page)

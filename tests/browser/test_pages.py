@@ -25,6 +25,7 @@ from devtools.apprunner import (
     wait_ready,
 )
 from devtools.synthetic import random_walk_group
+from tests.support.browser_runs import open_drill_down
 
 pytestmark = pytest.mark.browser
 TIMEOUT_MS = 60_000
@@ -194,6 +195,7 @@ def test_a_run_archive_uploads_through_the_worker_and_opens(app_url, page, artif
     bad.write_bytes(b"not a zip")
     page.goto(app_url + "/runs")
     wait_ready(page, "Training runs", TIMEOUT_MS)
+    open_drill_down(page, TIMEOUT_MS)
     page.locator(".st-key-runs_upload input[type=file]").set_input_files(str(good))
     choose = page.locator(".st-key-runs_run input")
     option = page.get_by_role("option", name="zipped-run · seed 0", exact=True)  # named by its run.json

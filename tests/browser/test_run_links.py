@@ -9,6 +9,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from devtools.apprunner import run_no, wait_ready
+from tests.support.browser_runs import open_drill_down
 
 pytestmark = pytest.mark.browser
 TIMEOUT_MS = 90_000
@@ -31,6 +32,7 @@ def test_a_curve_click_opens_the_iterations_groups_and_the_link_reproduces_it(br
     wait_ready(page, "Training runs", TIMEOUT_MS)
     page.wait_for_selector(".st-key-runs_curve .crbc-svg-view svg [data-pick]", timeout=TIMEOUT_MS)
     _no_exception(page)
+    open_drill_down(page, TIMEOUT_MS)
     before = _value(page, "runs_iter")
     target = None
     for el in page.locator(".st-key-runs_curve circle[data-pick]").all():

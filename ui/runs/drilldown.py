@@ -34,17 +34,40 @@ def _index(key: str, index: int) -> dict:
     return {} if key in st.session_state else {"index": index}
 
 
-def render(runs: list[R.Run], run_key_of: dict[str, str], runs_ctx: Keyed,  # noqa: C901
+#: the fold holding one iteration's batch, and the link parameters that open it
+OPEN = "runs_drill_open"
+LINK_PARAMS = ("runs_run", "runs_iter", "runs_sort", "runs_group")
+
+
+def render(runs: list[R.Run], run_key_of: dict[str, str], runs_ctx: Keyed,
            open_in: list[tuple[str, str, str]], sort: str = "success") -> None:
-    """The drill-down under the curves. ``run_key_of``: run label -> its content key (``shipped:...``
-    or ``upload:<hash>``); ``runs_ctx``: the figures' key of the chosen runs; ``open_in``: (page
-    path, title, icon) of the pages a group opens in; ``sort``: how the groups are ranked until a
-    click says otherwise (:data:`crbc.run_analysis.no_signal.GROUP_SORTS`, what the curve measures)."""
+    """The drill-down under the curves, folded until asked for: a click on a curve's point, a
+    link that names a run, iteration, ranking or group (:data:`LINK_PARAMS`), or the reader
+    opening it (its figures, tiles and table are then built and drawn; folded, they cost nothing).
+    ``run_key_of``: run label -> its content key (``shipped:...`` or ``upload:<hash>``);
+    ``runs_ctx``: the figures' key of the chosen runs; ``open_in``: (page path, title, icon) of the
+    pages a group opens in; ``sort``: how the groups are ranked until a click says otherwise
+    (:data:`crbc.run_analysis.no_signal.GROUP_SORTS`, what the curve measures)."""
     st.subheader("Drill into an iteration")
     with_rollouts = [r for r in runs if r.iterations_with_rollouts]
     if not with_rollouts:
         st.info("None of the selected runs ships its rollouts.")
         return
+    if st.session_state.get("_runs_click") is not None or any(k in st.query_params for k in LINK_PARAMS):
+        st.session_state[OPEN] = True
+    box, shown = widgets.folded("One iteration's batch: the estimator's diagnostics and the groups, worst first",
+                                key=OPEN)
+    if not shown:
+        st.caption("Click a point of the curves above, or open this, to pick a run's iteration and "
+                   "open one of its groups in the other pages.")
+        return
+    with box:
+        _iteration(runs, with_rollouts, run_key_of, runs_ctx, open_in, sort)
+
+
+def _iteration(runs: list[R.Run], with_rollouts: list[R.Run], run_key_of: dict[str, str],  # noqa: C901
+               runs_ctx: Keyed, open_in: list[tuple[str, str, str]], sort: str) -> None:
+    """The drill-down's body: the run, iteration and ranking pickers, the diagnostics, the groups."""
     labels = [r.label for r in with_rollouts]
     click = st.session_state.pop("_runs_click", None)
     if click is not None and click[1] not in labels:  # a seed that saved no rollouts: its experiment's run that did
