@@ -28,7 +28,8 @@ student saw, whether a student's sidebar ever showed an upload (another session'
 attackers' messages and times, per phase (:mod:`benchmarks.soak_phases`: the baseline, rounds 1
 and 2, each round-3 attack, after) the students' times over the baseline's, Play and memory, the
 server's resident memory (the server process alone, and its
-worker processes) at start, peak and end, and with ``--burst N`` the time for N new sessions
+worker processes) at start, peak and end (and "settled": once every browser has closed and
+Streamlit's disconnected-session TTL has passed), and with ``--burst N`` the time for N new sessions
 opening the Lesson at the same moment (on the wire, plus ``--burst-browsers`` Chromium
 sessions at the same moment). Bounded: every wait has a timeout, the run stops by
 itself, only 127.0.0.1 is contacted.
@@ -294,6 +295,9 @@ def main() -> int:
                     help="run the attackers' Chromium this many nice steps lower (0: the students' browser)")
     ap.add_argument("--round3", choices=("on", "off", "only"), default="on",
                     help="the third round (issue 57) after the first two; 'only': it alone")
+    ap.add_argument("--settle-s", type=float, default=_session_ttl() + 15.0,
+                    help="after the last browser closes, wait this long (Streamlit's disconnected-session "
+                         "TTL and 15 s) and sample the server's memory again ('settled')")
     ap.add_argument("--round3-attacks", default=",".join(SR.ATTACKS),
                     help="the round-3 attacks to run, in this order (comma-separated)")
     ap.add_argument("--server-log", type=Path, default=None, help="write the server's output here")
@@ -326,9 +330,13 @@ def main() -> int:
             th = threading.Thread(target=sample, daemon=True)
             th.start()
             out = asyncio.run(run(base, a, files))
+            mem["end"] = own()
+            # every browser is closed now; Streamlit keeps a closed tab's session (its state and
+            # what its store keeps) for server.disconnectedSessionTTL seconds, in case it reconnects
+            time.sleep(a.settle_s)
+            mem["settled"] = own()
             stop.set()
             th.join()
-            mem["end"] = own()
     s, e = out["attack_start"], out["attack_end"]
     before = [d for t, d, _ in out["pages"] if t < s]
     during = [d for t, d, _ in out["pages"] if s <= t < e]
@@ -362,6 +370,13 @@ def main() -> int:
     }
     print(json.dumps(result, indent=2))
     return 0 if not out["errors"] else 1
+
+
+def _session_ttl() -> float:
+    """Streamlit's ``server.disconnectedSessionTTL`` (seconds a closed tab's session is kept)."""
+    from streamlit import config
+
+    return float(config.get_option("server.disconnectedSessionTTL"))
 
 
 def rss_one(pid: int) -> float:
