@@ -136,9 +136,9 @@ def count_ratios(groups: list[list[str]], tau: float) -> int:
     n = [0]
     orig = _Clusters.similar
 
-    def counted(self, c, text, pos, t):
+    def counted(self, c, text, t):
         n[0] += 1
-        return orig(self, c, text, pos, t)
+        return orig(self, c, text, t)
 
     _Clusters.similar = counted
     try:
