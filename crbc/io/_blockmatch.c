@@ -15,7 +15,9 @@
  *   Index.b2j()                    the index as difflib's dict {character: [positions]}.
  *
  * Texts are sequences of code points (any str: astral characters, NUL, lone surrogates).
- * Memory: O(len(b)) per Index, O(len(a) + min(len(a), len(b))) per call, freed before return.
+ * Memory: 12 bytes per character of b and 20 per distinct character per Index; per call
+ * O(len(a) + len(b)), freed before it returns (the run-length rows of a b of up to
+ * SHARED_RUN_CELLS characters are one buffer shared by all calls, kept between them).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -36,13 +38,20 @@ typedef struct {
     Py_ssize_t lb;
     Py_UCS4 *b;            /* b's code points */
     Py_ssize_t capacity;   /* slots of the open-addressing table, a power of two */
+    Py_ssize_t used;       /* slots holding a character */
     Py_UCS4 *slot_char;    /* each slot's character, NO_CHAR when empty */
-    Py_ssize_t *slot_start;/* where the character's positions start in `positions` */
+    Py_ssize_t *slot_start;/* where the character's positions start in `positions`; -1: popular */
     Py_ssize_t *slot_count;/* how many positions it has; 0 for a popular character */
     Py_ssize_t *positions; /* the indexed positions of b, grouped by character, ascending */
-    RunCell *rows[2];      /* two rows of run lengths (the previous i and this one), lb cells each */
-    uint64_t generation;   /* one number per row of the block search ever started */
 } IndexObject;
+
+/* Two rows of run lengths (the previous i and this one), one cell per position of b, shared by
+ * every call whose b has at most SHARED_RUN_CELLS characters (the GIL is held throughout a
+ * call); a longer b gets its own rows for the call. A cell is valid for the row whose
+ * generation it carries: one generation per row ever searched, so no row is ever cleared. */
+#define SHARED_RUN_CELLS 65536
+static RunCell *shared_rows[2] = {NULL, NULL};
+static uint64_t run_generation = 0;
 
 /* ------------------------------------------------------------------------------------------ */
 /* the character table */
@@ -80,49 +89,88 @@ index_free_buffers(IndexObject *ix)
     PyMem_Free(ix->slot_start);
     PyMem_Free(ix->slot_count);
     PyMem_Free(ix->positions);
-    PyMem_Free(ix->rows[0]);
-    PyMem_Free(ix->rows[1]);
     ix->b = ix->slot_char = NULL;
     ix->slot_start = ix->slot_count = ix->positions = NULL;
-    ix->rows[0] = ix->rows[1] = NULL;
+    ix->capacity = ix->used = 0;
 }
 
-/* Allocate the buffers for a b of lb characters; 0, or -1 with MemoryError set. */
+/* An empty table of `capacity` slots (characters and counts); 0, or -1 with MemoryError set. */
 static int
-index_allocate(IndexObject *ix, Py_ssize_t lb)
+table_allocate(IndexObject *ix, Py_ssize_t capacity)
 {
-    Py_ssize_t cap = 8;
-    size_t cells = (size_t)(lb > 0 ? lb : 1);
-    while (cap < 2 * lb) {
-        cap *= 2;
-    }
-    ix->capacity = cap;
-    ix->slot_char = PyMem_Malloc((size_t)cap * sizeof(Py_UCS4));
-    ix->slot_start = PyMem_Calloc((size_t)cap, sizeof(Py_ssize_t));
-    ix->slot_count = PyMem_Calloc((size_t)cap, sizeof(Py_ssize_t));
-    ix->positions = PyMem_Malloc(cells * sizeof(Py_ssize_t));
-    ix->rows[0] = PyMem_Calloc(cells, sizeof(RunCell));
-    ix->rows[1] = PyMem_Calloc(cells, sizeof(RunCell));
-    if (!ix->slot_char || !ix->slot_start || !ix->slot_count || !ix->positions || !ix->rows[0]
-        || !ix->rows[1]) {
+    ix->slot_char = PyMem_Malloc((size_t)capacity * sizeof(Py_UCS4));
+    ix->slot_count = PyMem_Calloc((size_t)capacity, sizeof(Py_ssize_t));
+    if (ix->slot_char == NULL || ix->slot_count == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    memset(ix->slot_char, 0xFF, (size_t)cap * sizeof(Py_UCS4));
+    memset(ix->slot_char, 0xFF, (size_t)capacity * sizeof(Py_UCS4));
+    ix->capacity = capacity;
     return 0;
 }
 
-/* difflib's b2j: count each character, drop the popular ones (slot_start -1), then list the
+/* The table with twice the slots, its characters and counts moved over. */
+static int
+table_grow(IndexObject *ix)
+{
+    Py_UCS4 *old_char = ix->slot_char;
+    Py_ssize_t *old_count = ix->slot_count, old_capacity = ix->capacity, s, t;
+    ix->slot_char = NULL;
+    ix->slot_count = NULL;
+    if (table_allocate(ix, 2 * old_capacity) < 0) {
+        PyMem_Free(old_char);
+        PyMem_Free(old_count);
+        return -1;
+    }
+    for (s = 0; s < old_capacity; s++) {
+        if (old_char[s] != NO_CHAR) {
+            t = slot_find(ix, old_char[s]);
+            ix->slot_char[t] = old_char[s];
+            ix->slot_count[t] = old_count[s];
+        }
+    }
+    PyMem_Free(old_char);
+    PyMem_Free(old_count);
+    return 0;
+}
+
+/* Each character of b counted in the table (grown to stay at most half full). */
+static int
+table_count(IndexObject *ix)
+{
+    Py_ssize_t j, s;
+    if (table_allocate(ix, 16) < 0) {
+        return -1;
+    }
+    for (j = 0; j < ix->lb; j++) {
+        s = slot_find(ix, ix->b[j]);
+        if (ix->slot_char[s] == NO_CHAR) {
+            if (2 * (ix->used + 1) > ix->capacity) {
+                if (table_grow(ix) < 0) {
+                    return -1;
+                }
+                s = slot_find(ix, ix->b[j]);
+            }
+            ix->slot_char[s] = ix->b[j];
+            ix->used++;
+        }
+        ix->slot_count[s]++;
+    }
+    return 0;
+}
+
+/* difflib's b2j from the counts: drop the popular characters (slot_start -1), then list the
  * positions of the others (slot_count counts them again as they are written). */
-static void
+static int
 index_fill(IndexObject *ix)
 {
     Py_ssize_t lb = ix->lb, j, s, next = 0;
     Py_ssize_t popular_above = lb / 100 + 1; /* __chain_b's ntest, when lb >= 200 */
-    for (j = 0; j < lb; j++) {
-        s = slot_find(ix, ix->b[j]);
-        ix->slot_char[s] = ix->b[j];
-        ix->slot_count[s]++;
+    ix->slot_start = PyMem_Malloc((size_t)ix->capacity * sizeof(Py_ssize_t));
+    ix->positions = PyMem_Malloc((size_t)(lb > 0 ? lb : 1) * sizeof(Py_ssize_t));
+    if (ix->slot_start == NULL || ix->positions == NULL) {
+        PyErr_NoMemory();
+        return -1;
     }
     for (s = 0; s < ix->capacity; s++) {
         if (lb >= 200 && ix->slot_count[s] > popular_above) {
@@ -139,6 +187,7 @@ index_fill(IndexObject *ix)
             ix->positions[ix->slot_start[s] + ix->slot_count[s]++] = j;
         }
     }
+    return 0;
 }
 
 static int
@@ -155,12 +204,10 @@ Index_init(IndexObject *ix, PyObject *args, PyObject *kwds)
         return -1;
     }
     ix->b = PyUnicode_AsUCS4Copy(text);
-    if (ix->b == NULL || index_allocate(ix, ix->lb) < 0) {
+    if (ix->b == NULL || table_count(ix) < 0 || index_fill(ix) < 0) {
         index_free_buffers(ix);
         return -1;
     }
-    index_fill(ix);
-    ix->generation = 0;
     return 0;
 }
 
@@ -181,6 +228,7 @@ typedef struct {
     Py_ssize_t n_seeds;
     Py_ssize_t *seed;      /* the positions of a whose character b indexes, ascending */
     Py_ssize_t *seed_slot; /* that character's slot */
+    RunCell *rows[2];      /* the run-length rows: shared_rows, or the call's own */
 } Pair;
 
 static void
@@ -189,6 +237,35 @@ pair_free(Pair *p)
     PyMem_Free(p->a);
     PyMem_Free(p->seed);
     PyMem_Free(p->seed_slot);
+    if (p->rows[0] != shared_rows[0]) {
+        PyMem_Free(p->rows[0]);
+        PyMem_Free(p->rows[1]);
+    }
+}
+
+/* Run-length rows for a b of lb characters: the shared ones (allocated once) or, for a longer
+ * b, the call's own; 0, or -1 with MemoryError set. */
+static int
+pair_rows(Pair *p, Py_ssize_t lb)
+{
+    if (lb <= SHARED_RUN_CELLS) {
+        if (shared_rows[0] == NULL) {
+            shared_rows[0] = PyMem_Calloc(SHARED_RUN_CELLS, sizeof(RunCell));
+        }
+        if (shared_rows[1] == NULL) {
+            shared_rows[1] = PyMem_Calloc(SHARED_RUN_CELLS, sizeof(RunCell));
+        }
+        p->rows[0] = shared_rows[0];
+        p->rows[1] = shared_rows[1];
+    } else {
+        p->rows[0] = PyMem_Calloc((size_t)lb, sizeof(RunCell));
+        p->rows[1] = PyMem_Calloc((size_t)lb, sizeof(RunCell));
+    }
+    if (p->rows[0] == NULL || p->rows[1] == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
 }
 
 /* a's code points and its seeds; 0, or -1 with an exception set (and nothing to free). */
@@ -209,7 +286,7 @@ pair_open(Pair *p, IndexObject *ix, PyObject *text)
     p->a = PyUnicode_AsUCS4Copy(text);
     p->seed = PyMem_Malloc((size_t)(p->la > 0 ? p->la : 1) * sizeof(Py_ssize_t));
     p->seed_slot = PyMem_Malloc((size_t)(p->la > 0 ? p->la : 1) * sizeof(Py_ssize_t));
-    if (p->a == NULL || p->seed == NULL || p->seed_slot == NULL) {
+    if (p->a == NULL || p->seed == NULL || p->seed_slot == NULL || pair_rows(p, ix->lb) < 0) {
         pair_free(p);
         if (!PyErr_Occurred()) {
             PyErr_NoMemory();
@@ -250,12 +327,13 @@ typedef struct {
  * k(i, j) = k(i - 1, j - 1) + 1 (read from the row of generation `previous`, 0 for none);
  * the first strictly longer run becomes the best. */
 static void
-search_row(IndexObject *ix, Py_ssize_t i, Py_ssize_t slot, Py_ssize_t blo, Py_ssize_t bhi,
+search_row(Pair *p, Py_ssize_t i, Py_ssize_t slot, Py_ssize_t blo, Py_ssize_t bhi,
            uint64_t previous, uint64_t current, Block *best)
 {
+    const IndexObject *ix = p->ix;
     const Py_ssize_t *pos = ix->positions + ix->slot_start[slot];
     Py_ssize_t n = ix->slot_count[slot], t, j, k;
-    RunCell *prev_row = ix->rows[previous & 1], *row = ix->rows[current & 1];
+    RunCell *prev_row = p->rows[previous & 1], *row = p->rows[current & 1];
     for (t = lower_bound(pos, n, blo); t < n && pos[t] < bhi; t++) {
         j = pos[t];
         k = 1;
@@ -285,8 +363,8 @@ find_longest(Pair *p, Py_ssize_t alo, Py_ssize_t ahi, Py_ssize_t blo, Py_ssize_t
     uint64_t previous = 0;
     for (; t < p->n_seeds && p->seed[t] < ahi; t++) {
         Py_ssize_t i = p->seed[t];
-        uint64_t current = ++ix->generation;
-        search_row(ix, i, p->seed_slot[t], blo, bhi, i == last + 1 ? previous : 0, current, &best);
+        uint64_t current = ++run_generation;
+        search_row(p, i, p->seed_slot[t], blo, bhi, i == last + 1 ? previous : 0, current, &best);
         previous = current;
         last = i;
     }

@@ -257,3 +257,19 @@ def test_misuse_raises_never_crashes(blockmatch):
     assert blockmatch.Index.__new__(blockmatch.Index).b2j() == {}
     ix.__init__("xyz")  # re-initialised: the new text
     assert ix.ratio("xyz") == 1.0 and ix.b2j() == {"x": [0], "y": [1], "z": [2]}
+
+
+def test_long_text_and_large_alphabet(blockmatch):
+    """A b past the shared run-length rows (65,536 characters: the call's own rows) over 3,002
+    distinct characters (the character table grows many times)."""
+    rng = random.Random(1)
+    alphabet = "".join(chr(0x4E00 + k) for k in range(3000)) + "\U0001F600\ud800"
+    a = _text(rng, alphabet, 70_000)
+    b = mutated(rng, a, alphabet, 20)
+    m = difflib.SequenceMatcher(None, a, b)
+    ratio = m.ratio()
+    ix = blockmatch.Index(b)
+    assert ix.ratio(a) == ratio and ix.b2j() == m.b2j
+    assert ix.reaches(a, ratio) and not ix.reaches(a, math.nextafter(ratio, 2.0))
+    short = blockmatch.Index(b[:500])  # then a short b again: the shared rows
+    assert short.ratio(a[:400]) == difflib.SequenceMatcher(None, a[:400], b[:500]).ratio()
