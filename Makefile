@@ -20,10 +20,10 @@ $(VENV)/.runtime-stamp: requirements.txt | $(PY)
 	$(PY) -m pip install --quiet -r requirements.txt
 	touch $@
 
-# crbc itself, editable; pip builds its optional C extension (crbc/io/_blockmatch.c, declared in
+# crbc itself, editable; pip builds its optional C extension (crbc/io/blockmatch.c, declared in
 # setup.py) in place, again whenever the C source or setup.py changes. Without a C compiler the
 # build goes on without it and crbc.io.similarity uses its pure-Python path.
-$(VENV)/.install-stamp: $(VENV)/.runtime-stamp crbc/io/_blockmatch.c setup.py
+$(VENV)/.install-stamp: $(VENV)/.runtime-stamp crbc/io/blockmatch.c setup.py
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 

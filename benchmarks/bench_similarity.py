@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> dict:
         "seed": args.seed, "chars": {"min": min(lens), "median": int(np.median(lens)), "max": max(lens)},
         "distinct_texts": sum(len(set(g)) for g in groups),
         "python": platform.python_version(),
-        "block_search": "compiled (crbc.io._blockmatch)" if compiled_block_search() else "pure Python",
+        "block_search": "compiled (crbc.io.blockmatch)" if compiled_block_search() else "pure Python",
         "loadavg_before": os.getloadavg(), "by_tau": {},
     }
     for tau in args.tau:

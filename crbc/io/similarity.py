@@ -34,7 +34,7 @@ is already known:
   by :class:`BlockFinder`, difflib's own loop over fewer positions. (A compiled difflib,
   cydifflib 1.2.0, gives the same ratios but is slower here: its block search zero-fills the
   window's width for every position of a; benchmarks/bench_difflib_ports.py.)
-- **In C when built**: ``crbc.io._blockmatch`` (crbc/io/_blockmatch.c, an optional extension
+- **In C when built**: ``crbc.io.blockmatch`` (crbc/io/blockmatch.c, an optional extension
   built by ``pip install``) is the same index, the same block search and the same early answer
   compiled: ``Index(b).reaches(a, tau)`` decides exactly what :func:`reaches` with
   :class:`BlockFinder` decides (tests/io/test_similarity_compiled.py). Without it (no compiler
@@ -58,9 +58,9 @@ from numbers import Real
 import numpy as np
 
 try:
-    from crbc.io import _blockmatch
+    from crbc.io import blockmatch
 except ImportError:  # not built (no C compiler at install time): the pure-Python path
-    _blockmatch = None
+    blockmatch = None
 
 __all__ = ["BUCKETS", "MAX_COMPARISONS", "MAX_PAIRS", "SimilarityError", "check_similarity",
            "cluster_texts", "describe_similarity"]
@@ -72,11 +72,11 @@ PURE_PYTHON_ENV = "CRBC_PURE_PYTHON_SIMILARITY"  #: set to 1: never the compiled
 
 
 def compiled_block_search():
-    """The compiled block search (module ``crbc.io._blockmatch``) when it was built and
+    """The compiled block search (module ``crbc.io.blockmatch``) when it was built and
     :data:`PURE_PYTHON_ENV` is not ``1``, else None (the pure-Python :class:`BlockFinder`)."""
     if os.environ.get(PURE_PYTHON_ENV) == "1":
         return None
-    return _blockmatch
+    return blockmatch
 
 
 class SimilarityError(ValueError):
@@ -119,7 +119,7 @@ def bucket_of(cp: np.ndarray) -> np.ndarray:
 class _Clusters:
     """The growing clusters of one group: representatives, lengths, bucket counts, and each
     representative's index (difflib's ``b2j``), built on its first comparison: a compiled
-    ``_blockmatch.Index`` when ``compiled`` is the module, else a ``SequenceMatcher``."""
+    ``blockmatch.Index`` when ``compiled`` is the module, else a ``SequenceMatcher``."""
 
     def __init__(self, compiled=None) -> None:
         self.compiled = compiled

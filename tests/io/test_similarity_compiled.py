@@ -1,4 +1,4 @@
-"""The compiled block search (crbc.io._blockmatch, crbc/io/_blockmatch.c) against difflib and
+"""The compiled block search (crbc.io.blockmatch, crbc/io/blockmatch.c) against difflib and
 against its pure-Python twin (crbc.io.similarity.BlockFinder and reaches): on every pair, the
 ratio equal as a float to ``SequenceMatcher(None, a, b).ratio()``, the decision ``ratio >= tau``
 the same at several TAUs and at the ratio itself and its two float neighbours, ``b2j`` equal to
@@ -29,7 +29,7 @@ from crbc.io.similarity import (
     reaches,
 )
 from devtools.text_edits import mutated
-from tests.io.test_similarity import sokoban_texts
+from tests.support.similarity_texts import sokoban_texts
 from tests.support.upstream_similarity import clusters_of
 
 TAUS = (0.05, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99)
@@ -38,9 +38,9 @@ UNICODE = "a\u00e9\u0301\U0001F600\U00010348\x00\ud800\udfff\u4e2d \n"
 
 @pytest.fixture(scope="module")
 def blockmatch():
-    if similarity._blockmatch is None:
-        pytest.skip("crbc.io._blockmatch is not built (pip install -e . builds it; needs a C compiler)")
-    return similarity._blockmatch
+    if similarity.blockmatch is None:
+        pytest.skip("crbc.io.blockmatch is not built (pip install -e . builds it; needs a C compiler)")
+    return similarity.blockmatch
 
 
 def check_pair(index_of, a: str, b: str, rng: random.Random, taus=TAUS) -> None:
@@ -199,7 +199,7 @@ class _NoAutojunk:
 
     def __init__(self, b):
         self.b = b
-        self.index = similarity._blockmatch.Index(b)
+        self.index = similarity.blockmatch.Index(b)
 
     def ratio(self, a):
         return difflib.SequenceMatcher(None, a, self.b, autojunk=False).ratio()
@@ -232,7 +232,7 @@ def test_a_divergence_changes_clusters(blockmatch, monkeypatch):
         def reaches(self, a, tau):
             return self.index.reaches(a, tau * (1 + 1e-12))
 
-    monkeypatch.setattr(similarity, "_blockmatch", Planted)
+    monkeypatch.setattr(similarity, "blockmatch", Planted)
     assert cluster_texts(texts, 0.8) != clusters_of(texts, 0.8)
 
 

@@ -1,4 +1,4 @@
-/* crbc.io._blockmatch: difflib's matching blocks for one fixed text b, in C.
+/* crbc.io.blockmatch: difflib's matching blocks for one fixed text b, in C.
  *
  * The optional compiled twin of crbc/io/similarity.py's BlockFinder and reaches(): written from
  * difflib's algorithm (SequenceMatcher(None, a, b), autojunk on), not from any other port.
@@ -573,7 +573,7 @@ static PyGetSetDef Index_getset[] = {
 
 static PyTypeObject IndexType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "crbc.io._blockmatch.Index",
+    .tp_name = "crbc.io.blockmatch.Index",
     .tp_doc = PyDoc_STR("Index(b): difflib's index of b (autojunk on) and its block search against any a."),
     .tp_basicsize = sizeof(IndexObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -586,13 +586,13 @@ static PyTypeObject IndexType = {
 
 static struct PyModuleDef blockmatch_module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "crbc.io._blockmatch",
+    .m_name = "crbc.io.blockmatch",
     .m_doc = PyDoc_STR("difflib's matching blocks for a fixed text b, in C (crbc.io.similarity's twin)."),
     .m_size = -1,
 };
 
 PyMODINIT_FUNC
-PyInit__blockmatch(void)
+PyInit_blockmatch(void)
 {
     PyObject *m;
     if (PyType_Ready(&IndexType) < 0) {
