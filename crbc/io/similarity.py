@@ -65,7 +65,7 @@ except ImportError:  # not built (no C compiler at install time): the pure-Pytho
 __all__ = ["BUCKETS", "MAX_COMPARISONS", "MAX_PAIRS", "SimilarityError", "check_similarity",
            "cluster_texts", "describe_similarity"]
 
-MAX_COMPARISONS = 200_000  #: ``ratio()`` calls one group may need (about 100 us each at 500 characters)
+MAX_COMPARISONS = 200_000  #: ``ratio()`` calls one group may need (about 100 us each at 500 characters in Python, 3 us compiled)
 MAX_PAIRS = 50_000_000  #: (distinct text, cluster) pairs one group may need, bounds included
 BUCKETS = 512  #: character-count buckets per cluster (the quick_ratio bound)
 PURE_PYTHON_ENV = "CRBC_PURE_PYTHON_SIMILARITY"  #: set to 1: never the compiled block search
