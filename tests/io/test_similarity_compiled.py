@@ -237,6 +237,7 @@ def test_a_divergence_changes_clusters(blockmatch, monkeypatch):
 
 
 def test_pure_python_switch(blockmatch, monkeypatch):
+    monkeypatch.delenv(PURE_PYTHON_ENV, raising=False)
     assert compiled_block_search() is blockmatch
     monkeypatch.setenv(PURE_PYTHON_ENV, "1")
     assert compiled_block_search() is None
