@@ -222,6 +222,7 @@ def test_a_divergence_is_seen(blockmatch, planted, family):
 
 def test_a_divergence_changes_clusters(blockmatch, monkeypatch):
     """The cluster tests would see it too: ratio exactly at TAU joins upstream, not off a hair."""
+    monkeypatch.delenv(PURE_PYTHON_ENV, raising=False)
     texts = ["abcdx", "abcdy"]
     assert cluster_texts(texts, 0.8) == clusters_of(texts, 0.8) == ([0, 0], ["abcdx"])
 
