@@ -1,5 +1,6 @@
 # The project's two commands: `make run` and `make test`. Both share one .venv at the repo root
-# and reinstall only when a requirements file changed (stamp files record what was installed).
+# and reinstall only when a requirements file changed, or the library's C source (stamp files
+# record what was installed).
 PYTHON ?= python3
 PORT ?= 8501
 VENV := .venv
@@ -17,17 +18,23 @@ $(PY):
 
 $(VENV)/.runtime-stamp: requirements.txt | $(PY)
 	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+# crbc itself, editable; pip builds its optional C extension (crbc/io/blockmatch.c, declared in
+# setup.py) in place, again whenever the C source or setup.py changes. Without a C compiler the
+# build goes on without it and crbc.io.similarity uses its pure-Python path.
+$(VENV)/.install-stamp: $(VENV)/.runtime-stamp crbc/io/blockmatch.c setup.py
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
 
 # requirements-verl.txt is installed without dependencies (verl's full set would replace
 # transformers and bring ray[default], wandb, ...; torch must stay as it is): see its comment.
-$(VENV)/.dev-stamp: requirements-dev.txt requirements.txt requirements-verl.txt $(VENV)/.runtime-stamp
+$(VENV)/.dev-stamp: requirements-dev.txt requirements.txt requirements-verl.txt $(VENV)/.install-stamp
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-verl.txt
 	touch $@
 
-run: $(VENV)/.runtime-stamp
+run: $(VENV)/.install-stamp
 	$(PY) studio.py --server.address 127.0.0.1 --server.port $(PORT) \
 	  --server.headless true --browser.gatherUsageStats false
 
@@ -43,7 +50,7 @@ test-fast: $(VENV)/.dev-stamp
 lint: $(VENV)/.dev-stamp
 	$(PY) -m ruff check .
 
-bench: $(VENV)/.runtime-stamp
+bench: $(VENV)/.install-stamp
 	$(PY) -m crbc bench
 
 clean-venv:

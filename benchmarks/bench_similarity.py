@@ -16,8 +16,10 @@ Timed on the same texts (best of ``--repeat``, wall and CPU seconds, each TAU):
 ``upstream``: tests/support/upstream_similarity.py, the faithful re-implementation of
 verl-agent's ``build_step_group(..., enable_similarity=True)`` (one ``SequenceMatcher`` per
 comparison, every cluster in order); ``fast``: :func:`crbc.io.similarity.cluster_texts` per
-group. Both give the same clusters (checked here on every run; the parity tests check it on
-other texts). Also reported: distinct texts, clusters, and the ``ratio()`` calls the fast
+group, with the compiled block search when it is built (``block_search`` in the output says
+which; ``CRBC_PURE_PYTHON_SIMILARITY=1`` times the pure-Python one). Both give the same clusters
+(checked here on every run against the timed upstream run's own output; the parity tests check
+it on other texts). Also reported: distinct texts, clusters, and the ``ratio()`` calls the fast
 path still made.
 """
 
@@ -36,8 +38,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from crbc.io.similarity import _Clusters, cluster_texts  # noqa: E402
-from tests.support.upstream_similarity import build_step_group_similar, clusters_of  # noqa: E402
+from crbc.io.similarity import _Clusters, cluster_texts, compiled_block_search  # noqa: E402
+from tests.support.upstream_similarity import build_step_group_similar, clusters_from_uids  # noqa: E402
 
 RECEPTACLES = ("cabinet", "countertop", "drawer", "shelf", "fridge", "microwave", "sinkbasin",
                "stoveburner", "diningtable", "garbagecan", "coffeemachine", "toaster")
@@ -136,9 +138,9 @@ def count_ratios(groups: list[list[str]], tau: float) -> int:
     n = [0]
     orig = _Clusters.similar
 
-    def counted(self, c, text, pos, t):
+    def counted(self, c, text, t):
         n[0] += 1
-        return orig(self, c, text, pos, t)
+        return orig(self, c, text, t)
 
     _Clusters.similar = counted
     try:
@@ -171,12 +173,14 @@ def main(argv: list[str] | None = None) -> dict:
         "groups": args.groups, "rollouts": args.rollouts, "steps": args.steps, "rows": len(obs),
         "seed": args.seed, "chars": {"min": min(lens), "median": int(np.median(lens)), "max": max(lens)},
         "distinct_texts": sum(len(set(g)) for g in groups),
-        "python": platform.python_version(), "loadavg_before": os.getloadavg(), "by_tau": {},
+        "python": platform.python_version(),
+        "block_search": "compiled (crbc.io.blockmatch)" if compiled_block_search() else "pure Python",
+        "loadavg_before": os.getloadavg(), "by_tau": {},
     }
     for tau in args.tau:
-        up_wall, up_cpu, _ = best(lambda t=tau: build_step_group_similar(obs, index, t), args.upstream_repeat)
+        up_wall, up_cpu, uids = best(lambda t=tau: build_step_group_similar(obs, index, t), args.upstream_repeat)
         fast_wall, fast_cpu, fast = best(lambda t=tau: [cluster_texts(g, t) for g in groups], args.repeat)
-        same = all(f == clusters_of(g, tau) for f, g in zip(fast, groups, strict=True))
+        same = all(f == clusters_from_uids(g, uids[index == k]) for k, (f, g) in enumerate(zip(fast, groups, strict=True)))
         result["by_tau"][str(tau)] = {
             "upstream_s": {"wall": round(up_wall, 4), "cpu": round(up_cpu, 4)},
             "fast_s": {"wall": round(fast_wall, 4), "cpu": round(fast_cpu, 4)},

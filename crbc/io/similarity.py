@@ -34,6 +34,12 @@ is already known:
   by :class:`BlockFinder`, difflib's own loop over fewer positions. (A compiled difflib,
   cydifflib 1.2.0, gives the same ratios but is slower here: its block search zero-fills the
   window's width for every position of a; benchmarks/bench_difflib_ports.py.)
+- **In C when built**: ``crbc.io.blockmatch`` (crbc/io/blockmatch.c, an optional extension
+  built by ``pip install``) is the same index, the same block search and the same early answer
+  compiled: ``Index(b).reaches(a, tau)`` decides exactly what :func:`reaches` with
+  :class:`BlockFinder` decides (tests/io/test_similarity_compiled.py). Without it (no compiler
+  at install time), or with ``CRBC_PURE_PYTHON_SIMILARITY=1`` in the environment, the Python
+  path above runs: the same clusters, slower.
 
 Bounded work (a user's data in a shared studio): at most ``max_comparisons`` ``ratio()`` calls
 per group (:data:`MAX_COMPARISONS`) and ``max_pairs`` (text, cluster) pairs looked at in all
@@ -43,6 +49,7 @@ per group (:data:`MAX_COMPARISONS`) and ``max_pairs`` (text, cluster) pairs look
 from __future__ import annotations
 
 import math
+import os
 from bisect import bisect_left
 from collections.abc import Sequence
 from difflib import SequenceMatcher
@@ -50,12 +57,26 @@ from numbers import Real
 
 import numpy as np
 
+try:
+    from crbc.io import blockmatch
+except ImportError:  # not built (no C compiler at install time): the pure-Python path
+    blockmatch = None
+
 __all__ = ["BUCKETS", "MAX_COMPARISONS", "MAX_PAIRS", "SimilarityError", "check_similarity",
            "cluster_texts", "describe_similarity"]
 
-MAX_COMPARISONS = 200_000  #: ``ratio()`` calls one group may need (about 100 us each at 500 characters)
+MAX_COMPARISONS = 200_000  #: ``ratio()`` calls one group may need (about 100 us each at 500 characters in Python, 3 us compiled)
 MAX_PAIRS = 50_000_000  #: (distinct text, cluster) pairs one group may need, bounds included
 BUCKETS = 512  #: character-count buckets per cluster (the quick_ratio bound)
+PURE_PYTHON_ENV = "CRBC_PURE_PYTHON_SIMILARITY"  #: set to 1: never the compiled block search
+
+
+def compiled_block_search():
+    """The compiled block search (module ``crbc.io.blockmatch``) when it was built and
+    :data:`PURE_PYTHON_ENV` is not ``1``, else None (the pure-Python :class:`BlockFinder`)."""
+    if os.environ.get(PURE_PYTHON_ENV) == "1":
+        return None
+    return blockmatch
 
 
 class SimilarityError(ValueError):
@@ -96,13 +117,17 @@ def bucket_of(cp: np.ndarray) -> np.ndarray:
 
 
 class _Clusters:
-    """The growing clusters of one group: representatives, lengths, bucket counts, matchers."""
+    """The growing clusters of one group: representatives, lengths, bucket counts, and each
+    representative's index (difflib's ``b2j``), built on its first comparison: a compiled
+    ``blockmatch.Index`` when ``compiled`` is the module, else a ``SequenceMatcher``."""
 
-    def __init__(self) -> None:
+    def __init__(self, compiled=None) -> None:
+        self.compiled = compiled
         self.reps: list[str] = []
-        self.matchers: list[SequenceMatcher | None] = []
+        self.matchers: list = []
         self.len_C = np.zeros(16, dtype=np.int64)
         self.hist_CK = np.zeros((16, BUCKETS), dtype=np.int32)
+        self._where: tuple[str, dict[str, list[int]]] | None = None
 
     def add(self, text: str, hist: np.ndarray) -> int:
         c = len(self.reps)
@@ -129,15 +154,22 @@ class _Clusters:
         q = np.minimum(self.hist_CK[idx][:, cols], hist[cols]).sum(axis=1)
         return idx[2.0 * q / total[idx] >= tau]
 
-    def similar(self, c: int, text: str, where: dict[str, list[int]], tau: float) -> bool:
-        """``SequenceMatcher(None, text, rep).ratio() >= tau`` for cluster ``c``'s rep
-        (``where``: the text's positions of each character), decided by :func:`reaches` with
-        :class:`BlockFinder` on difflib's own index of the rep, built once per cluster."""
+    def similar(self, c: int, text: str, tau: float) -> bool:
+        """``SequenceMatcher(None, text, rep).ratio() >= tau`` for cluster ``c``'s rep: the
+        compiled ``Index(rep).reaches``, or :func:`reaches` with :class:`BlockFinder` on
+        difflib's own index of the rep (the text's character positions kept for its next
+        cluster)."""
         m = self.matchers[c]
+        if self.compiled is not None:
+            if m is None:
+                m = self.matchers[c] = self.compiled.Index(self.reps[c])
+            return m.reaches(text, tau)
         if m is None:
             m = self.matchers[c] = SequenceMatcher(None, "", self.reps[c])
+        if self._where is None or self._where[0] is not text:
+            self._where = (text, positions(text))
         rep = self.reps[c]
-        return reaches(len(text), len(rep), BlockFinder(text, rep, m.b2j, where).find_longest_match, tau)
+        return reaches(len(text), len(rep), BlockFinder(text, rep, m.b2j, self._where[1]).find_longest_match, tau)
 
 
 def positions(text: str) -> dict[str, list[int]]:
@@ -299,7 +331,7 @@ def cluster_texts(texts: Sequence[str], tau: float, *, where: str = "the group",
     """
     t = check_similarity(tau)
     assert t is not None
-    cl = _Clusters()
+    cl = _Clusters(compiled_block_search())
     seen: dict[str, int] = {}
     labels: list[int] = []
     ratios = pairs = 0
@@ -309,7 +341,6 @@ def cluster_texts(texts: Sequence[str], tau: float, *, where: str = "the group",
         c = seen.get(text)
         if c is None:
             hist = np.bincount(bucket_of(codes_of(text)), minlength=BUCKETS).astype(np.int32)
-            pos = None
             pairs += len(cl.reps)
             if pairs > max_pairs:
                 raise SimilarityError(_too_much(where, f"{max_pairs:,} text pairs", i, len(cl.reps), t))
@@ -318,8 +349,7 @@ def cluster_texts(texts: Sequence[str], tau: float, *, where: str = "the group",
                 if ratios > max_comparisons:
                     raise SimilarityError(_too_much(where, f"{max_comparisons:,} text comparisons", i,
                                                     len(cl.reps), t))
-                pos = positions(text) if pos is None else pos
-                if cl.similar(cand, text, pos, t):
+                if cl.similar(cand, text, t):
                     c = cand
                     break
             if c is None:

@@ -1,6 +1,10 @@
 """Similarity anchors (crbc.io.similarity) against their slow twin, verl-agent's own grouping
 re-implemented in tests/support/upstream_similarity.py: the same clusters on random text,
-Sokoban boards and textarena transcripts; the vectorised block finder against difflib's."""
+Sokoban boards and textarena transcripts; the vectorised block finder against difflib's.
+
+Every test runs twice: with the compiled block search (crbc.io.blockmatch; skipped when it
+is not built, which fails under CI=true) and with the pure-Python one
+(CRBC_PURE_PYTHON_SIMILARITY=1). Upstream's clusters are computed once per input."""
 
 from __future__ import annotations
 
@@ -12,7 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from crbc.io import similarity
 from crbc.io.similarity import (
+    PURE_PYTHON_ENV,
     BlockFinder,
     SimilarityError,
     check_similarity,
@@ -21,12 +27,35 @@ from crbc.io.similarity import (
     reaches,
 )
 from devtools.text_edits import mutated
-from tests.support.upstream_similarity import build_step_group_similar, clusters_of
+from tests.support import upstream_similarity
+from tests.support.similarity_texts import sokoban_texts
+from tests.support.upstream_similarity import build_step_group_similar
 
 TAUS = (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99)
 ALPHABETS = ("ab", "abc \n", "the quick brown fox 123", "xyz\u00e9\U0001F600 ")
+_UPSTREAM: dict[tuple, tuple[list[int], list[str]]] = {}
 
 
+def clusters_of(texts: list[str], tau: float) -> tuple[list[int], list[str]]:
+    """Upstream's clusters (tests/support/upstream_similarity.py), each input computed once."""
+    key = (tuple(texts), tau)
+    if key not in _UPSTREAM:
+        _UPSTREAM[key] = upstream_similarity.clusters_of(list(texts), tau)
+    return _UPSTREAM[key]
+
+
+@pytest.fixture(scope="module", params=["compiled", "python"], autouse=True)
+def block_search(request):
+    """The block search cluster_texts uses in this module's tests: compiled or pure Python."""
+    with pytest.MonkeyPatch.context() as mp:
+        if request.param == "python":
+            mp.setenv(PURE_PYTHON_ENV, "1")
+        else:
+            mp.delenv(PURE_PYTHON_ENV, raising=False)
+            if similarity.blockmatch is None:
+                pytest.skip("crbc.io.blockmatch is not built (pip install -e . builds it; needs a C compiler)")
+        assert (similarity.compiled_block_search() is None) == (request.param == "python")
+        yield request.param
 
 
 @st.composite
@@ -104,22 +133,6 @@ def test_first_cluster_wins_not_the_best():
     assert (labels, reps) == ([0, 1, 1], [x, y])
     labels, reps = cluster_texts([x, y, z], 0.75)
     assert (labels, reps) == ([0, 0, 0], [x]) == clusters_of([x, y, z], 0.75)
-
-
-def sokoban_texts(seed: int, rollouts: int = 8, steps: int = 15) -> list[str]:
-    from crbc.envs import make
-
-    out = []
-    for i in range(rollouts):
-        env = make("sokoban-6x6-v0", max_steps=steps)
-        obs, _ = env.reset(seed=seed)
-        rng = random.Random(1000 * seed + i)
-        for _ in range(steps):
-            out.append(obs)
-            obs, _, terminated, truncated, _ = env.step(rng.choice(["up", "down", "left", "right"]))
-            if terminated or truncated:
-                break
-    return out
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])

@@ -175,6 +175,7 @@ import numpy as np, torch
 from verl import DataProto
 import crbc
 from crbc.integrations import verl as V
+from crbc.io.similarity import compiled_block_search
 
 rows = []  # (uid, traj_uid, observation with its history, action, success)
 rng = np.random.default_rng(0)
@@ -211,7 +212,7 @@ try:
 except ImportError as e:
     parquet_error = str(e)
 print(json.dumps({"version": crbc.__version__, "metrics": metrics, "exact_warned": exact_warned,
-                  "parquet_error": parquet_error, "rows": b,
+                  "parquet_error": parquet_error, "rows": b, "compiled": compiled_block_search() is not None,
                   "advantages": float(data.batch["advantages"].abs().sum()),
                   "torch": torch.__version__, "modules": sorted({m.split(".")[0] for m in sys.modules})}))
 '''
@@ -250,9 +251,9 @@ def test_clean_install_into_a_trainers_environment(tmp_path):
     # the library, from a copy of the repository (not editable)
     src = tmp_path / "src"
     src.mkdir()
-    for f in ("pyproject.toml", "README.md"):
+    for f in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(ROOT / f, src / f)
-    shutil.copytree(ROOT / "crbc", src / "crbc", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "crbc", src / "crbc", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     # google-re2 (core) is not on this machine's local index: packed from this interpreter's copy
@@ -276,6 +277,8 @@ def test_clean_install_into_a_trainers_environment(tmp_path):
     assert r.returncode == 0, r.stderr[-4000:]
     out = json.loads(r.stdout.splitlines()[-1])
     assert out["version"] == crbc.__version__
+    # the optional C extension, built by pip from setup.py wherever a compiler is
+    assert out["compiled"] or shutil.which("gcc") is None, "pip install built no crbc.io.blockmatch"
     assert out["torch"].startswith("2.13.0") and _freeze(py, env)["torch"] == before["torch"]
     assert out["exact_warned"], "texts with history under the exact key should warn"
     m = out["metrics"]

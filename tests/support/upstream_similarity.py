@@ -56,7 +56,12 @@ def clusters_of(texts: list[str], tau: float) -> tuple[list[int], list[str]]:
     by their first row (the form :func:`crbc.io.similarity.cluster_texts` returns)."""
     obs = np.empty(len(texts), dtype=object)
     obs[:] = texts
-    uids = build_step_group_similar(obs, np.zeros(len(texts), dtype=np.int64), tau)
+    return clusters_from_uids(texts, build_step_group_similar(obs, np.zeros(len(texts), dtype=np.int64), tau))
+
+
+def clusters_from_uids(texts, uids) -> tuple[list[int], list[str]]:
+    """``(label_T, reps_C)`` of one group's rows given their cluster uids (rows in batch order):
+    clusters numbered by their first row, each represented by its first row's text."""
     number: dict[str, int] = {}
     reps: list[str] = []
     labels = []
