@@ -19,7 +19,7 @@ def render(view: LessonView, p: Process, traj: list[T.TrajectoryRow]) -> None:
     st.markdown(
         "GRPO scores a whole rollout: its advantage is the rollout's score minus the group mean, "
         "divided by the group's standard deviation, "
-        r"$A_G(i) = (\text{score}_i - \overline{\text{score}}) / (\text{std} + 10^{-6})$. "
+        "`A_G(i) = (score(i) − mean score) / (std + 1e-6)`. "
         "Every step of the rollout receives that same number.")
     table(traj, fields=("rollout", "score", "a_g") if view.n_anchors > BIG else ("rollout", "path", "score", "a_g"))
     spread = T.grpo_pair_spread(p)
