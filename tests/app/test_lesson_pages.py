@@ -327,6 +327,9 @@ def test_the_lesson_state_round_trips_through_the_url(app, lesson):
     shared = lesson.query_params.get("ls")
     shared = shared[0] if isinstance(shared, list) else shared
     assert shared, "the state is in the URL"
+    assert not [c for c in lesson.code if "ls=" in c.value]  # the link box is folded until opened
+    lesson.session_state["lesson_share_open"] = True
+    lesson.run()
     link = next(c.value for c in lesson.code if "ls=" in c.value)
     assert shared in link and "lesson_start=worked+example" in link
     assert "lesson_part=all" in link  # the link opens the part it was made on
@@ -354,5 +357,8 @@ def test_a_broken_shared_link_is_said_and_ignored(app):
 
 
 def test_the_handout_download_is_offered(lesson):
-    # the handout's contents are tested in tests/core/test_lesson_teaching.py
+    # the handout's contents are tested in tests/core/test_lesson_teaching.py; its box is folded
+    assert not any(b.label == "Handout with answer key" for b in lesson.get("download_button"))
+    lesson.session_state["lesson_share_open"] = True
+    lesson.run()
     assert any(b.label == "Handout with answer key" for b in lesson.get("download_button"))

@@ -71,6 +71,7 @@ def test_an_answer_stays_in_the_link_and_the_handout_when_the_reader_moves_on(ap
 
     monkeypatch.setattr(H, "lesson_handout", spy)
     at = app("pages/lesson.py", sample="worked-example.jsonl", lesson_part="7-8")
+    at.session_state["lesson_share_open"] = True  # the link and the handout are built once opened
     foil = next(p for p in at.pills if p.key and p.key.startswith("lesson_pred_foil"))
     foil.set_value(foil.options[0]).run()
     shared = at.query_params.get("ls")

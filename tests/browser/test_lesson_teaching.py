@@ -156,6 +156,9 @@ def test_k_reaches_the_link_and_a_new_deepest_k_keeps_it(app_url, page):
     page.wait_for_function("() => new URLSearchParams(location.search).has('ls')", timeout=TIMEOUT_MS)
     assert _slider_value(page, "lesson_K") == 3
     assert _shared_k(page) == (3, None)  # only the K slider moved: its K is in the address ...
+    n = run_no(page)
+    page.locator(".st-key-lesson_share_open summary").click()  # the link's box is folded
+    wait_ready(page, "Lesson", TIMEOUT_MS, after_run=n)
     link = page.locator("[data-testid=stMain] [data-testid=stCode]").first.inner_text()
     assert page.url.split("ls=")[1].split("&")[0] in link  # ... and in the link shown at the top
     _press_on_slider(page, "lesson_kmax", 1)

@@ -13,6 +13,7 @@ import streamlit as st
 
 from crbc.explain.handout import lesson_handout
 from crbc.viz.handout import handout_html
+from ui.core import widgets
 from ui.core.context import PageContext, group_context
 from ui.lesson import backups as lesson_backups
 from ui.lesson import luck as lesson_luck
@@ -49,13 +50,19 @@ def _later_questions(lctx: PageContext, beta: float, sigma_min: float) -> list:
 
 
 def share_and_print(box, lctx: PageContext, share: str, beta: float, sigma_min: float) -> None:
-    """Fill ``box``: the link to this state (edits, K, answers) and the handout's download, for
-    the lesson group of ``lctx``."""
+    """Fill ``box``: a fold holding the link to this state (edits, K, answers) and the handout's
+    download, for the lesson group of ``lctx``. Folded, neither is built (the address bar holds
+    the same state all along): the Lesson's first screen draws without them."""
+    with box:
+        fold, shown = widgets.folded("Share this state, or download the handout with its answer key",
+                                     key="lesson_share_open")
+    if not shown:
+        return
     group = lctx.group
     ss = st.session_state
     doc = handout_html(lesson_handout(group, beta, sigma_min, ss.get("lesson_answers", {}),
                                       ss.get("lesson_edits", []), _later_questions(lctx, beta, sigma_min)))
-    with box.container(border=True):
+    with fold:
         c1, c2 = st.columns([3, 1.3], vertical_alignment="center")
         with c1:
             st.markdown("**Share this state** — the group's changes, the depth K and your answers "
