@@ -222,6 +222,8 @@ def test_lesson_deepest_k_keeps_the_depth_shown(app):
 
 def test_lesson_edit_form_starts_empty_on_a_new_group(app):
     at = _lesson(app)
+    at.session_state["lesson_edit_open"] = True  # the edit form's fold
+    at.run()
     at.text_input(key="lesson_edit_action").input("zz").run()
     at.radio(key="lesson_start").set_value("rare route").run()
     assert not at.exception

@@ -82,6 +82,8 @@ def _in_expander(at: AppTest, el) -> bool:
 def test_lesson_refuses_a_boundary_name_as_anchor(app, name):
     at = app("pages/lesson.py", sample="worked-example.jsonl")
     before = [t.value.to_string() for t in tables(at)]
+    at.session_state["lesson_edit_open"] = True  # the edit form's fold
+    at.run()
     at.text_input(key="lesson_edit_anchor").input(name).run()
     at.button(key="lesson_edit").click().run()
     assert not at.exception

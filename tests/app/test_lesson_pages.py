@@ -158,7 +158,11 @@ def test_flipping_an_outcome_changes_every_table(lesson):
 
 
 def _edit(lesson, rollout: str, t: int, field: str, value: str) -> None:
-    """Fill the Lesson's edit form (``field``: "anchor" or "action") and apply it."""
+    """Fill the Lesson's edit form (``field``: "anchor" or "action") and apply it (the form's fold
+    opened first, as a reader does)."""
+    if "lesson_edit_open" not in lesson.session_state or not lesson.session_state["lesson_edit_open"]:
+        lesson.session_state["lesson_edit_open"] = True
+        lesson.run()
     lesson.selectbox(key="lesson_edit_r").set_value(rollout)
     lesson.number_input(key="lesson_edit_t").set_value(t)
     lesson.text_input(key=f"lesson_edit_{field}").input(value)

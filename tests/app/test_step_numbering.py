@@ -44,6 +44,8 @@ def test_lesson_step_table_and_edit_form_start_at_0(app):
     at = app(sample=SAMPLE)
     at.switch_page("pages/lesson.py").run()
     assert not at.exception
+    at.session_state["lesson_edit_open"] = True  # the edit form's fold
+    at.run()
     edit_t = at.number_input(key="lesson_edit_t")
     assert (edit_t.min, edit_t.value) == (0, 0)
     at.segmented_control(key="lesson_part").set_value("3-6").run()  # section 6: every step's credit

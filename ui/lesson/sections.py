@@ -109,21 +109,20 @@ def ask(q: Question) -> bool:
         return True
 
 
-def change_panel(view: LessonView, group: RolloutGroup, labels: tuple[str, ...], v_now: np.ndarray,
-                 delta: np.ndarray | None) -> None:
-    """Section 1's "Try it" box: flip an outcome, edit a step, reset; what the last change moved."""
-    p, n_anchors = view.process, view.n_anchors
-    with st.container(border=True):
-        st.markdown("**Try it: change the group.** Flip one rollout's outcome or edit a step (here or "
-                    "on the graph); every table on the page is recomputed.")
-        rollout_opts = [L.rollout_label(group, i) for i in range(len(group))]
-        for key in ("lesson_flip_r", "lesson_edit_r"):  # keep the pickers valid when the group changes
-            if st.session_state.get(key) not in rollout_opts:
-                st.session_state[key] = rollout_opts[0]
-        f1, f2 = st.columns([3, 2], vertical_alignment="bottom")
-        f1.selectbox("Rollout to flip", rollout_opts, key="lesson_flip_r")
-        f2.button("Flip its outcome", on_click=L.flip, key="lesson_flip", icon=":material/swap_horiz:")
-        picked = st.session_state.pop("lesson_picked", None)
+EDIT_OPEN = "lesson_edit_open"  #: the step edit form's fold (opened by a diamond on the graph)
+
+
+def _edit_form(group: RolloutGroup, labels: tuple[str, ...], p: Process, rollout_opts: list[str]) -> None:
+    """The step edit form, folded until the reader opens it or clicks a step's diamond on the
+    graph (then it opens on that step); a refused edit says why inside it."""
+    picked = st.session_state.pop("lesson_picked", None)
+    err = st.session_state.pop("lesson_error", None)
+    if picked is not None or err:
+        st.session_state[EDIT_OPEN] = True
+    box, shown = widgets.folded("Edit a step: a new anchor or action", key=EDIT_OPEN)
+    if not shown:
+        return
+    with box:
         if picked is not None:
             i, t = picked
             stp = group.rollouts[i].steps[t]
@@ -141,9 +140,25 @@ def change_panel(view: LessonView, group: RolloutGroup, labels: tuple[str, ...],
                            "boundaries z+ and z- are not anchors (flip the outcome instead).")
         e4.text_input("New action", key="lesson_edit_action", placeholder="keep")
         e5.button("Apply the edit", on_click=L.edit, key="lesson_edit")
-        err = st.session_state.pop("lesson_error", None)
         if err:
             st.error(f"That edit was not applied: {text(err)}")
+
+
+def change_panel(view: LessonView, group: RolloutGroup, labels: tuple[str, ...], v_now: np.ndarray,
+                 delta: np.ndarray | None) -> None:
+    """Section 1's "Try it" box: flip an outcome, edit a step, reset; what the last change moved."""
+    p, n_anchors = view.process, view.n_anchors
+    with st.container(border=True):
+        st.markdown("**Try it: change the group.** Flip one rollout's outcome or edit a step (here or "
+                    "on the graph); every table on the page is recomputed.")
+        rollout_opts = [L.rollout_label(group, i) for i in range(len(group))]
+        for key in ("lesson_flip_r", "lesson_edit_r"):  # keep the pickers valid when the group changes
+            if st.session_state.get(key) not in rollout_opts:
+                st.session_state[key] = rollout_opts[0]
+        f1, f2 = st.columns([3, 2], vertical_alignment="bottom")
+        f1.selectbox("Rollout to flip", rollout_opts, key="lesson_flip_r")
+        f2.button("Flip its outcome", on_click=L.flip, key="lesson_flip", icon=":material/swap_horiz:")
+        _edit_form(group, labels, p, rollout_opts)
         edits = st.session_state.get("lesson_edits", [])
         b1, b2 = st.columns([3, 1])
         b1.caption("Changes so far: " + ("; ".join(short(e, 160) for e in edits) if edits else "none — this is the original group."))
