@@ -29,7 +29,12 @@ import numpy as np
 
 from crbc.process import Process
 
-__all__ = ["Coverage", "counts_within", "coverage", "hop_distances"]
+__all__ = ["MAX_CELLS", "Coverage", "counts_within", "coverage", "coverage_cells", "hop_distances"]
+
+#: the most cells (anchor pairs of the hop distances plus anchor-rollout reaches) :func:`coverage`
+#: builds where a shared studio asks (200 MB of float64): the 20,000-anchor random group of 4,000
+#: rollouts needs 475 million (some 6 GB and a minute of CPU)
+MAX_CELLS = 25_000_000
 
 
 @dataclass(frozen=True, eq=False)
@@ -78,8 +83,16 @@ def hop_distances(p: Process) -> np.ndarray:
     return p.hops(np.arange(n))[:, :n].T
 
 
+def coverage_cells(p: Process) -> int:
+    """How many cells :func:`coverage` holds at once on ``p``: S x S hop distances plus the
+    S x R reach table (8 bytes each)."""
+    n_r = len(p.rollout_offsets) - 1
+    return int(p.n_states) * (int(p.n_states) + n_r)
+
+
 def coverage(p: Process, k_max: int) -> Coverage:
-    """C^(K)(s) of (cov.1) for K = 0..k_max on the process of one group."""
+    """C^(K)(s) of (cov.1) for K = 0..k_max on the process of one group; memory and time grow
+    with :func:`coverage_cells` (a caller serving many people checks it against :data:`MAX_CELLS`)."""
     if k_max < 0:
         raise ValueError(f"k_max must be >= 0, got {k_max}")
     d_SS = hop_distances(p)

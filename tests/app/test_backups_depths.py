@@ -40,3 +40,25 @@ def test_the_probe_ends_at_convergence_and_a_deeper_link_gets_the_full_sweep(app
     ctx = PageContext(src, [g.group for g in src.groups].index(chosen_group(at2).group), 0, "crbc", {})
     sw = ctx.sweep(0.98, deeper)
     np.testing.assert_allclose(sw.a_KSA, full.first(deeper).a_KSA)
+
+
+def test_a_group_too_large_for_its_coverage_says_so_and_builds_none(app, monkeypatch):
+    """Evidence coverage holds S x S hop distances and S x R reaches (6 GB and a minute on the
+    20,000-anchor random upload of the soak): above ``MAX_CELLS`` the page says why it has no
+    coverage chart and the store keeps none; under it the chart is drawn."""
+    from crbc.estimators.coverage import coverage_cells
+    from crbc.process import merge
+    from ui.core import context
+
+    context.clear_shared()
+    at = app("pages/backups.py", sample="rare-route.jsonl")
+    assert not at.exception
+    cells = coverage_cells(merge([chosen_group(at)]))
+    assert any(e.proto.id.endswith("cov") for e in at.get("bidi_component"))
+    monkeypatch.setattr(context, "COVERAGE_MAX_CELLS", cells - 1)
+    context.clear_shared()
+    small = app("pages/backups.py", sample="rare-route.jsonl")
+    assert not small.exception
+    assert not any(e.proto.id.endswith("cov") for e in small.get("bidi_component"))
+    assert any("is not drawn for this group" in c.value and f"{cells:,}" in c.value for c in small.caption)
+    assert not [key for kind, key in context.shared_entries() if kind == "coverage"]

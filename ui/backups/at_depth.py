@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from crbc.estimators.closure import DepthSweep
-from crbc.estimators.coverage import Coverage
+from crbc.estimators.coverage import MAX_CELLS, Coverage, coverage_cells
 from crbc.truth import accuracy
 from crbc.viz.backups import convergence_chart_svg, coverage_chart_svg, truth_gap_chart_svg
 from crbc.viz.graph import graph_svg
@@ -64,7 +64,27 @@ def graph(ctx: PageContext, sw: DepthSweep, k: int, colour_by: str) -> None:
                + " Hover a node for its text.")
 
 
-def charts(ctx: PageContext, sw: DepthSweep, cov: Coverage, k: int, k_max: int, tol: float, has_truth: bool) -> None:
+def _coverage(ctx: PageContext, cov: Coverage | None, k: int, k_max: int) -> None:
+    """The evidence coverage chart at depth ``k``, or why a group this large has none."""
+    if cov is None:
+        p = ctx.process
+        st.caption(f"**Evidence coverage** (the paper's Fig. 5) is not drawn for this group: its "
+                   f"{p.n_states:,} anchors and {len(p.rollout_offsets) - 1:,} rollouts need "
+                   f"{coverage_cells(p):,} hop distances and reaches, more than the "
+                   f"{MAX_CELLS:,} the studio builds for one page.")
+        return
+    svg_view(ctx.kept("figure",("backup_cov", k_max, k), lambda: coverage_chart_svg(cov, k)),
+             key="cov", download="coverage")
+    heard = cov.count_KS[k]
+    st.caption(
+        f"**Evidence coverage** (the paper's Fig. 5): at depth K an anchor's value has heard "
+        f"the outcomes of the rollouts that pass within K hops of it. At K = {k}: on average "
+        f"{cov.mean_fraction_K[k]:.0%} of the group's {cov.n_rollouts} outcomes, at least "
+        f"{int(heard.min())}; every anchor has heard all it ever can"
+        + (f" from K = {cov.complete_at()} on." if cov.complete_at() is not None else " beyond this range."))
+
+
+def charts(ctx: PageContext, sw: DepthSweep, cov: Coverage | None, k: int, k_max: int, tol: float, has_truth: bool) -> None:
     """At depth ``k`` (of 0..``k_max``): the gap to the closure against the Cor. 3 bound (``tol``:
     the convergence tolerance), the evidence coverage ``cov``, and with ``has_truth`` the
     estimate's gap to the exact truth (or why there is none)."""
@@ -76,15 +96,7 @@ def charts(ctx: PageContext, sw: DepthSweep, cov: Coverage, k: int, k_max: int, 
         "Blue: largest gap between V^(K) and the closure's V over all anchors; red: the same "
         "for the advantages A = Q − V; dashed: the guarantee of Cor. 3, "
         "2β^K/(1−β)·‖TV0 − V0‖. Errors of exactly 0 are drawn at 1e-16.")
-    svg_view(ctx.kept("figure",("backup_cov", k_max, k), lambda: coverage_chart_svg(cov, k)),
-             key="cov", download="coverage")
-    heard = cov.count_KS[k]
-    st.caption(
-        f"**Evidence coverage** (the paper's Fig. 5): at depth K an anchor's value has heard "
-        f"the outcomes of the rollouts that pass within K hops of it. At K = {k}: on average "
-        f"{cov.mean_fraction_K[k]:.0%} of the group's {cov.n_rollouts} outcomes, at least "
-        f"{int(heard.min())}; every anchor has heard all it ever can"
-        + (f" from K = {cov.complete_at()} on." if cov.complete_at() is not None else " beyond this range."))
+    _coverage(ctx, cov, k, k_max)
     truth, no_truth, gaps = _truth(ctx, sw) if has_truth else (None, None, None)
     if truth is not None:
         gap_K, gap_inf, to_closure = gaps

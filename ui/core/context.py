@@ -55,7 +55,8 @@ import streamlit as st
 from crbc.estimators import closure
 from crbc.estimators import registry as estimators
 from crbc.estimators.bootstrap import DEFAULT_B, CreditIntervals, credit_intervals
-from crbc.estimators.coverage import Coverage, coverage
+from crbc.estimators.coverage import MAX_CELLS as COVERAGE_MAX_CELLS
+from crbc.estimators.coverage import Coverage, coverage, coverage_cells
 from crbc.explain import disagreements as compare
 from crbc.io.rollouts import RolloutGroup, dumps_rollout
 from crbc.process import Process, merge
@@ -456,9 +457,13 @@ class PageContext(Context):
                               "params": {"beta": beta, "k_max": k_max, "tol": tol},
                               "label": f"the depth sweep K = 0..{k_max} of this group"})
 
-    def coverage(self, k_max: int) -> Coverage:
-        """Evidence coverage C^(K)(s) for K = 0..k_max (crbc.estimators.coverage; kept)."""
+    def coverage(self, k_max: int) -> Coverage | None:
+        """Evidence coverage C^(K)(s) for K = 0..k_max (crbc.estimators.coverage; kept); None on a
+        group whose hop distances and reaches exceed :data:`crbc.estimators.coverage.MAX_CELLS`
+        (the page says so rather than hold gigabytes in the server)."""
         p, k_max = self.process, int(k_max)
+        if coverage_cells(p) > COVERAGE_MAX_CELLS:
+            return None
         return self.kept("coverage", (k_max,), lambda: coverage(p, k_max))
 
 
