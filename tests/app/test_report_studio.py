@@ -46,6 +46,8 @@ def test_runs_page_offers_the_run_report(app, tmp_path, monkeypatch, calls):
     at.run()
     at.switch_page("pages/runs.py")
     at.run()
+    at.session_state["runs_drill_open"] = True  # the run's report is offered in the drill-down
+    at.run()
     assert not at.exception, [e.message for e in at.exception]
     labels = [b.proto.label for b in at.get("download_button")]
     assert "Download this run as a report" in labels, labels

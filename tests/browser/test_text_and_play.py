@@ -41,10 +41,10 @@ PLAYED_TO = """(deepest) => {
 
 
 def test_lesson_play_animates_k_to_the_deepest_and_says_play_again(app_url, page, artifacts_dir):
-    page.goto(f"{app_url}/lesson?lesson_start=worked+example")
+    page.goto(f"{app_url}/lesson?lesson_start=worked+example&lesson_part=7-8")
     wait_ready(page, "Lesson", TIMEOUT_MS)
     page.locator(".st-key-lesson_play button").first.wait_for()
-    page.locator(".st-key-lesson_go_rare button").first.wait_for()  # the whole page is drawn
+    page.locator(".st-key-lesson_go_rare button").first.wait_for()  # the whole part is drawn
     assert _k(page) == 0 and "Play" in _play_label(page)
     page.locator(".st-key-lesson_play button").first.click()
     try:  # no other interaction: the timer alone moves K
@@ -234,7 +234,7 @@ def test_a_nested_address_opens_the_studio_with_a_not_found_notice(app_url, page
 
 def test_the_lesson_linear_system_fits_a_projector_screen(app_url, page):
     page.set_viewport_size({"width": 1024, "height": 768})
-    page.goto(f"{app_url}/lesson?lesson_start=worked+example")
+    page.goto(f"{app_url}/lesson?lesson_start=worked+example&lesson_part=3-6")  # section 5's system
     wait_ready(page, "Lesson", TIMEOUT_MS)
     page.locator(".katex-display").first.wait_for()
     page.wait_for_function("() => document.fonts.status === 'loaded'")  # KaTeX's fonts
