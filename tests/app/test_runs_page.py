@@ -52,6 +52,12 @@ def test_the_drill_down_is_folded_until_a_click_or_a_link_asks_for_it(app, tmp_p
     assert at.selectbox(key="runs_run").value == "crbc-s1" and at.selectbox(key="runs_iter").value == 2
     linked = app("pages/runs.py", runs_iter="1")  # a link into an iteration opens it too
     assert not linked.exception and linked.selectbox(key="runs_iter").value == 1
+    linked.session_state["runs_drill_open"] = False  # the reader folds it: it stays folded
+    linked.run()
+    assert not [s for s in linked.selectbox if s.key == "runs_iter"]
+    at.session_state["runs_drill_open"] = False  # after a click too
+    at.run()
+    assert not [s for s in at.selectbox if s.key == "runs_run"]
 
 
 def test_runs_page_shows_curves_table_and_diagnostics(page):

@@ -53,8 +53,12 @@ def render(runs: list[R.Run], run_key_of: dict[str, str], runs_ctx: Keyed,
     if not with_rollouts:
         st.info("None of the selected runs ships its rollouts.")
         return
-    if st.session_state.get("_runs_click") is not None or any(k in st.query_params for k in LINK_PARAMS):
+    # a link opens the fold when it arrives (its values new to this session), not on every run:
+    # folded again by the reader, it stays folded though the address still holds the values
+    link = tuple(st.query_params.get(k) for k in LINK_PARAMS)
+    if st.session_state.get("_runs_click") is not None or (any(link) and st.session_state.get("_runs_link") != link):
         st.session_state[OPEN] = True
+    st.session_state["_runs_link"] = link
     box, shown = widgets.folded("One iteration's batch: the estimator's diagnostics and the groups, worst first",
                                 key=OPEN)
     if not shown:
