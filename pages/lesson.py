@@ -115,10 +115,9 @@ if part.shows(2):
     grpo.render(view, p, traj)
 
 # ---- 3-6. the closure, step by step (section 8 draws the first anchor's arithmetic again) ------------
+ar = None
 if part.shows(3):
     ar = lesson_closure.render(lctx, view, params, v_now, root)
-else:
-    ar = lesson_closure.root_arithmetic(lctx, root, beta, sigma_min)
 
 # ---- 7. finite depth -------------------------------------------------------------------------------
 if part.shows(7):
@@ -128,7 +127,8 @@ if part.shows(7):
 # ---- 8. the foil ---------------------------------------------------------------------------------------
 if part.shows(8):
     st.header("8 · The shortest-path foil", anchor=A[8])
-    lesson_foil.render(view, lctx, beta, sigma_min, ar)
+    lesson_foil.render(view, lctx, beta, sigma_min,
+                       ar if ar is not None else lesson_closure.root_arithmetic(lctx, root, beta, sigma_min))
 
 # ---- 9. which estimate is right? ---------------------------------------------------------------
 if part.shows(9):
