@@ -65,7 +65,8 @@ def main() -> None:
     PagesManager.uses_pages_directory = False  # app.py declares its pages with st.navigation
     nested_urls.install()  # /lesson/foo shows "page not found", not a blank page
     long_urls.install()  # a URL of up to 1 MB reaches the app (a notice), not a bare HTTP 400
-    memory.start()  # freed memory goes back to the machine every 30 s (glibc's malloc_trim)
+    # every 30 s (CRBC_MEMORY_INTERVAL_S): unreachable cycles collected, freed memory back to the machine
+    memory.start(float(os.environ.get("CRBC_MEMORY_INTERVAL_S", memory.INTERVAL_S)))
 
     sys.argv = ["streamlit", "run", str(APP), *args]
     cli.main(prog_name="streamlit")

@@ -56,6 +56,7 @@ import time
 from pathlib import Path
 
 from benchmarks import soak_attacks as SA
+from benchmarks import soak_cpu as SC
 from benchmarks import soak_phases as SP
 from benchmarks import soak_round3 as SR
 from benchmarks.wire_client import open_session
@@ -215,7 +216,8 @@ async def burst(browser, base: str, n: int) -> list[float]:
 async def run(base: str, a, files: dict) -> dict:
     from playwright.async_api import async_playwright
 
-    out = {"pages": [], "wire_pages": [], "script": [], "errors": [], "foreign": [], "attacks": {}, "plays": []}
+    out = {"pages": [], "wire_pages": [], "script": [], "errors": [], "foreign": [], "attacks": {}, "plays": [],
+           "loop_lag": []}
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         # warm-up: one session draws the Lesson once (the server's first run imports the model
@@ -240,6 +242,7 @@ async def run(base: str, a, files: dict) -> dict:
             tasks.append(asyncio.create_task(wire_student(base, i, out)))
             await asyncio.sleep(0.1)
         tasks += [asyncio.create_task(SA.player(browser, base, i, out)) for i in range(a.players)]
+        tasks.append(asyncio.create_task(SC.loop_lag(out["loop_lag"], lambda: out["stop_at"])))
         await asyncio.sleep(max(0.0, t0 + 60 * a.minutes * a.calm - time.perf_counter()))
         out["attack_start"] = time.perf_counter()
         foe = browser if not a.attackers_nice else await pw.chromium.launch(
@@ -316,6 +319,9 @@ def main() -> int:
             a.workers = lambda: SA.job_processes(proc.pid)  # noqa: E731
             mem = {"start": own(), "peak": 0.0, "workers_peak": 0.0}
             series = a.memory = []
+            meter = SC.CpuMeter(proc.pid)
+            SC.first_sample_baseline(meter)
+            cpu = a.cpu = []
             stop = threading.Event()
 
             def sample() -> None:
@@ -325,6 +331,8 @@ def main() -> int:
                         mem["peak"] = max(mem["peak"], s)
                         mem["workers_peak"] = max(mem["workers_peak"], sum(map(rss_one, children(proc.pid))))
                         SP.sample(series, s, [rss_one(p) for p in SA.job_processes(proc.pid)])
+                        if len(series) % 2:
+                            cpu.append(meter.sample())
                     stop.wait(0.5)
 
             th = threading.Thread(target=sample, daemon=True)
@@ -359,7 +367,7 @@ def main() -> int:
                             "during_attacks": summary([d for t, d in out["script"] if s <= t < e]),
                             "after_attacks": summary([d for t, d in out["script"] if t >= e])},
         "attacks": attacks, "attack_window_s": round(e - s, 1), **SA.report(out, s, e),
-        "round3": SP.attacks(out), "phases": SP.report(out, a.memory),
+        "round3": SP.attacks(out), "phases": SP.report(out, a.memory, a.cpu),
         "student_errors": out["errors"], "foreign_data_seen": out["foreign"],
         "server_rss_mb": {k: round(v, 1) for k, v in mem.items()}, "memory_budget_mb": a.memory_budget_mb,
         "lesson_burst_s": summary(out["burst"]) | {"all_within_10s": all(x <= 10 for x in out["burst"])}

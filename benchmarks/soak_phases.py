@@ -4,12 +4,15 @@ each round-3 attack (:mod:`benchmarks.soak_round3`) and the time after the attac
 Per phase: the students' page-ready times (browser and wire: median, p95, max, and each over
 the baseline's), ``within_1_5x`` (median and p95 both at most 1.5 times the baseline's, browser
 and wire), the Play times, and the server's memory (:func:`sample`: the server process alone and
-its workers) at its peak during the phase and at its end plus the settling pause.
+its workers) at its peak during the phase and at its end plus the settling pause, and where the
+machine's CPU went (:mod:`benchmarks.soak_cpu`).
 """
 
 from __future__ import annotations
 
 import time
+
+from benchmarks import soak_cpu as SC
 
 #: a phase's "after" memory: the last sample this long after its end
 AFTER_S = 5.0
@@ -51,7 +54,7 @@ def _memory(series: list, a: float, b: float) -> dict:
     return out
 
 
-def report(out: dict, series: list) -> dict:
+def report(out: dict, series: list, cpu: list | None = None) -> dict:
     """Every phase's numbers (module docstring)."""
     from benchmarks.bench_soak import summary
 
@@ -68,6 +71,7 @@ def report(out: dict, series: list) -> dict:
         row["play_s"] = summary([d for t, d in out.get("plays", []) if a <= t < b and d != float("inf")])
         row["play_unfinished"] = sum(d == float("inf") for t, d in out.get("plays", []) if a <= t < b)
         row["memory"] = _memory(series, a, b)
+        row["cpu"] = SC.phase(cpu or [], out.get("loop_lag", []), a, b)
         phases[name] = row
     return phases
 
