@@ -29,7 +29,8 @@ attackers' messages and times, per phase (:mod:`benchmarks.soak_phases`: the bas
 and 2, each round-3 attack, after) the students' times over the baseline's, Play and memory, the
 server's resident memory (the server process alone, and its
 worker processes) at start, peak and end (and "settled": once every browser has closed and
-Streamlit's disconnected-session TTL has passed), and with ``--burst N`` the time for N new sessions
+Streamlit's disconnected-session TTL has passed; "after_next_visit": once one more session has
+come and gone), and with ``--burst N`` the time for N new sessions
 opening the Lesson at the same moment (on the wire, plus ``--burst-browsers`` Chromium
 sessions at the same moment). Bounded: every wait has a timeout, the run stops by
 itself, only 127.0.0.1 is contacted.
@@ -343,6 +344,10 @@ def main() -> int:
             # what its store keeps) for server.disconnectedSessionTTL seconds, in case it reconnects
             time.sleep(a.settle_s)
             mem["settled"] = own()
+            # the next visitor: one new session (what still held memory and waits for a script run)
+            asyncio.run(_one_visit(base))
+            time.sleep(35)  # one turn of the server's memory thread (30 s)
+            mem["after_next_visit"] = own()
             stop.set()
             th.join()
     s, e = out["attack_start"], out["attack_end"]
@@ -378,6 +383,15 @@ def main() -> int:
     }
     print(json.dumps(result, indent=2))
     return 0 if not out["errors"] else 1
+
+
+async def _one_visit(base: str) -> None:
+    """One new session on the wire opens the Lesson and leaves."""
+    s = await open_session(base, timeout=60)
+    try:
+        await s.visit("lesson")
+    finally:
+        s.close()
 
 
 def _session_ttl() -> float:

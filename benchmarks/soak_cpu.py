@@ -4,7 +4,8 @@ on the machine, and how late the harness's own event loop runs its timers.
 Kinds (from ``/proc``; a process is counted by what it is when first seen):
 
 - ``server``: the Streamlit server process (every session's script threads share its GIL);
-- ``workers``: the server's bounded-job processes (``nice`` 10);
+- ``workers``: every other descendant of the server (its bounded jobs at ``nice`` 10, the
+  forkserver they start from);
 - ``harness``: this benchmark's own process (the wire students, the Playwright clients);
 - ``playwright``: the Playwright driver (``node``) the harness talks through;
 - ``students_browser``: Chromium at normal priority (the Chromium students and players);
@@ -49,14 +50,17 @@ class CpuMeter:
         self.last: dict[int, int] = {}
         self.totals = dict.fromkeys(KINDS, 0.0)
 
-    def _kind(self, pid: int, ppid: int, nice: int, name: str) -> str:
+    def _kind(self, pid: int, ppid: int, nice: int, name: str, parents: dict[int, int]) -> str:
         if pid == self.server_pid:
             return "server"
-        if ppid == self.server_pid:
-            return "workers"
+        up, hops = ppid, 0
+        while up > 1 and hops < 16:  # a descendant of the server, however deep
+            if up == self.server_pid:
+                return "workers"
+            up, hops = parents.get(up, 0), hops + 1
         if pid == self.harness_pid:
             return "harness"
-        if name == "node" and ppid == self.harness_pid:
+        if name == "node":  # Playwright's driver, the harness's child
             return "playwright"
         if "chrom" in name.lower():
             return "attackers_browser" if nice > 0 else "students_browser"
@@ -64,15 +68,15 @@ class CpuMeter:
 
     def sample(self) -> tuple[float, dict[str, float], tuple[int, int]]:
         """(clock, CPU seconds per kind so far, (busy, total) ticks of the machine so far)."""
+        stats = {}
         for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            pid = int(entry)
-            st = _stat(pid)
-            if st is None:
-                continue
-            ppid, nice, ticks, name = st
-            kind = self.kind_of.setdefault(pid, self._kind(pid, ppid, nice, name))
+            if entry.isdigit() and (st := _stat(int(entry))) is not None:
+                stats[int(entry)] = st
+        parents = {pid: st[0] for pid, st in stats.items()}
+        for pid, (ppid, nice, ticks, name) in stats.items():
+            if pid not in self.kind_of:
+                self.kind_of[pid] = self._kind(pid, ppid, nice, name, parents)
+            kind = self.kind_of[pid]
             self.totals[kind] += max(0, ticks - self.last.get(pid, 0)) / TICK  # a new process: all of it
             self.last[pid] = ticks
         with open("/proc/stat") as f:

@@ -98,11 +98,13 @@ def _estimate_job(payload: dict, send: Send) -> dict:
 
 class EstimateJob(LimitedRead):
     """``what`` (``credits``, ``intervals``, ``sweep``) of ``estimator`` with ``params`` on
-    ``groups``, in a worker: :meth:`poll`, then :meth:`result`; :meth:`cancel` kills it."""
+    ``groups``, in a worker: :meth:`poll`, then :meth:`result`; :meth:`cancel` kills it.
+    ``table``: the groups already as :func:`crbc.io.parquet_rollouts.groups_table` built them (a
+    caller that starts several jobs on the same groups builds it once; it must be of ``groups``)."""
 
     def __init__(self, groups: Sequence[RolloutGroup], what: str, estimator: str, params: Mapping[str, Any],
                  *, n_resamples: int = 200, seed: int | None = 0, limits: Limits | None = None,
-                 label: str = "this computation"):
+                 label: str = "this computation", table: Any = None):
         from crbc.io.parquet_rollouts import write_parquet_rollouts
 
         if what not in WHATS:
@@ -110,7 +112,7 @@ class EstimateJob(LimitedRead):
         self.limits = limits or LIMITS
         self.label, self.line = label, command(what, estimator, params, n_resamples)
         self.make_folder("crbc-estimate-")
-        write_parquet_rollouts(Path(self.folder, "in.parquet"), list(groups))
+        write_parquet_rollouts(Path(self.folder, "in.parquet"), list(groups) if table is None else table)
         payload = {"folder": self.folder, "what": what, "estimator": estimator, "params": dict(params),
                    "n_resamples": int(n_resamples), "seed": seed, "budget": self.limits.budget.__dict__,
                    "memory_bytes": self.limits.memory_bytes}

@@ -28,19 +28,24 @@ def _script(key: str, seconds: float | None, log: list, groups: list) -> None:
     import streamlit as st
 
     import crbc.estimators.worker_job as E
+    import crbc.io.parquet_rollouts as PR
     from ui.core import bounded, context
 
-    started = []
-    real = E.EstimateJob.__init__
+    started, tables = [], []
+    real, real_table = E.EstimateJob.__init__, PR.groups_table
+
+    def table(groups):
+        tables.append(len(groups))
+        return real_table(groups)
 
     def counted(self, *a, **k):
-        started.append(a[1])
+        started.append(a[1] if k.get("table") is not None else f"{a[1]} without a table")
         if seconds is not None:
             k["limits"] = E.Limits(seconds=seconds, memory_bytes=E.LIMITS.memory_bytes, budget=E.LIMITS.budget,
                                    cpu_seconds=None)
         return real(self, *a, **k)
 
-    E.EstimateJob.__init__ = counted
+    E.EstimateJob.__init__, PR.groups_table = counted, table
     try:
         src = context.Source(key, "test", tuple(groups))
         ctx = context.PageContext(src, 0, 0, "crbc", {"beta": 0.98, "depth": None, "sigma_min": 0.1})
@@ -52,8 +57,9 @@ def _script(key: str, seconds: float | None, log: list, groups: list) -> None:
         log.append(("disagreement", [(a.anchor, a.disagreement) for a in d.anchors[:5]]))
         st.write("done")
     finally:
-        E.EstimateJob.__init__ = real
+        E.EstimateJob.__init__, PR.groups_table = real, real_table
         log.append(("jobs", tuple(started)))
+        log.append(("tables", tuple(tables)))
     del bounded
 
 
@@ -73,6 +79,7 @@ def test_a_large_uploads_results_come_from_a_worker_and_equal_the_servers():
     at, log, raw = _run("upload:big-1")
     assert not at.exception, at.exception
     assert log["jobs"] == ("credits", "sweep", "credits")  # gigpo's side: crbc's is kept already
+    assert log["tables"] == (1,)  # the worker's input built once for the three jobs, not per job
     p = merge(_big_groups()[:1])
     from crbc.explain.disagreements import disagreements
 

@@ -58,10 +58,11 @@ def _wait(gate, slot, text: str, started: float) -> bool:
 
 
 def compute(groups: Sequence[RolloutGroup], process: Process, what: str, estimator: str,
-            params: Mapping[str, Any], *, label: str, n_resamples: int = 200):
-    """``what`` of ``estimator`` on ``groups`` (merged by the caller into ``process``) in a
-    bounded worker: the result, or :class:`Refused`. A wait for a turn that runs out raises
-    :class:`ui.core.context.NotKept` (the next rerun asks again)."""
+            params: Mapping[str, Any], *, label: str, n_resamples: int = 200, table: Any = None):
+    """``what`` of ``estimator`` on ``groups`` (merged by the caller into ``process``; ``table``:
+    the groups as a rollout table, when the caller keeps one) in a bounded worker: the result, or
+    :class:`Refused`. A wait for a turn that runs out raises :class:`ui.core.context.NotKept` (the
+    next rerun asks again)."""
     from ui.core import jobs
     from ui.core.context import NotKept, server
 
@@ -77,7 +78,7 @@ def compute(groups: Sequence[RolloutGroup], process: Process, what: str, estimat
         if not _wait(slots, slot, f"{label} waits for a worker ({AT_ONCE} at once on this server)...", started):
             raise NotKept(Refused(busy))
         try:
-            job = EstimateJob(groups, what, estimator, params, n_resamples=n_resamples, label=label)
+            job = EstimateJob(groups, what, estimator, params, n_resamples=n_resamples, label=label, table=table)
             while not job.poll(0.25):
                 slot.caption(f"Computing {label} in a worker ({job.elapsed:.0f} s of at most "
                              f"{LIMITS.seconds:g} s; this group has {process.n_steps:,} steps)...")

@@ -97,6 +97,7 @@ KINDS: dict[str, Kind] = {
     "lesson": Kind(256, session=48), "review": Kind(512), "iteration": Kind(32), "run": Kind(128, session=4), "audit": Kind(16),
     "paired": Kind(16), "file": Kind(32), "model": Kind(4), "solver": Kind(1),
     "accuracy": Kind(8), "generated": Kind(32), "keyed": Kind(4), "service": Kind(8), "owner": Kind(512), "listing": Kind(64, ttl=30.0),
+    "job_input": Kind(4),
 }
 
 
@@ -340,14 +341,22 @@ class PageContext(Context):
         """``on.kept(kind, parts, inline)``, except for a private context's process of more than
         :data:`crbc.estimators.worker_job.INLINE_STEPS` steps: then a bounded worker computes it
         (:mod:`ui.core.bounded`, ``job``: its groups, process, what, estimator and parameters), and a
-        refusal (a budget) is kept and shown as the page's notice."""
+        refusal (a budget) is kept and shown as the page's notice. The groups' rollout table, the
+        worker's input, is built once per context (``job_input``: 1 s of the server's time for
+        100,000 steps), not once per job."""
         from crbc.estimators.worker_job import INLINE_STEPS
 
         if not on.private or job["process"].n_steps <= INLINE_STEPS:
             return on.kept(kind, parts, inline)
         from ui.core import bounded
 
-        out = on.kept(kind, parts, lambda: bounded.compute(**job))
+        def in_worker():
+            from crbc.io.parquet_rollouts import groups_table
+
+            groups = job["groups"]  # (self.group,) on a group's context, every group on .whole
+            return bounded.compute(**job, table=on.kept("job_input", (len(groups),), lambda: groups_table(groups)))
+
+        out = on.kept(kind, parts, in_worker)
         if isinstance(out, bounded.Refused):
             bounded.show(out)
         return out

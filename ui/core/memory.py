@@ -14,7 +14,8 @@ Two things keep a finished computation's memory after nobody can reach it:
   which keeps most pages mapped: a shared studio that served one large upload stayed 400 MB larger
   for the rest of its life.
 
-A background thread does both every :data:`INTERVAL_S` seconds (:func:`collect_and_trim`): a
+A background thread does both every :data:`INTERVAL_S` seconds (:func:`collect_and_trim`), after
+dropping the closed tabs' sessions whose TTL has passed (:mod:`ui.core.session_reaper`): a
 full ``gc.collect()`` (41-53 ms with 148,000 tracked objects, the size of that server; it holds
 the GIL like any collection CPython starts by itself) and then glibc's ``malloc_trim(0)``, which
 returns the free pages at the top of each heap and every whole free page inside it to the
@@ -58,7 +59,11 @@ def trim() -> bool:
 
 
 def collect_and_trim() -> int:
-    """A full collection of unreachable cycles, then :func:`trim`; the number of objects freed."""
+    """Expired sessions dropped (:func:`ui.core.session_reaper.reap`), a full collection of
+    unreachable cycles, then :func:`trim`; the number of objects the collection freed."""
+    from ui.core import session_reaper
+
+    session_reaper.reap()
     freed = gc.collect()
     trim()
     return freed
