@@ -4,7 +4,7 @@ on the machine, and how late the harness's own event loop runs its timers.
 Kinds (from ``/proc``; a process is counted by what it is when first seen):
 
 - ``server``: the Streamlit server process (every session's script threads share its GIL);
-- ``workers``: every other descendant of the server (its bounded jobs at ``nice`` 10, the
+- ``workers``: every other descendant of the server (its bounded jobs at ``nice`` 19, the
   forkserver they start from);
 - ``harness``: this benchmark's own process (the wire students, the Playwright clients);
 - ``playwright``: the Playwright driver (``node``) the harness talks through;

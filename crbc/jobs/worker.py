@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 MESSAGE_MAX = 1 << 24  #: bytes of one message from the child
-NICENESS = 10  #: how much lower the child's scheduling priority is than the parent's (``man 2 nice``)
+NICENESS = 19  #: how much lower the child's scheduling priority is than the parent's (``man 2 nice``; 19: the lowest)
 
 Send = Callable[[dict], None]
 _CTX = None
