@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import functools
 import gc
 import threading
 
@@ -37,8 +36,7 @@ INTERVAL_S = 30.0  #: seconds between two collections and trims
 _STARTED = threading.Event()
 
 
-@functools.cache  # find_library runs ldconfig: once per process
-def _libc():
+def _find_libc():
     name = ctypes.util.find_library("c")
     if not name:
         return None
@@ -49,9 +47,12 @@ def _libc():
         return None
 
 
+_LIBC = _find_libc()  # find_library runs ldconfig: once, at import
+
+
 def trim() -> bool:
     """Return the allocator's free memory to the system now; False where there is no glibc."""
-    lib = _libc()
+    lib = _LIBC
     if lib is None:
         return False
     lib.malloc_trim(0)
@@ -81,5 +82,5 @@ def start(interval_s: float = INTERVAL_S) -> bool:
                 collect_and_trim()
 
         threading.Thread(target=loop, name="crbc-memory", daemon=True).start()
-    return _libc() is not None
+    return _LIBC is not None
 

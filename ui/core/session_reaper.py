@@ -50,8 +50,8 @@ class ReapingSessionStorage(mss.MemorySessionStorage):
     def reap(self) -> int:
         """Drop every expired session now; how many sessions the store still keeps."""
         with self._lock:
-            cache = getattr(self, "_cache", None)  # Streamlit's TTL cache drops expired entries when counted
-            return len(cache) if cache is not None else 0
+            kept = getattr(self, "_cache", None)  # Streamlit's TTL map drops expired entries when counted
+            return len(kept) if kept is not None else 0
 
 
 def reap() -> int:
