@@ -30,13 +30,18 @@ print(base, held, freed, rss(), len(pin))
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
-def test_a_trim_returns_freed_memory_that_freeing_alone_keeps():
+def _numbers(code: str) -> list[int]:
+    """What ``code`` prints, run in a fresh interpreter (its memory is the test's measure)."""
     from tests.support.paths import ROOT
 
-    out = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, timeout=120, cwd=ROOT,
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-    base, held, freed, trimmed, _ = (int(x) for x in out.stdout.split())
+    return [int(x) for x in out.stdout.split()]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
+def test_a_trim_returns_freed_memory_that_freeing_alone_keeps():
+    base, held, freed, trimmed, _ = _numbers(CODE)
     assert held > base + 150, (base, held)
     assert freed > base + 150, (base, held, freed, trimmed)  # freed alone: the pages stay mapped
     assert trimmed < base + 100, (base, held, freed, trimmed)  # trimmed: given back
@@ -66,11 +71,7 @@ print(base, held, dropped, rss(), freed)
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
 def test_a_ring_nobody_reaches_is_given_back_by_the_collection_not_by_dropping_it():
-    from tests.support.paths import ROOT
-
-    out = subprocess.run([sys.executable, "-c", CYCLE], capture_output=True, text=True, timeout=120, cwd=ROOT,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-    base, held, dropped, collected, freed = (int(x) for x in out.stdout.split())
+    base, held, dropped, collected, freed = _numbers(CYCLE)
     assert held > base + 150, (base, held)
     assert dropped > base + 150, (base, held, dropped)  # unreachable, still resident
     assert collected < base + 60, (base, held, dropped, collected)
