@@ -65,8 +65,9 @@ def main() -> None:
     PagesManager.uses_pages_directory = False  # app.py declares its pages with st.navigation
     nested_urls.install()  # /lesson/foo shows "page not found", not a blank page
     long_urls.install()  # a URL of up to 1 MB reaches the app (a notice), not a bare HTTP 400
-    # every 30 s (CRBC_MEMORY_INTERVAL_S): unreachable cycles collected, freed memory back to the machine
     session_reaper.install()  # a closed tab's session goes when its TTL has passed, not at the next visit
+    # every 30 s (CRBC_MEMORY_INTERVAL_S): expired sessions dropped, unreachable cycles collected,
+    # freed memory back to the machine
     memory.start(float(os.environ.get("CRBC_MEMORY_INTERVAL_S", memory.INTERVAL_S)))
 
     sys.argv = ["streamlit", "run", str(APP), *args]
