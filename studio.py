@@ -50,6 +50,9 @@ def runs_dirs(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def main() -> None:
+    from ui.core import memory
+
+    memory.tune_allocator()  # before any thread: large blocks unmapped when freed, two heaps
     dirs, args = runs_dirs(sys.argv[1:])
     if dirs:
         old = [p for p in os.environ.get("CRBC_RUNS_DIRS", "").split(os.pathsep) if p]
@@ -60,7 +63,7 @@ def main() -> None:
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
 
-    from ui.core import long_urls, memory, nested_urls, session_reaper
+    from ui.core import long_urls, nested_urls, session_reaper
 
     PagesManager.uses_pages_directory = False  # app.py declares its pages with st.navigation
     nested_urls.install()  # /lesson/foo shows "page not found", not a blank page

@@ -1,5 +1,6 @@
-"""ui/core/memory: a full collection frees the rings nobody reaches (a closed session), and
-glibc's malloc_trim gives freed memory back. A fresh interpreter frees 480 MB of 4 KB blocks
+"""ui/core/memory: a full collection frees the rings nobody reaches (a closed session),
+glibc's malloc_trim gives freed memory back, and the tuned allocator unmaps a freed large block
+at once. A fresh interpreter frees 480 MB of 4 KB blocks
 (malloc's, not pymalloc's) below live ones: freeing alone keeps the pages resident, the trim
 returns them."""
 
@@ -76,3 +77,39 @@ def test_a_ring_nobody_reaches_is_given_back_by_the_collection_not_by_dropping_i
     assert dropped > base + 150, (base, held, dropped)  # unreachable, still resident
     assert collected < base + 60, (base, held, dropped, collected)
     assert freed >= 1, freed  # the ring itself was found unreachable
+
+
+LARGE = """
+import sys
+from ui.core import memory
+
+def rss():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) // 1024
+
+if sys.argv[1] == "tuned":
+    assert memory.tune_allocator()
+first = bytearray(16 << 20)  # a 16 MB block: mapped on its own
+del first  # freed: glibc's default raises its mmap threshold to 16 MB here
+base = rss()
+blocks = [bytearray(1 << 20) for _ in range(200)]  # 200 MB of 1 MB blocks (a large upload's arrays)
+pins = [bytes(2000) for _ in range(200)]  # small blocks allocated between them, alive afterwards
+held = rss()
+del blocks
+print(base, held, rss(), len(pins))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+@pytest.mark.parametrize("tuned", [True, False])
+def test_large_blocks_go_back_when_freed_only_with_the_tuned_allocator(tuned):
+    """After one large block was freed, glibc's default keeps the next 1 MB blocks inside its heap
+    and, freed, resident until a trim; ``tune_allocator`` (studio.py, first thing) maps each on
+    its own and unmaps it when freed. The untuned run is the control that shows the test can fail."""
+    code = f"import sys; sys.argv = ['-', {'tuned' if tuned else 'default'!r}]\n" + LARGE
+    base, held, after, _ = _numbers(code)
+    assert held > base + 150, (base, held)
+    if tuned:
+        assert after < base + 30, (base, held, after)  # given back at once
+    else:
+        assert after > base + 150, (base, held, after)  # resident until malloc_trim

@@ -14,7 +14,15 @@ Two things keep a finished computation's memory after nobody can reach it:
   which keeps most pages mapped: a shared studio that served one large upload stayed 400 MB larger
   for the rest of its life.
 
-A background thread does both every :data:`INTERVAL_S` seconds (:func:`collect_and_trim`), after
+- **The C allocator mixes large blocks with small ones.** glibc's default mmap threshold rises
+  each time a mapped block is freed, so after one large upload the next ones' arrays and lists
+  are carved out of the heap among small long-lived blocks, which pin those pages even after a
+  trim; and it keeps up to 8 heaps per core, one for each of Streamlit's script threads.
+  :func:`tune_allocator` (``studio.py``, before any thread) fixes the threshold at 128 KiB and
+  the heaps at 2: in the soak, what the server kept after the attacks fell from 170 MB to 93 MB
+  above its level after the baseline (``docs/results/benchmarks/shared-studio.md``).
+
+A background thread does the first two every :data:`INTERVAL_S` seconds (:func:`collect_and_trim`), after
 dropping the closed tabs' sessions whose TTL has passed (:mod:`ui.core.session_reaper`): a
 full ``gc.collect()`` (41-53 ms with 148,000 tracked objects, the size of that server; it holds
 the GIL like any collection CPython starts by itself) and then glibc's ``malloc_trim(0)``, which
@@ -30,7 +38,7 @@ import ctypes.util
 import gc
 import threading
 
-__all__ = ["collect_and_trim", "INTERVAL_S", "start", "trim"]
+__all__ = ["collect_and_trim", "INTERVAL_S", "start", "trim", "tune_allocator"]
 
 INTERVAL_S = 30.0  #: seconds between two collections and trims
 _STARTED = threading.Event()
@@ -48,6 +56,31 @@ def _find_libc():
 
 
 _LIBC = _find_libc()  # find_library runs ldconfig: once, at import
+
+
+# glibc mallopt(3) parameters (malloc.h)
+_M_MMAP_THRESHOLD = -3
+_M_ARENA_MAX = -8
+MMAP_THRESHOLD = 128 * 1024  #: bytes: a block this large or larger gets its own mapping, unmapped when freed
+ARENA_MAX = 2  #: heaps that threads share (glibc's default: 8 per core)
+
+
+def tune_allocator() -> bool:
+    """Make glibc's ``malloc`` give large blocks back when they are freed; call it first thing,
+    before any thread starts. False where there is no glibc (nothing changed).
+
+    - ``M_MMAP_THRESHOLD`` = :data:`MMAP_THRESHOLD`. By default the threshold starts at 128 KiB
+      and *rises* (up to 32 MiB) each time a mapped block is freed, so after one large upload
+      the next large arrays and lists land inside the heap, among small long-lived blocks that
+      pin their pages: freed, they stay resident. Setting the threshold fixes it (no rise).
+    - ``M_ARENA_MAX`` = :data:`ARENA_MAX`. Streamlit runs each session's script in its own
+      thread and glibc gives threads up to 8 heaps per core; every heap keeps its own free
+      pages. Two heaps serve two cores."""
+    lib = _LIBC
+    if lib is None or not hasattr(lib, "mallopt"):
+        return False
+    ok = lib.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+    return lib.mallopt(_M_ARENA_MAX, ARENA_MAX) == 1 and ok
 
 
 def trim() -> bool:
