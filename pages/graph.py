@@ -75,6 +75,10 @@ if colour_by != "estimate":
         "**Truth**: the policy's exact value of each anchor (its finite-horizon V_t, averaged over "
         "the times t the policy is there, weighted by how likely it is there). **Error**: red where "
         "the group's estimate is below the truth, blue where above (white: exact).")
-with st.expander("What a similarity TAU would merge here (approximate anchors)"):
-    graph_similarity.similarity_section(ctx)
+# built only while open (a link that carries graph_tau opens it, so the slider keeps its value)
+fold = st.expander("What a similarity TAU would merge here (approximate anchors)", key="graph_similarity_open",
+                   expanded="graph_tau" in st.query_params, on_change="rerun")
+if fold.open:
+    with fold:
+        graph_similarity.similarity_section(ctx)
 report_download.group_button(ctx, "dl_report_graph")

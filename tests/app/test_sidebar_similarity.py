@@ -52,3 +52,24 @@ def test_the_graph_slider_shows_what_a_tau_merges_and_its_cost(app):
     truth = group_truth_arrays(group, merge([group]).state_anchor, 0.98, TruthCache(policy_root=str(ROOT)))
     x = step_signal(estimators.compute("crbc", [group]), signal_kind("crbc"))
     assert f"{round(spearman(x, truth.advantage_N), 3)}" in html
+
+
+def test_the_graph_similarity_fold_computes_nothing_until_opened(app, monkeypatch):
+    """Folded (a link without graph_tau), the fold's content is not built: no slider, and no
+    clustering of the group's anchors; a link that carries graph_tau opens it, and the next
+    session on the same shipped group finds its merges kept."""
+    from ui.core.context import clear_shared
+    from ui.graph import similarity
+
+    clear_shared()  # another test may have kept this sample's merges
+    calls = []
+    real = similarity.cluster_texts
+    monkeypatch.setattr(similarity, "cluster_texts", lambda *a, **k: calls.append(1) or real(*a, **k))
+    at = app("pages/graph.py", sample="frozenlake-4x4.jsonl")
+    assert not at.exception
+    assert not [s for s in at.slider if s.key == "graph_tau"] and not calls
+    at = app("pages/graph.py", sample="frozenlake-4x4.jsonl", graph_tau="0.9")
+    assert [s for s in at.slider if s.key == "graph_tau"] and calls
+    n = len(calls)
+    at = app("pages/graph.py", sample="frozenlake-4x4.jsonl", graph_tau="0.9")  # another session
+    assert not at.exception and len(calls) == n  # the shipped group's merges were kept

@@ -69,25 +69,36 @@ def _show_merges(found: list[tuple[str, str, int]]) -> None:
 
 
 @st.fragment
+def _merge_view(ctx: PageContext, tau: float) -> tuple[int, int, list[tuple[str, str, int]]] | str:
+    """``(distinct anchors, clusters, merges)`` of the chosen group at ``tau``, or the reason it
+    cannot be clustered here (too many texts, or :class:`SimilarityError`)."""
+    texts = [s.anchor for r in ctx.group.rollouts for s in r.steps]
+    distinct = len(set(texts))
+    if distinct > MAX_TEXTS:
+        return (f"This group has {distinct:,} different anchors; the slider clusters at most "
+                f"{MAX_TEXTS:,} here. Use the sidebar's anchor-similarity field (it runs in the background "
+                "worker with its time limit) or `crbc credit --anchor-similarity TAU`.")
+    try:
+        labels, reps = cluster_texts(texts, tau, where=f"group {ctx.group.group!r}")
+    except SimilarityError as e:
+        return str(e)
+    return distinct, len(reps), _merges(texts, labels, reps)
+
+
 def similarity_section(ctx: PageContext) -> None:
-    """The expander's content: a TAU slider, the merges it makes and their cost."""
+    """The fold's content: a TAU slider, the merges it makes and their cost. What it computes is
+    kept per group and TAU (:meth:`PageContext.kept`: shared for the shipped groups, the
+    session's own for an upload), so a class opening the fold on one sample computes it once."""
     url.check_url("graph_tau", url.float_in(0.8, 0.99), "the similarity TAU is between 0.80 and 0.99")
     tau = st.slider("TAU", 0.80, 0.99, 0.95, 0.01, key="graph_tau", bind="query-params",
                     help="Each anchor joins the first cluster whose first anchor has difflib ratio >= TAU "
                          "(verl-agent's GiGPO with enable_similarity).")
-    texts = [s.anchor for r in ctx.group.rollouts for s in r.steps]
-    if len(set(texts)) > MAX_TEXTS:
-        st.info(f"This group has {len(set(texts)):,} different anchors; the slider clusters at most "
-                f"{MAX_TEXTS:,} here. Use the sidebar's anchor-similarity field (it runs in the background "
-                "worker with its time limit) or `crbc credit --anchor-similarity TAU`.")
+    view = ctx.kept("table", ("similarity_merges", round(float(tau), 2)), lambda: _merge_view(ctx, tau))
+    if isinstance(view, str):
+        st.info(view)
         return
-    try:
-        labels, reps = cluster_texts(texts, tau, where=f"group {ctx.group.group!r}")
-    except SimilarityError as e:
-        st.info(str(e))
-        return
-    found = _merges(texts, labels, reps)
-    st.markdown(f"At TAU = {tau:.2f} the group's **{len(set(texts))}** anchors become **{len(reps)}**; "
+    distinct, clusters, found = view
+    st.markdown(f"At TAU = {tau:.2f} the group's **{distinct}** anchors become **{clusters}**; "
                 f"**{len(found)}** of them hold two or more different anchors.")
     if not found:
         return
@@ -96,7 +107,9 @@ def similarity_section(ctx: PageContext) -> None:
     if truth is None:
         st.caption(f"What the merge does to each credit needs the exact truth. {why}")
         return
-    rows = _spearman_rows(ctx, similar_groups([ctx.group], tau)[0], truth.advantage_N)
+    beta = float(ctx.params.get("beta", 0.98))  # the truth's discount (exact_truth.group_truth)
+    rows = ctx.kept("table", ("similarity_spearman", round(float(tau), 2), beta),
+                    lambda: _spearman_rows(ctx, similar_groups([ctx.group], tau)[0], truth.advantage_N))
     widgets.table(rows)
     st.caption("Spearman of each estimator's step signal with the true A_t of each step's own state: "
                "a merge of two different states shows as a lower number.")
