@@ -123,7 +123,7 @@ st.caption("One graph, different backups (docs/MATH.md section 12): at one ancho
            "method's value from its successors' as one line of arithmetic, then which of them "
            "orders the anchor's actions as the exact truth does (on toy groups) or as the closure does.")
 _sbs_truth, _sbs_why = exact_truth.group_truth(ctx) if has_truth else (None, "")
-backups_side.render(p, beta, ctx.params["sigma_min"],
+backups_side.render(ctx, beta, ctx.params["sigma_min"],
                     None if _sbs_truth is None else _sbs_truth.anchor_advantage_N, key="backups_sbs",
                     no_truth=_sbs_why or "The exact truth exists only for groups generated on the toy "
                                          "tasks (their meta names env, level and policy).")

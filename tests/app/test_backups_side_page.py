@@ -44,3 +44,20 @@ def test_on_a_users_own_file(app, tmp_path):
     q.set_value("rewardflow").run()
     assert not at.exception
     assert "closure A(s,a)" in "\n".join(str(h.proto.body) for h in at.get("html"))
+
+
+def test_an_anchors_arithmetic_is_computed_once_for_a_class(app, monkeypatch):
+    """Two sessions on the same shipped sample: the second finds the side-by-side arithmetic
+    kept (ui.core.context), the first computed it once; the same lines in both."""
+    from crbc.explain import backups_side
+    from ui.core.context import clear_shared
+
+    clear_shared()
+    calls = []
+    real = backups_side.side_by_side
+    monkeypatch.setattr(backups_side, "side_by_side", lambda *a, **k: calls.append(1) or real(*a, **k))
+    first = _codes(app("pages/backups.py", sample="worked-example.jsonl"))
+    n = len(calls)
+    second = _codes(app("pages/backups.py", sample="worked-example.jsonl"))
+    assert n == 1 and len(calls) == 1, calls
+    assert first == second and "V(s0)" in first

@@ -14,16 +14,19 @@ import streamlit as st
 from crbc.explain import backups_side as B
 from crbc.explain.anchor_names import node_labels
 from crbc.explain.lesson_questions import Question
-from crbc.process import Process
 from ui.core import widgets
+from ui.core.context import PageContext
 from ui.core.widgets import short
 
 
-def render(p: Process, beta: float, sigma_min: float, anchor_advantage_N: np.ndarray | None,  # noqa: C901
-           key: str, no_truth: str = "", ask=None) -> None:
-    """The view on ``p``; ``anchor_advantage_N``: the exact anchor-level A(s,a) per step, or None
-    (then ``no_truth`` says why and the closure is the reference); ``key``: a prefix for widgets;
-    ``ask``: the Lesson's :func:`ui.lesson.sections.ask` (the question joins its link and handout)."""
+def render(ctx: PageContext, beta: float, sigma_min: float,  # noqa: C901
+           anchor_advantage_N: np.ndarray | None, key: str, no_truth: str = "", ask=None) -> None:
+    """The view on the process of ``ctx``, which keeps each anchor's arithmetic (per anchor, beta,
+    sigma_min and whether the truth is the reference); ``anchor_advantage_N``: the exact
+    anchor-level A(s,a) per step, or None (then ``no_truth`` says why and the closure is the
+    reference); ``key``: a prefix for widgets; ``ask``: the Lesson's
+    :func:`ui.lesson.sections.ask` (the question joins its link and handout)."""
+    p = ctx.process
     anchors = B.choosable_anchors(p)
     if not anchors:
         st.info("No anchor of this group saw two or more actions: every method gives each step the "
@@ -38,7 +41,9 @@ def render(p: Process, beta: float, sigma_min: float, anchor_advantage_N: np.nda
                      format_func=lambda i: f"{short(labels[i], 60)}  ({int(p.n_s[i])} visits, "
                                            f"{int(p.n_actions[i])} actions)",
                      help="Anchors where the group tried two or more actions, most visited first.")
-    sb = B.side_by_side(p, int(s), beta=beta, sigma_min=sigma_min, anchor_advantage_N=anchor_advantage_N)
+    sb = ctx.kept("table", ("side_by_side", int(s), beta, sigma_min, anchor_advantage_N is not None),
+                  lambda: B.side_by_side(p, int(s), beta=beta, sigma_min=sigma_min,
+                                         anchor_advantage_N=anchor_advantage_N))
     if len(labels[s]) > 12 or "\n" in p.state_anchor[s]:
         widgets.long_text(p.state_anchor[s], "The whole anchor")
     st.markdown(f"Actions observed at **{short(sb.label, 60)}**: " + ", ".join(f"**{short(a, 40)}**" for a in sb.actions)
