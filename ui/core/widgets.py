@@ -113,9 +113,14 @@ def rows_view(rows: Any, container: Any = None, height: int = 400) -> None:
     """A table of user data that may be long: up to :data:`GRID_ROWS` rows as :func:`table`,
     beyond as ``st.dataframe`` (a scrolling canvas grid: its cells are plain text, never Markdown,
     and a browser does not lay out thousands of HTML rows)."""
+    if not hasattr(rows, "columns"):
+        rows = list(rows)
+        if len(rows) <= GRID_ROWS:  # a short list of dicts goes to HTML as it is (no DataFrame)
+            table(rows, container)
+            return
     import pandas as pd
 
-    df = rows if hasattr(rows, "columns") else pd.DataFrame(list(rows))
+    df = rows if hasattr(rows, "columns") else pd.DataFrame(rows)
     if len(df) <= GRID_ROWS:
         table(df, container)
     else:
