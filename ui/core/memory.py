@@ -13,7 +13,6 @@ Two things keep a finished computation's memory after nobody can reach it:
 - **The C allocator keeps freed pages.** CPython frees large objects into glibc's ``malloc``,
   which keeps most pages mapped: a shared studio that served one large upload stayed 400 MB larger
   for the rest of its life.
-
 - **The C allocator mixes large blocks with small ones.** glibc's default mmap threshold rises
   each time a mapped block is freed, so after one large upload the next ones' arrays and lists
   are carved out of the heap among small long-lived blocks, which pin those pages even after a

@@ -68,7 +68,6 @@ def _show_merges(found: list[tuple[str, str, int]]) -> None:
         right.html(_anchor_html(other))
 
 
-@st.fragment
 def _merge_view(ctx: PageContext, tau: float) -> tuple[int, int, list[tuple[str, str, int]]] | str:
     """``(distinct anchors, clusters, merges)`` of the chosen group at ``tau``, or the reason it
     cannot be clustered here (too many texts, or :class:`SimilarityError`)."""
@@ -85,6 +84,7 @@ def _merge_view(ctx: PageContext, tau: float) -> tuple[int, int, list[tuple[str,
     return distinct, len(reps), _merges(texts, labels, reps)
 
 
+@st.fragment
 def similarity_section(ctx: PageContext) -> None:
     """The fold's content: a TAU slider, the merges it makes and their cost. What it computes is
     kept per group and TAU (:meth:`PageContext.kept`: shared for the shipped groups, the
