@@ -15,11 +15,13 @@ from crbc.viz.core.html import grid_row
 from crbc.viz.disagreement import disagreement_bars_html, grouped_steps
 from crbc.viz.lesson import format_rows
 from ui.core import report_download, state, url, widgets
+from ui.core.params import values as param_values
 from ui.core.widgets import short, text
 
 SCOPES = ("this group", "all groups of the file")  # shown as they are: URL-bound
 TOP = 12
-SHARED_URL_KEYS = ("source", "sample", "group", "beta", "depth", "sigma_min")  # sidebar widget keys
+SHARED_URL_KEYS = ("source", "sample", "group")  # sidebar widget keys
+NUMBER_KEYS = ("beta", "depth", "sigma_min")  # the shared parameters that decide the numbers
 
 
 def _inspect_link(group_id: str, label: str) -> dict[str, str]:
@@ -31,6 +33,8 @@ def _inspect_link(group_id: str, label: str) -> dict[str, str]:
     # the shared view can be missing from st.query_params right after a page change: take the
     # values that decide the numbers from the session (defaults are dropped from the URL again)
     qp.update({k: str(ss[k]) for k in SHARED_URL_KEYS if ss.get(k) is not None})
+    numbers = param_values()
+    qp.update({k: str(numbers[k]) for k in NUMBER_KEYS})
     cmp_name = st.session_state["dis_cmp"]  # the Inspector ranks by estimator pairs only
     qp.update(inspect=label, **({"inspect_sort": "disagreement", "inspect_cmp": cmp_name}
                                 if cmp_name in compare.COMPARISONS else {}))

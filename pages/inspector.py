@@ -20,6 +20,7 @@ from crbc.viz.board import is_board
 from crbc.viz.graph import graph_svg
 from crbc.viz.lesson import arithmetic_markdown, format_rows
 from ui.core import state, url, widgets
+from ui.core.params import depth_options
 from ui.core.svg_view import svg_view
 from ui.core.widgets import short
 from ui.inspector import boards, evidence, observation
@@ -28,7 +29,7 @@ from ui.inspector.token_strip import render as token_strip
 # URL-bound widgets show their options as they are (no format_func): Streamlit matches a shared
 # URL's value against the displayed option text, so that text must be stable
 # the sidebar's depth choices, as a scale: K = 0, 1, ... and the closure ("inf") at the end
-DEPTHS = sorted(state.depth_options(), key=lambda k: not k.isdigit())  # stable: 0..64 keep their order
+DEPTHS = sorted(depth_options(), key=lambda k: not k.isdigit())  # stable: 0..64 keep their order
 SORTS = ("visits", "disagreement")
 GRAPH_MAX_ANCHORS = 400
 

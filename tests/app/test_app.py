@@ -16,8 +16,14 @@ from ui.core import state  # noqa: E402
 PAGES = ["pages/rollouts.py", "pages/graph.py", "pages/backups.py", "pages/credits.py"]
 
 
+SHARED = ("beta", "depth", "sigma_min", "w_group", "w_step")  # in the sidebar's Parameters fold
+
+
 def _set(at: AppTest, kind: str, key: str, value) -> AppTest:
-    """Set a widget's value (as a user would) and rerun."""
+    """Set a widget's value (as a user would: opening the Parameters fold first) and rerun."""
+    if key in SHARED and not at.session_state["params_open"]:
+        at.session_state["params_open"] = True
+        at.run()
     getattr(at, kind)(key=key).set_value(value)
     at.run()
     assert not at.exception, [e.message for e in at.exception]

@@ -137,6 +137,8 @@ def test_lesson_hides_the_sidebar_pickers_it_does_not_use(app):
 
 def test_the_same_depth_choices_on_every_page(app):
     at = app("pages/inspector.py", sample="worked-example.jsonl")
+    at.session_state["params_open"] = True  # the sidebar's Parameters fold, opened
+    at.run()
     side = at.selectbox(key="depth").options
     depths = at.select_slider(key="inspect_K").options  # a scale: 0, 1, ..., then the closure
     assert sorted(depths) == sorted(side) and depths[-1] == side[0] == "inf"

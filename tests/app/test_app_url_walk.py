@@ -5,7 +5,9 @@ anchor key), each widget whose proto carries a ``query_param_key`` is set to ano
 address the browser would then show is built from every bound widget the way Streamlit's frontend
 writes it (the option's label for a choice, the number, the text, ``true``/``false``); a fresh
 session opened on that address must show the same value in every bound widget and no "Ignored URL
-parameter" notice. The browser twin of one such road is tests/browser/test_run_source.py.
+parameter" notice. The shared estimator parameters are not bound: the studio keeps them in the
+address itself (ui/core/params.py), so their part of the address is what the session wrote, read
+with the Parameters fold open. The browser twin of one such road is tests/browser/test_run_source.py.
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from devtools.textworld import alfworld_like_run  # noqa: E402
-from ui.core import state  # noqa: E402
+from ui.core import params, state  # noqa: E402
 
 pytestmark = pytest.mark.slow
 KINDS = ("selectbox", "radio", "slider", "number_input", "checkbox", "toggle", "text_input", "segmented_control")
 PAGES = [("pages/rollouts.py", {}), ("pages/credits.py", {}), ("pages/disagreements.py", {}),
          ("pages/graph.py", {}), ("pages/backups.py", {}), ("pages/inspector.py", {}),
          ("pages/runs.py", {}), ("pages/runs.py", {"runs_kind": "Runs of crbc train"})]
+SHARED = set(params.specs())  # kept in the address by the studio, drawn in the Parameters fold
 SKIP = {"source"}  # another source is another view by design (tests/app/test_app_own_runs_and_intervals.py)
 
 
@@ -32,7 +35,7 @@ def _bound(at: AppTest) -> dict:
     for tree in (at.main, at.sidebar):
         for kind in KINDS:
             for w in tree.get(kind):
-                if getattr(w.proto, "query_param_key", "") and w.key:
+                if (getattr(w.proto, "query_param_key", "") or w.key in SHARED) and w.key:
                     out[w.key] = w
     return out
 
@@ -93,7 +96,8 @@ def _open(app, query: dict, page: str) -> AppTest:
     at.query_params.update(query)
     at.run()
     at.switch_page(page).run()
-    return at
+    at.session_state[params.FOLD_KEY] = True  # the Parameters fold, opened
+    return at.run()
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +128,9 @@ def test_every_bound_widget_reads_back_from_the_url_it_writes(app, page, extra, 
         assert not at.exception, (key, [e.message for e in at.exception])
         walked += 1
         bound = _bound(at)
-        query = {**start, **{k: v for k, w2 in bound.items() if (v := _url_value(w2)) is not None}}
+        query = {**start, **{k: v for k, w2 in bound.items()
+                             if k not in SHARED and (v := _url_value(w2)) is not None},
+                 **{k: at.query_params[k] for k in SHARED if k in at.query_params}}
         again = _open(app, query, page)
         assert not again.exception, (key, query)
         assert not _notices(again), (key, query, _notices(again))

@@ -189,6 +189,10 @@ def test_user_strings_are_shown_as_text_and_fetch_nothing(app_url, page, artifac
 
 def _nudge_beta(pg, title: str) -> None:
     inp = pg.locator(".st-key-beta input[type=range]").first
+    if not inp.count():  # the sidebar's Parameters fold is closed: open it, as a user does
+        n = run_no(pg)
+        pg.locator(".st-key-params_open summary").click()
+        wait_ready(pg, title, TIMEOUT_MS, after_run=n)
     n = run_no(pg)
     inp.focus()
     inp.press("ArrowLeft")

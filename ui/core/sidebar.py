@@ -1,7 +1,7 @@
 """The studio's sidebar: data source, group and rollout pickers, the estimator and its parameters.
 
 Only ``app.py`` calls :func:`sidebar`; it sets the state that :func:`pages.state.page_context`
-reads. The parameter widgets are built from the estimator registry (shared parameters only).
+reads. The shared parameters' fold and their place in the address are :mod:`ui.core.params`.
 """
 
 from __future__ import annotations
@@ -10,14 +10,12 @@ import contextlib
 import hashlib
 import threading
 from pathlib import Path
-from typing import Any
 
 import streamlit as st
 
 from crbc.estimators import registry as estimators
-from crbc.estimators.params import Param
 from crbc.io.rollouts import RolloutGroup, showcase_group
-from ui.core import anchor_key, run_source, state, upload, url, warm_imports, widgets
+from ui.core import anchor_key, params, run_source, state, upload, url, warm_imports, widgets
 from ui.core.context import server
 from ui.core.state import Source, current_source, model_dirs
 from ui.core.url import drop_invalid
@@ -247,8 +245,8 @@ def sidebar(page: str | None = None) -> None:  # noqa: C901
     sb.header("Data")
     url.check_choice("source", list(SOURCES), "not a data source (sample, upload, generate, run)")
     url.check_choice("estimator", estimators.names(), "no estimator has that name")
-    for name, (meta, _default) in estimators.shared_param_specs().items():
-        url.check_url(name, _param_ok(meta), f"not a valid value of {meta.label or name}")
+    params.check_link()
+    params.adopt_link()
     request = st.session_state.pop("_crbc_open_request", None)
     if request is not None:  # open_groups() / run_source.open_run() was called on the previous run
         st.session_state.update(request)
@@ -289,8 +287,8 @@ def sidebar(page: str | None = None) -> None:  # noqa: C901
             if k in st.session_state:
                 st.session_state[k] = st.session_state[k]
         sb.caption("The lesson runs on its own group (*Start from* on the page); the group, "
-                   "rollout and estimator pickers are for the other pages. The parameters below "
-                   "apply here too.")
+                   "rollout and estimator pickers are for the other pages. The parameters "
+                   "(folded below) apply here too.")
     if groups and not lesson_own:
         ids = [g.group for g in groups]
         if len(ids) > 1:
@@ -312,9 +310,8 @@ def sidebar(page: str | None = None) -> None:  # noqa: C901
                    f"{grp.success_rate:.0%} succeeded.")
 
     names = estimators.names()
-    with params_box.expander("Parameters", expanded=lesson_own or page == "credits"):
-        for name, (meta, default) in estimators.shared_param_specs().items():
-            _param_widget(name, meta, default)
+    params.fold(params_box, expanded=page == "credits")
+    params.write_link()
     if lesson_own:
         _upload_error(source)
         return
@@ -337,44 +334,6 @@ def _upload_error(source: str) -> None:
         st.error("**The uploaded file was refused; nothing was loaded.** Fix these lines and "
                  "upload it again:")
         widgets.pre(err)
-
-
-def _param_ok(meta: Param):
-    """A validator of a shared parameter's URL text, from its registry metadata."""
-    if meta.choices is not None:
-        return url.one_of(meta.choices)
-    if meta.kind is int and meta.none is not None:  # depth: "inf" or lo..ui_max
-        return lambda v: v == meta.none or url.int_in(int(meta.lo or 0), int(meta.ui_max or 64))(v)
-    if meta.kind is bool:
-        return url.one_of(["true", "false", "True", "False"])
-    lo = meta.ui_min if meta.ui_min is not None else meta.lo
-    hi = meta.ui_max if meta.ui_max is not None else meta.hi
-    return url.float_in(-1e12 if lo is None else lo, 1e12 if hi is None else hi)
-
-
-def _param_widget(name: str, meta: Param, default: Any) -> None:
-    """The sidebar widget of one shared estimator parameter, built from its registry metadata."""
-    kw = dict(key=name, bind="query-params", help=meta.help)
-    label = meta.label or name
-    if meta.choices is not None or (meta.kind is int and meta.none is not None):
-        if meta.choices is not None:
-            options = list(meta.choices)
-        else:  # an integer that may be None (depth): the None text, then lo..ui_max
-            options = state.depth_options() if name == "depth" else \
-                [meta.none] + [str(k) for k in range(int(meta.lo or 0), int(meta.ui_max or 64) + 1)]
-        shown = meta.none if default is None else str(default)
-        drop_invalid(name, options)
-        st.selectbox(label, options, index=options.index(shown), **kw)
-    elif meta.kind is bool:
-        st.checkbox(label, value=bool(default), **kw)
-    else:
-        lo = meta.ui_min if meta.ui_min is not None else (None if meta.lo_open else meta.lo)
-        hi = meta.ui_max if meta.ui_max is not None else (None if meta.hi_open else meta.hi)
-        step = meta.step if meta.step is not None else (1 if meta.kind is int else 0.1)
-        if meta.slider:
-            st.slider(label, lo, hi, default, step, format=meta.fmt, **kw)
-        else:
-            st.number_input(label, lo, hi, default, step, format=meta.fmt, **kw)
 
 
 def _rollout_label(grp: RolloutGroup, i: int) -> str:

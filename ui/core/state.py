@@ -34,7 +34,7 @@ from crbc.estimators import registry as estimators
 from crbc.estimators.params import Param
 from crbc.io.importers.native import parse_with_report
 from crbc.io.rollouts import RolloutFormatError, RolloutGroup, showcase_group
-from ui.core import routing
+from ui.core import params, routing
 from ui.core.context import PageContext, Source, server
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository (ui/core/state.py)
@@ -121,17 +121,10 @@ def _value(meta: Param, x: Any) -> Any:
 
 
 def shared_params() -> dict[str, Any]:
-    """The sidebar's value of every shared estimator parameter (the registry marks them shared)."""
-    ss = st.session_state
-    return {name: _value(meta, ss.get(name, default))
-            for name, (meta, default) in estimators.shared_param_specs().items()}
-
-
-def depth_options() -> list[str]:
-    """The depth choices every page offers (the sidebar's ``depth`` widget): the closure's text
-    ("inf"), then K = lo..ui_max from the registry."""
-    meta, _default = estimators.shared_param_specs()["depth"]
-    return [meta.none] + [str(k) for k in range(int(meta.lo or 0), int(meta.ui_max or 64) + 1)]
+    """This session's value of every shared estimator parameter (:mod:`ui.core.params`), as the
+    estimators take it (the depth's "inf" is None)."""
+    vals = params.values()
+    return {name: _value(meta, vals[name]) for name, (meta, _default) in params.specs().items()}
 
 
 def _int_or_zero(x: Any, n: int) -> int:
