@@ -218,7 +218,7 @@ async def run(base: str, a, files: dict) -> dict:
     from playwright.async_api import async_playwright
 
     out = {"pages": [], "wire_pages": [], "script": [], "errors": [], "foreign": [], "attacks": {}, "plays": [],
-           "loop_lag": []}
+           "loop_lag": [], "server_answer": []}
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         # warm-up: one session draws the Lesson once (the server's first run imports the model
@@ -244,6 +244,7 @@ async def run(base: str, a, files: dict) -> dict:
             await asyncio.sleep(0.1)
         tasks += [asyncio.create_task(SA.player(browser, base, i, out)) for i in range(a.players)]
         tasks.append(asyncio.create_task(SC.loop_lag(out["loop_lag"], lambda: out["stop_at"])))
+        tasks.append(asyncio.create_task(SC.server_answer(base, out["server_answer"], lambda: out["stop_at"])))
         await asyncio.sleep(max(0.0, t0 + 60 * a.minutes * a.calm - time.perf_counter()))
         out["attack_start"] = time.perf_counter()
         foe = browser if not a.attackers_nice else await pw.chromium.launch(

@@ -16,6 +16,9 @@ A kind's cores in a phase = its CPU seconds in the phase / the phase's seconds (
 of this machine). ``machine_busy`` is the share of both cores that was not idle (``/proc/stat``).
 The loop lag is how much later than asked a 0.1 s ``asyncio.sleep`` in the harness woke: when
 it is large, a student's time also counts the harness waiting for itself, not the server.
+The server's answer is how long the server takes to answer ``/_stcore/health`` (asked every
+0.25 s): that handler does no work, so its time is how long the server's event loop, which also
+carries every session's messages, waited for the GIL or the CPU.
 """
 
 from __future__ import annotations
@@ -99,6 +102,28 @@ async def loop_lag(out: list, stop_at, period: float = 0.1) -> None:
         out.append((t, max(0.0, time.perf_counter() - t - period)))
 
 
+async def server_answer(base: str, out: list, stop_at, period: float = 0.25) -> None:
+    """Append (clock, seconds to answer ``/_stcore/health``) every ``period`` until ``stop_at()``."""
+    from tornado.httpclient import AsyncHTTPClient
+
+    client = AsyncHTTPClient(force_instance=True)
+    try:
+        while time.perf_counter() < stop_at():
+            t = time.perf_counter()
+            with contextlib.suppress(Exception):
+                await client.fetch(f"{base}/_stcore/health", request_timeout=60)
+                out.append((t, time.perf_counter() - t))
+            await asyncio.sleep(period)
+    finally:
+        client.close()
+
+
+def _spread(xs: list) -> dict | None:
+    xs = sorted(xs)
+    return {"median": round(xs[len(xs) // 2], 3), "p95": round(xs[int(0.95 * (len(xs) - 1))], 3),
+            "max": round(xs[-1], 3)} if xs else None
+
+
 def _at(series: list, t: float):
     """The last sample at or before ``t`` (the first one if none)."""
     best = series[0]
@@ -109,16 +134,15 @@ def _at(series: list, t: float):
     return best
 
 
-def phase(series: list, lags: list, a: float, b: float) -> dict:
-    """Cores per kind, the machine's busy share and the harness's loop lag between ``a`` and ``b``."""
+def phase(series: list, lags: list, a: float, b: float, answers: list = ()) -> dict:
+    """Cores per kind, the machine's busy share, the harness's loop lag and the server's answer
+    time between ``a`` and ``b``."""
     if len(series) < 2:
         return {}
     (t0, c0, m0), (t1, c1, m1) = _at(series, a), _at(series, b)
     with contextlib.suppress(ZeroDivisionError):
         cores = {k: round((c1[k] - c0[k]) / (t1 - t0), 2) for k in KINDS}
-        lag = sorted(x for t, x in lags if a <= t < b)
         return {"cores": cores, "machine_busy": round((m1[0] - m0[0]) / (m1[1] - m0[1]), 2),
-                "loop_lag_s": {"median": round(lag[len(lag) // 2], 3),
-                               "p95": round(lag[int(0.95 * (len(lag) - 1))], 3),
-                               "max": round(lag[-1], 3)} if lag else None}
+                "loop_lag_s": _spread([x for t, x in lags if a <= t < b]),
+                "server_answer_s": _spread([x for t, x in answers if a <= t < b])}
     return {}

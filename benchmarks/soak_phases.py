@@ -71,7 +71,7 @@ def report(out: dict, series: list, cpu: list | None = None) -> dict:
         row["play_s"] = summary([d for t, d in out.get("plays", []) if a <= t < b and d != float("inf")])
         row["play_unfinished"] = sum(d == float("inf") for t, d in out.get("plays", []) if a <= t < b)
         row["memory"] = _memory(series, a, b)
-        row["cpu"] = SC.phase(cpu or [], out.get("loop_lag", []), a, b)
+        row["cpu"] = SC.phase(cpu or [], out.get("loop_lag", []), a, b, out.get("server_answer", []))
         phases[name] = row
     return phases
 
