@@ -6,8 +6,10 @@ process of the ``forkserver`` context: forked from a small server process that i
 the modules its first caller names (:func:`warm`) once, so a child starts in milliseconds and shares nothing with the parent's
 threads. The child
 
-* lowers its scheduling priority by :data:`NICENESS` (``nice``), so the server's sessions are
-  served first while it works;
+* lowers its scheduling priority by :data:`NICENESS` (``nice``), in a session and, where Linux
+  groups processes by session for scheduling (autogroup), an autogroup of its own at the same
+  niceness (:func:`lowest_priority`), so the server's sessions and every other program are served
+  first while it works; it is killed with the process that started it;
 * starts Arrow's one CPU and one IO thread (under ``RLIMIT_AS`` a thread started later may find
   no room for its stack, which Arrow reports as an unreadable file);
 * sets ``RLIMIT_AS`` to its own address space at start plus ``memory_bytes`` and, when given,
@@ -37,7 +39,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 __all__ = [
-    "children_without_main", "context", "MESSAGE_MAX", "NICENESS", "Send", "vm_bytes",
+    "children_without_main", "context", "lowest_priority", "MESSAGE_MAX", "NICENESS", "Send", "vm_bytes",
     "warm", "WorkerFailure", "WorkerJob"
 ]
 
@@ -116,13 +118,38 @@ def _arrow_threads_started() -> None:
     pq.read_table(io.BytesIO(buf.getvalue()), use_threads=True)
 
 
+def lowest_priority() -> None:
+    """This process at the lowest priority: ``nice`` :data:`NICENESS`, and in a new session whose
+    autogroup is at the same niceness.
+
+    Under autogroup scheduling (``/proc/sys/kernel/sched_autogroup_enabled``, on in most desktop
+    kernels) the CPU is shared fairly between sessions first, and a nice value only ranks the
+    processes of one session: a worker at nice 19 left in the server's session still takes as
+    much as any other session (a browser's) while the server waits, and what it takes counts
+    against the server's share. On Linux the process is also killed when the process that
+    started it (the forkserver, which ends with the server) ends, since signals sent to the
+    server's process group no longer reach a worker in its own session."""
+    os.nice(NICENESS)
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError):
+        os.setsid()
+    with contextlib.suppress(OSError), open("/proc/self/autogroup", "w") as f:
+        f.write(str(NICENESS))
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+
+
 def _entry(conn, target: Callable[[dict, Send], Any], payload_json: str, memory_bytes: int,
            cpu_seconds: float | None) -> None:
     """The child: priority, Arrow's threads, the limits, then ``target``; every message is one
     JSON object."""
     import resource
 
-    os.nice(NICENESS)
+    lowest_priority()
     _arrow_threads_started()
     resource.setrlimit(resource.RLIMIT_AS, (vm_bytes() + memory_bytes,) * 2)
     if cpu_seconds is not None:  # soft: SIGXCPU ends the child; hard one second later: SIGKILL

@@ -229,6 +229,11 @@ def test_the_worker_stops_at_its_cpu_budget_and_runs_below_the_server():
         job.poll(10)  # the first progress message: the worker has set its limits and priority
         assert job.outcome is None
         assert os.getpriority(os.PRIO_PROCESS, job.proc.pid) == min(19, os.nice(0) + worker.NICENESS)  # 19: the lowest
+        # its own session, so under autogroup scheduling its own group, at the same niceness
+        assert os.getsid(job.proc.pid) == job.proc.pid != os.getsid(0)
+        group = Path(f"/proc/{job.proc.pid}/autogroup")
+        if group.exists():
+            assert group.read_text().split()[-1] == str(worker.NICENESS), group.read_text()
     finally:
         job.cancel()
 
