@@ -60,3 +60,16 @@ def test_a_value_no_widget_can_take_gets_a_notice_and_the_default(app):
     assert not at.exception
     assert any("beta=2.5" in w.value for w in at.warning)
     assert "beta" not in at.query_params and "β = 0.98" in _main_text(at)
+
+
+def test_step_credits_opens_the_fold_until_the_reader_closes_it(app):
+    at = app("pages/graph.py", sample=SAMPLE)
+    assert "beta" not in {s.key for s in at.slider}  # closed elsewhere
+    at.switch_page("pages/credits.py").run()
+    assert "beta" in {s.key for s in at.slider}  # open on Step credits, coming from another page
+    at.session_state["_crbc_params_fold_touched"] = True  # the reader closes it (its callback)
+    at.session_state["params_open"] = False
+    at.run()
+    at.switch_page("pages/graph.py").run()
+    at.switch_page("pages/credits.py").run()
+    assert "beta" not in {s.key for s in at.slider}  # closed by the reader: it stays closed

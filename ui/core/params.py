@@ -34,6 +34,7 @@ from ui.core import url
 VALUES = "_crbc_params"  # session: name -> the widget's form of the value
 WRITTEN = "_crbc_params_written"  # session: name -> the text this session last put in the address
 FOLD_KEY = "params_open"  # the fold's open state
+TOUCHED = "_crbc_params_fold_touched"  # the reader has opened or closed the fold
 
 
 def specs() -> dict[str, tuple[Param, Any]]:
@@ -136,10 +137,18 @@ def write_link() -> None:
         written[name] = want
 
 
+def _touched() -> None:
+    st.session_state[TOUCHED] = True
+
+
 def fold(box: Any, expanded: bool) -> None:
     """The Parameters fold in ``box``: its widgets while open, else a caption of the values that
-    differ from their defaults. Opening or closing it reruns the page."""
-    fold_box = box.expander("Parameters", key=FOLD_KEY, expanded=expanded, on_change="rerun")
+    differ from their defaults. Opening or closing it reruns the page. Its state is the
+    session's on every page; ``expanded`` opens it on this page until the reader has opened or
+    closed it once."""
+    if expanded and not st.session_state.get(TOUCHED):
+        st.session_state[FOLD_KEY] = True
+    fold_box = box.expander("Parameters", key=FOLD_KEY, on_change=_touched)
     if not fold_box.open:
         changed = [f"{meta.label or name} = {v}" for name, (meta, default) in specs().items()
                    if (v := values()[name]) != _form(meta, default)]
