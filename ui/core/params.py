@@ -149,12 +149,12 @@ def fold(box: Any, expanded: bool) -> None:
     if expanded and not st.session_state.get(TOUCHED):
         st.session_state[FOLD_KEY] = True
     fold_box = box.expander("Parameters", key=FOLD_KEY, on_change=_touched)
+    current = values()
     if not fold_box.open:
-        changed = [f"{meta.label or name} = {v}" for name, (meta, default) in specs().items()
-                   if (v := values()[name]) != _form(meta, default)]
+        changed = [f"{meta.label or name} = {current[name]}" for name, (meta, default) in specs().items()
+                   if current[name] != _form(meta, default)]
         box.caption(("Changed: " + "; ".join(changed)) if changed else "All at their defaults.")
         return
-    current = values()
     with fold_box:
         for name, (meta, default) in specs().items():
             _set(name, _widget(name, meta, default, current[name]))
