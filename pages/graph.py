@@ -6,7 +6,7 @@ import streamlit as st
 
 from crbc.viz.anchor_graph import anchor_graph_html
 from crbc.viz.core.graph_layout import LABEL_ALL_MAX
-from ui.core import exact_truth, report_download, state, static_assets, url
+from ui.core import exact_truth, report_download, state, static_assets, url, widgets
 from ui.graph import similarity as graph_similarity
 
 st.title("Anchor graph")
@@ -76,9 +76,9 @@ if colour_by != "estimate":
         "the times t the policy is there, weighted by how likely it is there). **Error**: red where "
         "the group's estimate is below the truth, blue where above (white: exact).")
 # built only while open (a link that carries graph_tau opens it, so the slider keeps its value)
-fold = st.expander("What a similarity TAU would merge here (approximate anchors)", key="graph_similarity_open",
-                   expanded="graph_tau" in st.query_params, on_change="rerun")
-if fold.open:
+fold, fold_open = widgets.folded("What a similarity TAU would merge here (approximate anchors)",
+                                 key="graph_similarity_open", expanded="graph_tau" in st.query_params)
+if fold_open:
     with fold:
         graph_similarity.similarity_section(ctx)
 report_download.group_button(ctx, "dl_report_graph")

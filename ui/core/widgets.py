@@ -127,15 +127,16 @@ def rows_view(rows: Any, container: Any = None, height: int = 400) -> None:
         (container or st).dataframe(df, hide_index=True, width="stretch", height=height)
 
 
-def folded(label: str, key: str) -> tuple[Any, bool]:
-    """An expander whose content is built only while it is open: ``(container, open)``. Opening
-    or closing it reruns the page (or the fragment it is in), so a long table or a figure folded
-    away costs neither the server nor the browser anything until asked for::
+def folded(label: str, key: str, expanded: bool = False) -> tuple[Any, bool]:
+    """An expander whose content is built only while it is open: ``(container, open)``; it starts
+    open when ``expanded``. Opening or closing it reruns the page (or the fragment it is in), so a
+    long table or a figure folded away costs neither the server nor the browser anything until
+    asked for::
 
         box, is_open = widgets.folded("All 167 anchors", key="dis_all_anchors")
         if is_open:
             with box:
                 widgets.rows_view(rows)
     """
-    box = st.expander(label, key=key, on_change="rerun")
+    box = st.expander(label, key=key, expanded=expanded, on_change="rerun")
     return box, bool(box.open)
