@@ -113,3 +113,52 @@ def test_large_blocks_go_back_when_freed_only_with_the_tuned_allocator(tuned):
         assert after < base + 30, (base, held, after)  # given back at once
     else:
         assert after > base + 150, (base, held, after)  # resident until malloc_trim
+
+
+ARROW = """
+import gc, sys, threading
+from ui.core import memory
+if sys.argv[1] == "tuned":
+    assert memory.tune_allocator()
+import numpy as np
+import pyarrow as pa
+
+def rss():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) // 1024
+
+def script_run(i):  # what one script thread does with Arrow: a table built and serialised, then dropped
+    t = pa.table({"a": [f"row {j} {i}" for j in range(200_000)], "b": np.arange(200_000) * 1.0})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, t.schema) as w:
+        w.write_table(t)
+    return sink.getvalue().size
+
+script_run(-1)  # Arrow's libraries and the first pages, loaded once in the main thread
+gc.collect()
+memory.trim()
+base = rss()
+for i in range(10):  # ten script threads, each ended
+    th = threading.Thread(target=script_run, args=(i,))
+    th.start()
+    th.join()
+gc.collect()
+memory.trim()
+print(base, rss(), pa.total_allocated_bytes(), int(pa.default_memory_pool().backend_name == "system"))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
+@pytest.mark.parametrize("tuned", [True, False])
+def test_arrow_buffers_freed_by_ended_threads_go_back_only_with_the_system_pool(tuned):
+    """Arrow buffers of threads that ended (Streamlit's script runs): with pyarrow's default pool
+    (mimalloc) their pages stay resident after a collection and a trim; ``tune_allocator`` points
+    Arrow at the system pool and a trim gives them back. The untuned run is the control."""
+    code = f"import sys; sys.argv = ['-', {'tuned' if tuned else 'default'!r}]\n" + ARROW
+    base, after, live, system = _numbers(code)
+    assert live == 0, live  # nothing of Arrow's is alive: what stays resident is the pool's
+    assert system == int(tuned)
+    if tuned:
+        assert after < base + 15, (base, after)
+    else:
+        assert after > base + 20, (base, after)  # mimalloc's pages of the ended threads

@@ -20,6 +20,13 @@ Two things keep a finished computation's memory after nobody can reach it:
   :func:`tune_allocator` (``studio.py``, before any thread) fixes the threshold at 128 KiB and
   the heaps at 2: in the soak, what the server kept after the attacks fell from 170 MB to 93 MB
   above its level after the baseline (``docs/results/benchmarks/shared-studio.md``).
+- **Arrow's own allocator keeps what script threads freed.** pyarrow allocates its buffers (an
+  upload's groups read back from the worker's Parquet, every table Streamlit sends) from
+  mimalloc, which gives each thread its own pages; a script thread's pages, freed when the thread
+  ends, stay resident until some later thread happens to reclaim them (28 MB after ten
+  threads that each sent a 200,000-row table, in ``tests/app/test_memory_trim.py``, against 6-9 MB
+  with the system pool; 39 MB in the server after four large uploads). :func:`tune_allocator` points Arrow at the system allocator
+  (``ARROW_DEFAULT_MEMORY_POOL=system``), so those buffers follow glibc's tuned rules above.
 
 A background thread does the first two every :data:`INTERVAL_S` seconds (:func:`collect_and_trim`), after
 dropping the closed tabs' sessions whose TTL has passed (:mod:`ui.core.session_reaper`): a
@@ -35,9 +42,11 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
+import os
+import sys
 import threading
 
-__all__ = ["collect_and_trim", "INTERVAL_S", "start", "trim", "tune_allocator"]
+__all__ = ["arrow_system_pool", "collect_and_trim", "INTERVAL_S", "start", "trim", "tune_allocator"]
 
 INTERVAL_S = 30.0  #: seconds between two collections and trims
 _STARTED = threading.Event()
@@ -74,12 +83,25 @@ def tune_allocator() -> bool:
       pin their pages: freed, they stay resident. Setting the threshold fixes it (no rise).
     - ``M_ARENA_MAX`` = :data:`ARENA_MAX`. Streamlit runs each session's script in its own
       thread and glibc gives threads up to 8 heaps per core; every heap keeps its own free
-      pages. Two heaps serve two cores."""
+      pages. Two heaps serve two cores.
+    - Arrow's default memory pool is the system's (:func:`arrow_system_pool`), also where there
+      is no glibc."""
+    arrow_system_pool()
     lib = _LIBC
     if lib is None or not hasattr(lib, "mallopt"):
         return False
     ok = lib.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
     return lib.mallopt(_M_ARENA_MAX, ARENA_MAX) == 1 and ok
+
+
+def arrow_system_pool() -> None:
+    """Arrow's buffers from the system allocator, not from its per-thread mimalloc/jemalloc pool:
+    set ``ARROW_DEFAULT_MEMORY_POOL=system`` (unless the environment names a pool), which pyarrow
+    reads when it first needs its pool; if pyarrow is already loaded, set its pool now."""
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    pa = sys.modules.get("pyarrow")
+    if pa is not None and os.environ["ARROW_DEFAULT_MEMORY_POOL"] == "system":
+        pa.set_memory_allocator(pa.system_memory_pool())
 
 
 def trim() -> bool:
