@@ -225,9 +225,16 @@ def report(out: dict, s: float, e: float) -> dict:
 
 def niced_chromium(folder: Path, niceness: int) -> Path:
     """A launcher that runs Chromium ``niceness`` steps below normal priority: the attackers' own
-    browsers, which in a class run on the attackers' machines, not on the server's cores."""
+    browsers, which in a class run on the attackers' machines, not on the server's cores.
+
+    Playwright starts each browser in a session of its own, and where the kernel groups its
+    scheduling by session (autogroup, ``/proc/sys/kernel/sched_autogroup_enabled``) a process's
+    nice value only ranks it inside its session: the group itself competes with the server's at
+    full weight. So the launcher sets its new session's group to the same nice value first
+    (``/proc/self/autogroup``; ignored where the kernel has none)."""
+    n = int(niceness)
     path = folder / "chromium-niced"
-    path.write_text(f'#!/bin/sh\nexec nice -n {int(niceness)} {CHROMIUM} "$@"\n')
+    path.write_text(f'#!/bin/sh\necho {n} > /proc/self/autogroup 2>/dev/null\nexec nice -n {n} {CHROMIUM} "$@"\n')
     path.chmod(0o755)
     return path
 
