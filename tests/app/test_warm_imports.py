@@ -62,3 +62,11 @@ def test_freeze_heap_collects_garbage_before_freezing():
             "a, b = Node(), Node()\na.other, b.other = b, a\nref = weakref.ref(a)\ndel a, b\n"
             "gc.disable()\nfreeze_heap()\nprint(ref() is None, gc.get_freeze_count() > 0)")
     assert _fresh_python(code, timeout=60) == ["True", "True"]
+
+
+def test_every_page_module_warmed_at_start_exists():
+    """The warm list names real modules (a renamed one would silently stop being warmed)."""
+    import importlib.util
+
+    missing = [m for m in warm_imports.PAGE_MODULES if importlib.util.find_spec(m) is None]
+    assert not missing, missing
