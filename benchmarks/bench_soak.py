@@ -251,7 +251,7 @@ async def run(base: str, a, files: dict) -> dict:
             executable_path=str(SA.niced_chromium(Path(files["_folder"]), a.attackers_nice)), headless=True,
             args=CHROMIUM_ARGS)
         await asyncio.gather(*rounds_1_2(foe, base, a, files, out))
-        if a.round3 != "off":
+        if a.round3 not in ("off", "none"):
             out["stop_at"] = float("inf")  # the students work on until the last phase has ended
             out["memory"] = a.memory  # each page's peak memory (soak_round3)
             await SR.run(foe, base, files["_round3"], out, a.workers, a.round3_attacks.split(","))
@@ -268,7 +268,7 @@ async def run(base: str, a, files: dict) -> dict:
 
 def rounds_1_2(foe, base: str, a, files: dict, out: dict) -> list:
     """The tasks of the first two rounds (none with ``--round3 only``)."""
-    if a.round3 == "only":
+    if a.round3 in ("only", "none"):
         return []
     hostile = [asyncio.create_task(SA.attacker(foe, base, k, *files[k], out)) for k in files
                if not k.startswith("_")]  # "_audit_run", "_folder", "_round3": the other attacks' inputs
@@ -298,8 +298,9 @@ def main() -> int:
     ap.add_argument("--players", type=int, default=2, help="students pressing Play on Bellman backups")
     ap.add_argument("--attackers-nice", type=int, default=0,
                     help="run the attackers' Chromium this many nice steps lower (0: the students' browser)")
-    ap.add_argument("--round3", choices=("on", "off", "only"), default="on",
-                    help="the third round (issue 57) after the first two; 'only': it alone")
+    ap.add_argument("--round3", choices=("on", "off", "only", "none"), default="on",
+                    help="the third round (issue 57) after the first two; 'only': it alone; 'none': no "
+                         "attack of any round (a control: what the students alone do to the server)")
     ap.add_argument("--settle-s", type=float, default=_session_ttl() + 15.0,
                     help="after the last browser closes, wait this long (Streamlit's disconnected-session "
                          "TTL and 15 s) and sample the server's memory again ('settled')")
@@ -312,9 +313,9 @@ def main() -> int:
         return 2
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="crbc-soak-") as tmp:
-        files = attack_files(Path(tmp)) if a.round3 != "only" else {}
+        files = attack_files(Path(tmp)) if a.round3 not in ("only", "none") else {}
         files["_folder"], files["_audit_run"] = Path(tmp), SA.audit_run_folder(Path(tmp) / "runs")
-        files["_round3"] = SR.files(Path(tmp)) if a.round3 != "off" else {}
+        files["_round3"] = SR.files(Path(tmp)) if a.round3 not in ("off", "none") else {}
         env = {"CRBC_RUNS_DIRS": str(Path(tmp) / "runs"), "CRBC_CACHE_DIR": str(Path(tmp) / "cache")}
         with running_server(timeout=120, log_path=a.server_log, extra_env=env) as (base, proc):
             own = lambda: rss_one(proc.pid)  # noqa: E731
