@@ -38,6 +38,7 @@ itself, only 127.0.0.1 is contacted.
 Usage: .venv/bin/python -m benchmarks.bench_soak [--students 10 --minutes 2]   (short mode)
        .venv/bin/python -m benchmarks.bench_soak --students 1 --wire-students 2 --players 1 \
            --minutes 1 --round3 only                                          (round 3 alone)
+       .venv/bin/python -m benchmarks.bench_soak ... --round3 none     (a control: the students alone)
        .venv/bin/python -m benchmarks.bench_soak --students 4 --wire-students 26 --minutes 10 \
            --burst 30 --burst-browsers 3
 """

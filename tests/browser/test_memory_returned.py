@@ -5,8 +5,9 @@ context, session state, the page's functions and globals) holds the upload's rol
 full collection, which a quiet server never starts. The server's memory thread (every 2 s here)
 drops the expired sessions (ui/core/session_reaper.py), collects and gives the pages back
 (ui/core/memory.py), so once the next visitor has come the server gives back most of what the
-upload took (60 % at least, within 30 s; measured by hand: 44 MB of 106 MB left with the
-collection, 78 MB without it).
+upload took (60 % at least, within 30 s). Measured by hand: the upload raised the server by 42-44
+MB and 14 MB stayed (before Arrow's buffers came from the system allocator, ui/core/memory.py:
+106 MB, and 44 MB stayed; 78 MB without the collection).
 
 Not yet fixed, and so not asserted: with nobody visiting at all, the upload stays. Then the
 session's ``AppSession`` is held by its ``ActiveSessionInfo``, which no object the garbage
@@ -70,7 +71,7 @@ def test_a_closed_tabs_upload_is_given_back_after_its_session_goes(browser, tmp_
         wait_ready(pg, "Rollouts", timeout_ms=120_000)
         loaded = _own_mb(proc.pid)
         ctx.close()
-        assert loaded > before + 80, (before, loaded)  # the upload is big enough to see
+        assert loaded > before + 30, (before, loaded)  # the upload is big enough to see
         time.sleep(TTL_S + 1)
         _visit(browser, f"{base}/rollouts")  # the next visitor (see the module docstring)
         deadline = time.monotonic() + 30
