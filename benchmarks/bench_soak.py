@@ -252,7 +252,7 @@ async def run(base: str, a, files: dict) -> dict:
             executable_path=str(SA.niced_chromium(Path(files["_folder"]), a.attackers_nice)), headless=True,
             args=CHROMIUM_ARGS)
         await asyncio.gather(*rounds_1_2(foe, base, a, files, out))
-        if a.round3 not in ("off", "none"):
+        if with_round3(a):
             out["stop_at"] = float("inf")  # the students work on until the last phase has ended
             out["memory"] = a.memory  # each page's peak memory (soak_round3)
             await SR.run(foe, base, files["_round3"], out, a.workers, a.round3_attacks.split(","))
@@ -267,9 +267,19 @@ async def run(base: str, a, files: dict) -> dict:
     return out
 
 
+def with_rounds_1_2(a) -> bool:
+    """Whether the first two rounds run (not with ``--round3 only`` or ``none``)."""
+    return a.round3 not in ("only", "none")
+
+
+def with_round3(a) -> bool:
+    """Whether the third round runs (not with ``--round3 off`` or ``none``)."""
+    return a.round3 not in ("off", "none")
+
+
 def rounds_1_2(foe, base: str, a, files: dict, out: dict) -> list:
-    """The tasks of the first two rounds (none with ``--round3 only``)."""
-    if a.round3 in ("only", "none"):
+    """The tasks of the first two rounds (none without :func:`with_rounds_1_2`)."""
+    if not with_rounds_1_2(a):
         return []
     hostile = [asyncio.create_task(SA.attacker(foe, base, k, *files[k], out)) for k in files
                if not k.startswith("_")]  # "_audit_run", "_folder", "_round3": the other attacks' inputs
@@ -314,9 +324,9 @@ def main() -> int:
         return 2
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="crbc-soak-") as tmp:
-        files = attack_files(Path(tmp)) if a.round3 not in ("only", "none") else {}
+        files = attack_files(Path(tmp)) if with_rounds_1_2(a) else {}
         files["_folder"], files["_audit_run"] = Path(tmp), SA.audit_run_folder(Path(tmp) / "runs")
-        files["_round3"] = SR.files(Path(tmp)) if a.round3 not in ("off", "none") else {}
+        files["_round3"] = SR.files(Path(tmp)) if with_round3(a) else {}
         env = {"CRBC_RUNS_DIRS": str(Path(tmp) / "runs"), "CRBC_CACHE_DIR": str(Path(tmp) / "cache")}
         with running_server(timeout=120, log_path=a.server_log, extra_env=env) as (base, proc):
             own = lambda: rss_one(proc.pid)  # noqa: E731

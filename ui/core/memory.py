@@ -1,6 +1,6 @@
 """The server gives freed memory back to the machine.
 
-Two things keep a finished computation's memory after nobody can reach it:
+Four things keep a finished computation's memory after nobody can reach it:
 
 - **Cycles wait for a full collection.** A Streamlit session is a ring of references (its
   script runner, the runner's thread and run context, the session state, the page's functions
@@ -23,12 +23,13 @@ Two things keep a finished computation's memory after nobody can reach it:
 - **Arrow's own allocator keeps what script threads freed.** pyarrow allocates its buffers (an
   upload's groups read back from the worker's Parquet, every table Streamlit sends) from
   mimalloc, which gives each thread its own pages; a script thread's pages, freed when the thread
-  ends, stay resident until some later thread happens to reclaim them (28 MB after ten
-  threads that each sent a 200,000-row table, in ``tests/app/test_memory_trim.py``, against 6-9 MB
-  with the system pool; 39 MB in the server after four large uploads). :func:`tune_allocator` points Arrow at the system allocator
-  (``ARROW_DEFAULT_MEMORY_POOL=system``), so those buffers follow glibc's tuned rules above.
+  ends, stay resident until some later thread happens to reclaim them (28 MB after ten threads
+  that each sent a 200,000-row table, in ``tests/app/test_memory_trim.py``, against 6-9 MB with
+  the system pool; 39 MB in the server after four large uploads). :func:`tune_allocator` points
+  Arrow at the system allocator (``ARROW_DEFAULT_MEMORY_POOL=system``), so those buffers follow
+  glibc's tuned rules above.
 
-A background thread does the first two every :data:`INTERVAL_S` seconds (:func:`collect_and_trim`), after
+A background thread does the collection and the trim every :data:`INTERVAL_S` seconds (:func:`collect_and_trim`), after
 dropping the closed tabs' sessions whose TTL has passed (:mod:`ui.core.session_reaper`): a
 full ``gc.collect()`` (41-53 ms with 148,000 tracked objects, the size of that server; it holds
 the GIL like any collection CPython starts by itself) and then glibc's ``malloc_trim(0)``, which
