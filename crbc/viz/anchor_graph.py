@@ -22,7 +22,7 @@ import numpy as np
 from crbc.explain.anchor_names import anchor_labels
 from crbc.process import Process
 from crbc.viz.board import DOORKEY, GRID, LAKE, board_palette
-from crbc.viz.core.graph_layout import LABEL_ALL_MAX, check_single, layout, rollout_edges, transitions
+from crbc.viz.core.graph_layout import LABEL_ALL_MAX, Drawn, check_single, drawn, rollout_edges, transitions
 from crbc.viz.core.scales import symmetric_range
 from crbc.viz.core.style import (
     BOARD_UNKNOWN,
@@ -165,7 +165,7 @@ def _loop_angle(p_xy: tuple[float, float], others: list[tuple[float, float]]) ->
     return (best + math.pi) % (2 * math.pi) - math.pi
 
 
-def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int | None = None,  # noqa: C901
+def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int | None = None,
                       height_px: int = 640, max_edge_labels: int = 60,
                       value_name: str = "V", min_label_px: int = 12, signed: bool = False,
                       assets_url: str | None = None) -> str:
@@ -180,7 +180,10 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
     same nodes in opposite directions bend apart. A search box (top right) finds an anchor by
     label or by a piece of its key. Fonts are enlarged when the fitted zoom would draw them
     below ``min_label_px`` pixels. ``signed``: colour a signed quantity (e.g. estimate - truth)
-    on the diverging credit scale instead of the V scale.
+    on the diverging credit scale instead of the V scale. Beyond
+    :data:`~crbc.viz.core.graph_layout.MAX_DRAWN` anchors the drawing is cut to the highlighted
+    path and the busiest anchors (:func:`~crbc.viz.core.graph_layout.drawn_anchors`), and the
+    legend's title says how many of how many are drawn.
 
     ``assets_url``: None (default) inlines vis-network's script and stylesheet (about 700 kB), so
     the page stands alone; a URL prefix (the studio's ``/app/static``) makes the page load
@@ -188,21 +191,22 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
     browser fetches and compiles them once, not with every graph it is sent.
     """
     check_single(p)
-    lay = layout(p)
     n = p.n_states
-    labels = anchor_labels(p)
-    colors = signed_color(value_S) if signed else v_color(value_S)
-    n_max = max(int(p.n_s.max()), 1)
     path: set[tuple[int, int, int]] = set()
     if highlight_rollout is not None:
         path = set(rollout_edges(p, highlight_rollout))
+    d = drawn(p, keep=[a for a, _, x in path])
+    lay, is_shown = d.layout, d.mask
+    labels = anchor_labels(p)
+    colors = signed_color(value_S) if signed else v_color(value_S)
+    n_max = max(int(p.n_s.max()), 1)
     on_path_nodes = {a for a, _, _ in path} | {x for _, _, x in path}
     label_all = n <= LABEL_ALL_MAX
     nodes: list[dict] = []
     edges: list[dict] = []
     xs = np.concatenate([lay.x_S, lay.x_B])
     ys = np.concatenate([lay.y_S, lay.y_B])
-    for s in range(n):
+    for s in d.shown.tolist():
         text = p.state_anchor[s]
         palette = board_palette(text)
         board = text if palette is not None else ""
@@ -219,9 +223,7 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
                           color=col, physics=False, fixed=True, font={"color": "white", "size": 15},
                           info=f"{name}: absorbing boundary, V = {1 - b}", board="", text=""))
     n_sa = {(int(p.sa_state[i]), int(p.sa_action[i])): int(p.n_sa[i]) for i in range(len(p.n_sa))}
-    merged: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for a, act, x, c in transitions(p):
-        merged.setdefault((a, x), []).append((act, c))
+    merged = _merged_transitions(p, is_shown)
     neighbours: dict[int, list[tuple[float, float]]] = {}
     for a, x in merged:
         if a != x:
@@ -257,9 +259,9 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
         "interaction": {"hover": True, "tooltipDelay": 80, "navigationButtons": False},
         "edges": {"arrows": {"to": {"enabled": True, "scaleFactor": 0.6}}},
     }
-    names = [labels[s] for s in range(n)]
+    names = [labels[s] for s in d.shown.tolist()]
     return _page(nodes, edges, options, _assets(assets_url), height_px, names, min_label_px,
-                 _legend(value_S, value_name, signed))
+                 _legend(value_S, value_name, signed, d, highlight_rollout))
 
 
 def vis_assets() -> dict[str, Path]:
@@ -291,14 +293,27 @@ def _json(x: object) -> str:
             .replace("&", "\\u0026").replace("'", "\\u0027"))
 
 
-def _legend(value_S: np.ndarray, value_name: str, signed: bool) -> tuple[str, list[str], str, str]:
-    """(title, gradient colours, left label, right label) of the node-colour legend."""
+def _legend(value_S: np.ndarray, value_name: str, signed: bool, d: Drawn,
+            highlight_rollout: int | None) -> tuple[str, list[str], str, str]:
+    """(title, gradient colours, left label, right label) of the node-colour legend; the title
+    of a cut drawing ``d`` also says how many anchors it shows."""
+    cut = "" if not d.cut else " · " + d.note(f"rollout {highlight_rollout}'s path" if highlight_rollout is not None else "")
     if signed:
         z = symmetric_range(value_S)
-        return (f"node colour: {value_name}", signed_color(np.linspace(-z, z, 9), z),
+        return (f"node colour: {value_name}{cut}", signed_color(np.linspace(-z, z, 9), z),
                 f"{-z:+.2g}", f"{z:+.2g}")
-    return (f"node colour: {value_name}(s)" if value_name == "V" else f"node colour: {value_name}",
+    return ((f"node colour: {value_name}(s)" if value_name == "V" else f"node colour: {value_name}") + cut,
             v_color(np.linspace(0, 1, 9)), "0", "1")
+
+
+def _merged_transitions(p: Process, mask: np.ndarray) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """(anchor, successor) -> [(action index, count)] over the observed transitions whose both
+    ends ``mask`` (S + 2,) shows."""
+    merged: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for a, act, x, c in transitions(p):
+        if mask[a] and mask[x]:
+            merged.setdefault((a, x), []).append((act, c))
+    return merged
 
 
 _NAMESPACE = re.compile(r"^http://www\.w3\.org/\d{4}/")  # XML namespace names, never fetched

@@ -13,7 +13,7 @@ import numpy as np
 
 from crbc.explain.anchor_names import anchor_labels
 from crbc.process import Process
-from crbc.viz.core.graph_layout import LABEL_ALL_MAX, X_GAP, Y_GAP, check_single, layout, rollout_edges
+from crbc.viz.core.graph_layout import LABEL_ALL_MAX, X_GAP, Y_GAP, check_single, drawn, rollout_edges
 from crbc.viz.core.scales import symmetric_range
 from crbc.viz.core.style import HIGHLIGHT, NO_VALUE_COLOR, Z_MINUS_COLOR, Z_PLUS_COLOR, signed_color, v_color
 from crbc.viz.core.svg import FONT_FAMILY
@@ -22,6 +22,23 @@ from crbc.viz.core.text import cut, esc, fmt_value
 __all__ = ["boundaries_svg", "graph_svg", "SHOWN_WIDTH_PX"]
 
 SHOWN_WIDTH_PX = 600.0  # the width the drawing is made for: node and text sizes assume it
+
+
+def _neighbours(p: Process, s: int | None) -> list[int]:
+    """The anchors one observed step away from anchor ``s`` (before or after it); none for None."""
+    if s is None:
+        return []
+    n = p.n_states
+    inner = p.step_next < n
+    src, dst = p.step_state[inner], p.step_next[inner]
+    return sorted(set(dst[src == s].tolist()) | set(src[dst == s].tolist()))
+
+
+def _kept_first(highlight_rollout: int | None, selected: int | None) -> str:
+    """What a cut drawing keeps before the busiest anchors, in words."""
+    kept = ([f"rollout {highlight_rollout}'s path"] if highlight_rollout is not None else []) + (
+        ["the chosen anchor and its neighbours"] if selected is not None else [])
+    return ", ".join(kept)
 
 
 def _tooltip(label: str, anchor: str, v: float, visits: int, value_name: str) -> str:
@@ -89,38 +106,46 @@ def graph_svg(p: Process, value_S: np.ndarray, *, selected: int | None = None, v
     :data:`~crbc.viz.core.graph_layout.LABEL_ALL_MAX` anchors every name is drawn; beyond that only the
     selected anchor's and the highlighted path's (every anchor names itself in its tooltip).
     Sizes are in units of the drawing, scaled so that at ``shown_width_px`` pixels wide a label
-    is 12 px."""
+    is 12 px. A group of more than :data:`~crbc.viz.core.graph_layout.MAX_DRAWN` anchors is
+    drawn cut (:func:`~crbc.viz.core.graph_layout.drawn_anchors`): the highlighted path, the
+    selected anchor and its neighbours, then the busiest anchors, laid out alone
+    (:func:`~crbc.viz.core.graph_layout.drawn_layout`); a line under the legend says how many
+    of how many are drawn."""
     check_single(p)
-    lay = layout(p)
     n = p.n_states
+    path = rollout_edges(p, highlight_rollout) if highlight_rollout is not None else []
+    d = drawn(p, keep=[*([selected] if selected is not None else []), *(a for a, _, _ in path),
+                       *_neighbours(p, selected)])
+    lay, is_shown = d.layout, d.mask
     labels = anchor_labels(p)
     values = np.asarray(value_S, dtype=float)
     xs = np.concatenate([lay.x_S, lay.x_B]).astype(float)
     ys = np.concatenate([lay.y_S, lay.y_B]).astype(float)
-    x0 = float(xs.min()) - X_GAP * 0.35
-    x1 = float(xs.max()) + X_GAP * 0.35
+    x0 = float(np.nanmin(xs)) - X_GAP * 0.35
+    x1 = float(np.nanmax(xs)) + X_GAP * 0.35
     for _ in range(2):  # room right of the boundaries for their labels (about 60 shown pixels)
         u = max((x1 - x0) / shown_width_px, 0.5)  # drawing units per shown pixel
-        x1 = float(xs.max()) + max(X_GAP * 0.35, 62 * u)
+        x1 = float(np.nanmax(xs)) + max(X_GAP * 0.35, 62 * u)
     u = max((x1 - x0) / shown_width_px, 0.5)
-    y0, y1 = float(ys.min()) - Y_GAP * 0.5, float(ys.max()) + Y_GAP * 0.5 + 22 * u  # + the legend
+    y0, y1 = float(np.nanmin(ys)) - Y_GAP * 0.5, float(np.nanmax(ys)) + Y_GAP * 0.5 + 22 * u  # + the legend
+    if d.cut:
+        y1 += 18 * u  # the line that says how many anchors are drawn
     sa, nxt, _count = p.transitions()
     pairs = sorted({(int(p.sa_state[a]), int(x)) for a, x in zip(sa.tolist(), nxt.tolist(), strict=True)})
     parts = [f'<g stroke="#c7cdd4" stroke-width="{u:.2f}">'
              + "".join(f'<line x1="{xs[a]:.1f}" y1="{ys[a]:.1f}" x2="{xs[x]:.1f}" y2="{ys[x]:.1f}"/>'
-                       for a, x in pairs if a != x) + "</g>"]
+                       for a, x in pairs if a != x and is_shown[a] and is_shown[x]) + "</g>"]
     on_path: set[int] = set()
     if highlight_rollout is not None:
-        path = rollout_edges(p, highlight_rollout)
         on_path = {a for a, _, _ in path}
         parts.append(f'<g stroke="{HIGHLIGHT}" stroke-width="{3 * u:.2f}" pointer-events="none">'
                      + "".join(f'<line x1="{xs[a]:.1f}" y1="{ys[a]:.1f}" x2="{xs[x]:.1f}" y2="{ys[x]:.1f}"/>'
-                               for a, _, x in path if a != x) + "</g>")
+                               for a, _, x in path if a != x and is_shown[a] and is_shown[x]) + "</g>")
     n_max = max(int(p.n_s.max()), 1)
     radius = (4 + 9 * np.sqrt(p.n_s / n_max)) * u
     known = np.isfinite(values)
     colours = (signed_color(values, symmetric_range(values)) if signed else v_color(values))
-    for s in range(n):
+    for s in d.shown.tolist():
         r = radius[s]
         fill = colours[s] if known[s] else NO_VALUE_COLOR
         ring = (f'stroke="{HIGHLIGHT}" stroke-width="{3.5 * u:.2f}"' if s == selected
@@ -135,8 +160,13 @@ def graph_svg(p: Process, value_S: np.ndarray, *, selected: int | None = None, v
                      f'{name}</g>')
     parts.append(boundaries_svg(xs[n:], ys[n:], 11 * u, u, ("z+ success (V=1)", "z- failure (V=0)")))
     if delta_S is not None:
-        parts.append(_rings(xs, ys, radius, delta_S, u))
-    parts.append(_legend(x0, y1, u, values, value_name, signed))
+        moved = np.asarray(delta_S, dtype=float).copy()
+        moved[~is_shown[:n]] = np.nan  # rings only on drawn anchors
+        parts.append(_rings(xs, ys, radius, moved, u))
+    parts.append(_legend(x0, y1 - (18 * u if d.cut else 0), u, values, value_name, signed))
+    if d.cut:
+        parts.append(f'<text class="crbc-graph-cut" x="{x0 + 20 * u:.1f}" y="{y1 - 4 * u:.1f}">'
+                     f'{esc(d.note(_kept_first(highlight_rollout, selected)))}</text>')
     return (f'<svg class="crbc-graph" viewBox="{x0:.1f} {y0:.1f} {x1 - x0:.1f} {y1 - y0:.1f}" width="100%" '
             f'font-size="{12 * u:.1f}" fill="#31333f" role="img" aria-label="anchor graph" '
             f'style="{FONT_FAMILY}">{"".join(parts)}</svg>')

@@ -29,7 +29,6 @@ ALLOWED = {
     "crbc/jobs/worker.py::poll": 12,
     "crbc/truth/accuracy.py::run_accuracy": 15,  # 14 before main's similarity axis
     "crbc/report/runs.py::runs_report": 14,  # came with main's run explorer
-    "crbc/viz/anchor_graph.py::anchor_graph_html": 11,
     "crbc/viz/audit.py::audit_grid_svg": 12,
     "crbc/viz/core/axes.py::axes_svg": 14,
     "experiments/similarity_table.py::world_table": 12,  # came with main's similarity table

@@ -11,19 +11,25 @@ from __future__ import annotations
 
 import weakref
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import shortest_path
 
 from crbc.process import Process
 
 __all__ = [
-    "check_single", "compute_layout", "crossings", "inversions", "LABEL_ALL_MAX", "Layout", "layout", "rollout_edges",
-    "transitions", "X_GAP", "Y_GAP"
+    "check_single", "compute_layout", "crossings", "Drawn", "drawn", "drawn_anchors", "drawn_layout", "full_hops", "inversions",
+    "LABEL_ALL_MAX", "Layout", "layout", "MAX_DRAWN", "rollout_edges", "transitions", "X_GAP", "Y_GAP"
 ]
 
 X_GAP, Y_GAP = 190.0, 95.0
 LABEL_ALL_MAX = 25  # beyond this many anchors, labels only on the chosen path (hover for the rest)
+#: the most anchors one drawing shows (:func:`drawn_anchors`): a drawing of 20,000 anchors is a 9 MB
+#: SVG that nobody can read, and building and sending it held a shared server for seconds
+MAX_DRAWN = 300
 
 
 @dataclass(frozen=True)
@@ -64,13 +70,40 @@ def compute_layout(p: Process) -> Layout:
     n = p.n_states
     starts = np.unique(p.step_state[p.rollout_offsets[:-1]])
     inner = p.step_next < n
-    src, dst = p.step_state[inner], p.step_next[inner]
+    return _layered(n, starts, p.step_state[inner], p.step_next[inner], np.asarray(p.n_s))
+
+
+def _layered(n: int, starts: np.ndarray, src: np.ndarray, dst: np.ndarray, n_s: np.ndarray,
+             layer: np.ndarray | None = None) -> Layout:
+    """The layout of ``n`` anchors with the edges ``src[i] -> dst[i]`` (E,): each anchor's layer is
+    its fewest hops from one of ``starts`` (or the given ``layer`` (n,)), the order inside a layer
+    from :func:`_order_layers`, the boundaries in a last column."""
     succ: list[set[int]] = [set() for _ in range(n)]
     pred: list[set[int]] = [set() for _ in range(n)]
     for a, b in zip(src.tolist(), dst.tolist(), strict=True):
         if a != b:
             succ[a].add(b)
             pred[b].add(a)
+    if layer is None:
+        layer = _hops(n, starts, succ)
+    y = _order_layers(layer, pred, succ, n_s)
+    x = layer.astype(float)
+    last = float(layer.max()) + 1.0 if n else 1.0
+    spread = max(1.0, float(np.abs(y).max()) if n else 1.0)
+    # narrower columns for deep graphs, so the drawing keeps a landscape shape near 16:9
+    widest = int(np.bincount(layer).max()) if n else 1
+    gap_x = float(np.clip(Y_GAP * max(widest, 2) * 1.8 / (last + 1), 110.0, X_GAP))
+    out = Layout(x_S=x * gap_x, y_S=y * Y_GAP, layer_S=layer,
+                 x_B=np.array([last, last]) * gap_x,
+                 y_B=np.array([-0.5 * spread - 0.5, 0.5 * spread + 0.5]) * Y_GAP)
+    for a in (out.x_S, out.y_S, out.layer_S, out.x_B, out.y_B):
+        a.flags.writeable = False  # shared by every caller of layout()
+    return out
+
+
+def _hops(n: int, starts: np.ndarray, succ: list[set[int]]) -> np.ndarray:
+    """Fewest hops from any of ``starts`` to each of ``n`` anchors (breadth first; 0 where none
+    reaches, which merged rollouts cannot produce)."""
     layer = np.full(n, -1, dtype=int)
     q = deque(int(s) for s in starts)
     layer[starts] = 0
@@ -80,20 +113,92 @@ def compute_layout(p: Process) -> Layout:
             if layer[b] < 0:
                 layer[b] = layer[a] + 1
                 q.append(b)
-    layer[layer < 0] = 0  # unreachable from a start cannot happen for merged rollouts; be safe
-    y = _order_layers(layer, pred, succ, p.n_s)
-    x = layer.astype(float)
-    last = float(layer.max()) + 1.0
-    spread = max(1.0, float(np.abs(y).max()) if n else 1.0)
-    # narrower columns for deep graphs, so the drawing keeps a landscape shape near 16:9
-    widest = int(np.bincount(layer).max())
-    gap_x = float(np.clip(Y_GAP * max(widest, 2) * 1.8 / (last + 1), 110.0, X_GAP))
-    out = Layout(x_S=x * gap_x, y_S=y * Y_GAP, layer_S=layer,
-                 x_B=np.array([last, last]) * gap_x,
-                 y_B=np.array([-0.5 * spread - 0.5, 0.5 * spread + 0.5]) * Y_GAP)
-    for a in (out.x_S, out.y_S, out.layer_S, out.x_B, out.y_B):
-        a.flags.writeable = False  # shared by every caller of layout()
-    return out
+    layer[layer < 0] = 0
+    return layer
+
+
+def drawn_anchors(p: Process, keep: Iterable[int] = (), cap: int | None = None) -> np.ndarray:
+    """The anchors one drawing of ``p`` shows, ascending ids: every anchor when there are at most
+    ``cap`` (default :data:`MAX_DRAWN`); else the anchors of ``keep`` (in their order, at most
+    ``cap``), then the busiest others (most visits N(s), ties by lower id) up to ``cap`` in all."""
+    n = p.n_states
+    cap = MAX_DRAWN if cap is None else int(cap)
+    if n <= cap:
+        return np.arange(n)
+    shown = np.zeros(n, dtype=bool)
+    chosen = list(dict.fromkeys(int(s) for s in keep if 0 <= int(s) < n))[:cap]
+    shown[chosen] = True
+    busiest = np.lexsort((np.arange(n), -np.asarray(p.n_s)))
+    shown[busiest[~shown[busiest]][:cap - len(chosen)]] = True
+    return np.flatnonzero(shown)
+
+
+def drawn_layout(p: Process, shown: np.ndarray) -> Layout:
+    """The layout of the anchors ``shown`` (ascending ids, from :func:`drawn_anchors`) alone, in
+    ``p``'s anchor ids: :func:`layout` when every anchor is shown; else the graph induced on
+    them (an edge is drawn when both its ends are), each keeping its column order from the whole
+    graph (its fewest hops from a start, :func:`full_hops`, with the empty columns closed up)
+    and ordered inside its column by :func:`_order_layers` on the induced edges. A hidden
+    anchor's ``x_S``, ``y_S`` are NaN and its ``layer_S`` -1."""
+    n, m = p.n_states, len(shown)
+    if m == n:
+        return layout(p)
+    check_single(p)
+    sub = np.full(n, -1, dtype=np.int64)
+    sub[shown] = np.arange(m)
+    inner = p.step_next < n
+    a, b = sub[p.step_state[inner]], sub[p.step_next[inner]]
+    both = (a >= 0) & (b >= 0)
+    hops = full_hops(p)[shown]
+    columns = np.unique(hops, return_inverse=True)[1].reshape(-1)
+    lay = _layered(m, np.zeros(0, dtype=int), a[both], b[both], np.asarray(p.n_s)[shown], layer=columns)
+    x, y, layer = np.full(n, np.nan), np.full(n, np.nan), np.full(n, -1, dtype=int)
+    x[shown], y[shown], layer[shown] = lay.x_S, lay.y_S, lay.layer_S
+    return Layout(x_S=x, y_S=y, layer_S=layer, x_B=lay.x_B, y_B=lay.y_B)
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What one drawing of a group shows: ``shown``, the anchor ids (ascending); their
+    ``layout`` (:func:`drawn_layout`); ``mask`` (S + 2,), True at every shown anchor and at both
+    boundaries; ``n_states``, the group's anchors."""
+
+    shown: np.ndarray
+    layout: Layout
+    mask: np.ndarray
+    n_states: int
+
+    @property
+    def cut(self) -> bool:
+        return len(self.shown) < self.n_states
+
+    def note(self, kept_first: str) -> str:
+        """The sentence a cut drawing carries (``kept_first``: what it kept before the busiest)."""
+        return (f"{len(self.shown):,} of {self.n_states:,} anchors drawn: {kept_first + ' and ' if kept_first else ''}"
+                "the busiest; an edge is drawn when both its ends are")
+
+
+def drawn(p: Process, keep: Iterable[int] = ()) -> Drawn:
+    """:func:`drawn_anchors` of ``p`` keeping ``keep`` first, with their :func:`drawn_layout`."""
+    shown = drawn_anchors(p, keep)
+    mask = np.ones(p.n_states + 2, dtype=bool)
+    mask[:p.n_states] = False
+    mask[shown] = True
+    return Drawn(shown, drawn_layout(p, shown), mask, p.n_states)
+
+
+def full_hops(p: Process) -> np.ndarray:
+    """Each anchor's fewest hops from a start anchor of ``p`` over every observed transition
+    (S,), by a breadth-first search in compiled code (``scipy.sparse.csgraph``) from one extra
+    node joined to every start; the same numbers as :func:`compute_layout`'s layers."""
+    n = p.n_states
+    starts = np.unique(p.step_state[p.rollout_offsets[:-1]])
+    inner = p.step_next < n
+    src = np.concatenate([p.step_state[inner], np.full(len(starts), n)])
+    dst = np.concatenate([p.step_next[inner], starts])
+    g = csr_matrix((np.ones(len(src)), (src, dst)), shape=(n + 1, n + 1))
+    d = shortest_path(g, method="D", unweighted=True, indices=n)[:n]
+    return np.where(np.isfinite(d), d - 1, 0).astype(int)
 
 
 def _positions(layer: np.ndarray, key: np.ndarray, n_s: np.ndarray) -> np.ndarray:
