@@ -192,10 +192,9 @@ def anchor_graph_html(p: Process, value_S: np.ndarray, *, highlight_rollout: int
     """
     check_single(p)
     n = p.n_states
-    path: set[tuple[int, int, int]] = set()
-    if highlight_rollout is not None:
-        path = set(rollout_edges(p, highlight_rollout))
-    d = drawn(p, keep=[a for a, _, x in path])
+    steps = rollout_edges(p, highlight_rollout) if highlight_rollout is not None else []
+    path = set(steps)
+    d = drawn(p, keep=[a for a, _, _ in steps])  # in the rollout's order: a path longer than the cap keeps its start
     lay, is_shown = d.layout, d.mask
     labels = anchor_labels(p)
     colors = signed_color(value_S) if signed else v_color(value_S)

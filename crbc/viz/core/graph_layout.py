@@ -5,6 +5,10 @@ barycentre sweeps that reduce edge crossings (Sugiyama, Tagawa and Toda 1981); t
 boundaries (z+ success, z- failure) take a last column on the right. Shared by the vis-network page
 (:mod:`crbc.viz.anchor_graph`) and the SVG drawings (:mod:`crbc.viz.graph`, :mod:`crbc.viz.lesson_graph`), so all draw the
 same picture.
+
+A group of more than :data:`MAX_DRAWN` anchors is drawn cut (:func:`drawn`): the anchors a drawing
+must show (a highlighted path, a chosen anchor), then the busiest, laid out alone in the whole
+graph's column order; the drawing says how many of how many it shows.
 """
 
 from __future__ import annotations
