@@ -62,3 +62,31 @@ def test_a_group_too_large_for_its_coverage_says_so_and_builds_none(app, monkeyp
     assert not any(e.proto.id.endswith("cov") for e in small.get("bidi_component"))
     assert any("is not drawn for this group" in c.value and f"{cells:,}" in c.value for c in small.caption)
     assert not [key for kind, key in context.shared_entries() if kind == "coverage"]
+
+
+def test_a_group_above_the_drawing_cap_is_drawn_cut_and_the_page_says_so(app, monkeypatch):
+    """A group of more anchors than a drawing shows (crbc.viz.core.graph_layout.MAX_DRAWN): the
+    graph draws that many (data-pick nodes) and the caption under it names the cut; at the
+    shipped cap the same small group is drawn whole and no caption mentions a cut."""
+    import json
+    import re
+
+    from crbc.process import merge
+    from crbc.viz.core import graph_layout
+    from ui.backups import at_depth
+    from ui.core import context
+
+    context.clear_shared()
+    at = app("pages/backups.py", sample="rare-route.jsonl")
+    assert not at.exception
+    n = merge([chosen_group(at)]).n_states
+    assert not any("The drawing shows" in c.value for c in at.caption)
+    cap = n - 3
+    monkeypatch.setattr(graph_layout, "MAX_DRAWN", cap)
+    monkeypatch.setattr(at_depth, "MAX_DRAWN", cap)
+    context.clear_shared()
+    cut = app("pages/backups.py", sample="rare-route.jsonl")
+    assert not cut.exception
+    assert any(f"The drawing shows {cap:,} of the {n:,} anchors" in c.value for c in cut.caption)
+    svg = next(json.loads(e.proto.json)["svg"] for e in cut.get("bidi_component") if e.proto.id.endswith("backup_graph"))
+    assert len(re.findall(r'<g data-pick="\d+">', svg)) == cap and f"{cap:,} of {n:,} anchors drawn" in svg

@@ -10,6 +10,7 @@ from crbc.estimators.closure import DepthSweep
 from crbc.estimators.coverage import MAX_CELLS, Coverage, coverage_cells
 from crbc.truth import accuracy
 from crbc.viz.backups import convergence_chart_svg, coverage_chart_svg, truth_gap_chart_svg
+from crbc.viz.core.graph_layout import MAX_DRAWN
 from crbc.viz.graph import graph_svg
 from ui.core import exact_truth
 from ui.core.context import PageContext
@@ -61,7 +62,10 @@ def graph(ctx: PageContext, sw: DepthSweep, k: int, colour_by: str) -> None:
                 f"(width: how much; the biggest moves are written). {moved} of {p.n_states} "
                 "anchors moved at this K." if k else "K = 0: every anchor averages its own "
                 "visits; press Play to watch the values flow.")
-               + " Hover a node for its text.")
+               + " Hover a node for its text."
+               + (f" The drawing shows {MAX_DRAWN:,} of the {p.n_states:,} anchors: rollout {ctx.rollout}'s path "
+                  "and the busiest (the line under its legend says so); the table below has every anchor."
+                  if p.n_states > MAX_DRAWN else ""))
 
 
 def _coverage(ctx: PageContext, cov: Coverage | None, k: int, k_max: int) -> None:
