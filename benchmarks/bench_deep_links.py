@@ -4,8 +4,9 @@ a new Streamlit session) to the page ready; per page, every repeat and the media
 
     python -m benchmarks.bench_deep_links [--repeats 5] [--pages lesson,runs,rollouts]
 
-The shipped samples, loopback only. The first visit of each page (cold server and browser
-caches) is reported apart and not in the median.
+The shipped samples, loopback only. Timing starts once the server has finished starting (its
+background imports of the model stack: no CPU used for 2 s, ``server_idle_after_s``); the first
+visit of each page (cold server and browser caches) is reported apart and not in the median.
 """
 
 from __future__ import annotations
@@ -14,18 +15,41 @@ import argparse
 import json
 import os
 import statistics
+import time
 
 from benchmarks import bench_browser as B
-from devtools.apprunner import launch, running_app
+from devtools.apprunner import launch, running_server
 
 TITLES = {slug or "rollouts": (slug, title) for slug, title in B.PAGES}
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (from /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_idle(pid: int, quiet_s: float = 2.0, timeout_s: float = 90.0) -> float:
+    """Seconds until process ``pid`` used no CPU for ``quiet_s`` seconds (at most ``timeout_s``)."""
+    t0 = time.perf_counter()
+    last, since = _cpu_s(pid), time.perf_counter()
+    while time.perf_counter() - t0 < timeout_s:
+        time.sleep(0.25)
+        now = _cpu_s(pid)
+        if now - last > 0.02:
+            last, since = now, time.perf_counter()
+        elif time.perf_counter() - since >= quiet_s:
+            break
+    return round(time.perf_counter() - t0, 1)
 
 
 def measure(pages: list[str], repeats: int) -> dict:
     from playwright.sync_api import sync_playwright
 
     out: dict = {"load_before": [round(x, 2) for x in os.getloadavg()], "pages": {}}
-    with running_app() as base, sync_playwright() as pw:
+    with running_server() as (base, proc), sync_playwright() as pw:
+        out["server_idle_after_s"] = wait_idle(proc.pid)
         browser = launch(pw)
         ctx = B.new_context(browser)
         for name in pages:
