@@ -49,6 +49,7 @@ def test_a_clicked_choice_survives_its_shared_link(app_url, page, second_page):
     p2 = second_page
     p2.goto(shared)
     wait_ready(p2, "Bellman backups")
+    p2.locator(".st-key-backups_colour input:checked").first.wait_for(state="attached")  # drawn after the title
     assert _checked(p2, "backups_colour") == ["error V^(K) − truth"]
     assert "Ignored URL parameter" not in p2.locator("[data-testid=stMain]").inner_text()
 
