@@ -108,11 +108,14 @@ def view() -> None:
     with e:
         at_depth.charts(ctx, sw, cov, k, k_max, TOL, has_truth)
     st.markdown(f"**Credit table at K = {k}** beside the closure's (sorted by the gap)")
-    st.dataframe(sweep_table(p, sw, k), hide_index=True, width="stretch", height=320,
+    st.dataframe(sweep_table(p, sw, k, rows=at_depth.TABLE_ROWS), hide_index=True, width="stretch", height=320,
                  column_config={"|A^(K) − A∞|": st.column_config.NumberColumn(format="%.2e")})
+    pairs = len(p.n_sa)
     st.caption("One row per (anchor, action) seen in the group: N(s,a) visits, μ(a|s) how often "
                "the group chose a at s, Q^(K) and A^(K) = Q^(K) − V^(K) at this depth, and the "
-               "closure's values on the right.")
+               "closure's values on the right."
+               + (f" Shown: the {at_depth.TABLE_ROWS:,} rows with the largest gaps of {pairs:,}; the others are "
+                  "closer to the closure." if pairs > at_depth.TABLE_ROWS else ""))
     widgets.fragment_done()
 
 

@@ -68,21 +68,27 @@ def coverage_chart_svg(cov: Coverage, k: int | None = None, width: int = 420) ->
                      size=(width, 230))
 
 
-def sweep_table(p: Process, sw: DepthSweep, k: int) -> pd.DataFrame:
-    """Per observed (anchor, action): visits, mu, Q^(K), A^(K) and the closure's Q, A_inf."""
+def sweep_table(p: Process, sw: DepthSweep, k: int, rows: int | None = None) -> pd.DataFrame:
+    """Per observed (anchor, action): visits, mu, Q^(K), A^(K) and the closure's Q, A_inf, and the
+    gap |A^(K) - A_inf|; sorted by the gap, then the visits N(s,a), both descending (ties in the
+    order of ``p``'s pairs, a NaN gap last, as pandas sorts). With ``rows``, only the first
+    ``rows`` rows of that order, built without the others (a 20,000-anchor group has 48,754)."""
+    gap = np.abs(sw.a_KSA[k] - sw.a_SA)
+    order = np.lexsort((-np.asarray(p.n_sa), np.where(np.isnan(gap), np.inf, -gap)))
+    if rows is not None:
+        order = order[:max(int(rows), 0)]
     labels = anchor_labels(p)
-    df = pd.DataFrame({
-        "anchor": [labels[s] for s in p.sa_state],
-        "action": [p.action_names[a] for a in p.sa_action],
-        "N(s,a)": p.n_sa,
-        "mu(a|s)": np.round(p.mu, 3),
-        f"Q^({k})": np.round(sw.q_KSA[k], 4),
-        f"A^({k})": np.round(sw.a_KSA[k], 4),
-        "Q closure": np.round(sw.q_SA, 4),
-        "A∞ closure": np.round(sw.a_SA, 4),
-        "|A^(K) − A∞|": np.abs(sw.a_KSA[k] - sw.a_SA),
+    return pd.DataFrame({
+        "anchor": [labels[s] for s in p.sa_state[order]],
+        "action": [p.action_names[a] for a in p.sa_action[order]],
+        "N(s,a)": p.n_sa[order],
+        "mu(a|s)": np.round(p.mu[order], 3),
+        f"Q^({k})": np.round(sw.q_KSA[k][order], 4),
+        f"A^({k})": np.round(sw.a_KSA[k][order], 4),
+        "Q closure": np.round(sw.q_SA[order], 4),
+        "A∞ closure": np.round(sw.a_SA[order], 4),
+        "|A^(K) − A∞|": gap[order],
     })
-    return df.sort_values(["|A^(K) − A∞|", "N(s,a)"], ascending=[False, False]).reset_index(drop=True)
 
 
 def truth_gap_chart_svg(gap_K: np.ndarray, gap_closure: float, to_closure_K: np.ndarray,

@@ -90,3 +90,26 @@ def test_a_group_above_the_drawing_cap_is_drawn_cut_and_the_page_says_so(app, mo
     assert any(f"The drawing shows {cap:,} of the {n:,} anchors" in c.value for c in cut.caption)
     svg = next(json.loads(e.proto.json)["svg"] for e in cut.get("bidi_component") if e.proto.id.endswith("backup_graph"))
     assert len(re.findall(r'<g data-pick="\d+">', svg)) == cap and f"{cap:,} of {n:,} anchors drawn" in svg
+
+
+def test_the_credit_table_shows_the_largest_gaps_up_to_its_rows_and_says_how_many_it_left(app, monkeypatch):
+    """Above TABLE_ROWS (anchor, action) pairs the table keeps the rows with the largest gaps
+    (the head of the whole sorted table) and its caption says of how many."""
+    from crbc.process import merge
+    from ui.core import context
+
+    context.clear_shared()
+    at = app("pages/backups.py", sample="rare-route.jsonl")
+    assert not at.exception
+    pairs = len(merge([chosen_group(at)]).n_sa)
+    whole = at.dataframe[0].value
+    assert len(whole) == pairs and not any("rows with the largest gaps" in c.value for c in at.caption)
+    from ui.backups import at_depth
+
+    rows = pairs - 4
+    monkeypatch.setattr(at_depth, "TABLE_ROWS", rows)
+    context.clear_shared()
+    cut = app("pages/backups.py", sample="rare-route.jsonl")
+    assert not cut.exception
+    assert cut.dataframe[0].value.reset_index(drop=True).equals(whole.head(rows).reset_index(drop=True))
+    assert any(f"the {rows:,} rows with the largest gaps of {pairs:,}" in c.value for c in cut.caption)

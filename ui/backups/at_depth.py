@@ -18,6 +18,9 @@ from ui.core.svg_view import svg_view
 
 #: the most steps one Play takes (at 0.9 s a step: under a minute, whatever the depth)
 PLAY_STEPS = 60
+#: the credit table's rows at one depth: those with the largest gaps (a 20,000-anchor group has
+#: 48,754 (anchor, action) pairs, 4 MB of table on every depth shown)
+TABLE_ROWS = 1000
 
 
 def play_stride(k_max: int) -> int:
