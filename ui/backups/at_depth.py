@@ -67,7 +67,7 @@ def graph(ctx: PageContext, sw: DepthSweep, k: int, colour_by: str) -> None:
                 "visits; press Play to watch the values flow.")
                + " Hover a node for its text."
                + (f" The drawing shows {MAX_DRAWN:,} of the {p.n_states:,} anchors: rollout {ctx.rollout}'s path "
-                  "and the busiest (the line under its legend says so); the table below has every anchor."
+                  "and the busiest (the line under its legend says so)."
                   if p.n_states > MAX_DRAWN else ""))
 
 
