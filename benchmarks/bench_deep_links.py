@@ -18,25 +18,19 @@ import statistics
 import time
 
 from benchmarks import bench_browser as B
+from benchmarks.bench_classroom import cpu_seconds
 from devtools.apprunner import launch, running_server
 
 TITLES = {slug or "rollouts": (slug, title) for slug, title in B.PAGES}
 
 
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` so far (from /proc)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def wait_idle(pid: int, quiet_s: float = 2.0, timeout_s: float = 90.0) -> float:
     """Seconds until process ``pid`` used no CPU for ``quiet_s`` seconds (at most ``timeout_s``)."""
     t0 = time.perf_counter()
-    last, since = _cpu_s(pid), time.perf_counter()
+    last, since = cpu_seconds([pid]), time.perf_counter()
     while time.perf_counter() - t0 < timeout_s:
         time.sleep(0.25)
-        now = _cpu_s(pid)
+        now = cpu_seconds([pid])
         if now - last > 0.02:
             last, since = now, time.perf_counter()
         elif time.perf_counter() - since >= quiet_s:
