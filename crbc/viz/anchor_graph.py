@@ -296,7 +296,7 @@ def _legend(value_S: np.ndarray, value_name: str, signed: bool, d: Drawn,
             highlight_rollout: int | None) -> tuple[str, list[str], str, str]:
     """(title, gradient colours, left label, right label) of the node-colour legend; the title
     of a cut drawing ``d`` also says how many anchors it shows."""
-    cut = "" if not d.cut else " · " + d.note(f"rollout {highlight_rollout}'s path" if highlight_rollout is not None else "")
+    cut = " · " + d.note(highlight_rollout) if d.cut else ""
     if signed:
         z = symmetric_range(value_S)
         return (f"node colour: {value_name}{cut}", signed_color(np.linspace(-z, z, 9), z),

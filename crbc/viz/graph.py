@@ -34,13 +34,6 @@ def _neighbours(p: Process, s: int | None) -> list[int]:
     return sorted(set(dst[src == s].tolist()) | set(src[dst == s].tolist()))
 
 
-def _kept_first(highlight_rollout: int | None, selected: int | None) -> str:
-    """What a cut drawing keeps before the busiest anchors, in words."""
-    kept = ([f"rollout {highlight_rollout}'s path"] if highlight_rollout is not None else []) + (
-        ["the chosen anchor and its neighbours"] if selected is not None else [])
-    return ", ".join(kept)
-
-
 def _tooltip(label: str, anchor: str, v: float, visits: int, value_name: str) -> str:
     lines = [cut(row, 120) for row in anchor[:4000].split("\n")[:8]]
     return esc(f"{label}  {value_name} = {fmt_value(v)}, visits {visits}\n" + "\n".join(lines))
@@ -166,7 +159,7 @@ def graph_svg(p: Process, value_S: np.ndarray, *, selected: int | None = None, v
     parts.append(_legend(x0, y1 - (18 * u if d.cut else 0), u, values, value_name, signed))
     if d.cut:
         parts.append(f'<text class="crbc-graph-cut" x="{x0 + 20 * u:.1f}" y="{y1 - 4 * u:.1f}">'
-                     f'{esc(d.note(_kept_first(highlight_rollout, selected)))}</text>')
+                     f'{esc(d.note(highlight_rollout, selected))}</text>')
     return (f'<svg class="crbc-graph" viewBox="{x0:.1f} {y0:.1f} {x1 - x0:.1f} {y1 - y0:.1f}" width="100%" '
             f'font-size="{12 * u:.1f}" fill="#31333f" role="img" aria-label="anchor graph" '
             f'style="{FONT_FAMILY}">{"".join(parts)}</svg>')

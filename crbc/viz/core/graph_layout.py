@@ -176,10 +176,14 @@ class Drawn:
     def cut(self) -> bool:
         return len(self.shown) < self.n_states
 
-    def note(self, kept_first: str) -> str:
-        """The sentence a cut drawing carries (``kept_first``: what it kept before the busiest)."""
-        return (f"{len(self.shown):,} of {self.n_states:,} anchors drawn: {kept_first + ' and ' if kept_first else ''}"
-                "the busiest; an edge is drawn when both its ends are")
+    def note(self, highlight_rollout: int | None = None, selected: int | None = None) -> str:
+        """The sentence a cut drawing carries: how many anchors it shows and which it kept first
+        (``highlight_rollout``'s path, the ``selected`` anchor and its neighbours)."""
+        first = ([f"rollout {highlight_rollout}'s path"] if highlight_rollout is not None else []) + (
+            ["the chosen anchor and its neighbours"] if selected is not None else [])
+        return (f"{len(self.shown):,} of {self.n_states:,} anchors drawn: "
+                + "".join(f"{k}, " for k in first[:-1]) + (f"{first[-1]} and " if first else "")
+                + "the busiest; an edge is drawn when both its ends are")
 
 
 def drawn(p: Process, keep: Iterable[int] = ()) -> Drawn:
