@@ -120,7 +120,8 @@ def graph_svg(p: Process, value_S: np.ndarray, *, selected: int | None = None, v
         u = max((x1 - x0) / shown_width_px, 0.5)  # drawing units per shown pixel
         x1 = float(np.nanmax(xs)) + max(X_GAP * 0.35, 62 * u)
     u = max((x1 - x0) / shown_width_px, 0.5)
-    y0, y1 = float(np.nanmin(ys)) - Y_GAP * 0.5, float(np.nanmax(ys)) + Y_GAP * 0.5 + 22 * u  # + the legend
+    top = max(Y_GAP * 0.5, 30 * u)  # room for the top row's largest circle and its ring's label
+    y0, y1 = float(np.nanmin(ys)) - top, float(np.nanmax(ys)) + Y_GAP * 0.5 + 22 * u  # + the legend
     if d.cut:
         y1 += 18 * u  # the line that says how many anchors are drawn
     sa, nxt, _count = p.transitions()

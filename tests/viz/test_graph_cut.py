@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import crbc
+from crbc import Rollout, RolloutGroup, Step
 from crbc.viz.anchor_graph import anchor_graph_html
 from crbc.viz.core import graph_layout as GL
 from crbc.viz.graph import graph_svg
@@ -112,3 +113,62 @@ def test_a_cut_drawing_is_the_size_of_a_drawing_of_the_cap_not_of_the_group(big)
     cut = graph_svg(big, crbc.compute("crbc", big).value_S, highlight_rollout=1)
     whole = graph_svg(near_cap, crbc.compute("crbc", near_cap).value_S, highlight_rollout=1)
     assert len(cut) < 1.5 * len(whole) * GL.MAX_DRAWN / near_cap.n_states
+
+
+def _wrapped_slowly(layer, y, rows):
+    """The obvious twin of GL._wrapped: per layer, its anchors sorted by y, dealt into columns
+    of ``rows``, the columns numbered left to right over the layers; each column centred."""
+    column, out, next_col = np.zeros(len(layer), dtype=int), np.zeros(len(layer)), 0
+    for L in range(int(layer.max()) + 1):
+        members = sorted(np.flatnonzero(layer == L).tolist(), key=lambda m: (y[m], m))
+        chunks = [members[i:i + rows] for i in range(0, len(members), rows)] or []
+        for chunk in chunks:
+            for i, m in enumerate(chunk):
+                column[m], out[m] = next_col, i - (len(chunk) - 1) / 2
+            next_col += 1
+    return column, out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_tall_layers_wrap_into_columns_like_the_obvious_twin(seed):
+    rng = np.random.default_rng(seed)
+    layer = rng.integers(0, 5, size=int(rng.integers(1, 90)))
+    y = np.zeros(len(layer))
+    for L in np.unique(layer):  # centred ranks, as _order_layers gives them
+        m = np.flatnonzero(layer == L)
+        y[m[rng.permutation(len(m))]] = np.arange(len(m)) - (len(m) - 1) / 2
+    for rows in (1, 3, 16, 200):
+        col, out = GL._wrapped(layer, y, rows)
+        want_col, want_y = _wrapped_slowly(layer, y, rows)
+        assert col.tolist() == want_col.tolist() and np.allclose(out, want_y)
+    col, out = GL._wrapped(layer, y, 200)  # no layer that tall: the layers and their ranks as given
+    assert np.array_equal(np.unique(col, return_inverse=True)[1].reshape(-1), np.unique(layer, return_inverse=True)[1].reshape(-1))
+    assert np.array_equal(out, y)
+
+
+def _random_graph_group(n_rollouts: int, steps: int, anchors: int, seed: int) -> RolloutGroup:
+    """Rollouts from one start through anchors drawn uniformly from ``anchors`` names: most
+    anchors are one or two hops from the start (the worst shape for a layered drawing)."""
+    rng = np.random.default_rng(seed)
+    rollouts = []
+    for i in range(n_rollouts):
+        names = ["start"] + [f"a{k}" for k in rng.integers(0, anchors, size=steps - 1)]
+        rollouts.append(Rollout("wide", i, tuple(Step(anchor=a, action=f"go{j % 3}", reward=0.0)
+                                                for j, a in enumerate(names)), bool(rng.random() < 0.3)))
+    return RolloutGroup("wide", tuple(rollouts))
+
+
+def test_a_cut_drawing_of_a_wide_group_is_a_grid_not_a_strip():
+    wide = crbc.merge([_random_graph_group(400, 6, 2000, seed=1)])
+    lay = GL.drawn_layout(wide, GL.drawn_anchors(wide))
+    shown = np.isfinite(lay.x_S)
+    assert shown.sum() == GL.MAX_DRAWN
+    per_column = np.unique(lay.x_S[shown], return_counts=True)[1]
+    assert per_column.max() <= GL.WRAP_ROWS
+    assert np.bincount(lay.layer_S[shown]).max() > GL.WRAP_ROWS  # the layers themselves are taller
+    # a layer's columns all sit left of the next layer's
+    for L in range(int(lay.layer_S.max())):
+        assert lay.x_S[lay.layer_S == L].max() < lay.x_S[lay.layer_S == L + 1].min()
+    width = np.ptp(np.r_[lay.x_S[shown], lay.x_B])
+    height = np.ptp(lay.y_S[shown])
+    assert 0.5 < width / height < 4  # landscape-ish, not a strip

@@ -1,8 +1,9 @@
 """Where the anchors of a merged process sit in a drawing: a layered left-to-right layout.
 
-Layer (column) = fewest hops from a start anchor; the order inside a layer comes from
-barycentre sweeps that reduce edge crossings (Sugiyama, Tagawa and Toda 1981); the two absorbing
-boundaries (z+ success, z- failure) take a last column on the right. Shared by the vis-network page
+Layer = fewest hops from a start anchor; the order inside a layer comes from barycentre sweeps
+that reduce edge crossings (Sugiyama, Tagawa and Toda 1981); a layer is one column, or, taller than
+:data:`WRAP_ROWS` anchors, several side by side (:func:`_wrapped`); the two absorbing boundaries
+(z+ success, z- failure) take a last column on the right. Shared by the vis-network page
 (:mod:`crbc.viz.anchor_graph`) and the SVG drawings (:mod:`crbc.viz.graph`, :mod:`crbc.viz.lesson_graph`), so all draw the
 same picture.
 
@@ -26,7 +27,7 @@ from crbc.process import Process
 
 __all__ = [
     "check_single", "compute_layout", "crossings", "Drawn", "drawn", "drawn_anchors", "drawn_layout", "full_hops", "inversions",
-    "LABEL_ALL_MAX", "Layout", "layout", "MAX_DRAWN", "rollout_edges", "transitions", "X_GAP", "Y_GAP"
+    "LABEL_ALL_MAX", "Layout", "layout", "MAX_DRAWN", "rollout_edges", "transitions", "WRAP_ROWS", "X_GAP", "Y_GAP"
 ]
 
 X_GAP, Y_GAP = 190.0, 95.0
@@ -34,6 +35,9 @@ LABEL_ALL_MAX = 25  # beyond this many anchors, labels only on the chosen path (
 #: the most anchors one drawing shows (:func:`drawn_anchors`): a drawing of 20,000 anchors is a 9 MB
 #: SVG that nobody can read, and building and sending it held a shared server for seconds
 MAX_DRAWN = 300
+#: the most anchors one column holds: a taller layer wraps into side-by-side columns (a random or
+#: ring-shaped group puts most of its anchors a hop or two from its start, one column of hundreds)
+WRAP_ROWS = 16
 
 
 @dataclass(frozen=True)
@@ -58,9 +62,10 @@ _DONE: weakref.WeakKeyDictionary[Process, Layout] = weakref.WeakKeyDictionary()
 
 
 def layout(p: Process) -> Layout:
-    """Layered left-to-right layout: layer (column) = fewest hops from a start anchor; inside a
-    layer, anchors are ordered by barycentre sweeps (:func:`_order_layers`) and centred; the two
-    boundaries take a last column on the right. Computed once per process (its arrays are
+    """Layered left-to-right layout: layer = fewest hops from a start anchor; inside a layer,
+    anchors are ordered by barycentre sweeps (:func:`_order_layers`), filled into columns of at
+    most :data:`WRAP_ROWS` (:func:`_wrapped`) and centred; the two boundaries take a last column
+    on the right. Computed once per process (its arrays are
     read-only); :func:`compute_layout` always computes it."""
     got = _DONE.get(p)
     if got is None:
@@ -81,7 +86,7 @@ def _layered(n: int, starts: np.ndarray, src: np.ndarray, dst: np.ndarray, n_s: 
              layer: np.ndarray | None = None) -> Layout:
     """The layout of ``n`` anchors with the edges ``src[i] -> dst[i]`` (E,): each anchor's layer is
     its fewest hops from one of ``starts`` (or the given ``layer`` (n,)), the order inside a layer
-    from :func:`_order_layers`, the boundaries in a last column."""
+    from :func:`_order_layers`, its columns from :func:`_wrapped`, the boundaries in a last column."""
     succ: list[set[int]] = [set() for _ in range(n)]
     pred: list[set[int]] = [set() for _ in range(n)]
     for a, b in zip(src.tolist(), dst.tolist(), strict=True):
@@ -90,12 +95,12 @@ def _layered(n: int, starts: np.ndarray, src: np.ndarray, dst: np.ndarray, n_s: 
             pred[b].add(a)
     if layer is None:
         layer = _hops(n, starts, succ)
-    y = _order_layers(layer, pred, succ, n_s)
-    x = layer.astype(float)
-    last = float(layer.max()) + 1.0 if n else 1.0
+    column, y = _wrapped(layer, _order_layers(layer, pred, succ, n_s), WRAP_ROWS)
+    x = column.astype(float)
+    last = float(column.max()) + 1.0 if n else 1.0
     spread = max(1.0, float(np.abs(y).max()) if n else 1.0)
     # narrower columns for deep graphs, so the drawing keeps a landscape shape near 16:9
-    widest = int(np.bincount(layer).max()) if n else 1
+    widest = int(np.bincount(column).max()) if n else 1
     gap_x = float(np.clip(Y_GAP * max(widest, 2) * 1.8 / (last + 1), 110.0, X_GAP))
     out = Layout(x_S=x * gap_x, y_S=y * Y_GAP, layer_S=layer,
                  x_B=np.array([last, last]) * gap_x,
@@ -103,6 +108,25 @@ def _layered(n: int, starts: np.ndarray, src: np.ndarray, dst: np.ndarray, n_s: 
     for a in (out.x_S, out.y_S, out.layer_S, out.x_B, out.y_B):
         a.flags.writeable = False  # shared by every caller of layout()
     return out
+
+
+def _wrapped(layer: np.ndarray, y: np.ndarray, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(column, y)`` (n,) each: layer L's anchors in their ``y`` order (top to bottom) filled
+    into ``ceil(k_L / rows)`` columns of at most ``rows`` anchors, left to right; layer L's columns
+    all left of layer L + 1's; each column centred (y = rank in it - (size - 1) / 2). A layer of at
+    most ``rows`` anchors gets one column and keeps the centred ranks :func:`_order_layers` gave."""
+    n = len(layer)
+    if n == 0:
+        return layer.copy(), y.copy()
+    counts = np.bincount(layer)
+    first = np.concatenate([[0], np.cumsum(-(-counts // rows))[:-1]])  # each layer's first column
+    order = np.lexsort((y, layer))  # by layer, then top to bottom
+    rank = np.arange(n) - (np.cumsum(counts) - counts)[layer[order]]  # place inside its layer
+    size = np.minimum(rows, counts[layer[order]] - rank // rows * rows)  # anchors in its column
+    column, out = np.empty(n, dtype=int), np.empty(n)
+    column[order] = first[layer[order]] + rank // rows
+    out[order] = rank % rows - (size - 1) / 2.0
+    return column, out
 
 
 def _hops(n: int, starts: np.ndarray, succ: list[set[int]]) -> np.ndarray:
