@@ -2,8 +2,9 @@
 
     python -m benchmarks.bench_allocator [--repeats 5]
 
-Each setting (glibc's default, then tuned) runs in its own fresh interpreter, and times, as the
-studio's server does them:
+Each setting (glibc's default; tuned; tuned with every Python object from glibc,
+``PYTHONMALLOC=malloc``, as the studio's server runs) runs in its own fresh interpreter, and
+times, as the studio's server does them:
 
 - ``read_result``: reading the largest valid upload of the soak (19.5 MB of JSONL, about 37,000
   two-rollout groups) back from the worker's ``crbc.rollout/1`` Parquet result into groups;
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -25,13 +27,14 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+SETTINGS = ("default", "tuned", "tuned+malloc")
 
 CHILD = r"""
 import json, sys, time, threading
 from pathlib import Path
 setting, folder, repeats = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 from ui.core import memory
-if setting == "tuned":
+if setting.startswith("tuned"):
     assert memory.tune_allocator()
 from crbc.estimators import registry
 from crbc.io.parquet_rollouts import read_parquet_rollouts
@@ -80,9 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     res: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         _largest_parquet(Path(tmp))
-        for setting in ("default", "tuned"):
+        for setting in SETTINGS:
+            env = dict(os.environ, PYTHONMALLOC="malloc") if setting.endswith("+malloc") else \
+                {k: v for k, v in os.environ.items() if k != "PYTHONMALLOC"}
             run = subprocess.run([sys.executable, "-c", CHILD, setting, tmp, str(a.repeats)], cwd=ROOT,
-                                 capture_output=True, text=True, check=True)
+                                 capture_output=True, text=True, check=True, env=env)
             raw = json.loads(run.stdout)
             res[setting] = {k: round(statistics.median(v), 3) for k, v in raw.items() if isinstance(v, list)}
             res[setting]["rss_mb"] = raw["rss_mb"]
