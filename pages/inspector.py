@@ -31,7 +31,6 @@ from ui.inspector.token_strip import render as token_strip
 # the sidebar's depth choices, as a scale: K = 0, 1, ... and the closure ("inf") at the end
 DEPTHS = sorted(depth_options(), key=lambda k: not k.isdigit())  # stable: 0..64 keep their order
 SORTS = ("visits", "disagreement")
-GRAPH_MAX_ANCHORS = 400
 
 
 def _pick_from_graph(labels: tuple[str, ...], picked: str) -> None:
@@ -92,14 +91,11 @@ with c_pick:
 
 state_i = labels.index(chosen)
 with c_graph:
-    if p.n_states <= GRAPH_MAX_ANCHORS:
-        closure = {"beta": beta, "depth": None, "sigma_min": sigma_min}
-        graph = ctx.kept("figure",("inspect_graph_svg", beta, sigma_min, state_i),
-                                    lambda: graph_svg(p, ctx.credits("crbc", closure).value_S, selected=state_i))
-        svg_view(graph, key="inspect_graph", on_pick=lambda picked: _pick_from_graph(tuple(labels), picked))
-        st.caption("Click an anchor in the graph to inspect it (colour: V at the closure; hover for its text).")
-    else:
-        st.caption(f"{p.n_states} anchors: too many to draw here; use the list.")
+    closure = {"beta": beta, "depth": None, "sigma_min": sigma_min}
+    graph = ctx.kept("figure", ("inspect_graph_svg", beta, sigma_min, state_i),
+                     lambda: graph_svg(p, ctx.credits("crbc", closure).value_S, selected=state_i))
+    svg_view(graph, key="inspect_graph", on_pick=lambda picked: _pick_from_graph(tuple(labels), picked))
+    st.caption("Click an anchor in the graph to inspect it (colour: V at the closure; hover for its text).")
 
 
 @st.fragment

@@ -88,6 +88,20 @@ def _rings(xs: np.ndarray, ys: np.ndarray, radius: np.ndarray, delta_S: np.ndarr
     return f'<g class="crbc-moved" pointer-events="none">{"".join(out)}</g>'
 
 
+def _note_lines(note: str, width_px: float) -> list[str]:
+    """``note`` as lines of 12 px text no wider than ``width_px`` (about 6 px a character), cut
+    after a "; " or ", " where it must be, else between words."""
+    most = max(int(width_px / 6.0), 20)
+    lines: list[str] = []
+    while len(note) > most:
+        head = note[:most]
+        space = head.rfind(" ")
+        cut = max(head.rfind("; ") + 1, head.rfind(", ") + 1) or (space if space > 0 else most)
+        lines.append(note[:cut].rstrip())
+        note = note[cut:].lstrip()
+    return lines + [note]
+
+
 def graph_svg(p: Process, value_S: np.ndarray, *, selected: int | None = None, value_name: str = "V",
               highlight_rollout: int | None = None, delta_S: np.ndarray | None = None,
               signed: bool = False, shown_width_px: float = SHOWN_WIDTH_PX) -> str:
@@ -122,8 +136,8 @@ def graph_svg(p: Process, value_S: np.ndarray, *, selected: int | None = None, v
     u = max((x1 - x0) / shown_width_px, 0.5)
     top = max(Y_GAP * 0.5, 30 * u)  # room for the top row's largest circle and its ring's label
     y0, y1 = float(np.nanmin(ys)) - top, float(np.nanmax(ys)) + Y_GAP * 0.5 + 22 * u  # + the legend
-    if d.cut:
-        y1 += 18 * u  # the line that says how many anchors are drawn
+    note = _note_lines(d.note(highlight_rollout, selected), (x1 - x0) / u - 30) if d.cut else []
+    y1 += 18 * u * len(note)  # the lines that say how many anchors are drawn
     sa, nxt, _count = p.transitions()
     pairs = sorted({(int(p.sa_state[a]), int(x)) for a, x in zip(sa.tolist(), nxt.tolist(), strict=True)})
     parts = [f'<g stroke="#c7cdd4" stroke-width="{u:.2f}">'
@@ -139,28 +153,29 @@ def graph_svg(p: Process, value_S: np.ndarray, *, selected: int | None = None, v
     radius = (4 + 9 * np.sqrt(p.n_s / n_max)) * u
     known = np.isfinite(values)
     colours = (signed_color(values, symmetric_range(values)) if signed else v_color(values))
+    names = []  # drawn over every circle (a dense drawing's next row would hide them)
     for s in d.shown.tolist():
         r = radius[s]
         fill = colours[s] if known[s] else NO_VALUE_COLOR
         ring = (f'stroke="{HIGHLIGHT}" stroke-width="{3.5 * u:.2f}"' if s == selected
                 else f'stroke="#333" stroke-width="{0.6 * u:.2f}"')
-        name = ""
         if n <= LABEL_ALL_MAX or s == selected or s in on_path:
             weight = ' font-weight="600"' if s == selected else ""
-            name = (f'<text x="{xs[s]:.1f}" y="{ys[s] + r + 13 * u:.1f}" text-anchor="middle"{weight}>'
-                    f'{esc(labels[s][:40])}</text>')
+            names.append(f'<text x="{xs[s]:.1f}" y="{ys[s] + r + 13 * u:.1f}" text-anchor="middle"{weight}>'
+                         f'{esc(labels[s][:40])}</text>')
         parts.append(f'<g data-pick="{s}"><title>{_tooltip(labels[s], p.state_anchor[s], values[s], int(p.n_s[s]), value_name)}'
-                     f'</title><circle cx="{xs[s]:.1f}" cy="{ys[s]:.1f}" r="{r:.1f}" fill="{fill}" {ring}/>'
-                     f'{name}</g>')
+                     f'</title><circle cx="{xs[s]:.1f}" cy="{ys[s]:.1f}" r="{r:.1f}" fill="{fill}" {ring}/></g>')
+    parts.append(f'<g class="crbc-names" pointer-events="none" paint-order="stroke" stroke="white" stroke-width="{3 * u:.2f}" '
+                 f'stroke-linejoin="round">{"".join(names)}</g>')
     parts.append(boundaries_svg(xs[n:], ys[n:], 11 * u, u, ("z+ success (V=1)", "z- failure (V=0)")))
     if delta_S is not None:
         moved = np.asarray(delta_S, dtype=float).copy()
         moved[~is_shown[:n]] = np.nan  # rings only on drawn anchors
         parts.append(_rings(xs, ys, radius, moved, u))
-    parts.append(_legend(x0, y1 - (18 * u if d.cut else 0), u, values, value_name, signed))
-    if d.cut:
-        parts.append(f'<text class="crbc-graph-cut" x="{x0 + 20 * u:.1f}" y="{y1 - 4 * u:.1f}">'
-                     f'{esc(d.note(highlight_rollout, selected))}</text>')
+    parts.append(_legend(x0, y1 - 18 * u * len(note), u, values, value_name, signed))
+    for i, line in enumerate(note):
+        parts.append(f'<text class="crbc-graph-cut" x="{x0 + 20 * u:.1f}" '
+                     f'y="{y1 - 4 * u - 18 * u * (len(note) - 1 - i):.1f}">{esc(line)}</text>')
     return (f'<svg class="crbc-graph" viewBox="{x0:.1f} {y0:.1f} {x1 - x0:.1f} {y1 - y0:.1f}" width="100%" '
             f'font-size="{12 * u:.1f}" fill="#31333f" role="img" aria-label="anchor graph" '
             f'style="{FONT_FAMILY}">{"".join(parts)}</svg>')

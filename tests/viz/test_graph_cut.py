@@ -81,8 +81,9 @@ def test_the_svg_of_a_big_group_draws_the_path_the_chosen_anchor_and_says_how_ma
     neighbours = set(big.step_next[inner][big.step_state[inner] == chosen].tolist()) | set(
         big.step_state[inner][big.step_next[inner] == chosen].tolist())
     assert neighbours <= set(drawn)
-    assert (f"{GL.MAX_DRAWN:,} of {big.n_states:,} anchors drawn: rollout 3's path, the chosen anchor and its "
-            "neighbours and the busiest") in html.unescape(svg)
+    note = " ".join(re.findall(r'<text class="crbc-graph-cut"[^>]*>([^<]*)</text>', svg))
+    assert html.unescape(note) == (f"{GL.MAX_DRAWN:,} of {big.n_states:,} anchors drawn: rollout 3's path, the "
+                                   "chosen anchor and its neighbours and the busiest; an edge is drawn when both its ends are")
     # rings only around drawn anchors: every ring's centre is a drawn node's centre
     centres = set(re.findall(r'<circle cx="([-0-9.]+)" cy="([-0-9.]+)" r="[0-9.]+" fill="(?!none)', svg))
     rings = re.findall(r'<circle cx="([-0-9.]+)" cy="([-0-9.]+)" r="[0-9.]+" fill="none"', svg)
@@ -172,3 +173,16 @@ def test_a_cut_drawing_of_a_wide_group_is_a_grid_not_a_strip():
     width = np.ptp(np.r_[lay.x_S[shown], lay.x_B])
     height = np.ptp(lay.y_S[shown])
     assert 0.5 < width / height < 4  # landscape-ish, not a strip
+
+
+def test_the_cut_note_wraps_to_the_drawings_width_and_reads_the_same():
+    from crbc.viz.graph import _note_lines
+
+    note = GL.drawn(crbc.merge([_random_graph_group(400, 6, 2000, seed=1)]), keep=[3]).note(0, 3)
+    for width in (2000, 700, 400, 130, 10):
+        lines = _note_lines(note, width)
+        assert " ".join(lines) == note
+        assert all(len(line) <= max(int(width / 6), 20) for line in lines)
+    assert len(_note_lines(note, 2000)) == 1 and len(_note_lines(note, 400)) > 1
+    assert _note_lines(note, 400)[0].endswith((",", ";"))  # cut after a clause where one fits
+    assert "".join(_note_lines("x" * 50, 10)) == "x" * 50  # a word longer than a line is cut inside
