@@ -27,6 +27,9 @@ METRICS = ["eval_success_rate", "success_rate", "mean_return", "mean_length", "l
            "clip_frac", "step_credit_share", "seconds"]  # the first one the runs have is the default
 BANDS = {"ci": "95% CI of the mean", "minmax": "min–max", "std": "± 1 sd"}
 SEEDS = {"mean": "mean and band", "each": "one by one"}
+# choices, not sliders: a slider loads its own script bundle (about 0.1 s of a new tab's drawing)
+SMOOTHING = [1, 2, 3, 4, 5]
+THRESHOLDS = [round(0.05 * i, 2) for i in range(1, 21)]
 
 
 st.title("Training runs")
@@ -61,12 +64,15 @@ k1, k2, k3, k4, k5 = st.columns([2, 1, 1, 1, 1])
 url.check_choice("runs_metric", metrics, "no such metric in the selected runs", V.metric_label)
 metric = k1.selectbox("Metric", metrics, key="runs_metric", bind="query-params",
                       format_func=V.metric_label)
-smooth = k2.slider("Smoothing (iterations)", 1, 5, 1, key="runs_smooth",
-                   help="Trailing average over this many iterations, per run, before averaging seeds.")
+smooth = k2.segmented_control("Smoothing (iterations)", SMOOTHING, default=1, required=True, key="runs_smooth",
+                              help="Trailing average over this many iterations, per run, before averaging seeds.")
 band = k3.radio("Band over seeds", list(BANDS), key="runs_band", format_func=BANDS.get,
                 help="95% CI: the t interval of the mean over seeds (the experiment's statistics); "
                      "min–max and ± 1 sd show the spread of the seeds themselves.")
-threshold = k4.slider("Success threshold", 0.05, 1.0, 0.4, 0.05, key="runs_threshold")
+threshold = k4.selectbox("Success threshold", THRESHOLDS, index=THRESHOLDS.index(0.4), key="runs_threshold",
+                         format_func="{:.0%}".format,
+                         help="A success level: drawn dashed on success curves; the per-estimator table counts the "
+                              "iterations each estimator took to reach it.")
 url.check_choice("runs_seeds", list(SEEDS), "seeds are averaged or shown one by one", SEEDS.get)
 each = k5.radio("Seeds", list(SEEDS), key="runs_seeds", format_func=SEEDS.get, bind="query-params",
                 help="The seeds of each estimator as one mean curve with its band, or every run as its "

@@ -64,7 +64,7 @@ def test_runs_page_shows_curves_table_and_diagnostics(page):
     assert page.title[0].value == "Training runs"
     assert set(page.multiselect(key="runs").value) == {"grpo-s0", "crbc-s0", "crbc-s1"}
     page.session_state["runs_summary_open"] = True  # the folded table is built once opened
-    page.slider(key="runs_threshold").set_value(0.5).run()
+    page.selectbox(key="runs_threshold").set_value(0.5).run()
     table = page.dataframe[0].value
     assert table["estimator"].tolist() == ["grpo", "crbc"]
     assert table["seeds"].tolist() == [1, 2]
