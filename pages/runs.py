@@ -64,8 +64,9 @@ k1, k2, k3, k4, k5 = st.columns([2, 1, 1, 1, 1])
 url.check_choice("runs_metric", metrics, "no such metric in the selected runs", V.metric_label)
 metric = k1.selectbox("Metric", metrics, key="runs_metric", bind="query-params",
                       format_func=V.metric_label)
-smooth = k2.segmented_control("Smoothing (iterations)", SMOOTHING, default=1, required=True, key="runs_smooth",
-                              help="Trailing average over this many iterations, per run, before averaging seeds.")
+smooth = k2.selectbox("Smoothing", SMOOTHING, key="runs_smooth",
+                     format_func=lambda k: "none" if k == 1 else f"last {k} iterations",
+                     help="A trailing average over the last k iterations, per run, before averaging seeds.")
 band = k3.radio("Band over seeds", list(BANDS), key="runs_band", format_func=BANDS.get,
                 help="95% CI: the t interval of the mean over seeds (the experiment's statistics); "
                      "min–max and ± 1 sd show the spread of the seeds themselves.")
