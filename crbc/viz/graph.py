@@ -41,13 +41,15 @@ def _tooltip(label: str, anchor: str, v: float, visits: int, value_name: str) ->
 
 def boundaries_svg(bx: np.ndarray, by: np.ndarray, side: float, u: float, names: tuple[str, str]) -> str:
     """The two boundaries at (bx, by) = [z+, z-]: squares of half-side ``side``, green and red,
-    each named (z+ above, z- below) and titled."""
+    each named (z+ above, z- below, on a white halo: a dense drawing's last column may reach
+    under the name) and titled."""
     out = []
     for x, y, name, colour, dy in zip(bx, by, names, (Z_PLUS_COLOR, Z_MINUS_COLOR),
                                       (-side - 5 * u, side + 14 * u), strict=True):
         out.append(f'<g><title>{name}</title><rect x="{x - side:.1f}" y="{y - side:.1f}" width="{2 * side:.1f}" '
                    f'height="{2 * side:.1f}" fill="{colour}"/><text x="{x:.1f}" y="{y + dy:.1f}" '
-                   f'text-anchor="middle">{name}</text></g>')
+                   f'text-anchor="middle" paint-order="stroke" stroke="white" stroke-width="{3 * u:.2f}" '
+                   f'stroke-linejoin="round">{name}</text></g>')
     return "".join(out)
 
 
