@@ -29,16 +29,15 @@ from crbc.viz.core.html import html_table
 from crbc.viz.core.text import esc
 from crbc.viz.disagreement import disagreement_bars_html
 from crbc.viz.graph import graph_svg
-from crbc.viz.heatmap import Panel, heatmaps_svg, shared_range
+from crbc.viz.heatmap import HEAT_ROWS, Panel, heat_rows, heatmaps_svg, shared_range
 
 __all__ = [
     "anchors_html", "credits_html", "disagreements_html", "graph_html", "group_view", "GroupView",
-    "HEAT_ROWS", "heat_rows", "INDEX_MAX", "sections", "summary_html", "TOP_ANCHORS", "trainer_html", "TruthFn"
+    "HEAT_ROWS", "heat_selection", "INDEX_MAX", "sections", "summary_html", "TOP_ANCHORS", "trainer_html", "TruthFn"
 ]
 
 TOP_ANCHORS = 3  #: anchors written out with their arithmetic, per comparison
 INDEX_MAX = 400  #: anchors listed with their text in the anchor index (most visited first)
-HEAT_ROWS = 128  #: rollouts drawn per heatmap panel (a bigger group: a stated selection of them)
 
 #: truth(group, anchors, beta) -> GroupTruth, or raises ValueError / OSError with the reason
 TruthFn = Callable[[RolloutGroup, Sequence[str], float], Any]
@@ -136,20 +135,15 @@ def graph_html(v: GroupView) -> str:
               'Hover an anchor for its name, value and text; the texts are listed under Anchors.</p>')
 
 
-def heat_rows(p, limit: int = HEAT_ROWS) -> tuple[list[int] | None, str]:
-    """The rollouts a heatmap panel of the report draws, and the sentence that says which:
-    ``(None, "")`` (all) up to ``limit`` rollouts; beyond, the first ``limit // 2`` that
-    succeeded and the first that failed, in file order (the other outcome fills what one lacks),
-    so both outcomes stay in view, with a note naming the count and why."""
-    n = len(p.rollout_len)
-    if n <= limit:
+def heat_selection(p, limit: int | None = None) -> tuple[list[int] | None, str]:
+    """The rollouts a heatmap panel of the report draws (:func:`crbc.viz.heatmap.heat_rows`) and
+    the sentence that says which: ``(None, "")`` (all) up to ``limit`` (default
+    :data:`HEAT_ROWS`) rollouts."""
+    rows = heat_rows(p, limit)
+    if rows is None:
         return None, ""
-    ok = np.flatnonzero(p.rollout_success)
-    bad = np.flatnonzero(~np.asarray(p.rollout_success, dtype=bool))
-    k_ok = min(len(ok), max(limit // 2, limit - len(bad)))
-    rows = sorted(ok[:k_ok].tolist() + bad[:limit - k_ok].tolist())
-    cells = int(p.n_steps)
-    return rows, (f'<p class="note">This group has {n:,} rollouts ({cells:,} steps), so each panel shows '
+    n, k_ok = len(p.rollout_len), int(np.asarray(p.rollout_success, dtype=bool)[rows].sum())
+    return rows, (f'<p class="note">This group has {n:,} rollouts ({int(p.n_steps):,} steps), so each panel shows '
                   f'{len(rows)} of them: the first {k_ok} that succeeded and the first {len(rows) - k_ok} '
                   'that failed, in file order, on the colour scale of all of them. A drawing of every step '
                   'would hold a cell per step and panel, more than a browser shows at once; every step\'s '
@@ -159,12 +153,12 @@ def heat_rows(p, limit: int = HEAT_ROWS) -> tuple[list[int] | None, str]:
 def credits_html(v: GroupView) -> str:
     """A heatmap panel per estimator (rollouts x steps, A_S on one shared colour scale), the
     truth's own panel and the agreement of each estimator with it when the truth is known. Above
-    :data:`HEAT_ROWS` rollouts the panels draw the stated selection of :func:`heat_rows`."""
+    :data:`HEAT_ROWS` rollouts the panels draw the stated selection of :func:`heat_selection`."""
     field = "step_advantage"
     shown = [n for n, c in v.credits.items() if field_N(c, field) is not None]
     panels = [n for n in shown if np.any(field_N(v.credits[n], field))] or shown
     zmax = shared_range([v.credits[n] for n in panels], field)
-    rows, why = heat_rows(v.process)
+    rows, why = heat_selection(v.process)
     out = [f'<p class="note">One colour scale for every panel, symmetric around 0: dark blue = +{zmax:.3g}, '
            f'dark red = −{zmax:.3g} ({esc(field_label(field))}, normalised per anchor, so estimators share '
            'a scale). A row per rollout (✓ succeeded, ✗ failed; its length in brackets). Hover a cell for '
@@ -210,7 +204,7 @@ def trainer_html(v: GroupView) -> str:
             f'on one colour scale (dark blue = +{zmax:.3g}, dark red = −{zmax:.3g}): the trainer\'s is an A_final, '
             'so it is compared with the estimators\' A_final.</p>'
             + heatmaps_svg(v.process, panels, zmax=zmax, value_name="A", scale_name=field_label(field),
-                           pickable=False, rows=heat_rows(v.process)[0]))
+                           pickable=False, rows=heat_rows(v.process)))
 
 
 def disagreements_html(v: GroupView, prefix: str = "") -> str:

@@ -48,7 +48,7 @@ from crbc.viz.core.text import esc, one_line
 
 __all__ = [
     "CELL_BUDGET", "credit_fill", "credit_heatmaps_svg", "credit_matrix", "credit_palettes",
-    "heatmaps_svg", "HOVER", "LEVELS", "MIN_COLUMNS", "NO_STEP", "Panel", "ROW_MAX", "ROW_MIN",
+    "heat_rows", "HEAT_ROWS", "heatmaps_svg", "HOVER", "LEVELS", "MIN_COLUMNS", "NO_STEP", "Panel", "ROW_MAX", "ROW_MIN",
     "ROWS_HEIGHT", "rows_only", "shared_range", "WASH", "WIDTH"
 ]
 
@@ -56,6 +56,7 @@ WIDTH = 880           #: width of the drawing (units); about a wide Streamlit co
 ROWS_HEIGHT = 288.0   #: a panel's rows share this height (16 rollouts: 18 units each) ...
 ROW_MAX, ROW_MIN = 18.0, 6.0  #: ... each row between these (a 64-rollout panel: 6 per row)
 CELL_BUDGET = 16_000  #: at most about this many cells over all panels (a cell costs the browser ~25 µs)
+HEAT_ROWS = 128  #: rollouts a heatmap draws; a bigger group draws a stated selection (:func:`heat_rows`)
 MIN_COLUMNS = 50      #: ... but never fewer than this many columns per panel (longer rollouts binned)
 LEVELS = 201          #: the credit scale sampled at this many colours (step 0.01 of the range)
 WASH = 0.6            #: share of white in a washed-out (not sure) cell
@@ -330,16 +331,35 @@ def rows_only(p: Process, rows: Sequence[int]) -> tuple[Process, np.ndarray, lis
     return q, keep_N, ids
 
 
+def heat_rows(p: Process, limit: int | None = None, keep: Iterable[int] = ()) -> list[int] | None:
+    """The rollouts a heatmap of ``p`` draws (positions in ``p``, ascending), for ``rows=`` of
+    :func:`heatmaps_svg`: None (every one) up to ``limit`` (default :data:`HEAT_ROWS`) rollouts;
+    beyond, the first
+    ``limit // 2`` that succeeded and the first that failed, in file order (the other outcome fills
+    what one lacks, so both stay in view), and the positions of ``keep`` (a chosen rollout) too.
+    Without it, the cell budget bins steps but never rollouts: 4,000 rollouts of 25 steps under 8
+    estimators were 832,000 cells, a 126 MB drawing."""
+    n, limit = len(p.rollout_len), HEAT_ROWS if limit is None else int(limit)
+    if n <= limit:
+        return None
+    success = np.asarray(p.rollout_success, dtype=bool)
+    ok, bad = np.flatnonzero(success), np.flatnonzero(~success)
+    k_ok = min(len(ok), max(limit // 2, limit - len(bad)))
+    kept = [int(i) for i in keep if 0 <= int(i) < n]
+    return sorted(set(ok[:k_ok].tolist() + bad[:limit - k_ok].tolist() + kept))
+
+
 def credit_heatmaps_svg(credits: Mapping[str, Credits], field: str = "step_advantage", *,
                         zmax: float | None = None, evidence: Mapping[str, np.ndarray] | None = None,
                         sure_only: bool = False, cols: int = 2, standalone: bool = False,
-                        extra: Mapping[str, np.ndarray] | None = None) -> str:
+                        extra: Mapping[str, np.ndarray] | None = None, rows: Sequence[int] | None = None) -> str:
     """:func:`heatmaps_svg` of estimators on one group: a panel per entry of ``credits`` (its
     key as title, ``field`` of :data:`crbc.viz.core.credits.FIELDS` as values; an estimator without
     that field is left out), each with ``evidence[name]`` when given, then a panel per entry of
     ``extra`` (title -> (N,) values in the process's step order, NaN where a step has none: the
     trainer's own advantage, drawn on the same colours). Pass the page's
-    :func:`shared_range` as ``zmax`` to keep its caption's numbers."""
+    :func:`shared_range` as ``zmax`` to keep its caption's numbers; ``rows``: draw only these
+    rollouts (:func:`heat_rows`)."""
     names = [n for n in credits if field_N(credits[n], field) is not None]
     if not names:
         raise ValueError(f"no estimator here has the field {field!r}")
@@ -348,7 +368,7 @@ def credit_heatmaps_svg(credits: Mapping[str, Credits], field: str = "step_advan
     panels = [Panel(n, field_N(credits[n], field), evidence.get(n)) for n in names]
     panels += [Panel(n, np.asarray(v, dtype=float)) for n, v in (extra or {}).items()]
     return heatmaps_svg(p, panels, zmax=zmax, value_name="value", scale_name=field_label(field),
-                        sure_only=sure_only, cols=cols, standalone=standalone)
+                        sure_only=sure_only, cols=cols, standalone=standalone, rows=rows)
 
 
 def credit_matrix(c: Credits, field: str) -> np.ndarray:

@@ -241,12 +241,12 @@ def test_a_big_group_report_draws_a_stated_selection_of_rollouts(tmp_path):
 
     g = _wide(60, G.HEAT_ROWS + 40, seed=5)
     p = merge([g])
-    rows, why = G.heat_rows(p)
+    rows, why = G.heat_selection(p)
     ok = np.asarray(p.rollout_success, dtype=bool)
     assert len(rows) == G.HEAT_ROWS and rows == sorted(rows)
     n_ok = int(ok[rows].sum())
     assert rows == sorted(np.flatnonzero(ok)[:n_ok].tolist() + np.flatnonzero(~ok)[:G.HEAT_ROWS - n_ok].tolist())
     assert f"{len(g):,} rollouts" in why and f"shows {G.HEAT_ROWS} of them" in why
-    assert G.heat_rows(merge([_wide(20, 10)])) == (None, "")
+    assert G.heat_selection(merge([_wide(20, 10)])) == (None, "")
     html = group_report(g, estimators=["crbc", "gigpo"], truth=False)
     assert f"shows {G.HEAT_ROWS} of them" in html

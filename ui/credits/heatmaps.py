@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
-from crbc.viz.heatmap import credit_heatmaps_svg
+from crbc.viz.heatmap import credit_heatmaps_svg, heat_rows
 from crbc.viz.step_detail import parse_cell
 from ui.core import widgets
 from ui.core.context import PageContext
@@ -63,9 +63,21 @@ def render(ctx: PageContext, all_c: dict, field: str, all_params: tuple, panels:
     ``sure_only``), ``extra`` panels (the trainer's advantage) beside them. The one SVG is built
     once per (group, field, parameters, marks): a revisit or a rerun for another widget sends the
     same string again without building it."""
+    rows = heat_rows(ctx.process, keep=(ctx.rollout,))
     key = ("credits_heatmaps", field, all_params, marks_on, sure_only and marks_on, ctx.trainer_N is not None,
-           tuple(panels))
+           tuple(panels), None if rows is None else tuple(rows))
     heat = ctx.kept("figure", key, lambda: credit_heatmaps_svg(
         {n: all_c[n] for n in panels}, field, zmax=zmax, evidence=evidence_of(ctx, panels, marks_on),
-        sure_only=sure_only and marks_on, extra=extra))
+        sure_only=sure_only and marks_on, extra=extra, rows=rows))
+    if rows is not None:
+        st.caption(rows_note(ctx, rows))
     _heat_view(ctx, all_c, heat, panels, marks_on, has_truth, slug)
+
+
+def rows_note(ctx: PageContext, rows: list[int]) -> str:
+    """What a heatmap of a big group leaves out (``rows``: the rollouts it draws, :func:`heat_rows`)."""
+    p = ctx.process
+    n, chosen = len(p.rollout_len), ctx.group.rollouts[ctx.rollout].rollout
+    return (f"This group has {n:,} rollouts, so each panel draws {len(rows):,} of them: the first that "
+            f"succeeded and the first that failed, in file order, and rollout {chosen} chosen in the sidebar, "
+            "on the colour scale of all of them. Every step's credits are in the downloads below.")
