@@ -37,9 +37,10 @@ class Refused:
     message: str
 
 
-def show(refused: Refused) -> None:
-    """The notice on the page, then the page stops (what follows needs the result)."""
-    st.warning(refused.message, icon=":material/hourglass_disabled:")
+def show(refused: Refused, then: str = "") -> None:
+    """The notice on the page, with ``then`` (what the reader can do instead) after it, and the
+    page stops (what follows needs the result)."""
+    st.warning(refused.message + (f"\n\n{then}" if then else ""), icon=":material/hourglass_disabled:")
     st.stop()
 
 

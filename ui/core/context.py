@@ -337,13 +337,14 @@ class PageContext(Context):
         groups = self.groups
         return self.whole.kept("process", (), lambda: merge(list(groups)))
 
-    def _bounded(self, on: Context, kind: str, parts: Hashable, inline: Callable[[], T], job: dict) -> T:
+    def _bounded(self, on: Context, kind: str, parts: Hashable, inline: Callable[[], T], job: dict,
+                 then: str = "") -> T:
         """``on.kept(kind, parts, inline)``, except for a private context's process of more than
         :data:`crbc.estimators.worker_job.INLINE_STEPS` steps: then a bounded worker computes it
         (:mod:`ui.core.bounded`, ``job``: its groups, process, what, estimator and parameters), and a
         refusal (a budget) is kept and shown as the page's notice. The groups' rollout table, the
         worker's input, is built once per context (``job_input``: 1 s of the server's time for
-        100,000 steps), not once per job."""
+        100,000 steps), not once per job. ``then``: what the notice tells the reader to do instead."""
         from crbc.estimators.worker_job import INLINE_STEPS
 
         if not on.private or job["process"].n_steps <= INLINE_STEPS:
@@ -358,7 +359,7 @@ class PageContext(Context):
 
         out = on.kept(kind, parts, in_worker)
         if isinstance(out, bounded.Refused):
-            bounded.show(out)
+            bounded.show(out, then)
         return out
 
     @property
@@ -400,10 +401,11 @@ class PageContext(Context):
                                  {"groups": self.groups, "process": p, "what": "credits", "estimator": name,
                                   "params": params, "label": f"the {name} credits of every group"})
 
-    def intervals(self, name: str, params: Mapping[str, Any] | None = None) -> CreditIntervals | None:
+    def intervals(self, name: str, params: Mapping[str, Any] | None = None, *, then: str = "") -> CreditIntervals | None:
         """The credit intervals of ``name`` on the chosen group (docs/MATH.md section 10: the
         validated default B = 200, the estimator's default method, level 0.9, seed 0) with
-        ``params`` (default: its sidebar parameters); None for an estimator without a step signal."""
+        ``params`` (default: its sidebar parameters); None for an estimator without a step signal.
+        ``then``: what a budget's notice tells the reader to do instead."""
         if estimators.get(name).interval_signal() is None:
             return None
         params = dict(self.estimator_params(name) if params is None else params)
@@ -412,7 +414,7 @@ class PageContext(Context):
                              lambda: credit_intervals(p, name, n_resamples=DEFAULT_B, seed=0, **params),
                              {"groups": (self.group,), "process": p, "what": "intervals", "estimator": name,
                               "params": params, "label": f"the {name} intervals of this group",
-                              "n_resamples": DEFAULT_B})
+                              "n_resamples": DEFAULT_B}, then)
 
     def file_intervals(self, name: str) -> CreditIntervals | None:
         """:meth:`intervals` over every group of the source (the order of :meth:`file_credits`)."""

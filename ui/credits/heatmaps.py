@@ -16,6 +16,8 @@ from ui.core.svg_view import svg_view
 from ui.credits import step as credit_step
 
 CELL = "credits_cell"  # session state: (group, "i:t") of the clicked cell
+#: what the page says when a group's intervals are past their budget
+EVIDENCE_OFF = "Switch *Evidence* off above to see every estimator's credits without it."
 
 
 def picker(group: str) -> Callable[[str], None]:
@@ -34,7 +36,7 @@ def evidence_of(ctx: PageContext, names, marks_on: bool) -> dict:
     the marks off, or without a step credit)."""
 
     def ev(name: str):
-        ci = ctx.intervals(name) if marks_on else None
+        ci = ctx.intervals(name, then=EVIDENCE_OFF) if marks_on else None
         return None if ci is None else ci.evidence_N
 
     return {n: e for n in names if (e := ev(n)) is not None}
