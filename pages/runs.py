@@ -27,7 +27,7 @@ METRICS = ["eval_success_rate", "success_rate", "mean_return", "mean_length", "l
            "clip_frac", "step_credit_share", "seconds"]  # the first one the runs have is the default
 BANDS = {"ci": "95% CI of the mean", "minmax": "min–max", "std": "± 1 sd"}
 SEEDS = {"mean": "mean and band", "each": "one by one"}
-# choices, not sliders: a slider loads its own script bundle (about 0.1 s of a new tab's drawing)
+# choices, not sliders: a slider loads its own script bundle (about 0.06 s of a new tab's drawing)
 SMOOTHING = [1, 2, 3, 4, 5]
 THRESHOLDS = [round(0.05 * i, 2) for i in range(1, 21)]
 

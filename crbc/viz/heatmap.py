@@ -334,9 +334,9 @@ def rows_only(p: Process, rows: Sequence[int]) -> tuple[Process, np.ndarray, lis
 def heat_rows(p: Process, limit: int | None = None, keep: Iterable[int] = ()) -> list[int] | None:
     """The rollouts a heatmap of ``p`` draws (positions in ``p``, ascending), for ``rows=`` of
     :func:`heatmaps_svg`: None (every one) up to ``limit`` (default :data:`HEAT_ROWS`) rollouts;
-    beyond, the first
-    ``limit // 2`` that succeeded and the first that failed, in file order (the other outcome fills
-    what one lacks, so both stay in view), and the positions of ``keep`` (a chosen rollout) too.
+    beyond, the first ``limit // 2`` that succeeded and the first that failed, in file order (the
+    other outcome fills what one lacks, so both stay in view), and the positions of ``keep`` (a
+    chosen rollout) too.
     Without it, the cell budget bins steps but never rollouts: 4,000 rollouts of 25 steps under 8
     estimators were 832,000 cells, a 126 MB drawing."""
     n, limit = len(p.rollout_len), HEAT_ROWS if limit is None else int(limit)
