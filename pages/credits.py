@@ -8,7 +8,7 @@ import streamlit as st
 from crbc.estimators import registry as estimators
 from crbc.viz import accuracy as VA
 from crbc.viz.core.credits import FIELDS, field_N
-from crbc.viz.heatmap import Panel, heat_rows, heatmaps_svg, shared_range
+from crbc.viz.heatmap import Panel, heatmaps_svg, shared_range
 from crbc.viz.rollout import timeline_chart_svg
 from ui.core import exact_truth, state, url, widgets
 from ui.core.svg_view import svg_view
@@ -106,7 +106,7 @@ if truth is not None:
     with truth_box:
         st.markdown("**truth** · the policy's exact advantage A_t = Q_t − V_t of each step "
                     "(return units, like Q − V)")
-        truth_rows = heat_rows(ctx.process, keep=(r,))  # a big group: the rollouts the panels above draw
+        truth_rows = credit_heatmaps.shown_rows(ctx)  # a big group: the rollouts the panels above draw
         truth_svg = ctx.kept(  # the truth depends on the group and beta only
             "figure", ("credits_truth_svg", float(ctx.params.get("beta", 0.98)), truth_rows and tuple(truth_rows)),
             lambda: heatmaps_svg(ctx.process, [Panel("truth", truth.advantage_N)], value_name="true A_t",

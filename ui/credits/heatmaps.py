@@ -65,7 +65,7 @@ def render(ctx: PageContext, all_c: dict, field: str, all_params: tuple, panels:
     ``sure_only``), ``extra`` panels (the trainer's advantage) beside them. The one SVG is built
     once per (group, field, parameters, marks): a revisit or a rerun for another widget sends the
     same string again without building it."""
-    rows = heat_rows(ctx.process, keep=(ctx.rollout,))
+    rows = shown_rows(ctx)
     key = ("credits_heatmaps", field, all_params, marks_on, sure_only and marks_on, ctx.trainer_N is not None,
            tuple(panels), None if rows is None else tuple(rows))
     heat = ctx.kept("figure", key, lambda: credit_heatmaps_svg(
@@ -74,6 +74,12 @@ def render(ctx: PageContext, all_c: dict, field: str, all_params: tuple, panels:
     if rows is not None:
         st.caption(rows_note(ctx, rows))
     _heat_view(ctx, all_c, heat, panels, marks_on, has_truth, slug)
+
+
+def shown_rows(ctx: PageContext) -> list[int] | None:
+    """The rollouts every heatmap of the page draws (None: all): :func:`heat_rows` keeping the
+    sidebar's rollout."""
+    return heat_rows(ctx.process, keep=(ctx.rollout,))
 
 
 def rows_note(ctx: PageContext, rows: list[int]) -> str:
