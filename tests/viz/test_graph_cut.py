@@ -186,3 +186,17 @@ def test_the_cut_note_wraps_to_the_drawings_width_and_reads_the_same():
     assert len(_note_lines(note, 2000)) == 1 and len(_note_lines(note, 400)) > 1
     assert _note_lines(note, 400)[0].endswith((",", ";"))  # cut after a clause where one fits
     assert "".join(_note_lines("x" * 50, 10)) == "x" * 50  # a word longer than a line is cut inside
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_drawn_moves_are_the_obvious_set_of_pairs(big, seed):
+    """crbc.viz.graph._drawn_pairs (arrays) against a set of every observed move between two
+    drawn nodes, on 4 random masks over the 1,208-anchor group, boundaries included."""
+    from crbc.viz.graph import _drawn_pairs
+
+    mask = np.random.default_rng(seed).random(big.n_states + 2) < (0.2 + 0.25 * seed)
+    sa, nxt, _ = big.transitions()
+    want = sorted({(int(big.sa_state[a]), int(x)) for a, x in zip(sa.tolist(), nxt.tolist(), strict=True)
+                   if int(big.sa_state[a]) != int(x) and mask[big.sa_state[a]] and mask[x]})
+    assert _drawn_pairs(big, mask) == want
+    assert want  # the masks keep some moves

@@ -58,3 +58,39 @@ def test_one_symmetric_range():
     assert symmetric_range(np.array([np.nan])) == symmetric_range(np.zeros(3)) == 1.0  # nothing
     assert symmetric_range(np.array([1e-6])) == 1e-3  # noise stays near the centre
     assert symmetric_range(None, np.array([-0.5])) == 0.5
+
+
+def _sample_one_point_at_a_time(scale, points):
+    """The obvious twin of ``sample``: plotly's arithmetic per point, each channel's decimal
+    text rounded half to even."""
+    import decimal
+    from bisect import bisect_left
+
+    stops = {"Viridis": VIRIDIS, "RdBu": RDBU}[scale] if isinstance(scale, str) else scale
+    pos = [p for p, _ in stops]
+    cols = [tuple(c / 255.0 for c in rgb) for _, rgb in stops]
+    out = []
+    for t in points:
+        hi = bisect_left(pos, t)
+        lo = hi - 1
+        u = (t - pos[lo]) / (pos[hi] - pos[lo])
+        a, b = cols[lo], cols[hi]
+        ch = [int(decimal.Decimal(str((a[k] + u * float(b[k] - a[k])) * 255.0)).quantize(
+            decimal.Decimal("1"), rounding=decimal.ROUND_HALF_EVEN)) for k in range(3)]
+        out.append(f"rgb({ch[0]}, {ch[1]}, {ch[2]})")
+    return out
+
+
+@pytest.mark.parametrize("name", ["Viridis", "RdBu"])
+def test_sample_as_arrays_matches_one_point_at_a_time(name):
+    """20,000 random points, every stop, the midpoints between stops and points within 1e-12 of
+    them (where rounding could differ), as a list and as an array."""
+    rng = np.random.default_rng(7)
+    stops = [p for p, _ in (VIRIDIS if name == "Viridis" else RDBU)]
+    mids = [(a + b) / 2 for a, b in zip(stops[:-1], stops[1:], strict=True)]
+    near = [min(max(x + d, 0.0), 1.0) for x in stops + mids for d in (-1e-12, 1e-12)]
+    points = rng.random(20000).tolist() + stops + mids + near + [0.0, 1.0]
+    want = _sample_one_point_at_a_time(name, points)
+    assert sample(name, points) == want
+    assert sample(name, np.asarray(points)) == want
+    assert sample(name, []) == []

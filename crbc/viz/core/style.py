@@ -63,7 +63,7 @@ def v_color(v: float | np.ndarray) -> list[str]:
     """Colours of values on the V scale (clipped to [0, 1]; NaN drawn as 0)."""
     vals = np.clip(np.atleast_1d(np.asarray(v, dtype=float)), 0.0, 1.0)
     vals = np.where(np.isfinite(vals), vals, 0.0)
-    return sample(V_SCALE, vals.tolist())
+    return sample(V_SCALE, vals)
 
 
 def signed_color(x: float | np.ndarray, zmax: float | None = None) -> list[str]:
@@ -73,4 +73,4 @@ def signed_color(x: float | np.ndarray, zmax: float | None = None) -> list[str]:
     vals = np.atleast_1d(np.asarray(x, dtype=float))
     vals = np.where(np.isfinite(vals), vals, 0.0)
     z = zmax if zmax else (float(np.abs(vals).max()) or 1.0)
-    return sample(CREDIT_SCALE, (0.5 + 0.5 * np.clip(vals / z, -1, 1)).tolist())
+    return sample(CREDIT_SCALE, 0.5 + 0.5 * np.clip(vals / z, -1, 1))
