@@ -12,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui.core import routing, sidebar, url
+from ui.core import nav_pages, routing, sidebar, url
 
 HERE = Path(__file__).resolve().parent
 
@@ -42,9 +42,7 @@ def _mark_run(t0: float) -> None:
 def main() -> None:
     t0 = time.perf_counter()
     st.set_page_config(page_title="crbc studio", page_icon="🔁", layout="wide")
-    pages = [st.Page(path, title=title, icon=icon, url_path=url, default=(path == DEFAULT_PAGE))
-             for path, title, icon, url in PAGES if (HERE / path).exists()]
-    nav = st.navigation(pages)
+    nav = st.navigation(nav_pages.pages(HERE, PAGES, DEFAULT_PAGE))  # built once, copied per run
     with routing.app_running():
         url.notice_box(st.container())  # notices about ignored URL parameters go on top
         url.not_found_notice(next(t for p, t, *_ in PAGES if p == DEFAULT_PAGE))

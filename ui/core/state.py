@@ -56,12 +56,31 @@ NOTHING_LOADED = ("No rollout group is loaded. Choose a data source in the sideb
 
 
 def sample_files() -> list[Path]:
-    """Shipped ``.jsonl`` samples, Sokoban first, the worked example after the known ones."""
-    if not SAMPLES_DIR.is_dir():
+    """Shipped ``.jsonl`` samples, Sokoban first, the worked example after the known ones. Listed
+    again only when the folder's modification time changes (a file added, removed or renamed):
+    the sidebar asks on every run, and a listing is a system call per file, each a point where a
+    busy server's script thread waits to take the GIL back (ui/core/nav_pages.py)."""
+    try:
+        mtime = SAMPLES_DIR.stat().st_mtime_ns
+    except OSError:
         return []
-    files = sorted(p for p in SAMPLES_DIR.glob("*.jsonl") if p.is_file())
+    key = (str(SAMPLES_DIR), mtime)
+    held = _SAMPLES.get(key)
+    if held is None:
+        _SAMPLES.clear()
+        held = _SAMPLES[key] = _list_samples(SAMPLES_DIR)
+    return list(held)
+
+
+_SAMPLES: dict[tuple[str, int], tuple[Path, ...]] = {}  # (folder, mtime) -> its samples
+
+
+def _list_samples(folder: Path) -> tuple[Path, ...]:
+    if not folder.is_dir():
+        return ()
+    files = sorted(p for p in folder.glob("*.jsonl") if p.is_file())
     rank = {n: i for i, n in enumerate(SAMPLE_ORDER)}
-    return sorted(files, key=lambda p: (rank.get(p.name, len(rank)), p.name))
+    return tuple(sorted(files, key=lambda p: (rank.get(p.name, len(rank)), p.name)))
 
 
 def model_dirs() -> list[Path]:
