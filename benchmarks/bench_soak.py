@@ -251,9 +251,10 @@ async def run(base: str, a, files: dict) -> dict:
         foe = browser if not a.attackers_nice else await pw.chromium.launch(
             executable_path=str(SA.niced_chromium(Path(files["_folder"]), a.attackers_nice)), headless=True,
             args=CHROMIUM_ARGS)
+        if with_round3(a):  # the students work on until the last phase has ended, however long
+            out["stop_at"] = float("inf")  # rounds 1 and 2 take (in run 20 they outlasted --minutes)
         await asyncio.gather(*rounds_1_2(foe, base, a, files, out))
         if with_round3(a):
-            out["stop_at"] = float("inf")  # the students work on until the last phase has ended
             out["memory"] = a.memory  # each page's peak memory (soak_round3)
             await SR.run(foe, base, files["_round3"], out, a.workers, a.round3_attacks.split(","))
             out["stop_at"] = max(t0 + 60 * a.minutes, time.perf_counter() + 20)
