@@ -8,28 +8,27 @@ every other session's thread; on a shared studio under load a probe found a quar
 students' script time spent at those points (docs/results/benchmarks/shared-studio.md, session 46).
 
 :func:`pages` builds each page once (on the first run, inside a script run, where ``st.Page``
-can find the main script's folder) and hands each run a shallow copy: a fresh object with the
+can find the main script's folder; kept by the server's context, ``ui.core.context``, as a
+listing) and hands each run a shallow copy: a fresh object with the
 same path, title, icon and URL, so what ``st.navigation`` sets on a page during one run
 (``_can_be_called``) never reaches another session's. A run costs one ``stat`` of each folder
 holding a page: a page file added or removed changes its folder's modification time, and the
-pages are built again.
+pages are built again (and at the latest when the listing's 30 s have passed).
 """
 
 from __future__ import annotations
 
 import copy
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import streamlit as st
 
+from ui.core.context import server
+
 __all__ = ["pages"]
 
 Spec = tuple[str, str, str, str]  # (file relative to the app's folder, title, icon, url path)
-
-_LOCK = threading.Lock()
-_BUILT: dict[tuple, tuple[tuple, list]] = {}  # (folder, specs, default) -> (folders' mtimes, pages)
 
 
 def _build(folder: Path, specs: Sequence[Spec], default: str) -> list:
@@ -52,10 +51,6 @@ def pages(folder: Path, specs: Sequence[Spec], default: str) -> list:
     """``st.Page`` objects of the ``specs`` whose file exists under ``folder`` (``default``: the
     file of the default page), as copies of pages built once while their folders do not change;
     call it inside a script run."""
-    key = (str(folder), tuple(specs), default)
-    state = _folders_state(folder, specs)
-    with _LOCK:
-        held = _BUILT.get(key)
-        if held is None or held[0] != state:
-            held = _BUILT[key] = (state, _build(folder, specs, default))
-    return [copy.copy(p) for p in held[1]]
+    parts = ("nav_pages", str(folder), tuple(specs), default, _folders_state(folder, specs))
+    built = server().kept("listing", parts, lambda: _build(folder, specs, default))
+    return [copy.copy(p) for p in built]

@@ -57,22 +57,16 @@ NOTHING_LOADED = ("No rollout group is loaded. Choose a data source in the sideb
 
 def sample_files() -> list[Path]:
     """Shipped ``.jsonl`` samples, Sokoban first, the worked example after the known ones. Listed
-    again only when the folder's modification time changes (a file added, removed or renamed):
-    the sidebar asks on every run, and a listing is a system call per file, each a point where a
-    busy server's script thread waits to take the GIL back (ui/core/nav_pages.py)."""
+    again only when the folder's modification time changes (a file added, removed or renamed),
+    kept by the server's context: the sidebar asks on every run, and a listing is a system call
+    per file, each a point where a busy server's script thread waits to take the GIL back
+    (ui/core/nav_pages.py)."""
     try:
         mtime = SAMPLES_DIR.stat().st_mtime_ns
     except OSError:
         return []
-    key = (str(SAMPLES_DIR), mtime)
-    held = _SAMPLES.get(key)
-    if held is None:
-        _SAMPLES.clear()
-        held = _SAMPLES[key] = _list_samples(SAMPLES_DIR)
-    return list(held)
-
-
-_SAMPLES: dict[tuple[str, int], tuple[Path, ...]] = {}  # (folder, mtime) -> its samples
+    folder = SAMPLES_DIR
+    return list(server().kept("listing", ("sample_files", str(folder), mtime), lambda: _list_samples(folder)))
 
 
 def _list_samples(folder: Path) -> tuple[Path, ...]:
