@@ -29,7 +29,9 @@ time, which a shared machine's load moves far less), ``rss_mb`` (the
 child's peak resident set, ``ru_maxrss``, imports and data included) and ``rss_load_mb`` (the
 peak before the estimator ran), or ``error`` ("timeout", "memory" or the exception). The
 ``intervals`` row is :func:`crbc.estimators.bootstrap.credit_intervals` of crbc with
-``--intervals`` draws, what the studio's Step credits page computes. BLAS threads are pinned to
+``--intervals`` draws, what the studio's Step credits page computes; a ``side_by_side`` row (asked
+for in ``--estimators``) is the Bellman backups page's comparison of every method at the most
+visited anchor with two or more actions. BLAS threads are pinned to
 one. No timing is asserted anywhere; docs/results/scaling.md records runs.
 """
 
@@ -128,7 +130,8 @@ def write_case(folder: Path, case: str, size: int, seed: int) -> Path:
 
 
 def _child(path: str, name: str, n_draws: int) -> dict:
-    """Runs in the child: read and merge, then one estimator (or crbc's intervals), measured."""
+    """Runs in the child: read and merge, then one estimator (or crbc's intervals, or the backups
+    side by side at the most visited anchor with two or more actions, or the most visited one), measured."""
     from crbc.estimators import registry
     from crbc.io.rollout_files import read_columns
     from crbc.process import from_columns
@@ -142,6 +145,10 @@ def _child(path: str, name: str, n_draws: int) -> dict:
         from crbc.estimators.bootstrap import credit_intervals
 
         credit_intervals(p, "crbc", n_resamples=n_draws, seed=0)
+    elif name == "side_by_side":  # the Bellman backups page's comparison at the busiest choosable anchor
+        from crbc.explain.backups_side import choosable_anchors, side_by_side
+
+        side_by_side(p, (choosable_anchors(p) or [int(p.n_s.argmax())])[0])  # small: no anchor has 2 actions
     else:
         registry.compute(name, p)
     return {"load_s": round(load, 3), "s": round(time.perf_counter() - t0, 3),
@@ -205,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--fractions", default="0.1,0.3,1", help="sizes as fractions of each case's size")
-    ap.add_argument("--estimators", default="all", help="comma-separated names, 'all', plus 'intervals'")
+    ap.add_argument("--estimators", default="all",
+                    help="comma-separated names, 'all', plus 'intervals'; 'side_by_side': the backups side by side")
     ap.add_argument("--intervals", type=int, default=200, help="draws B of the intervals row (0: no row)")
     ap.add_argument("--budget", type=float, default=60.0, help="wall-clock seconds per child")
     ap.add_argument("--mem-mb", type=int, default=3000, help="address-space limit per child")

@@ -38,6 +38,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="anchor key: the last match of REGEX (its first group if it has one); default the "
                         "run's config.anchor_key, else the exact text")
     add_similarity_argument(p)
+    p.add_argument("--compare-at", default=None, metavar="ANCHOR",
+                   help="the anchor of the backups side by side in a group's report: its id (the report's "
+                        "Anchors section), label or exact text (default: the most visited anchor with two "
+                        "or more actions)")
     p.add_argument("--estimators", default=None,
                    help="comma-separated registered names (default: all for a group, crbc,gigpo for a run)")
     p.add_argument("--beta", type=float, default=0.98, help="discount beta (0.98)")
@@ -94,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
         compile_regex(anchor)  # RegexError (a ValueError) naming the pattern, before any work
     params = {"beta": args.beta, "sigma_min": args.sigma_min, "depth": args.depth}
     if src.is_dir() and args.group is None:
+        if args.compare_at is not None:
+            raise UsageError("--compare-at is for one group's report: name the group with --group")
         if not (src / "run.json").is_file():
             raise UsageError(f"{src}: a folder must be a crbc.run/1 run (no run.json in it)")
         from crbc.report import run_report
@@ -102,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
                           params=params, top=args.top, anchor=anchor, anchor_similarity=args.anchor_similarity)
     else:
         text = report(src, group=args.group, iteration=args.iteration, estimators=names, params=params,
-                      truth=not args.no_truth, anchor=anchor, anchor_similarity=args.anchor_similarity)
+                      truth=not args.no_truth, anchor=anchor, anchor_similarity=args.anchor_similarity,
+                      compare_at=args.compare_at)
     return _write(args, text)
 
 

@@ -1,12 +1,14 @@
-"""A computed result (credits, credit intervals, a depth sweep) as plain arrays and JSON, so a
-worker process can hand it back without pickling anything.
+"""A computed result (credits, credit intervals, a depth sweep, the backups side by side at an
+anchor) as plain arrays and JSON, so a worker process can hand it back without pickling anything. The allow-list is the
+built-in :data:`CLASSES` and those a layer above registers (:func:`register`).
 
 :func:`save` writes a dataclass of the allow-list :data:`CLASSES` as ``<name>.npz`` (every numpy
 array field, numeric or fixed-width text; object arrays are refused) and returns its JSON meta
-(the other fields: JSON values, None, a nested dataclass of the allow-list, or the merged
+(the other fields: JSON values, None, a nested dataclass of the allow-list or a tuple of them, or the merged
 :class:`crbc.process.Process`, which is never written: the reader attaches its own).
 :func:`load` rebuilds it from the meta and the file (``np.load(allow_pickle=False)``), with the
-reader's process in place of the writer's.
+reader's process in place of the writer's; a JSON list comes back as a tuple where the field
+is declared a tuple.
 """
 
 from __future__ import annotations
@@ -18,8 +20,23 @@ from typing import Any
 import numpy as np
 
 from crbc.process import Process
+from crbc.registry import Registry
 
-__all__ = ["CLASSES", "load", "save"]
+__all__ = ["CLASSES", "load", "register", "REGISTERED", "save"]
+
+
+#: the result classes a layer above registers (:func:`register`): its computations' results
+REGISTERED: Registry[type] = Registry("result class", name_of=lambda c: c.__name__)
+
+
+def register(*classes: type) -> None:
+    """Allow the dataclasses ``classes`` as results (a layer above this one, e.g.
+    :mod:`crbc.explain.backups_side`, registers its own when imported; again: nothing happens)."""
+    for c in classes:
+        if not dataclasses.is_dataclass(c):
+            raise TypeError(f"{c.__name__} is not a dataclass")
+        if c.__name__ not in REGISTERED:
+            REGISTERED.add(c)
 
 
 def _classes() -> dict[str, type]:
@@ -27,16 +44,18 @@ def _classes() -> dict[str, type]:
     from crbc.estimators.closure import DepthSweep
     from crbc.estimators.credits import Credits
 
-    return {c.__name__: c for c in (Credits, CreditIntervals, DepthSweep)}
+    return {**{c.__name__: c for c in (Credits, CreditIntervals, DepthSweep)},
+            **{c.__name__: c for c in REGISTERED.entries()}}
 
 
-CLASSES = ("Credits", "CreditIntervals", "DepthSweep")
+CLASSES = ("Credits", "CreditIntervals", "DepthSweep")  #: the built-in result classes
 
 
 def _fields(obj: Any, prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
     name = type(obj).__name__
-    if name not in CLASSES or not dataclasses.is_dataclass(obj):
-        raise TypeError(f"{name} is not a result class ({', '.join(CLASSES)})")
+    known = _classes()
+    if known.get(name) is not type(obj) or not dataclasses.is_dataclass(obj):
+        raise TypeError(f"{name} is not a result class ({', '.join(known)})")
     meta: dict[str, Any] = {"class": name, "fields": {}}
     for f in dataclasses.fields(obj):
         v = getattr(obj, f.name)
@@ -49,6 +68,9 @@ def _fields(obj: Any, prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, A
             meta["fields"][f.name] = {"process": True}
         elif dataclasses.is_dataclass(v):
             meta["fields"][f.name] = {"result": _fields(v, f"{prefix}{f.name}.", arrays)}
+        elif isinstance(v, tuple) and v and all(dataclasses.is_dataclass(x) for x in v):
+            meta["fields"][f.name] = {"results": [_fields(x, f"{prefix}{f.name}.{i}.", arrays)
+                                                  for i, x in enumerate(v)]}
         else:
             meta["fields"][f.name] = {"json": v}
     return meta
@@ -67,6 +89,7 @@ def _build(meta: dict[str, Any], arrays, process: Process) -> Any:
     cls = classes.get(meta.get("class"))
     if cls is None:
         raise ValueError(f"not a result class: {meta.get('class')!r}")
+    tuples = {f.name for f in dataclasses.fields(cls) if str(f.type).startswith("tuple")}
     kwargs: dict[str, Any] = {}
     for field, how in meta["fields"].items():
         if "array" in how:
@@ -75,8 +98,11 @@ def _build(meta: dict[str, Any], arrays, process: Process) -> Any:
             kwargs[field] = process
         elif "result" in how:
             kwargs[field] = _build(how["result"], arrays, process)
+        elif "results" in how:
+            kwargs[field] = tuple(_build(x, arrays, process) for x in how["results"])
         else:
-            kwargs[field] = how["json"]
+            v = how["json"]
+            kwargs[field] = tuple(v) if field in tuples and isinstance(v, list) else v
     return cls(**kwargs)
 
 

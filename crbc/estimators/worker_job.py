@@ -1,5 +1,5 @@
-"""An estimator's credits, their intervals or the depth sweep on a user's groups, computed in a
-worker process under a time, CPU and memory budget.
+"""An estimator's credits, their intervals, the depth sweep or the backups side by side at one
+anchor on a user's groups, computed in a worker process under a time, CPU and memory budget.
 
 A shared studio computes what a page shows of an upload here when the upload is large
 (:data:`INLINE_STEPS`), so one person's 20,000-anchor group can neither hold the interpreter
@@ -19,7 +19,8 @@ result or one line naming the budget that ended it and the command that computes
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,10 @@ from crbc.io.rollouts import RolloutGroup
 from crbc.jobs.upload import LimitedRead, Limits
 from crbc.jobs.worker import Send, WorkerFailure
 from crbc.process import Process
+from crbc.registry import Registry
 
-__all__ = ["command", "EstimateJob", "EstimateRefused", "INLINE_STEPS", "LIMITS", "WHATS"]
+__all__ = ["command", "Computation", "COMPUTATIONS", "EstimateJob", "EstimateRefused", "INLINE_STEPS", "LIMITS",
+           "register_computation", "WHATS"]
 
 #: the budgets of one computation: 60 s of wall clock, 45 s of CPU, 1 GB beyond the worker's start
 LIMITS = Limits(seconds=60.0, memory_bytes=1000 * budgets.MB, budget=budgets.CLI, cpu_seconds=45.0)
@@ -41,6 +44,27 @@ INLINE_STEPS = 4000
 WHATS = {"credits": "credit", "intervals": "credit", "sweep": "report"}
 
 
+@dataclass(frozen=True)
+class Computation:
+    """A computation on groups that a layer above registers (:func:`register_computation`):
+    ``compute(groups, params)`` runs in the worker and returns a dataclass registered with
+    :func:`crbc.estimators.result_files.register`; ``command(params)`` is the CLI's arguments after
+    ``python -m crbc`` that compute it whole on the user's ``FILE``."""
+
+    name: str
+    compute: Callable[[list[RolloutGroup], Mapping[str, Any]], Any]
+    command: Callable[[Mapping[str, Any]], list[str]]
+
+
+#: computations of the layers above (the worker imports the module that registered one)
+COMPUTATIONS: Registry[Computation] = Registry("computation")
+
+
+def register_computation(c: Computation) -> Computation:
+    """Register ``c`` (again under the same name: the first stays)."""
+    return c if c.name in COMPUTATIONS else COMPUTATIONS.add(c)
+
+
 class EstimateRefused(Exception):
     """The one line saying why a computation stopped (its budget) and how to run it whole."""
 
@@ -48,7 +72,10 @@ class EstimateRefused(Exception):
 def command(what: str, estimator: str, params: Mapping[str, Any], n_resamples: int | None = None) -> str:
     """The command line that computes ``what`` on the user's own file (``FILE``), without the
     studio's budget: ``python -m crbc credit FILE --estimator NAME --beta 0.98 ...`` (a depth of
-    None is the closure, ``--depth inf``; the sweep is in ``crbc report``)."""
+    None is the closure, ``--depth inf``; the sweep is in ``crbc report``; a registered
+    computation's is its own :attr:`Computation.command`)."""
+    if what in COMPUTATIONS:
+        return " ".join(shlex.quote(a) for a in ["python", "-m", "crbc", *COMPUTATIONS.get(what).command(params)])
     args = ["python", "-m", "crbc", WHATS[what], "FILE"]
     if what == "sweep":
         return " ".join(shlex.quote(a) for a in args + ["--beta", str(params.get("beta", 0.98))])
@@ -74,11 +101,15 @@ def _compute(payload: dict, groups: list[RolloutGroup]):
         return credit_intervals(groups, name, n_resamples=payload["n_resamples"], seed=payload["seed"], **params)
     if what == "sweep":
         return depth_sweep(merge(groups), params["beta"], params["k_max"], tol=params.get("tol"))
+    if what in COMPUTATIONS:
+        return COMPUTATIONS.get(what).compute(groups, params)
     raise WorkerFailure(f"unknown computation {what!r}")
 
 
 def _estimate_job(payload: dict, send: Send) -> dict:
     """The worker's target: read ``in.parquet``, compute, write ``result.npz``; the meta."""
+    import importlib
+
     from crbc.errors import FormatError
     from crbc.estimators import result_files as results
     from crbc.io.parquet_rollouts import read_parquet_rollouts
@@ -87,6 +118,8 @@ def _estimate_job(payload: dict, send: Send) -> dict:
     with budgets.scope(budgets.Budget(**payload["budget"])):
         try:
             groups = read_parquet_rollouts("the source", (folder / "in.parquet").read_bytes())
+            if payload.get("module"):
+                importlib.import_module(payload["module"])
             send({"phase": "computing"})
             return results.save(_compute(payload, groups), folder)
         except (FormatError, ValueError, KeyError) as e:
@@ -97,7 +130,7 @@ def _estimate_job(payload: dict, send: Send) -> dict:
 
 
 class EstimateJob(LimitedRead):
-    """``what`` (``credits``, ``intervals``, ``sweep``) of ``estimator`` with ``params`` on
+    """``what`` (``credits``, ``intervals``, ``sweep``, ``side_by_side``) of ``estimator`` with ``params`` on
     ``groups``, in a worker: :meth:`poll`, then :meth:`result`; :meth:`cancel` kills it.
     ``table``: the groups already as :func:`crbc.io.parquet_rollouts.groups_table` built them (a
     caller that starts several jobs on the same groups builds it once; it must be of ``groups``)."""
@@ -107,15 +140,17 @@ class EstimateJob(LimitedRead):
                  label: str = "this computation", table: Any = None):
         from crbc.io.parquet_rollouts import write_parquet_rollouts
 
-        if what not in WHATS:
-            raise ValueError(f"what must be one of {', '.join(WHATS)}, not {what!r}")
+        if what not in WHATS and what not in COMPUTATIONS:
+            raise ValueError(f"what must be one of {', '.join([*WHATS, *COMPUTATIONS.names()])}, not {what!r}")
         self.limits = limits or LIMITS
         self.label, self.line = label, command(what, estimator, params, n_resamples)
         self.make_folder("crbc-estimate-")
         write_parquet_rollouts(Path(self.folder, "in.parquet"), list(groups) if table is None else table)
         payload = {"folder": self.folder, "what": what, "estimator": estimator, "params": dict(params),
                    "n_resamples": int(n_resamples), "seed": seed, "budget": self.limits.budget.__dict__,
-                   "memory_bytes": self.limits.memory_bytes}
+                   "memory_bytes": self.limits.memory_bytes,
+                   # the registering module, imported by the worker before it computes (it registers there too)
+                   "module": COMPUTATIONS.get(what).compute.__module__ if what in COMPUTATIONS else None}
         self.start(_estimate_job, payload, label)
 
     def _whole(self) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 from crbc.process import Process
 
 __all__ = [
-    "anchor_labels", "group_rollout_ids", "group_states", "is_short", "node_labels",
+    "anchor_labels", "group_rollout_ids", "group_states", "is_short", "node_labels", "pair_steps",
     "rollout_path_text", "SHORT_LABEL", "state_pairs", "Z_MINUS", "Z_PLUS"
 ]
 
@@ -26,9 +26,14 @@ SHORT_LABEL = 16  #: anchors up to this many characters on one line are shown as
 
 
 def group_states(p: Process, group: int = 0) -> range:
-    """The anchor ids of group ``group`` (anchors of a group are contiguous)."""
-    sl = p.group_slices()[group]
-    return range(sl.start, sl.stop)
+    """The anchor ids of group ``group`` (anchors of a group are contiguous): one binary search in
+    ``state_group``, not the slices of every group (IndexError past the last group)."""
+    n = len(p.group_ids)
+    if not -n <= group < n:
+        raise IndexError(f"group {group} out of range ({n} groups)")
+    group %= n
+    lo, hi = np.searchsorted(p.state_group, [group, group + 1])
+    return range(int(lo), int(hi))
 
 
 def group_rollout_ids(p: Process, group: int = 0) -> np.ndarray:
@@ -39,6 +44,17 @@ def group_rollout_ids(p: Process, group: int = 0) -> np.ndarray:
 def state_pairs(p: Process, s: int) -> np.ndarray:
     """The pair ids (SA) of anchor ``s``, in the order actions were first seen."""
     return np.flatnonzero(p.sa_state == s)
+
+
+def pair_steps(p: Process, s: int, pairs: np.ndarray) -> list[np.ndarray]:
+    """The step ids of each pair of ``pairs`` (ascending pair ids of anchor ``s``), each in step
+    order: ``flatnonzero(step_sa == sa)`` for every ``sa``, from one sort of the anchor's steps
+    (O(N + n_s log n_s), not one pass over every step per pair)."""
+    at = np.flatnonzero(p.step_state == s)
+    steps = at[np.argsort(p.step_sa[at], kind="stable")]
+    by_pair = p.step_sa[steps]
+    lo, hi = np.searchsorted(by_pair, pairs, "left"), np.searchsorted(by_pair, pairs, "right")
+    return [steps[a:b] for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
 
 
 def is_short(text: str) -> bool:
@@ -63,8 +79,8 @@ def anchor_labels(p: Process) -> tuple[str, ...]:
 def _anchor_labels(p: Process) -> tuple[str, ...]:
     """:func:`anchor_labels` without the per-process memo."""
     labels: list[str] = [""] * p.n_states
-    for g in range(len(p.group_ids)):
-        states = group_states(p, g)
+    for sl in p.group_slices():  # once: 250,000 groups are 250,000 slices, not 250,000 squared
+        states = range(sl.start, sl.stop)
         texts = [p.state_anchor[s] for s in states]
         short = all(is_short(t) for t in texts)
         for i, s in enumerate(states):

@@ -17,8 +17,8 @@ import numpy as np
 
 import crbc.estimators.closure as C
 from crbc.estimators.registry import Credits, compute_cached
-from crbc.explain.anchor_names import anchor_labels, group_states, node_labels, state_pairs
-from crbc.explain.table_rows import col, fmt, num
+from crbc.explain.anchor_names import anchor_labels, group_states, node_labels, pair_steps, state_pairs
+from crbc.explain.table_rows import col, fmt, joined, num
 from crbc.process import Process
 
 __all__ = [
@@ -129,6 +129,14 @@ class SuccessorRow:
     v: float | None = col("V(x)")
 
 
+def _successors_by_pair(p: Process, pairs: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each pair's observed ``(next[k], count[k])`` (:meth:`crbc.process.Process.transitions`,
+    sorted by pair then next): the ``src == sa`` rows, cut by one binary search per pair."""
+    src, nxt, cnt = p.transitions()
+    lo, hi = np.searchsorted(src, pairs, "left"), np.searchsorted(src, pairs, "right")
+    return [(nxt[a:b], cnt[a:b]) for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]
+
+
 def anchor_arithmetic(p: Process, state: int, beta: float = 0.98, depth: int | None = None,
                       sigma_min: float = 0.1, digits: int = 4, cache: dict | None = None) -> AnchorArithmetic:
     """The backup arithmetic at anchor ``state`` for the CRBC family member of depth ``depth``.
@@ -151,36 +159,35 @@ def anchor_arithmetic(p: Process, state: int, beta: float = 0.98, depth: int | N
                else _crbc(p, beta, depth - 1, sigma_min, cache).value_S)
     vprev_ext = p.extend(vprev_S)
     g_N = C.realized_returns(p, beta)
-    src, nxt, cnt = p.transitions()
+    pairs = state_pairs(p, state)
+    steps_of, succ_of = pair_steps(p, state, pairs), _successors_by_pair(p, pairs)
     f = lambda x: fmt(x, digits)  # noqa: E731
     lines = []
-    pairs = state_pairs(p, state)
     vname = "V" if depth is None else f"V^({depth - 1})" if depth else "V"
-    for sa in pairs:
-        sa = int(sa)
+    for i, sa in enumerate(pairs.tolist()):
         act = p.action_names[p.sa_action[sa]]
-        sel = src == sa
-        succ = tuple(Successor(int(x), labels[x], int(c), c / p.n_sa[sa], float(vprev_ext[x]))
-                     for x, c in zip(nxt[sel], cnt[sel], strict=True))
-        rets = tuple(float(g) for g in g_N[p.step_sa == sa])
+        nxt, cnt = succ_of[i]
+        succ = tuple(Successor(x, labels[x], c, c / p.n_sa[sa], float(vprev_ext[x]))
+                     for x, c in zip(nxt.tolist(), cnt.tolist(), strict=True))
+        rets = tuple(g_N[steps_of[i]].tolist())
         qname = f"Q({labels[state]},{act})" if depth is None else f"Q^({depth})({labels[state]},{act})"
         if depth == 0:
-            body = " + ".join(f(g) for g in rets)
+            body = joined(rets, f)
             expr = (f"{qname} = mean of realised returns = ({body}) / {len(rets)} = {f(q_SA[sa])}"
                     if len(rets) > 1 else f"{qname} = realised return {f(rets[0])} = {f(q_SA[sa])}")
         else:
-            sym = " + ".join(f"{num(x.p)} × {vname}({x.label})" for x in succ)
-            nums = " + ".join(f"{num(x.p)} × {f(x.v)}" for x in succ)
+            sym = joined(succ, lambda x: f"{num(x.p)} × {vname}({x.label})")
+            nums = joined(succ, lambda x: f"{num(x.p)} × {f(x.v)}")
             expr = f"{qname} = {num(beta)} × ({sym}) = {num(beta)} × ({nums}) = {f(q_SA[sa])}"
         lines.append(ActionLine(sa, act, int(p.n_sa[sa]), float(p.mu[sa]), float(q_SA[sa]),
                                 float(a_SA[sa]), float(a_s_SA[sa]), succ, expr, rets))
     lab = labels[state]
     k = "" if depth is None else f"^({depth})"
     v_expr = (f"V{k}({lab}) = Σ_a mu(a|{lab}) Q{k}({lab},a) = "
-              + " + ".join(f"{num(a.mu)} × {f(a.q)}" for a in lines) + f" = {f(v_S[state])}")
+              + joined(lines, lambda a: f"{num(a.mu)} × {f(a.q)}") + f" = {f(v_S[state])}")
     sig = float(sigma_S[state])
     sig_expr = (f"sigma({lab}) = sqrt(Σ_a mu A²) = sqrt("
-                + " + ".join(f"{num(a.mu)} × ({fmt(a.a, digits, True)})²" for a in lines)
+                + joined(lines, lambda a: f"{num(a.mu)} × ({fmt(a.a, digits, True)})²")
                 + f") = {f(sig)}")
     gate = bool(p.n_actions[state] >= 2)
     if gate:

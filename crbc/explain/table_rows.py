@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["cells", "col", "depth_name", "fmt", "num"]
+__all__ = ["cells", "col", "depth_name", "fmt", "joined", "MAX_TERMS", "num"]
+
+#: the most terms a written-out sum or list shows (:func:`joined`)
+MAX_TERMS = 24
 
 _KEY = "crbc.column"
 
@@ -62,6 +66,16 @@ def fmt(x: float, digits: int = 4, signed: bool = False) -> str:
     if abs(x) < 0.5 * 10 ** (-digits):
         x = 0.0
     return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
+
+
+def joined(items: Sequence[Any], term: Callable[[Any], str], sep: str = " + ", limit: int = MAX_TERMS) -> str:
+    """``sep.join(term(x) for x in items)`` with at most ``limit`` terms written: a longer one is
+    its first ``limit - 1`` terms, ``… (k more)`` and its last term (an anchor with 20,000 actions
+    or successors gives a line a reader can read, and only ``limit`` terms are formatted)."""
+    n = len(items)
+    if n <= limit:
+        return sep.join(term(x) for x in items)
+    return sep.join([term(items[i]) for i in range(limit - 1)] + [f"… ({n - limit:,} more)", term(items[n - 1])])
 
 
 def depth_name(depth: int | None) -> str:

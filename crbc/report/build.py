@@ -66,7 +66,7 @@ def default_truth(policy_root: str | None = None):
 def group_report(group: RolloutGroup, *, estimators: Sequence[str] | None = None,
                  params: Mapping[str, Any] | None = None, truth: bool | Any = True,
                  policy_root: str | None = None, source: str = "", key: str = "", findings=None,
-                 tokens=None) -> str:
+                 tokens=None, compare_at: int | str | None = None) -> str:
     """The HTML file of one group (see :mod:`crbc.report.group`). ``truth``: True computes the
     exact truth where the group's meta allows it, False never, or a function
     ``truth(group, anchors, beta) -> GroupTruth``. ``source``: where the group came from (shown);
@@ -74,17 +74,19 @@ def group_report(group: RolloutGroup, *, estimators: Sequence[str] | None = None
     record the trainer's advantage gets the trainer row. ``findings``: the advantage doctor's
     findings on the group's source (a last section), or None. ``tokens``: the stored response
     tokens of the group's iteration (:func:`crbc.report.tokens.stored_tokens`; a section with the
-    advantage on each token of a step, :mod:`crbc.report.tokens`), or None."""
+    advantage on each token of a step, :mod:`crbc.report.tokens`), or None. ``compare_at``: the
+    anchor of the backups side by side (an id, label or text; None: the most visited choosable)."""
     from crbc.run_analysis.review import trainer_advantage
 
     fn = default_truth(policy_root) if truth is True else (truth or None)
     view = G.group_view(group, estimators, {**default_params(), **dict(params or {})}, fn,
-                        trainer_advantage([group]), key)
+                        trainer_advantage([group]), key, compare_at)
     sub = (f"A report of group <b>{esc(group.group[:200])}</b>"
            + (f" from {esc(source[:300])}" if source else "") + ", anchors keyed by "
            + (f"the anchor key <code>{esc(key[:200])}</code>" if key else "the exact text")
            + ": its anchor graph, every estimator's step "
-           "credits, the Bellman backups from K = 0 to the closure and where the estimators disagree.")
+           "credits, the Bellman backups from K = 0 to the closure, every method's backup side by side at one "
+           "anchor and where the estimators disagree.")
     secs = list(G.sections(view))
     if tokens is not None:
         from crbc.report.tokens import token_section
@@ -113,10 +115,11 @@ def run_report(run_dir: str | os.PathLike, *, estimators: Sequence[str] = ("crbc
 
 def run_group_report(run_dir: str | os.PathLike, group: str | int, *, iteration: int | None = None,
                      estimators: Sequence[str] | None = None, params: Mapping[str, Any] | None = None,
-                     anchor: str | None = None, anchor_similarity: float | None = None) -> str:
+                     anchor: str | None = None, anchor_similarity: float | None = None,
+                     compare_at: int | str | None = None) -> str:
     """The report of one group of a run's ``iteration`` (default the last with saved rollouts),
     under the anchor key ``anchor`` (as :func:`run_report`); an unknown group or iteration
-    raises UsageError naming what exists."""
+    raises UsageError naming what exists. ``compare_at``: as :func:`group_report`."""
     from crbc.io.anchor_keys import effective_key, key_to_apply, recorded_key
     from crbc.io.runs import read_run
     from crbc.report.run import run_groups
@@ -131,22 +134,24 @@ def run_group_report(run_dir: str | os.PathLike, group: str | int, *, iteration:
     k = pick_group(groups, group)
     return group_report(groups[k], estimators=estimators, params=params, truth=False,
                         source=f"run {run.label}, iteration {it}" + _merged(anchor_similarity),
-                        key=effective_key(anchor, recorded), tokens=stored_tokens(run_dir, it))
+                        key=effective_key(anchor, recorded), tokens=stored_tokens(run_dir, it), compare_at=compare_at)
 
 
 def report(src: str | os.PathLike, *, group: str | int | None = None, iteration: int | None = None,
            estimators: Sequence[str] | None = None, params: Mapping[str, Any] | None = None,
-           truth: bool = True, anchor: str | None = None, anchor_similarity: float | None = None) -> str:
+           truth: bool = True, anchor: str | None = None, anchor_similarity: float | None = None,
+           compare_at: int | str | None = None) -> str:
     """The report of ``src``: a run folder (``run.json`` inside; with ``group``, that group's
     report of ``iteration``) or a rollout file (JSON Lines, gzip or the recorder's Parquet),
-    its anchors keyed by ``anchor`` when given, then merged at ``anchor_similarity`` (TAU)."""
+    its anchors keyed by ``anchor`` when given, then merged at ``anchor_similarity`` (TAU);
+    ``compare_at``: the anchor of a group report's backups side by side."""
     path = Path(src)
     if path.is_dir():
         if not (path / "run.json").is_file():
             raise UsageError(f"{src}: a folder must be a crbc.run/1 run (no run.json in it)")
         if group is not None:
             return run_group_report(path, group, iteration=iteration, estimators=estimators, params=params,
-                                    anchor=anchor, anchor_similarity=anchor_similarity)
+                                    anchor=anchor, anchor_similarity=anchor_similarity, compare_at=compare_at)
         return run_report(path, estimators=tuple(estimators or ("crbc", "gigpo")), iteration=iteration,
                           params=params, anchor=anchor, anchor_similarity=anchor_similarity)
     if iteration is not None:
@@ -163,7 +168,7 @@ def report(src: str | os.PathLike, *, group: str | int | None = None, iteration:
     root = str(path.resolve().parent.parent)
     return group_report(groups[k], estimators=estimators, params=params, truth=truth, policy_root=root,
                         source=path.name + _merged(anchor_similarity), key=anchor,
-                        findings=diagnose(from_groups(groups)))
+                        findings=diagnose(from_groups(groups)), compare_at=compare_at)
 
 
 def _merged(tau: float | None) -> str:

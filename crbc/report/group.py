@@ -22,6 +22,7 @@ from crbc.io.rollouts import RolloutGroup
 from crbc.process import merge
 from crbc.report.backups import backups_html
 from crbc.report.page import Section
+from crbc.report.side_by_side import side_by_side_html
 from crbc.report.text import anchor_html, facts, long_text
 from crbc.viz.backup_tree import backup_tree_svg
 from crbc.viz.core.credits import field_label, field_N
@@ -51,7 +52,9 @@ class GroupView:
     ``trainer``: (N,) the advantage the user's trainer gave each step in merge order (NaN where
     none; None when the group records none), ``key``: the anchor key its anchors carry ("" exact);
     ``cache``: every estimator computed on the process so far
-    (:func:`crbc.estimators.registry.compute_cached`), so the sections never solve twice."""
+    (:func:`crbc.estimators.registry.compute_cached`), so the sections never solve twice;
+    ``compare_at``: the anchor of the backups side by side (:mod:`crbc.report.side_by_side`; None:
+    the most visited one with two or more actions)."""
 
     group: RolloutGroup
     credits: Mapping[str, Any]
@@ -61,6 +64,7 @@ class GroupView:
     trainer: np.ndarray | None = None
     key: str = ""
     cache: dict = field(default_factory=dict, compare=False, repr=False)
+    compare_at: int | str | None = None
 
     @property
     def process(self):
@@ -69,10 +73,10 @@ class GroupView:
 
 def group_view(group: RolloutGroup, estimators: Sequence[str] | None = None,
                params: Mapping[str, Any] | None = None, truth: TruthFn | None = None,
-               trainer: np.ndarray | None = None, key: str = "") -> GroupView:
+               trainer: np.ndarray | None = None, key: str = "", compare_at: int | str | None = None) -> GroupView:
     """Merge ``group``, compute every estimator of ``estimators`` (default: every registered one)
-    with the shared ``params`` each takes, and the truth with ``truth`` when given; ``trainer``
-    and ``key``: see :class:`GroupView`."""
+    with the shared ``params`` each takes, and the truth with ``truth`` when given; ``trainer``,
+    ``key`` and ``compare_at``: see :class:`GroupView`."""
     names = list(estimators or registry.names())
     params = dict(params or {})
     p = merge([group])
@@ -91,7 +95,7 @@ def group_view(group: RolloutGroup, estimators: Sequence[str] | None = None,
                 t, why = truth(group, p.state_anchor, beta), ""
             except (ValueError, OSError) as e:
                 why = "No exact truth for this group: " + " ".join(str(e).split())
-    return GroupView(group, credits, params, t, why, trainer, key, cache)
+    return GroupView(group, credits, params, t, why, trainer, key, cache, compare_at)
 
 
 def _ids(prefix: str) -> Callable[[str], str]:
@@ -106,6 +110,9 @@ def sections(v: GroupView, prefix: str = "", level: int = 2) -> list[Section]:
             Section(i("credits"), "Step credits, every estimator", credits_html(v), level),
             Section(i("backups"), "Bellman backups: K = 0 to the closure", backups_html(v.process, _beta(v)),
                     level, "crbc-backups"),
+            Section(i("side-by-side"), "The backups side by side at one anchor",
+                    side_by_side_html(v.process, v.compare_at, _beta(v), float(v.params.get("sigma_min", 0.1)),
+                                      v.truth), level),
             Section(i("disagreements"), "Where the estimators disagree most", disagreements_html(v, prefix), level),
             Section(i("anchors"), "Anchors", anchors_html(v, prefix), level)]
 

@@ -1,4 +1,4 @@
-"""A large upload's credits, intervals and depth sweep are computed in a bounded worker
+"""A large upload's credits, intervals, depth sweep and backups side by side are computed in a bounded worker
 (ui/core/bounded.py), equal to what the server computes itself; a budget ends one with a notice that
 names the limit and the command that runs it whole; a shipped source of the same size and a
 small upload are computed in the server as before."""
@@ -53,6 +53,9 @@ def _script(key: str, seconds: float | None, log: list, groups: list) -> None:
         c = ctx.credits("crbc")
         log.append(("credits", c.advantage_N))
         log.append(("sweep", ctx.sweep(0.98, 4).a_SA))
+        from crbc.explain.backups_side import choosable_anchors
+
+        log.append(("side", ctx.side_by_side(choosable_anchors(ctx.process)[0], 0.98, 0.1)))
         d = ctx.disagreement("crbc vs gigpo", {"beta": 0.98, "depth": None, "sigma_min": 0.1})
         log.append(("disagreement", [(a.anchor, a.disagreement) for a in d.anchors[:5]]))
         st.write("done")
@@ -78,8 +81,8 @@ def test_a_large_uploads_results_come_from_a_worker_and_equal_the_servers():
 
     at, log, raw = _run("upload:big-1")
     assert not at.exception, at.exception
-    assert log["jobs"] == ("credits", "sweep", "credits")  # gigpo's side: crbc's is kept already
-    assert log["tables"] == (1,)  # the worker's input built once for the three jobs, not per job
+    assert log["jobs"] == ("credits", "sweep", "side_by_side", "credits")  # gigpo's side: crbc's is kept already
+    assert log["tables"] == (1,)  # the worker's input built once for the four jobs, not per job
     p = merge(_big_groups()[:1])
     from crbc.explain.disagreements import disagreements
 
@@ -87,6 +90,9 @@ def test_a_large_uploads_results_come_from_a_worker_and_equal_the_servers():
     assert log["disagreement"] == [(a.anchor, a.disagreement) for a in want.anchors[:5]]
     assert np.array_equal(log["credits"], registry.compute("crbc", p, beta=0.98, depth=None, sigma_min=0.1).advantage_N)
     assert np.array_equal(log["sweep"], depth_sweep(p, 0.98, 4).a_SA, equal_nan=True)
+    from crbc.explain.backups_side import choosable_anchors, side_by_side
+
+    assert log["side"] == side_by_side(p, choosable_anchors(p)[0], beta=0.98, sigma_min=0.1)
     at.run()  # kept in the session: no job again, the same numbers
     assert not at.exception and dict(raw)["jobs"] == () and np.array_equal(dict(raw)["credits"], log["credits"])
 

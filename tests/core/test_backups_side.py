@@ -55,3 +55,60 @@ def test_same_order_and_choosable_anchors(worked):
     assert B.choosable_anchors(worked) == [0, 2, 1]  # s0 (5 visits), s2 (3: e, g), s1 (2: c, d)
     with pytest.raises(IndexError):
         B.side_by_side(worked, 7)
+
+
+def _many_actions(n_actions: int, visits: int = 3):
+    """One group whose hub anchor sees ``n_actions`` actions (action i taken i % 5 + 1 times per
+    round, ``visits`` rounds), each leading to its own successor, then success or failure."""
+    from crbc.io.rollouts import Rollout, RolloutGroup, Step
+
+    rollouts, r = [], 0
+    for _ in range(visits):
+        for i in range(n_actions):
+            for _ in range(i % 5 + 1):
+                rollouts.append(Rollout("hub", r, (Step("hub", f"act{i}"), Step(f"room{i}", "go")), bool(i % 3 == 0)))
+                r += 1
+    return merge([RolloutGroup("hub", tuple(rollouts))])
+
+
+def test_pair_steps_is_every_pairs_own_mask():
+    """The fast path (one sort of the anchor's steps) against the obvious one: for every anchor
+    of two samples and the hub, each pair's steps are flatnonzero(step_sa == sa), in order."""
+    from crbc.explain.anchor_names import pair_steps, state_pairs
+
+    checked = 0
+    for p in (merge(read_rollouts(ROOT / "sample_rollouts" / "sokoban-weak.jsonl")[:4]),
+              merge([read_rollouts(ROOT / "sample_rollouts" / "worked-example.jsonl")[0]]), _many_actions(40)):
+        for s in range(p.n_states):
+            pairs = state_pairs(p, s)
+            got = pair_steps(p, s, pairs)
+            assert len(got) == len(pairs)
+            for sa, steps in zip(pairs, got, strict=True):
+                assert np.array_equal(steps, np.flatnonzero(p.step_sa == sa))
+                checked += 1
+    assert checked > 100
+
+
+def test_an_anchor_with_many_actions_compares_the_most_visited_and_its_lines_stay_short():
+    p = _many_actions(400)
+    sb = B.side_by_side(p, 0)
+    assert sb.n_actions == 400 and len(sb.actions) == B.MAX_COMPARED
+    # the 30 most visited: the 80 actions taken 5 times per round come first, first seen first
+    assert sb.actions == tuple(f"act{i}" for i in range(4, 400, 5))[: B.MAX_COMPARED]
+    assert "the 30 most visited are compared" in sb.compared_note
+    for m in sb.lines:
+        assert len(m.action_lines) == len(m.scores) == B.MAX_COMPARED
+        assert len(m.value_line) < 2000 and all(len(x) < 2000 for x in m.action_lines), m.method
+    assert "more)" in sb.lines[0].value_line  # crbc's V sums over all 400, written cut
+    small = B.side_by_side(_many_actions(20), 0)
+    assert small.n_actions == 20 and len(small.actions) == 20 and small.compared_note == ""
+
+
+def test_joined_writes_at_most_its_limit_of_terms():
+    from crbc.explain.table_rows import joined
+
+    assert joined([1, 2, 3], str) == "1 + 2 + 3"
+    assert joined(list(range(10)), str, ", ", 4) == "0, 1, 2, … (6 more), 9"
+    seen = []
+    joined(range(10_000), lambda x: seen.append(x) or str(x), limit=5)
+    assert seen == [0, 1, 2, 3, 9_999]  # only the written terms are formatted

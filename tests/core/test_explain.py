@@ -332,3 +332,39 @@ def test_arithmetic_matches_the_estimator_on_random_groups(rollouts, depth, beta
                 assert line.q == pytest.approx(beta * sum(x.p * x.v for x in line.successors), abs=1e-9)
     ds = E.dense_system(p, beta=beta)
     assert ds.residual < 1e-9
+
+
+def test_anchor_arithmetic_reads_each_pair_as_the_obvious_masks_do():
+    """Its successors and realised returns (one sort per anchor) against src == sa and
+    step_sa == sa, at every anchor of four groups, at the closure and K = 0 and 2."""
+    p = merge(read_rollouts(ROOT / "sample_rollouts" / "sokoban-weak.jsonl")[:4])
+    src, nxt, cnt = p.transitions()
+    g_N = C.realized_returns(p, 0.98)
+    checked = 0
+    for s in range(p.n_states):
+        for depth in (None, 0, 2):
+            for a in E.anchor_arithmetic(p, s, beta=0.98, depth=depth).actions:
+                sel = src == a.pair
+                assert [(x.node, x.n) for x in a.successors] == list(zip(nxt[sel].tolist(), cnt[sel].tolist(), strict=True))
+                assert a.returns == tuple(float(g) for g in g_N[p.step_sa == a.pair])
+                checked += 1
+    assert checked > 100
+
+
+def test_anchor_labels_and_group_states_agree_with_each_groups_own_mask():
+    """The labels (slices computed once) and group_states (one binary search) against the obvious
+    flatnonzero(state_group == g) per group, on 40 groups of a sample and 300 tiny ones."""
+    tiny = [RolloutGroup(f"g{i}", (Rollout(f"g{i}", 0, (Step("x" * (i % 20), "a"),), True),
+                                   Rollout(f"g{i}", 1, (Step("x" * (i % 20), "b"), Step(f"y{i}", "a")), False)))
+            for i in range(300)]
+    for p in (merge(read_rollouts(ROOT / "sample_rollouts" / "sokoban-weak.jsonl")[:40]), merge(tiny)):
+        got = labels.anchor_labels(p)
+        for g in range(len(p.group_ids)):
+            states = np.flatnonzero(p.state_group == g)
+            assert list(labels.group_states(p, g)) == states.tolist()
+            texts = [p.state_anchor[s] for s in states]
+            short = all(labels.is_short(t) for t in texts)
+            assert [got[s] for s in states] == [t if short else f"s{i}" for i, t in enumerate(texts)]
+        assert list(labels.group_states(p, -1)) == np.flatnonzero(p.state_group == len(p.group_ids) - 1).tolist()
+        with pytest.raises(IndexError):
+            labels.group_states(p, len(p.group_ids))

@@ -58,6 +58,22 @@ def test_intervals_and_the_sweep_from_the_worker_equal_the_servers():
     _same(_run("sweep", "crbc", {"beta": 0.98, "k_max": 5}), depth_sweep(p, 0.98, 5))
 
 
+def test_the_backups_side_by_side_from_the_worker_equal_the_servers(tmp_path):
+    """A SideBySide (nested MethodLines, tuples of text and floats) crosses as JSON and comes back
+    equal, tuples as tuples; its notice's command is a group report at that anchor."""
+    from crbc.explain.backups_side import choosable_anchors, side_by_side
+
+    p = merge(GROUPS)
+    s = choosable_anchors(p)[0]
+    want = side_by_side(p, s, beta=0.98, sigma_min=0.1)
+    assert results.load(results.save(want, tmp_path), tmp_path, p) == want
+    got = _run("side_by_side", "crbc", {"state": s, "beta": 0.98, "sigma_min": 0.1, "group": 2})
+    assert got == want and isinstance(got.lines, tuple) and isinstance(got.lines[0].scores, tuple)
+    line = shlex.split(command("side_by_side", "crbc", {"state": s, "beta": 0.98, "sigma_min": 0.1, "group": 2}))
+    assert line[3:5] == ["report", "FILE"] and line[line.index("--compare-at") + 1] == str(s)
+    assert line[line.index("--group") + 1] == "2"
+
+
 def test_a_budget_ends_the_job_with_the_command_that_runs_it_whole():
     tight = Limits(seconds=0.05, memory_bytes=1000 * budgets.MB, budget=budgets.CLI, cpu_seconds=None)
     with pytest.raises(EstimateRefused) as e:

@@ -97,7 +97,7 @@ def test_group_report_escapes_every_user_string_and_has_only_its_own_script():
 def test_group_report_has_every_section_and_drawing():
     g = crbc.read_rollouts(WORKED)[0]
     html = group_report(g, truth=False)
-    for sid in ("graph", "credits", "backups", "disagreements", "anchors"):
+    for sid in ("graph", "credits", "backups", "side-by-side", "disagreements", "anchors"):
         assert f'id="{sid}"' in html, sid
     assert html.count('class="crbc-graph"') >= 1 and 'class="crbc-heat"' in html
     assert 'class="crbc-backup-tree"' in html and 'class="crbc-dis-bars"' in html

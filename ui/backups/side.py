@@ -41,11 +41,11 @@ def render(ctx: PageContext, beta: float, sigma_min: float,  # noqa: C901
                      format_func=lambda i: f"{short(labels[i], 60)}  ({int(p.n_s[i])} visits, "
                                            f"{int(p.n_actions[i])} actions)",
                      help="Anchors where the group tried two or more actions, most visited first.")
-    sb = ctx.kept("table", ("side_by_side", int(s), beta, sigma_min, anchor_advantage_N is not None),
-                  lambda: B.side_by_side(p, int(s), beta=beta, sigma_min=sigma_min,
-                                         anchor_advantage_N=anchor_advantage_N))
+    sb = ctx.side_by_side(s, beta, sigma_min, anchor_advantage_N)
     if len(labels[s]) > 12 or "\n" in p.state_anchor[s]:
         widgets.long_text(p.state_anchor[s], "The whole anchor")
+    if sb.compared_note:
+        st.caption(sb.compared_note)
     st.markdown(f"Actions observed at **{short(sb.label, 60)}**: " + ", ".join(f"**{short(a, 40)}**" for a in sb.actions)
                 + ". Each method below backs a value up over the same graph, then scores the actions:")
     for m in sb.lines:
@@ -78,14 +78,7 @@ def render(ctx: PageContext, beta: float, sigma_min: float,  # noqa: C901
             else:
                 st.warning(f"Not quite: {got} orders fewer pairs of actions like {ref}. "
                            + (f"Right here: {', '.join(right)}." if right else "None of them does here."))
-    ref_scores = sb.truth if sb.truth is not None else sb.lines[0].scores
-    rows = [{"method": "truth A(s,a)" if sb.truth is not None else "closure A(s,a)",
-             **{short(a, 30): float(v) for a, v in zip(sb.actions, ref_scores, strict=True)},
-             "best action": sb.best(ref_scores), "pairs ordered like it": "—"}]
-    for m in sb.lines:
-        rows.append({"method": m.method, **{short(a, 30): float(v) for a, v in zip(sb.actions, m.scores, strict=True)},
-                     "best action": sb.best(m.scores),
-                     "pairs ordered like it": "{}/{}".format(*B.pairs_agreeing(m.scores, ref_scores))})
+    rows = sb.rows(lambda a: short(a, 30))
     widgets.table(rows)
     st.caption("Scores are each method's own units (crbc and the truth: Q − V, a probability; "
                "rewardflow, shortest_path, gigpo: rewards of 10 per win): compare orders, not sizes. "

@@ -33,6 +33,7 @@ it once: the second waits for the first.
       ctx.disagreement(comparison, params)  where two estimators disagree most (crbc.explain)
       ctx.file_disagreement(comparison, params)  the same over every group of the source
       ctx.sweep(beta, k_max), ctx.coverage(k_max)   the finite-depth backups and their evidence
+      ctx.side_by_side(anchor, beta, sigma_min, truth_N)   every method's backup at one anchor
       ctx.trainer_N, ctx.file_trainer_N()           the advantage the user's trainer recorded
     Keyed(key, private)              anything else keyed by content (a run, a set of runs)
     server()                         what the server holds: shipped files, models, listings
@@ -467,6 +468,21 @@ class PageContext(Context):
                              {"groups": (self.group,), "process": p, "what": "sweep", "estimator": "crbc",
                               "params": {"beta": beta, "k_max": k_max, "tol": tol},
                               "label": f"the depth sweep K = 0..{k_max} of this group"})
+
+    def side_by_side(self, state: int, beta: float, sigma_min: float, truth_N=None):
+        """Every method's backup at anchor ``state`` of the chosen group
+        (:func:`crbc.explain.backups_side.side_by_side`; kept by anchor, beta, sigma_min and whether
+        ``truth_N``, the exact anchor-level A(s,a) per step, is the reference). A large upload's is
+        computed in a bounded worker: it runs every method on the whole group."""
+        from crbc.explain import backups_side as B
+
+        p, state, beta, sigma_min = self.process, int(state), float(beta), float(sigma_min)
+        return self._bounded(self, "table", ("side_by_side", state, beta, sigma_min, truth_N is not None),
+                             lambda: B.side_by_side(p, state, beta=beta, sigma_min=sigma_min,
+                                                    anchor_advantage_N=truth_N),
+                             {"groups": (self.group,), "process": p, "what": "side_by_side", "estimator": "crbc",
+                              "params": {"state": state, "beta": beta, "sigma_min": sigma_min, "group": self.index},
+                              "label": "the backups side by side at this anchor"})
 
     def coverage(self, k_max: int) -> Coverage | None:
         """Evidence coverage C^(K)(s) for K = 0..k_max (crbc.estimators.coverage; kept); None on a
