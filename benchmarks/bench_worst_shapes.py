@@ -31,7 +31,8 @@ peak before the estimator ran), or ``error`` ("timeout", "memory" or the excepti
 ``intervals`` row is :func:`crbc.estimators.bootstrap.credit_intervals` of crbc with
 ``--intervals`` draws, what the studio's Step credits page computes; a ``side_by_side`` row (asked
 for in ``--estimators``) is the Bellman backups page's comparison of every method at the most
-visited anchor with two or more actions. BLAS threads are pinned to
+visited anchor with two or more actions; a ``similarity`` row is ``--anchor-similarity 0.9`` on the
+file's columns (:func:`crbc.io.similarity.similar_columns`). BLAS threads are pinned to
 one. No timing is asserted anywhere; docs/results/scaling.md records runs.
 """
 
@@ -131,13 +132,15 @@ def write_case(folder: Path, case: str, size: int, seed: int) -> Path:
 
 def _child(path: str, name: str, n_draws: int) -> dict:
     """Runs in the child: read and merge, then one estimator (or crbc's intervals, or the backups
-    side by side at the most visited anchor with two or more actions, or the most visited one), measured."""
+    side by side at the most visited anchor with two or more actions, or the most visited one; or the
+    anchors merged at similarity 0.9), measured."""
     from crbc.estimators import registry
     from crbc.io.rollout_files import read_columns
     from crbc.process import from_columns
 
     t0 = time.perf_counter()
-    p = from_columns(read_columns(path, keep_text=False))
+    cols = read_columns(path, keep_text=False)
+    p = from_columns(cols)
     load = time.perf_counter() - t0
     rss_load = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     t0, c0 = time.perf_counter(), time.process_time()
@@ -145,6 +148,10 @@ def _child(path: str, name: str, n_draws: int) -> dict:
         from crbc.estimators.bootstrap import credit_intervals
 
         credit_intervals(p, "crbc", n_resamples=n_draws, seed=0)
+    elif name == "similarity":  # --anchor-similarity 0.9 on the file's columns (each group's texts clustered)
+        from crbc.io.similarity import similar_columns
+
+        similar_columns(cols, 0.9)
     elif name == "side_by_side":  # the Bellman backups page's comparison at the busiest choosable anchor
         from crbc.explain.backups_side import choosable_anchors, side_by_side
 
@@ -213,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--fractions", default="0.1,0.3,1", help="sizes as fractions of each case's size")
     ap.add_argument("--estimators", default="all",
-                    help="comma-separated names, 'all', plus 'intervals'; 'side_by_side': the backups side by side")
+                    help="comma-separated names, 'all', plus 'intervals'; 'side_by_side': the backups side by "
+                         "side; 'similarity': --anchor-similarity 0.9")
     ap.add_argument("--intervals", type=int, default=200, help="draws B of the intervals row (0: no row)")
     ap.add_argument("--budget", type=float, default=60.0, help="wall-clock seconds per child")
     ap.add_argument("--mem-mb", type=int, default=3000, help="address-space limit per child")

@@ -14,6 +14,7 @@ import numpy as np
 from crbc.doctor.batch import Batch
 from crbc.doctor.findings import Finding, finding
 from crbc.doctor.registry import register_check
+from crbc.io.grouped_rows import rows_by_label
 
 __all__ = [
     "BASELINE_RTOL", "CENTRED", "empty_response_in_group", "FAIL_RATIO", "MAJORITY", "per_turn_baseline",
@@ -82,14 +83,18 @@ def empty_response_in_group(b: Batch) -> Finding | None:
     s_R, g_R = p.rollout_score, p.rollout_group
     decisive = bad = 0
     bad_G = np.zeros(len(p.group_ids), dtype=bool)
-    for g in np.unique(g_R[empty_R]):
-        v = (g_R == g) & ~empty_R & const_R
-        e = (g_R == g) & empty_R
-        if v.sum() < 2 or ((g_R == g) & ~empty_R & ~const_R).any():
+    with_empty = np.zeros(len(p.group_ids), dtype=bool)
+    with_empty[g_R[empty_R]] = True
+    for g, rows in rows_by_label(g_R):  # each group's rollouts (one sort, not one pass per group)
+        if not with_empty[g]:
             continue
+        v, e = rows[~empty_R[rows] & const_R[rows]], rows[empty_R[rows]]
+        if len(v) < 2 or (~empty_R[rows] & ~const_R[rows]).any():
+            continue
+        both = np.sort(np.concatenate([v, e]))  # the rows of v | e, in row order
         base = _baseline_fit(s_R[v], A_R[v])
-        tol = BASELINE_RTOL * (1.0 + np.ptp(s_R[v | e]))
-        m_v, m_all = s_R[v].mean(), s_R[v | e].mean()
+        tol = BASELINE_RTOL * (1.0 + np.ptp(s_R[both]))
+        m_v, m_all = s_R[v].mean(), s_R[both].mean()
         if base is None or abs(m_v - m_all) <= tol or min(abs(base - m_v), abs(base - m_all)) > tol:
             continue
         decisive += 1
@@ -106,10 +111,9 @@ def empty_response_in_group(b: Batch) -> Finding | None:
                    "the group's mean and std and give them advantage 0.")
 
 
-def _cells(p, g_N: np.ndarray, g: int) -> list[np.ndarray]:
-    """The steps of group ``g`` (``g_N`` (N,) each step's group) at each turn index t, one array
-    per t (in rollout order)."""
-    steps = np.flatnonzero(g_N == g)
+def _cells(p, steps: np.ndarray) -> list[np.ndarray]:
+    """The steps ``steps`` (one group's, ascending) at each turn index t, one array per t (in
+    rollout order)."""
     t = p.step_t[steps]
     return [steps[t == k] for k in np.unique(t)]
 
@@ -146,8 +150,12 @@ def per_turn_baseline(b: Batch) -> Finding | None:
     g_N = p.rollout_group[p.step_rollout]
     decisive = 0
     bad_G = np.zeros(n_G, dtype=bool)
-    for g in candidates:
-        cells = _cells(p, g_N, g)
+    is_candidate = np.zeros(n_G, dtype=bool)
+    is_candidate[candidates] = True
+    for g, steps in rows_by_label(g_N):  # each group's steps (one sort, not one pass per group)
+        if not is_candidate[g]:
+            continue
+        cells = _cells(p, steps)
         if not any(1 < len(c) < n_R_G[g] for c in cells[1:]):
             continue
         x = [a[c] for c in cells if len(c) >= 2]

@@ -57,6 +57,8 @@ from numbers import Real
 
 import numpy as np
 
+from crbc.io.grouped_rows import rows_by_label
+
 try:
     from crbc.io import blockmatch
 except ImportError:  # not built (no C compiler at install time): the pure-Python path
@@ -410,8 +412,7 @@ def similar_codes(code_N: np.ndarray, group_N: np.ndarray, texts: Sequence[str],
     group_N = np.asarray(group_N)
     out_N = np.empty_like(code_N)
     interned: dict[str, int] = {}
-    for g in np.unique(group_N):  # np.unique: upstream's order of groups (it does not matter)
-        rows = np.nonzero(group_N == g)[0]
+    for g, rows in rows_by_label(group_N):  # groups ascending, as np.unique (upstream's order does not matter)
         codes, first = np.unique(code_N[rows], return_index=True)
         in_order = codes[np.argsort(first, kind="stable")]
         name = names[int(g)] if names is not None else g

@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from crbc.io.grouped_rows import rows_by_label
 from crbc.io.similarity import SimilarityError, cluster_texts
 from crbc.run_analysis.health import MERGE_WARNING_SHARE
 
@@ -45,10 +46,10 @@ def merged_numbers(p, tau: float, deadline: float = float("inf")) -> tuple[float
     group_N = p.rollout_group[p.step_rollout]
     label_N = np.empty(p.n_steps, dtype=np.int64)
     offset = 0
-    for g in np.unique(group_N):
+    lookup = np.zeros(p.n_states, dtype=np.int64)  # anchor -> label; groups' anchors are disjoint
+    for _, rows in rows_by_label(group_N):  # each group's steps: rollouts in order, steps in time order
         if time.perf_counter() > deadline:
             raise _OutOfTime
-        rows = np.nonzero(group_N == g)[0]  # the group's steps: rollouts in order, steps in time order
         states, first = np.unique(p.step_state[rows], return_index=True)
         in_order = states[np.argsort(first, kind="stable")]
         try:
@@ -56,7 +57,6 @@ def merged_numbers(p, tau: float, deadline: float = float("inf")) -> tuple[float
                                          max_comparisons=HINT_COMPARISONS)
         except SimilarityError:
             return None
-        lookup = np.zeros(p.n_states, dtype=np.int64)
         lookup[in_order] = np.asarray(labels, dtype=np.int64) + offset
         label_N[rows] = lookup[p.step_state[rows]]
         offset += len(reps)
