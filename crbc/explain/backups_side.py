@@ -41,7 +41,7 @@ from crbc.explain.table_rows import joined
 from crbc.process import Process
 
 __all__ = [
-    "available_methods", "choosable_anchors", "compared_pairs", "GRAPH_METHODS", "MAX_COMPARED", "MethodLine",
+    "available_methods", "choosable_anchors", "compared_pairs", "GRAPH_METHODS", "informative_anchor", "MAX_COMPARED", "MethodLine",
     "pairs_agreeing", "RULES", "same_order", "side_by_side", "SideBySide", "TIE"
 ]
 
@@ -154,6 +154,18 @@ def compared_pairs(p: Process, s: int) -> np.ndarray:
         return pairs
     top = np.argsort(-p.n_sa[pairs], kind="stable")[:MAX_COMPARED]
     return np.sort(pairs[top])
+
+
+def informative_anchor(p: Process, credit_SA: np.ndarray) -> int | None:
+    """The most visited anchor with two or more actions whose reference credits (``credit_SA``,
+    per pair: the closure's A(s,a)) tell its actions apart, else the most visited one with two or
+    more actions; None when there is none."""
+    anchors = choosable_anchors(p)
+    for s in anchors:
+        a = np.asarray(credit_SA, dtype=float)[state_pairs(p, s)]
+        if np.isfinite(a).all() and np.ptp(a) > TIE:
+            return s
+    return anchors[0] if anchors else None
 
 
 def _pair_mean(x_N: np.ndarray, steps: list[np.ndarray]) -> np.ndarray:

@@ -112,9 +112,15 @@ def sections(v: GroupView, prefix: str = "", level: int = 2) -> list[Section]:
                     level, "crbc-backups"),
             Section(i("side-by-side"), "The backups side by side at one anchor",
                     side_by_side_html(v.process, v.compare_at, _beta(v), float(v.params.get("sigma_min", 0.1)),
-                                      v.truth), level),
+                                      v.truth, _closure_a_SA(v)), level),
             Section(i("disagreements"), "Where the estimators disagree most", disagreements_html(v, prefix), level),
             Section(i("anchors"), "Anchors", anchors_html(v, prefix), level)]
+
+
+def _closure_a_SA(v: GroupView) -> np.ndarray:
+    """The closure's A(s,a) per pair at the view's beta and sigma_min (computed once per view)."""
+    return registry.compute_cached(v.cache, "crbc", v.process, beta=_beta(v), depth=None,
+                                   sigma_min=float(v.params.get("sigma_min", 0.1))).credit_SA
 
 
 def _beta(v: GroupView) -> float:

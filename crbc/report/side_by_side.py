@@ -5,7 +5,8 @@ The numbers are :func:`crbc.explain.backups_side.side_by_side`'s (the exact trut
 reference where the report has the truth, else the closure's). The anchor is the one named by
 ``compare_at`` (:func:`anchor_to_compare`: an anchor id as the report's anchor index lists it,
 ``s12``-style label or the anchor's exact text), by default the most visited anchor where the
-group tried two or more actions. This is what the studio's Bellman backups page shows, and the
+group tried two or more actions and the closure tells them apart
+(:func:`crbc.explain.backups_side.informative_anchor`). This is what the studio's Bellman backups page shows, and the
 command its notice gives when a large upload's comparison outgrows the studio's budget.
 """
 
@@ -26,11 +27,14 @@ from crbc.viz.core.text import esc
 __all__ = ["anchor_to_compare", "side_by_side_html"]
 
 
-def anchor_to_compare(p: Process, compare_at: int | str | None) -> int | None:
+def anchor_to_compare(p: Process, compare_at: int | str | None, credit_SA: np.ndarray | None = None) -> int | None:
     """The anchor id named by ``compare_at`` (an id, a label or the exact anchor text); None: the
-    most visited anchor with two or more actions (None when there is none). A name that is no
-    anchor of the group raises :class:`crbc.errors.UsageError` saying what the group has."""
+    default (module docstring; ``credit_SA`` the closure's A(s,a) per pair, else the most visited
+    anchor with two or more actions), None when no anchor has two. A name that is no anchor of
+    the group raises :class:`crbc.errors.UsageError` saying what the group has."""
     if compare_at is None:
+        if credit_SA is not None:
+            return B.informative_anchor(p, credit_SA)
         choosable = B.choosable_anchors(p)
         return choosable[0] if choosable else None
     text = str(compare_at).strip()
@@ -48,10 +52,11 @@ def anchor_to_compare(p: Process, compare_at: int | str | None) -> int | None:
 
 
 def side_by_side_html(p: Process, compare_at: int | str | None, beta: float, sigma_min: float,
-                      truth: Any = None) -> str:
+                      truth: Any = None, credit_SA: np.ndarray | None = None) -> str:
     """The section's body at the anchor :func:`anchor_to_compare` names; ``truth``: the group's
-    exact truth (its per-step ``anchor_advantage_N``) or None."""
-    s = anchor_to_compare(p, compare_at)
+    exact truth (its per-step ``anchor_advantage_N``) or None; ``credit_SA``: the closure's
+    A(s,a) per pair (chooses the default anchor)."""
+    s = anchor_to_compare(p, compare_at, credit_SA)
     if s is None:
         return ('<p class="note">No anchor of this group saw two or more actions: every method gives each '
                 "step the same credit as its neighbours there, so there is nothing to rank.</p>")

@@ -8,11 +8,12 @@ from __future__ import annotations
 import html as H
 import shlex
 
+import numpy as np
 import pytest
 
 from crbc.cli.main import main
 from crbc.estimators.worker_job import command
-from crbc.explain.anchor_names import anchor_labels
+from crbc.explain.anchor_names import anchor_labels, state_pairs
 from crbc.explain.backups_side import choosable_anchors, side_by_side
 from crbc.io.rollouts import read_rollouts, write_rollouts
 from crbc.process import merge
@@ -34,11 +35,22 @@ def _has_lines(section: str, sb) -> None:
             assert H.escape(line, quote=True) in section, (m.method, line)
 
 
-def test_the_default_anchor_is_the_most_visited_with_two_actions():
-    g = read_rollouts(SOKOBAN)[1]
+def test_the_default_anchor_is_the_busiest_whose_actions_the_closure_tells_apart():
+    """On sokoban-strong's reported group the most visited anchor with two actions is a dead end
+    (every A is 0); the section skips it for the next one where the closure's A differ."""
+    from crbc.estimators import registry
+    from crbc.report.build import pick_group
+
+    groups = read_rollouts(ROOT / "sample_rollouts" / "sokoban-strong.jsonl")
+    g = groups[pick_group(groups, None)]
     p = merge([g])
-    s = choosable_anchors(p)[0]
-    _has_lines(_section(group_report(g, truth=False)), side_by_side(p, s))
+    a_SA = registry.compute("crbc", p, beta=0.98, depth=None, sigma_min=0.1).credit_SA
+    busiest = choosable_anchors(p)
+    assert np.ptp(a_SA[state_pairs(p, busiest[0])]) == 0  # the dead end the default skips
+    s = next(s for s in busiest if np.ptp(a_SA[state_pairs(p, s)]) > 1e-9)
+    section = _section(group_report(g, truth=False))
+    assert f"Anchor {s} (" in section
+    _has_lines(section, side_by_side(p, s))
 
 
 @pytest.mark.parametrize("how", ["id", "label"])
