@@ -88,3 +88,46 @@ def test_a_shift_only_the_recorder_saw_is_shown_as_the_cli_shows_it(app, tmp_pat
     cli = [f for f in examine(path).findings if f.iteration == 2]
     assert shown.value["check"].tolist() == [f.check for f in cli]
     assert "advantage_shifted" in shown.value["check"].tolist()
+
+
+def _big_upload_script(log: list):
+    import crbc.estimators.worker_job as E
+    from crbc.io.rollouts import Rollout, RolloutGroup, Step
+    from ui.core import upload
+    from ui.core.context import Source
+
+    real = E.EstimateJob.__init__
+
+    def counted(self, *a, **k):
+        log.append(a[1])
+        return real(self, *a, **k)
+
+    E.EstimateJob.__init__ = counted
+    try:
+        groups = [RolloutGroup(f"traj-{k}", (Rollout(f"traj-{k}", 0, (Step("s", "a"),) * 3, k % 2 == 0),))
+                  for k in range(1500)]  # 4,500 steps: above the server's inline size
+        upload.upload_note(Source("upload:big", "mine.jsonl", groups))
+        upload.upload_note(Source("sample:big", "a shipped file", groups))  # not one session's: never shown
+    finally:
+        E.EstimateJob.__init__ = real
+
+
+def test_a_large_upload_is_reviewed_by_the_doctor_in_a_bounded_worker():
+    """The sidebar's doctor on a large upload runs as the bounded worker's "doctor" job and shows
+    what the server itself computes (crbc.doctor.diagnose on the same groups)."""
+    from streamlit.testing.v1 import AppTest
+
+    from crbc.doctor import diagnose, from_groups
+    from crbc.io.rollouts import Rollout, RolloutGroup, Step
+
+    log: list = []
+    at = AppTest.from_function(_big_upload_script, args=(log,), default_timeout=120).run()
+    assert not at.exception, at.exception
+    assert log == ["doctor"]
+    groups = [RolloutGroup(f"traj-{k}", (Rollout(f"traj-{k}", 0, (Step("s", "a"),) * 3, k % 2 == 0),))
+              for k in range(1500)]
+    want = [f for f in diagnose(from_groups(groups)) if f.serious]
+    notes = [w.value for w in at.sidebar.warning]
+    assert len(notes) == len(want) >= 1
+    for note, f in zip(notes, want, strict=True):
+        assert f"**{f.check}** ({f.severity}) on {f.rows} rows" in note and f.message in note

@@ -74,6 +74,26 @@ def test_the_backups_side_by_side_from_the_worker_equal_the_servers(tmp_path):
     assert line[line.index("--group") + 1] == "2"
 
 
+def test_the_doctor_from_the_worker_equals_the_servers():
+    """The "doctor" computation (crbc.doctor.worker_job): the same findings, examples included,
+    as diagnose_iteration in this process, on groups whose trainer gave every step advantage 0
+    and with a recorded metrics line; its notice's command is ``crbc doctor RUN`` with the key."""
+    import crbc.doctor.worker_job  # noqa: F401 (registers "doctor")
+    from crbc.doctor.examine import diagnose_iteration
+
+    zero = [dataclasses.replace(g, rollouts=tuple(
+        dataclasses.replace(r, steps=tuple(dataclasses.replace(x, trainer_advantage=0.0) for x in r.steps))
+        for r in g.rollouts)) for g in GROUPS]
+    metrics = [{"iteration": 3, "crbc/doctor/std_zero_division": 5.0}]
+    want = diagnose_iteration(zero, 3, metrics)[1]
+    assert want and any(f.examples for f in want)
+    job = EstimateJob(zero, "doctor", "crbc", {"iteration": 3, "metrics": metrics, "anchor": "room (\\d+)"})
+    job.wait()
+    assert list(job.result(None).findings) == want
+    line = shlex.split(command("doctor", "crbc", {"iteration": 3, "anchor": "room (\\d+)"}))
+    assert line[3:] == ["doctor", "RUN", "--anchor", "room (\\d+)"]
+
+
 def test_a_budget_ends_the_job_with_the_command_that_runs_it_whole():
     tight = Limits(seconds=0.05, memory_bytes=1000 * budgets.MB, budget=budgets.CLI, cpu_seconds=None)
     with pytest.raises(EstimateRefused) as e:

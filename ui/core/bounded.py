@@ -58,9 +58,11 @@ def _wait(gate, slot, text: str, started: float) -> bool:
     return True
 
 
-def compute(groups: Sequence[RolloutGroup], process: Process, what: str, estimator: str,
-            params: Mapping[str, Any], *, label: str, n_resamples: int = 200, table: Any = None):
-    """``what`` of ``estimator`` on ``groups`` (merged by the caller into ``process``; ``table``:
+def compute(groups: Sequence[RolloutGroup], process: Process | None, what: str, estimator: str,
+            params: Mapping[str, Any], *, label: str, n_resamples: int = 200, table: Any = None,
+            steps: int | None = None):
+    """``what`` of ``estimator`` on ``groups`` (merged by the caller into ``process``, or None for a
+    result that holds none, e.g. the doctor's findings: then ``steps`` says their size; ``table``:
     the groups as a rollout table, when the caller keeps one) in a bounded worker: the result, or
     :class:`Refused`. A wait for a turn that runs out raises :class:`ui.core.context.NotKept` (the
     next rerun asks again)."""
@@ -69,6 +71,7 @@ def compute(groups: Sequence[RolloutGroup], process: Process, what: str, estimat
 
     slots, mine = _gates(server(), jobs.owner())
     slot, started = st.empty(), time.monotonic()
+    size = process.n_steps if process is not None else int(steps or 0)
     busy = (f"Server busy: {label} waits for a worker ({AT_ONCE} run at once on this server, one per person). "
             f"Or run it whole on your machine: `{command(what, estimator, params, n_resamples)}`")
     if not _wait(mine, slot, f"{label} waits for your other computation to finish...", started):
@@ -82,7 +85,7 @@ def compute(groups: Sequence[RolloutGroup], process: Process, what: str, estimat
             job = EstimateJob(groups, what, estimator, params, n_resamples=n_resamples, label=label, table=table)
             while not job.poll(0.25):
                 slot.caption(f"Computing {label} in a worker ({job.elapsed:.0f} s of at most "
-                             f"{LIMITS.seconds:g} s; this group has {process.n_steps:,} steps)...")
+                             f"{LIMITS.seconds:g} s; {size:,} steps)...")
             return job.result(process)
         except EstimateRefused as e:
             return Refused(str(e))
@@ -93,3 +96,23 @@ def compute(groups: Sequence[RolloutGroup], process: Process, what: str, estimat
     finally:
         mine.release()
         slot.empty()
+
+
+def findings(ctx, parts: tuple, groups: Sequence[RolloutGroup], iteration: int | None = None,
+             metrics: Sequence[Mapping[str, Any]] = (), anchor: str = "", *, label: str):
+    """The advantage doctor's findings on ``groups`` (one iteration; ``metrics``: the run's lines
+    of it), kept by ``ctx`` (a :class:`ui.core.context.Keyed`) under ``parts``: computed in the
+    server for a shared source or at most :data:`crbc.estimators.worker_job.INLINE_STEPS` steps,
+    else in a bounded worker (:mod:`crbc.doctor.worker_job`); a list, or :class:`Refused`."""
+    from crbc.doctor.examine import diagnose_iteration
+    from crbc.estimators.worker_job import INLINE_STEPS
+
+    steps = sum(len(r.steps) for g in groups for r in g.rollouts) if ctx.private else 0
+    if steps <= INLINE_STEPS:
+        return ctx.kept("findings", parts, lambda: diagnose_iteration(list(groups), iteration, list(metrics))[1])
+    from crbc.doctor.worker_job import WHAT
+
+    out = ctx.kept("findings", parts, lambda: compute(
+        groups, None, WHAT, "crbc", {"iteration": iteration, "metrics": list(metrics), "anchor": anchor},
+        label=label, steps=steps))
+    return out if isinstance(out, Refused) else list(out.findings)

@@ -19,7 +19,6 @@ import hashlib
 
 import streamlit as st
 
-from crbc.doctor import diagnose, from_groups
 from crbc.io import budgets
 from crbc.io.anchor_keys import RegexError, compile_regex
 from crbc.io.importers import Importer, importers
@@ -154,13 +153,17 @@ def upload_note(src) -> None:
     errors, one line each, the message on hover; nothing when every check is silent."""
     if src is None or not owned_by_session(src.key):
         return
-    groups = list(src.groups)
+    from ui.core import bounded
+
     try:
-        found = [f for f in Keyed.of(src.key).kept("findings", ("source",), lambda: diagnose(from_groups(groups)))
-                 if f.serious]
+        out = bounded.findings(Keyed.of(src.key), ("source",), src.groups, label="the advantage doctor on this file")
     except ValueError as e:
         st.sidebar.caption(f"The advantage doctor could not examine this file: {e}")
         return
+    if isinstance(out, bounded.Refused):
+        st.sidebar.caption(out.message)
+        return
+    found = [f for f in out if f.serious]
     for f in found:
         st.sidebar.warning(f"Advantage doctor: **{f.check}** ({f.severity}) on {f.rows} rows, e.g. "
                            f"{'; '.join(map(str, f.examples))}. {f.message}", icon=_ICONS[f.severity])

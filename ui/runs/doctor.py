@@ -22,8 +22,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from crbc.doctor import Batch, Finding
-from crbc.doctor.examine import diagnose_iteration
+from crbc.doctor import Finding
 from crbc.io.runs import Run
 from crbc.report.doctor import counts_by_iteration
 from crbc.run_analysis import doctor_curves as D
@@ -36,11 +35,18 @@ from ui.core.svg_view import svg_view
 ICONS = {"error": ":material/error:", "warning": ":material/warning:", "info": ":material/info:"}
 
 
-def _diagnosed(view: RunView, iteration: int, regex: str, groups: tuple,
-               metrics: tuple) -> tuple[Batch, list[Finding]]:
-    """The doctor on one iteration of the run, kept by the run's context."""
-    return Keyed.of(view.key).kept("findings", (iteration, regex),
-                                   lambda: diagnose_iteration(list(groups), iteration, list(metrics)))
+def _diagnosed(view: RunView, iteration: int, regex: str, groups: tuple, metrics: tuple) -> list[Finding] | None:
+    """The doctor's findings on one iteration of the run, kept by the run's context (an uploaded
+    run's large iteration in the bounded worker: :func:`ui.core.bounded.findings`); None after a
+    budget's notice, which is shown."""
+    from ui.core import bounded
+
+    out = bounded.findings(Keyed.of(view.key), (iteration, regex), groups, iteration, metrics, regex,
+                           label=f"the advantage doctor on iteration {iteration}")
+    if isinstance(out, bounded.Refused):
+        st.warning(out.message, icon=":material/hourglass_disabled:")
+        return None
+    return out
 
 
 def iterations(view: RunView) -> None:
@@ -59,7 +65,9 @@ def iterations(view: RunView) -> None:
 def iteration(view: RunView, it: int, groups: tuple, regex: str, open_in: list[tuple[str, str, str]]) -> None:
     """The findings of iteration ``it`` and, for the one chosen, its rows one click away."""
     line = view.metrics.get(it)
-    b, found = _diagnosed(view, it, regex, tuple(groups), () if line is None else ({"iteration": it, **line},))
+    found = _diagnosed(view, it, regex, tuple(groups), () if line is None else ({"iteration": it, **line},))
+    if found is None:
+        return
     serious = [f for f in found if f.serious]
     st.markdown(f"**The advantage doctor on iteration {it}**")
     if not found:
