@@ -12,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui.core import nav_pages, routing, sidebar, url
+from ui.core import bounded, nav_pages, routing, sidebar, url
 
 HERE = Path(__file__).resolve().parent
 
@@ -41,6 +41,7 @@ def _mark_run(t0: float) -> None:
 
 def main() -> None:
     t0 = time.perf_counter()
+    bounded.start_run()  # the page's bounded computations share their time from here
     st.set_page_config(page_title="crbc studio", page_icon="🔁", layout="wide")
     nav = st.navigation(nav_pages.pages(HERE, PAGES, DEFAULT_PAGE))  # built once, copied per run
     with routing.app_running():

@@ -133,17 +133,20 @@ class EstimateJob(LimitedRead):
     """``what`` (``credits``, ``intervals``, ``sweep``, ``side_by_side``) of ``estimator`` with ``params`` on
     ``groups``, in a worker: :meth:`poll`, then :meth:`result`; :meth:`cancel` kills it.
     ``table``: the groups already as :func:`crbc.io.parquet_rollouts.groups_table` built them (a
-    caller that starts several jobs on the same groups builds it once; it must be of ``groups``)."""
+    caller that starts several jobs on the same groups builds it once; it must be of ``groups``);
+    ``timed_out_line``: what a job stopped at ``limits.seconds`` says instead of the studio's budget
+    (a page whose own time ran out gave it less than that)."""
 
     def __init__(self, groups: Sequence[RolloutGroup], what: str, estimator: str, params: Mapping[str, Any],
                  *, n_resamples: int = 200, seed: int | None = 0, limits: Limits | None = None,
-                 label: str = "this computation", table: Any = None):
+                 label: str = "this computation", table: Any = None, timed_out_line: str | None = None):
         from crbc.io.parquet_rollouts import write_parquet_rollouts
 
         if what not in WHATS and what not in COMPUTATIONS:
             raise ValueError(f"what must be one of {', '.join([*WHATS, *COMPUTATIONS.names()])}, not {what!r}")
         self.limits = limits or LIMITS
         self.label, self.line = label, command(what, estimator, params, n_resamples)
+        self.timed_out_line = timed_out_line
         self.make_folder("crbc-estimate-")
         write_parquet_rollouts(Path(self.folder, "in.parquet"), list(groups) if table is None else table)
         payload = {"folder": self.folder, "what": what, "estimator": estimator, "params": dict(params),
@@ -164,6 +167,8 @@ class EstimateJob(LimitedRead):
                 f"budget of {budgets.mb(self.limits.memory_bytes)}. {self._whole()}")
 
     def timed_out(self) -> str:
+        if self.timed_out_line:
+            return self.timed_out_line
         return f"{self.label} took longer than the studio's {self.limits.seconds:g} s and was stopped. {self._whole()}"
 
     def cancelled(self) -> str:

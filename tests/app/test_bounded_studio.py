@@ -110,3 +110,54 @@ def test_a_budget_ends_the_computation_with_a_notice_and_the_command():
     assert len(notes) == 1 and "took longer than the studio's 0.01 s" in notes[0]
     assert "python -m crbc credit FILE --estimator crbc --beta 0.98 --depth inf --sigma-min 0.1" in notes[0]
     assert "credits" not in log and not [m for m in at.markdown if m.value == "done"]  # the page stopped
+
+
+def _page_script(log: list, groups: list) -> None:
+    """One run of a page whose bounded jobs share bounded.PAGE_S = 6 s: a job of 2 s, one of 30 s
+    (cut when the page's time ends), then the depth sweep (nothing left: never started)."""
+    import streamlit as st
+
+    import crbc.estimators.worker_job as E
+    import tests.support.slow_job  # noqa: F401 (registers "sleep")
+    from crbc.process import merge
+    from ui.core import bounded, context
+
+    real, page_s = E.EstimateJob.__init__, bounded.PAGE_S
+
+    def counted(self, *a, **k):
+        log.append((a[1], k["limits"].seconds))
+        return real(self, *a, **k)
+
+    E.EstimateJob.__init__, bounded.PAGE_S = counted, 6.0
+    try:
+        bounded.start_run()
+        src = context.Source("upload:page-budget", "test", tuple(groups))
+        ctx = context.PageContext(src, 0, 0, "crbc", {"beta": 0.98, "depth": None, "sigma_min": 0.1})
+        p = merge(list(groups))
+        for s in (2, 30):
+            out = ctx.kept("table", ("sleep", s), lambda s=s: bounded.compute(
+                groups, p, "sleep", "crbc", {"seconds": s}, label=f"the {s} s job"))
+            st.write(f"the {s} s job: {out}")
+        ctx.sweep(0.98, 4)  # nothing of the page's time is left: refused before it starts
+        st.write("done")
+    finally:
+        E.EstimateJob.__init__, bounded.PAGE_S = real, page_s
+
+
+def test_a_pages_jobs_share_its_time_and_a_cut_one_is_asked_again():
+    log: list = []
+    at = AppTest.from_function(_page_script, args=(log, _big_groups()), default_timeout=120).run()
+    assert not at.exception, at.exception
+    assert [w for w, _ in log] == ["sleep", "sleep"]  # the sweep was never started
+    assert log[0][1] <= 6.0 and log[1][1] <= 6.0 - 2.0  # each job had only what was left of the 6 s
+    said = [m.value for m in at.markdown]
+    assert "the 2 s job: Slept(seconds=2.0)" in said
+    assert [x for x in said if x.startswith("the 30 s job: Refused(message=\"the 30 s job was stopped: this "
+                                            "page's computations had the studio's 6 s.")]
+    notes = [w.value for w in at.warning]
+    assert len(notes) == 1 and "the depth sweep K = 0..4 of this group was stopped: this page's computations" in notes[0]
+    assert "done" not in said  # the notice stopped the page
+    log.clear()
+    at.run()  # the 2 s job is kept; the cut one was not (the page's time, not its own budget): asked again
+    assert not at.exception, at.exception
+    assert [w for w, _ in log][:1] == ["sleep"] and len([m for m in at.markdown if m.value.startswith("the 2 s")]) == 1
