@@ -1,6 +1,7 @@
-"""A computed result (credits, credit intervals, a depth sweep, the backups side by side at an
-anchor) as plain arrays and JSON, so a worker process can hand it back without pickling anything. The allow-list is the
-built-in :data:`CLASSES` and those a layer above registers (:func:`register`).
+"""A computed result (credits, credit intervals, a depth sweep, or the result of a computation a
+layer above registers) as plain arrays and JSON, so a worker process can hand it back without
+pickling anything. The allow-list is the built-in :data:`CLASSES` and the classes registered with
+:func:`register` (the backups side by side, the advantage doctor's findings).
 
 :func:`save` writes a dataclass of the allow-list :data:`CLASSES` as ``<name>.npz`` (every numpy
 array field, numeric or fixed-width text; object arrays are refused) and returns its JSON meta

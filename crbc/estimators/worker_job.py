@@ -1,5 +1,6 @@
-"""An estimator's credits, their intervals, the depth sweep or the backups side by side at one
-anchor on a user's groups, computed in a worker process under a time, CPU and memory budget.
+"""An estimator's credits, their intervals, the depth sweep, or a computation a layer above
+registers (:func:`register_computation`: the backups side by side at one anchor, the advantage
+doctor) on a user's groups, computed in a worker process under a time, CPU and memory budget.
 
 A shared studio computes what a page shows of an upload here when the upload is large
 (:data:`INLINE_STEPS`), so one person's 20,000-anchor group can neither hold the interpreter

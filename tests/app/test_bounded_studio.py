@@ -152,10 +152,10 @@ def test_a_pages_jobs_share_its_time_and_a_cut_one_is_asked_again():
     assert log[0][1] <= 6.0 and log[1][1] <= 6.0 - 2.0  # each job had only what was left of the 6 s
     said = [m.value for m in at.markdown]
     assert "the 2 s job: Slept(seconds=2.0)" in said
-    assert [x for x in said if x.startswith("the 30 s job: Refused(message=\"the 30 s job was stopped: this "
-                                            "page's computations had the studio's 6 s.")]
+    assert [x for x in said if x.startswith("the 30 s job: Refused(message=\"the 30 s job: stopped when this "
+                                            "page's computations reached the studio's 6 s.")]
     notes = [w.value for w in at.warning]
-    assert len(notes) == 1 and "the depth sweep K = 0..4 of this group was stopped: this page's computations" in notes[0]
+    assert len(notes) == 1 and "the depth sweep K = 0..4 of this group: stopped when this page's computations" in notes[0]
     assert "done" not in said  # the notice stopped the page
     log.clear()
     at.run()  # the 2 s job is kept; the cut one was not (the page's time, not its own budget): asked again

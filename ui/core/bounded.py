@@ -109,8 +109,8 @@ def compute(groups: Sequence[RolloutGroup], process: Process | None, what: str, 
     whole = command(what, estimator, params, n_resamples)
     busy = (f"Server busy: {label} waits for a worker ({AT_ONCE} run at once on this server, one per person). "
             f"Or run it whole on your machine: `{whole}`")
-    page_line = (f"{label} was stopped: this page's computations had the studio's {PAGE_S:g} s. Open the page "
-                 f"again to go on. Run it whole on your machine: `{whole}`")
+    page_line = (f"{label}: stopped when this page's computations reached the studio's {PAGE_S:g} s. Open the "
+                 f"page again to go on. Run it whole on your machine: `{whole}`")
     if not _wait(mine, slot, f"{label} waits for your other computation to finish...", started):
         slot.empty()
         raise NotKept(Refused(busy))
