@@ -160,12 +160,13 @@ def informative_anchor(p: Process, credit_SA: np.ndarray) -> int | None:
     """The most visited anchor with two or more actions whose reference credits (``credit_SA``,
     per pair: the closure's A(s,a)) tell its actions apart, else the most visited one with two or
     more actions; None when there is none."""
+    a = np.asarray(credit_SA, dtype=float)
+    hi, lo = np.full(p.n_states, -np.inf), np.full(p.n_states, np.inf)
+    np.maximum.at(hi, p.sa_state, a)  # a NaN makes its anchor's spread NaN: never "apart"
+    np.minimum.at(lo, p.sa_state, a)
+    apart = hi - lo > TIE
     anchors = choosable_anchors(p)
-    for s in anchors:
-        a = np.asarray(credit_SA, dtype=float)[state_pairs(p, s)]
-        if np.isfinite(a).all() and np.ptp(a) > TIE:
-            return s
-    return anchors[0] if anchors else None
+    return next((s for s in anchors if apart[s]), anchors[0] if anchors else None)
 
 
 def _pair_mean(x_N: np.ndarray, steps: list[np.ndarray]) -> np.ndarray:

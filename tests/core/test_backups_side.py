@@ -112,3 +112,22 @@ def test_joined_writes_at_most_its_limit_of_terms():
     seen = []
     joined(range(10_000), lambda x: seen.append(x) or str(x), limit=5)
     assert seen == [0, 1, 2, 3, 9_999]  # only the written terms are formatted
+
+
+def test_informative_anchor_is_the_first_busiest_whose_closure_tells_actions_apart():
+    """The vectorised spread per anchor against the obvious loop (np.ptp of each anchor's pairs),
+    on every group of two samples."""
+    from crbc.estimators import registry
+    from crbc.explain.anchor_names import state_pairs
+
+    checked = 0
+    for name in ("sokoban-strong.jsonl", "sokoban-weak.jsonl"):
+        for g in read_rollouts(ROOT / "sample_rollouts" / name):
+            p = merge([g])
+            a = registry.compute("crbc", p).credit_SA
+            anchors = B.choosable_anchors(p)
+            want = next((s for s in anchors if np.isfinite(a[state_pairs(p, s)]).all()
+                         and np.ptp(a[state_pairs(p, s)]) > B.TIE), anchors[0] if anchors else None)
+            assert B.informative_anchor(p, a) == want
+            checked += 1
+    assert checked >= 10
