@@ -18,7 +18,6 @@ the reference's by construction, and the typed decoder only ever speeds up lines
 
 from __future__ import annotations
 
-import gc
 import math
 import os
 from collections.abc import Iterable, Sequence
@@ -33,6 +32,7 @@ import numpy as np
 
 from crbc.errors import os_reason
 from crbc.io import budgets
+from crbc.io.gc_pause import gc_paused
 from crbc.io.records import (
     MAX_TEXT_CHARS,
     SCHEMA,
@@ -279,13 +279,8 @@ def decode_lines(lines: Iterable[bytes], source: str = "<input>", keep_text: boo
     exactly as the reference reader :func:`crbc.io.rollouts.iter_rollouts` would. An input without
     any rollout gives empty columns (the public readers refuse it).
     """
-    gc_was_on = gc.isenabled()
-    gc.disable()  # millions of short-lived, acyclic objects: the cyclic collector only costs here
-    try:
+    with gc_paused():  # millions of short-lived, acyclic objects: the cyclic collector only costs here
         return _decode_lines(lines, source, keep_text)
-    finally:
-        if gc_was_on:
-            gc.enable()
 
 
 def _decode_lines(lines: Iterable[bytes], source: str, keep_text: bool) -> Columns:

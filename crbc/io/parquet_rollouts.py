@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from crbc.errors import RolloutFormatError
+from crbc.io.gc_pause import gc_paused
 from crbc.io.rollouts import SCHEMA, Rollout, RolloutGroup, Step, atomic_write_chunks
 
 __all__ = [
@@ -128,7 +129,8 @@ def read_parquet_rollouts(path: str | os.PathLike, data: bytes | None = None) ->
     for c in REQUIRED:
         if c not in table.column_names:
             _fail("required column is missing", source, None, c)
-    return _build(table, source)
+    with gc_paused():  # a Step per row, all kept: no cycle to look for (crbc.io.gc_pause)
+        return _build(table, source)
 
 
 def _strings(table, c: str) -> list[str | None]:

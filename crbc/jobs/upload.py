@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from crbc.io import budgets
+from crbc.io.gc_pause import gc_paused
 from crbc.io.importers.registry import Importer
 from crbc.jobs.worker import NICENESS, Send, WorkerFailure, WorkerJob
 from crbc.jobs.worker import warm as _warm_server
@@ -133,22 +134,29 @@ def _read_job(payload: dict, send: Send) -> list[dict]:
 
         threading.Thread(target=report, daemon=True).start()
         try:
-            imported = _read(kind, files, anchor, threshold)
-            del files
-            from crbc.io.parquet_rollouts import write_parquet_rollouts
-            from crbc.process import merge_stats
-
-            manifest = []
-            for i, (it, groups) in enumerate(imported.items()):
-                ms = merge_stats(groups) if groups else None
-                write_parquet_rollouts(Path(folder) / f"out-{i}.parquet", groups)
-                manifest.append({"iteration": it, "file": f"out-{i}.parquet", "stats": None if ms is None else [
-                    ms.shared_step_share, ms.n_anchors, ms.n_shared_anchors, ms.n_steps]})
-            return manifest
+            with gc_paused():  # the read, merge and write only add live acyclic objects (crbc.io.gc_pause)
+                imported = _read(kind, files, anchor, threshold)
+                del files  # the input's bytes, not needed while writing
+                return _write_results(folder, imported)
         except BaseException as e:  # noqa: BLE001 (every failure becomes one line)
             raise WorkerFailure(_error_line(e, names, limits)) from None
         finally:
             done.set()
+
+
+def _write_results(folder: str, imported: dict) -> list[dict]:
+    """Each iteration's groups as ``out-{i}.parquet`` in ``folder``; the manifest (per iteration
+    its file and merge statistics)."""
+    from crbc.io.parquet_rollouts import write_parquet_rollouts
+    from crbc.process import merge_stats
+
+    manifest = []
+    for i, (it, groups) in enumerate(imported.items()):
+        ms = merge_stats(groups) if groups else None
+        write_parquet_rollouts(Path(folder) / f"out-{i}.parquet", groups)
+        manifest.append({"iteration": it, "file": f"out-{i}.parquet", "stats": None if ms is None else [
+            ms.shared_step_share, ms.n_anchors, ms.n_shared_anchors, ms.n_steps]})
+    return manifest
 
 
 class LimitedRead(WorkerJob):

@@ -226,8 +226,10 @@ def test_the_worker_stops_at_its_cpu_budget_and_runs_below_the_server():
     assert res.error == "slow.jsonl: reading needed more than the CPU budget of 1 s; stopped, nothing was loaded"
     job = worker.start_read("steps", {"slow.jsonl": rows_jsonl(400_000)}, limits=worker.Limits(budget=budgets.CLI))
     try:
-        job.poll(10)  # the first progress message: the worker has set its limits and priority
-        assert job.outcome is None
+        deadline = time.monotonic() + 30
+        while not job.progress["rows"] and job.outcome is None and time.monotonic() < deadline:
+            job.poll(0.05)  # until the first rows: the worker has set its limits and priority
+        assert job.outcome is None and job.progress["rows"]
         assert os.getpriority(os.PRIO_PROCESS, job.proc.pid) == min(19, os.nice(0) + worker.NICENESS)  # 19: the lowest
         # its own session, so under autogroup scheduling its own group, at the same niceness
         assert os.getsid(job.proc.pid) == job.proc.pid != os.getsid(0)

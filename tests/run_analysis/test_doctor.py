@@ -173,7 +173,8 @@ def test_no_warning_on_the_tests_data(path, source):
 
 
 def test_no_warning_on_the_last_iteration_of_every_shipped_run():
-    """The last iteration of each of the shipped runs (every iteration: the slow test below)."""
+    """The last iteration of each of the shipped runs (every iteration, as `crbc doctor RUN` checks
+    them: tests/run_analysis/test_doctor_sweep.py)."""
     import crbc
     from crbc.doctor.sources import batches_of
 
@@ -185,13 +186,6 @@ def test_no_warning_on_the_last_iteration_of_every_shipped_run():
             continue
         last = max(run.iterations_with_rollouts)
         assert serious(batches_of({last: run.rollouts(last)}, None)) == [], run_dir
-
-
-@pytest.mark.slow
-def test_no_warning_on_any_iteration_of_any_shipped_run():
-    """135 runs, 1,360 iterations, 8.1 million steps at the time of writing (about 2 minutes)."""
-    for run_dir in find_runs(ROOT / "sample_rollouts" / "runs"):
-        assert serious(read_batches(run_dir)) == [], run_dir
 
 
 def test_the_audit_has_a_column_per_check_in_the_doctors_order():

@@ -21,6 +21,7 @@ from typing import Any
 from crbc.errors import FormatError
 from crbc.io import budgets
 from crbc.io.anchor_keys import AnchorKeySpec
+from crbc.io.gc_pause import gc_paused
 from crbc.io.importers.registry import Importer, get_importer, importers, register_importer
 from crbc.io.importers.rows import DEFAULT_COLUMNS, Imported, ImportFormatError, parse_columns_map
 
@@ -61,7 +62,7 @@ def read_source(name: str | Importer, paths: Sequence[str | os.PathLike], *, col
         options["columns"] = columns
     elif columns is not None and dict(columns) != DEFAULT_COLUMNS:
         raise ValueError(f"--map applies to --from steps only, not to {importer.name!r}")
-    with budgets.scope(budget):
+    with budgets.scope(budget), gc_paused():  # a Step per row, all kept: no cycle to look for
         return reader(paths, anchor=anchor, success_threshold=success_threshold, action=action,
                       limit=limit, **options)
 
