@@ -2,7 +2,8 @@
 
 - ``hostile_link``: a link whose ``anchor_key`` is ``(`` x 5000 + ``)`` x 5000 (10,000 characters
   that RE2 accepts), opened in ``tabs`` tabs of one browser at once; each tab's answer (the
-  notice it shows, or the generic error page) and its time;
+  notice it shows, or the generic error page) and its time, and the same link asked by as many
+  sessions on the wire (the server's own answer, without a browser's drawing);
 - ``audit_burst``: ``tabs`` tabs of one browser open the same run folder on Training runs and
   press "Compute the audit" at once; recorded: what each tab shows (running, queued with its
   place, or the note that another tab of the same person has one), the server's worker processes
@@ -120,11 +121,40 @@ async def hostile_link(browser, base: str, tabs: int, out: dict) -> None:
 
     t0 = rec["started"] = time.perf_counter()
     try:
-        await asyncio.gather(*(one() for _ in range(tabs)))
+        await asyncio.gather(*(one() for _ in range(tabs)), _hostile_link_wire(base, tabs, rec))
     finally:
         rec["ended"] = time.perf_counter()
         rec["seconds"] = round(rec["ended"] - t0, 2)
         await ctx.close()
+
+
+async def _hostile_link_wire(base: str, tabs: int, rec: dict) -> None:
+    """The same link asked by ``tabs`` sessions on the wire at once (benchmarks.wire_client): the
+    server's own answer, without the attacker's browser. Recorded in ``rec["wire"]``: seconds
+    from the request to the first error alert (or to the run's end when none came), and the
+    alert. The browser's time adds its own drawing, which on the soak's machine is a niced
+    Chromium sharing two cores with the students' browsers."""
+    from benchmarks.wire_client import open_session
+
+    rec["wire"] = []
+    query = "anchor_key=" + urllib.parse.quote(HOSTILE)
+
+    async def one() -> None:
+        try:
+            session = await open_session(base, timeout=180.0)
+        except Exception as e:  # noqa: BLE001
+            rec["wire"].append({"seconds": None, "answer": f"{type(e).__name__}: {str(e)[:150]}"})
+            return
+        try:
+            v = await session.visit("rollouts", query)
+            seconds = v.first_error_seconds if v.first_error_seconds is not None else v.seconds
+            rec["wire"].append({"seconds": round(seconds, 2), "answer": (v.errors or ["(no alert)"])[0][:200]})
+        except Exception as e:  # noqa: BLE001
+            rec["wire"].append({"seconds": None, "answer": f"{type(e).__name__}: {str(e)[:150]}"})
+        finally:
+            session.close()
+
+    await asyncio.gather(*(one() for _ in range(tabs)))
 
 
 async def audit_burst(browser, base: str, run: Path, tabs: int, out: dict, workers) -> None:

@@ -26,12 +26,14 @@ ERROR_FORMAT = 1  #: streamlit.proto.Alert.Format.ERROR
 @dataclass
 class Visit:
     """One page request: ``seconds`` until ``script_finished``, ``elements`` drawn, ``errors``
-    shown, ``upload_seen``: a text on the page names an upload as the loaded source."""
+    shown, ``first_error_seconds`` until the first of them arrived (None: none), ``upload_seen``:
+    a text on the page names an upload as the loaded source."""
 
     page: str
     seconds: float
     elements: int = 0
     errors: list[str] = field(default_factory=list)
+    first_error_seconds: float | None = None
     upload_seen: bool = False
 
 
@@ -80,6 +82,8 @@ class WireSession:
                     out.errors.append(f"exception: {el.exception.message[:300]}")
                 elif what == "alert" and el.alert.format == ERROR_FORMAT:
                     out.errors.append(f"error: {el.alert.body[:300]}")
+                if out.errors and out.first_error_seconds is None:
+                    out.first_error_seconds = time.perf_counter() - t
                 elif what == "markdown" and el.markdown.body.replace("*", "").startswith("Loaded: upload"):
                     out.upload_seen = True
 
