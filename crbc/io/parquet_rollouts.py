@@ -214,10 +214,48 @@ def _check_rollouts(source: str, start_R: np.ndarray, first_N: np.ndarray, t_N: 
         _fail("a truncated rollout cannot be a success", source, row, "truncated")
 
 
-def _rollout_meta(meta_N: list, a: int, m: int, source: str) -> dict:
-    """The meta of the rollout on rows ``a .. a + m - 1``: the same JSON object on each row."""
-    if any(meta_N[i] != meta_N[a] for i in range(a + 1, a + m)):
-        _fail("meta differs within a rollout", source, a + 1, "meta")
+def _check_meta_and_keys(source: str, meta_N: list, first_N: np.ndarray, start_R: np.ndarray,
+                         g_codes: np.ndarray, k_R: np.ndarray, groups_N: list) -> None:
+    """Each rollout's meta text is the same on all its rows (else: its first row); no (group,
+    rollout) pair starts twice (else: the second start's row). The errors :func:`_build` gave
+    when it checked rollout by rollout, the first one in row order."""
+    meta = np.asarray(meta_N, dtype=object)
+    differs = np.flatnonzero(meta != meta[first_N])
+    codes = g_codes[start_R].astype(np.int64)
+    width = int(k_R.max(initial=0)) + 1
+    packs = len(k_R) and int(k_R.min()) >= 0 and width * (int(codes.max()) + 1) < 2 ** 62
+    again = _repeats(codes * width + k_R) if packs else _repeats_slow(codes, k_R)
+    row_meta = int(first_N[differs[0]]) if len(differs) else None
+    row_again = int(start_R[again]) if again is not None else None
+    if row_again is not None and (row_meta is None or row_again <= row_meta):  # a rollout's key, then its meta
+        g, k = groups_N[row_again], int(k_R[again])
+        _fail(f"rollout {k} of group {g!r} is not contiguous or appears twice", source, row_again + 1, "rollout")
+    if row_meta is not None:
+        _fail("meta differs within a rollout", source, row_meta + 1, "meta")
+
+
+def _repeats(pair: np.ndarray) -> int | None:
+    """The first index whose value appeared at an earlier index (None: all distinct)."""
+    _, first = np.unique(pair, return_index=True)
+    seen_before = np.ones(len(pair), bool)
+    seen_before[first] = False
+    hits = np.flatnonzero(seen_before)
+    return int(hits[0]) if len(hits) else None
+
+
+def _repeats_slow(codes: np.ndarray, k_R: np.ndarray) -> int | None:
+    """:func:`_repeats` of (code, k) pairs with a set (rollout numbers that cannot pack)."""
+    seen: set[tuple[int, int]] = set()
+    for i, key in enumerate(zip(codes.tolist(), k_R.tolist(), strict=True)):
+        if key in seen:
+            return i
+        seen.add(key)
+    return None
+
+
+def _rollout_meta(meta_N: list, a: int, source: str) -> dict:
+    """The meta of the rollout starting on row ``a`` (the same JSON text on each of its rows:
+    :func:`_check_meta_and_keys`)."""
     try:
         meta = _decode_meta(meta_N[a]) if meta_N[a] else {}
     except ValueError as e:
@@ -248,20 +286,18 @@ def _build(table, source: str) -> list[RolloutGroup]:
     new[1:] = (g_codes[1:] != g_codes[:-1]) | (k_N[1:] != k_N[:-1])
     start_R = np.flatnonzero(new)
     len_R = np.diff(np.append(start_R, n))
-    _check_rollouts(source, start_R, np.repeat(start_R, len_R), t_N, ok_N, tr_N, num["score"])
+    first_N = np.repeat(start_R, len_R)
+    _check_rollouts(source, start_R, first_N, t_N, ok_N, tr_N, num["score"])
+    _check_meta_and_keys(source, text["meta"], first_N, start_R, g_codes, k_N[start_R], text["group"])
     steps = list(map(Step, text["anchor"], text["action"], text["obs"], text["response"],
                      _nullable(num["reward"], n), _nullable(num["trainer_advantage"], n)))
     groups: dict[str, list[Rollout]] = {}
-    seen: set[tuple[str, int]] = set()
-    sc = _nullable(num["score"], n)
+    sc, ok, tr = _nullable(num["score"], n), ok_N.tolist(), tr_N.tolist()
+    group_N, meta_N = text["group"], text["meta"]
     for a, m, k in zip(start_R.tolist(), len_R.tolist(), k_N[start_R].tolist(), strict=True):
-        g = text["group"][a]
-        if (g, k) in seen:
-            _fail(f"rollout {k} of group {g!r} is not contiguous or appears twice", source, a + 1, "rollout")
-        seen.add((g, k))
-        meta = _rollout_meta(text["meta"], a, m, source)
-        groups.setdefault(g, []).append(Rollout(g, k, tuple(steps[a:a + m]), bool(ok_N[a]), bool(tr_N[a]),
-                                                sc[a], meta))
+        g = group_N[a]
+        groups.setdefault(g, []).append(Rollout(g, k, tuple(steps[a:a + m]), ok[a], tr[a], sc[a],
+                                                _rollout_meta(meta_N, a, source)))
     return [RolloutGroup(g, tuple(rs)) for g, rs in groups.items()]
 
 
