@@ -38,13 +38,16 @@ run: $(VENV)/.install-stamp
 	$(PY) studio.py --server.address 127.0.0.1 --server.port $(PORT) \
 	  --server.headless true --browser.gatherUsageStats false
 
+# two test processes (pytest-xdist), each test file's tests in one of them: 11 min instead of 18
+# on the 2-core machine (docs/ARCHITECTURE.md, "A test")
+TEST_PROCESSES ?= 2
 test: $(VENV)/.dev-stamp
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_PROCESSES) --dist loadfile
 
 # the quick loop while editing: everything but the tests marked slow (training, long runs) and
 # the browser tests (headless Chromium)
 test-fast: $(VENV)/.dev-stamp
-	$(PY) -m pytest -q -m "not slow and not browser"
+	$(PY) -m pytest -q -n $(TEST_PROCESSES) --dist loadfile -m "not slow and not browser"
 
 # every Python file of the repo (ruff finds them; .venv and generated folders are excluded)
 lint: $(VENV)/.dev-stamp
