@@ -217,8 +217,9 @@ def _check_rollouts(source: str, start_R: np.ndarray, first_N: np.ndarray, t_N: 
 def _check_meta_and_keys(source: str, meta_N: list, first_N: np.ndarray, start_R: np.ndarray,
                          g_codes: np.ndarray, k_R: np.ndarray, groups_N: list) -> None:
     """Each rollout's meta text is the same on all its rows (else: its first row); no (group,
-    rollout) pair starts twice (else: the second start's row). The errors :func:`_build` gave
-    when it checked rollout by rollout, the first one in row order."""
+    rollout) pair starts twice (else: the second start's row). Of these two faults, the first in
+    row order, as a walk rollout by rollout finds it (its twin: tests/io/test_parquet_rollout_checks.py);
+    a meta that is not a JSON object is found after them, while the rollouts are built."""
     meta = np.asarray(meta_N, dtype=object)
     differs = np.flatnonzero(meta != meta[first_N])
     codes = g_codes[start_R].astype(np.int64)
