@@ -5,7 +5,11 @@ take 2 GB for 30 min); tabs are free to open, so a bound per session is no bound
 :class:`JobQueue` holds every :class:`Ticket` of the server and
 
 * runs at most ``max_running`` jobs at once (:data:`MAX_RUNNING`, ``$CRBC_MAX_JOBS``); the others
-  wait in order of arrival, and :meth:`JobQueue.position` says how many are ahead of a ticket;
+  wait, and :meth:`JobQueue.position` says how many are ahead of a ticket. Network addresses
+  take turns: the next job is the oldest waiting one of the address whose last job started
+  longest ago (an address with none started yet first), so a person who queues eight audits from
+  eight fresh browsers delays anyone else's by at most one of them. Tickets of one address (a
+  class behind one NAT; loopback, where Streamlit gives no address) wait in order of arrival;
 * gives each owner (a browser: every tab of it; see ``ui.core.jobs``) one live ticket: a second ask
   from another tab of the same owner is refused with a line saying so, and a new ask from the
   same tab replaces its old ticket (the old job is cancelled). With one ticket per owner, first
@@ -89,6 +93,7 @@ class JobQueue:
         self.tick_s = float(tick_s)
         self._lock = threading.RLock()
         self._tickets: list[Ticket] = []  # live tickets, in order of arrival
+        self._started: dict[str | None, float] = {}  # address -> when its last job started (live addresses)
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
 
@@ -143,8 +148,8 @@ class JobQueue:
         with self._lock:
             if ticket.state != "waiting" or ticket not in self._tickets:
                 return 0
-            at = self._tickets.index(ticket)
-            return sum(1 for i, t in enumerate(self._tickets) if t.state == "running" or i < at)
+            running = sum(t.state == "running" for t in self._tickets)
+            return running + self._turns().index(ticket)
 
     def counts(self) -> tuple[int, int]:
         """(running, waiting) on the whole server."""
@@ -182,22 +187,37 @@ class JobQueue:
                         self._end(t, t.job.outcome)
                     else:
                         t.progress = dict(t.job.progress)
-            running = sum(t.state == "running" for t in self._tickets)
-            for t in list(self._tickets):
-                if t.state != "waiting":
-                    continue
-                if t.done_already is not None and _safe(t.done_already):
-                    self._end(t, {"done": {"already": True}})
-                    continue
-                if running >= self.max_running or any(r.state == "running" and r.key == t.key for r in self._tickets):
-                    continue  # no place, or the same job runs for someone else: its result may serve this one
-                try:
-                    t.job = t.start()
-                except Exception as e:  # noqa: BLE001 (one line for the page, never a traceback)
-                    self._end(t, {"error": f"{t.what}: could not start ({type(e).__name__}: {str(e)[:200]})"})
-                    continue
-                t.state = "running"
-                running += 1
+            self._start_waiting(now)
+
+    def _turns(self) -> list[Ticket]:
+        """The waiting tickets in the order they start: by when their address last started a job
+        (never first), then by arrival (module docstring)."""
+        waiting = [t for t in self._tickets if t.state == "waiting"]  # in order of arrival
+        return sorted(waiting, key=lambda t: self._started.get(t.address, float("-inf")))  # stable
+
+    def _start_waiting(self, now: float) -> None:
+        """Start waiting tickets in their turn while places are free; end those whose result
+        appeared. The turns are taken again after each start (its address goes to the back)."""
+        running = sum(t.state == "running" for t in self._tickets)
+        looked: set[int] = set()
+        while True:
+            t = next((t for t in self._turns() if t.id not in looked), None)
+            if t is None:
+                return
+            looked.add(t.id)
+            if t.done_already is not None and _safe(t.done_already):
+                self._end(t, {"done": {"already": True}})
+                continue
+            if running >= self.max_running or any(r.state == "running" and r.key == t.key for r in self._tickets):
+                continue  # no place, or the same job runs for someone else: its result may serve this one
+            try:
+                t.job = t.start()
+            except Exception as e:  # noqa: BLE001 (one line for the page, never a traceback)
+                self._end(t, {"error": f"{t.what}: could not start ({type(e).__name__}: {str(e)[:200]})"})
+                continue
+            t.state = "running"
+            self._started[t.address] = now
+            running += 1
 
     def _end(self, t: Ticket, outcome: dict | None) -> None:
         if t.state == "done":
@@ -210,6 +230,8 @@ class JobQueue:
         t.state = "done"
         if t in self._tickets:
             self._tickets.remove(t)
+        if all(o.address != t.address for o in self._tickets):  # only live addresses are remembered
+            self._started.pop(t.address, None)
 
 
 def _safe(check: Callable[[], bool]) -> bool:

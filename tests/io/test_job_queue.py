@@ -123,3 +123,54 @@ def test_fresh_browsers_from_one_address_are_bounded_when_the_server_asks_for_it
     assert ask(q, log, "browser0", "10.0.0.7")[0] is not None  # its own tab again: replaces its ticket
     free = JobQueue(max_running=1, stale_s=60, thread=False, max_per_address=None)
     assert all(ask(free, [], f"browser{i}", "10.0.0.7")[0] is not None for i in range(8))
+
+
+def _ask(q, log, owner, address, key="k"):
+    return q.submit(owner, f"{owner}/tab", key, f"the audit of {owner}", lambda: FakeJob(log, owner),
+                    address=address)[0]
+
+
+def _run_to_the_end(q, log) -> list[str]:
+    """Finish each running job in turn; the owners in the order their jobs started."""
+    for _ in range(50):
+        q.step()
+        running = [t for t in q._tickets if t.state == "running"]
+        if not running:
+            break
+        for t in running:
+            t.job.finish()
+    return [name for what, name in log if what == "start"]
+
+
+def test_addresses_take_turns_so_fresh_browsers_delay_others_by_one_job():
+    """Four fresh browsers of one address queue first, then one person from each of two other
+    addresses: after the first browser's job, the others' jobs come before the rest of its own,
+    and each is told it has one job ahead."""
+    q, log = JobQueue(max_running=1, stale_s=60, thread=False), []
+    mine = [_ask(q, log, f"browser{i}", "10.0.0.7", key=i) for i in range(4)]
+    q.step()
+    others = [_ask(q, log, "bob", "10.0.0.8", key="b"), _ask(q, log, "carol", "10.0.0.9", key="c")]
+    assert [q.position(t) for t in others] == [1, 2] and [q.position(t) for t in mine[1:]] == [3, 4, 5]
+    assert _run_to_the_end(q, log) == ["browser0", "bob", "carol", "browser1", "browser2", "browser3"]
+
+
+def test_one_address_waits_in_order_of_arrival_and_two_places_alternate():
+    """A class behind one NAT (one address) is served in order of arrival; with two places, the
+    second goes to another address before the first address's second job."""
+    q, log = JobQueue(max_running=1, stale_s=60, thread=False), []
+    for i in range(4):
+        _ask(q, log, f"student{i}", "192.168.1.1", key=i)
+    assert _run_to_the_end(q, log) == [f"student{i}" for i in range(4)]
+    q, log = JobQueue(max_running=2, stale_s=60, thread=False), []
+    for i in range(3):
+        _ask(q, log, f"browser{i}", "10.0.0.7", key=i)
+    _ask(q, log, "bob", "10.0.0.8", key="b")
+    q.step()
+    assert log == [("start", "browser0"), ("start", "bob")]
+
+
+def test_an_address_with_nothing_left_is_forgotten():
+    q, log = JobQueue(max_running=1, stale_s=60, thread=False), []
+    _ask(q, log, "a", "10.0.0.7")
+    _run_to_the_end(q, log)
+    assert q._started == {} and q.counts() == (0, 0)
