@@ -146,14 +146,15 @@ def findings(ctx, parts: tuple, groups: Sequence[RolloutGroup], iteration: int |
     server for a shared source or at most :data:`crbc.estimators.worker_job.INLINE_STEPS` steps,
     else in a bounded worker (:mod:`crbc.doctor.worker_job`); a list, or :class:`Refused`."""
     from crbc.doctor.examine import diagnose_iteration
+    from crbc.doctor.worker_job import WHAT
     from crbc.estimators.worker_job import INLINE_STEPS
 
-    steps = sum(len(r.steps) for g in groups for r in g.rollouts) if ctx.private else 0
-    if steps <= INLINE_STEPS:
-        return ctx.kept("findings", parts, lambda: diagnose_iteration(list(groups), iteration, list(metrics))[1])
-    from crbc.doctor.worker_job import WHAT
+    def build():  # the steps are counted once, when nothing is kept yet (not on every rerun)
+        steps = sum(len(r.steps) for g in groups for r in g.rollouts) if ctx.private else 0
+        if steps <= INLINE_STEPS:
+            return diagnose_iteration(list(groups), iteration, list(metrics))[1]
+        return compute(groups, None, WHAT, "crbc", {"iteration": iteration, "metrics": list(metrics),
+                                                    "anchor": anchor}, label=label, steps=steps)
 
-    out = ctx.kept("findings", parts, lambda: compute(
-        groups, None, WHAT, "crbc", {"iteration": iteration, "metrics": list(metrics), "anchor": anchor},
-        label=label, steps=steps))
-    return out if isinstance(out, Refused) else list(out.findings)
+    out = ctx.kept("findings", parts, build)
+    return out if isinstance(out, (Refused, list)) else list(out.findings)
