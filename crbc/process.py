@@ -30,7 +30,8 @@ import numpy as np
 from crbc.io.columns import Columns
 from crbc.io.rollouts import RolloutGroup
 
-__all__ = ["build_process", "from_columns", "merge", "merge_stats", "MergeStats", "Process"]
+__all__ = ["ALMOST_NOTHING", "build_process", "from_columns", "merge", "merge_profile", "merge_stats",
+           "MergeProfile", "MergeStats", "Process"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -347,14 +348,69 @@ class MergeStats:
 
 
 def merge_stats(batch: Process | Sequence[RolloutGroup]) -> MergeStats:
-    """:class:`MergeStats` of a process (or of groups, merged first).
-
-    rollouts_S = number of distinct rollouts per anchor, from the unique (state, rollout) pairs
-    of the N steps; shared_S = rollouts_S >= 2; share = mean over steps of shared_S[step_state].
-    """
+    """:class:`MergeStats` of a process (or of groups, merged first); ``shared_S`` as in
+    :func:`_shared_anchors`, share = mean over steps of shared_S[step_state]."""
     p = batch if isinstance(batch, Process) else merge(batch)
-    pair = np.unique(p.step_state.astype(np.int64) * max(len(p.rollout_group), 1) + p.step_rollout)
-    rollouts_S = np.bincount(pair // max(len(p.rollout_group), 1), minlength=p.n_states)
-    shared_S = rollouts_S >= 2
+    shared_S = _shared_anchors(p)
     share = float(shared_S[p.step_state].mean()) if p.n_steps else 0.0
     return MergeStats(share, int(p.n_states), int(shared_S.sum()), int(p.n_steps))
+
+
+def _shared_anchors(p: Process) -> np.ndarray:
+    """(S,) bool: the anchor is visited by >= 2 distinct rollouts (of its group, since anchors
+    never match across groups), from the unique (state, rollout) pairs of the N steps."""
+    width = max(len(p.rollout_group), 1)
+    pair = np.unique(p.step_state.astype(np.int64) * width + p.step_rollout)
+    return np.bincount(pair // width, minlength=p.n_states) >= 2
+
+
+ALMOST_NOTHING = 0.05  #: below this share of later steps at shared anchors, a key merges (almost) nothing
+
+
+@dataclass(frozen=True)
+class MergeProfile:
+    """How well an anchor key merges a batch beyond the first step: the line under the studio's
+    data source.
+
+    Observations that carry their history (a chat transcript, textarena's
+    ``LLMObservationWrapper``) never repeat as text except the first one: every rollout of a
+    group starts from the same prompt, so step 0 is always "shared" and :class:`MergeStats`
+    alone reports a healthy share (31 % on 4 x 8 rollouts of 3-4 steps) while nothing after it
+    merges. So the profile also counts the steps beyond the first of each rollout:
+
+        shared_share = mean over the N steps of shared_S[step_state]
+        later_share  = mean over the steps with t >= 1 (0-based) of shared_S[step_state]
+
+    n_anchors: S. n_steps: N. later_steps: the steps with t >= 1; later_share is NaN when there
+    are none (every rollout has one step).
+    """
+
+    n_anchors: int
+    n_steps: int
+    shared_share: float
+    later_steps: int
+    later_share: float
+
+    @property
+    def merges_nothing(self) -> bool:
+        """True when (almost) no step beyond the first sits at a shared anchor: every credit
+        after step 0 is then about 0, and the studio asks for an anchor key."""
+        return self.later_steps > 0 and not self.later_share >= ALMOST_NOTHING
+
+    def line(self) -> str:
+        """``anchors 42 · steps at shared anchors 31% · steps beyond the first at shared anchors 0%``."""
+        later = "—" if self.later_steps == 0 else f"{self.later_share:.0%}"
+        return (f"anchors {self.n_anchors} · steps at shared anchors {self.shared_share:.0%} · "
+                f"steps beyond the first at shared anchors {later}")
+
+
+def merge_profile(batch: Process | Sequence[RolloutGroup]) -> MergeProfile:
+    """:class:`MergeProfile` of a process (or of groups, merged first)."""
+    p = batch if isinstance(batch, Process) else merge(list(batch))
+    if not p.n_steps:
+        return MergeProfile(int(p.n_states), 0, 0.0, 0, float("nan"))
+    shared_N = _shared_anchors(p)[p.step_state]
+    later_N = p.step_t >= 2  # Process.step_t is 1-based
+    n_later = int(later_N.sum())
+    return MergeProfile(int(p.n_states), int(p.n_steps), float(shared_N.mean()), n_later,
+                        float(shared_N[later_N].mean()) if n_later else float("nan"))

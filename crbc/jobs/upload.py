@@ -58,11 +58,14 @@ class Limits:
 class ReadResult:
     """What a finished read gives: ``groups`` {iteration or None: [RolloutGroup]}, and per
     iteration the merge statistics ``stats`` {iteration: (shared_step_share, n_anchors,
-    n_shared_anchors, n_steps)}; or ``error``, one line for people."""
+    n_shared_anchors, n_steps)} and ``profiles`` {iteration: :class:`crbc.process.MergeProfile`}
+    (None for an iteration without groups), computed in the worker; or ``error``, one line for
+    people."""
 
     groups: dict[Any, list] | None = None
     stats: dict[Any, tuple[float, int, int, int]] | None = None
     error: str | None = None
+    profiles: dict[Any, Any] | None = None
 
 
 def _error_line(e: BaseException, names: list[str], limits: Limits) -> str:
@@ -146,17 +149,31 @@ def _read_job(payload: dict, send: Send) -> list[dict]:
 
 def _write_results(folder: str, imported: dict) -> list[dict]:
     """Each iteration's groups as ``out-{i}.parquet`` in ``folder``; the manifest (per iteration
-    its file and merge statistics)."""
+    its file, merge statistics and merge profile; the profile's NaN share as null)."""
     from crbc.io.parquet_rollouts import write_parquet_rollouts
-    from crbc.process import merge_stats
+    from crbc.process import merge, merge_profile, merge_stats
 
     manifest = []
     for i, (it, groups) in enumerate(imported.items()):
-        ms = merge_stats(groups) if groups else None
+        p = merge(groups) if groups else None
+        ms, mp = (merge_stats(p), merge_profile(p)) if p is not None else (None, None)
         write_parquet_rollouts(Path(folder) / f"out-{i}.parquet", groups)
         manifest.append({"iteration": it, "file": f"out-{i}.parquet", "stats": None if ms is None else [
-            ms.shared_step_share, ms.n_anchors, ms.n_shared_anchors, ms.n_steps]})
+            ms.shared_step_share, ms.n_anchors, ms.n_shared_anchors, ms.n_steps],
+            "profile": None if mp is None else [mp.n_anchors, mp.n_steps, mp.shared_share, mp.later_steps,
+                                                None if mp.later_share != mp.later_share else mp.later_share]})
     return manifest
+
+
+def _profile(entry) -> Any:
+    """The manifest's profile as a :class:`crbc.process.MergeProfile` (None: no groups)."""
+    from crbc.process import MergeProfile
+
+    if not entry:
+        return None
+    n_anchors, n_steps, shared, later_steps, later = entry
+    return MergeProfile(int(n_anchors), int(n_steps), float(shared), int(later_steps),
+                        float("nan") if later is None else float(later))
 
 
 class LimitedRead(WorkerJob):
@@ -227,13 +244,14 @@ class ReadJob(LimitedRead):
         try:
             if "error" in msg:
                 return ReadResult(error=msg["error"])
-            groups, stats = {}, {}
+            groups, stats, profiles = {}, {}, {}
             with budgets.scope(self.limits.budget):
                 for entry in msg["done"]:
                     it = entry["iteration"]
                     groups[it] = read_parquet_rollouts(Path(self.folder) / entry["file"])
                     stats[it] = tuple(entry["stats"]) if entry["stats"] else (0.0, 0, 0, 0)
-            return ReadResult(groups, stats)
+                    profiles[it] = _profile(entry.get("profile"))
+            return ReadResult(groups, stats, profiles=profiles)
         except FormatError as e:
             return ReadResult(error=f"{self.what}: the worker's result could not be read ({e.reason})")
         finally:

@@ -206,7 +206,7 @@ def run_report(run_dir: str | os.PathLike, *, estimators: Sequence[str] = ("crbc
         chosen = [r["index"] for r in rows[:top]]
         linked = {k: f"g{k}" for k in chosen}
         label = f"{estimators[0]} ~ {estimators[1]}" if len(estimators) >= 2 else ""
-        from crbc.explain.merge_profile import merge_profile
+        from crbc.process import merge_profile
 
         secs.append(Section("groups", f"Iteration {iteration}: the groups worth a look",
                             f'<p class="merge-line">Iteration {iteration}, anchors keyed by '

@@ -15,11 +15,10 @@ from crbc.errors import FormatError
 from crbc.estimators import registry
 from crbc.estimators.bootstrap import credit_intervals
 from crbc.explain import disagreements as D
-from crbc.explain.merge_profile import merge_profile
 from crbc.io.anchor_keys import rekey
 from crbc.io.audit_reader import find_audit, read_audit
 from crbc.io.rollouts import Rollout, RolloutGroup, Step
-from crbc.process import merge
+from crbc.process import merge, merge_profile
 from crbc.viz.audit import audit_grid_svg
 from crbc.viz.downloads import COLUMNS, credit_table
 from crbc.viz.step_detail import step_rows

@@ -17,39 +17,14 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from streamlit.delta_generator import DeltaGenerator
 from streamlit.testing.v1 import AppTest
 
 from tests.support.apptest import TIMEOUT
 from tests.support.paths import APP
+from tests.support.uploads import uploading
 
 pytestmark = [pytest.mark.usefixtures("own_session_ids"), pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class _Uploaded(io.BytesIO):
-    """What ``st.file_uploader`` returns for one file: its name, size, bytes and id."""
-
-    def __init__(self, name: str, data: bytes) -> None:
-        super().__init__(data)
-        self.name, self.size, self.file_id, self.type = name, len(data), f"test-{name}", ""
-
-
-def _uploading(monkeypatch, key_prefix: str, name: str, data: bytes) -> None:
-    """Every file uploader whose key starts with ``key_prefix`` holds the file (the rest stay
-    empty), as after the user dropped it there."""
-    real = DeltaGenerator.file_uploader
-
-    def uploader(self, label, *a, key=None, **k):
-        if key is not None and str(key).startswith(key_prefix):
-            return [_Uploaded(name, data)]
-        return real(self, label, *a, key=key, **k)
-
-    monkeypatch.setattr(DeltaGenerator, "file_uploader", uploader)
-    import streamlit
-
-    main = streamlit._main  # ``st.file_uploader`` is the main area's method, bound at import
-    monkeypatch.setattr(streamlit, "file_uploader", lambda *a, **k: uploader(main, *a, **k))
 
 
 def _visit(pages: list[str], **query: str) -> AppTest:
@@ -110,7 +85,7 @@ def test_an_uploaded_run_archive_stays_in_its_session(monkeypatch):
     data = buf.getvalue()
 
     def with_archive():
-        _uploading(monkeypatch, "runs_upload", "mine.zip", data)
+        uploading(monkeypatch, "runs_upload", "mine.zip", data)
         try:
             at = _visit(["pages/runs.py"])
         finally:
@@ -128,7 +103,7 @@ def test_an_uploaded_group_stays_in_its_session_on_credits_and_accuracy(monkeypa
     pages = ["pages/credits.py", "pages/accuracy.py"]
 
     def with_upload():
-        _uploading(monkeypatch, "upload_file_", "mine.jsonl", data)
+        uploading(monkeypatch, "upload_file_", "mine.jsonl", data)
         try:
             at = _visit(pages, source="upload")
         finally:

@@ -205,6 +205,33 @@ def test_the_worker_reads_keys_and_merges(tmp_path):
     assert [len(g) for g in groups] == [4] and groups[0].rollouts[0].steps[0].anchor == "x"
 
 
+def test_the_workers_merge_profile_is_the_servers(tmp_path):
+    """The profile the worker sends (the sidebar's merge line of an upload) equals the one the
+    server would compute from the groups it read back: two iterations, with and without a key,
+    and a file whose rollouts have one step (no later steps: NaN)."""
+    import dataclasses
+    import math
+
+    from crbc.process import merge_profile
+
+    def walks(n: int, it: int) -> bytes:  # three steps a trajectory; the last one's room is its own
+        return "".join(json.dumps({"uid": "g", "traj_uid": str(k), "anchor_obs": f"room {t} {k % 3 if t < 2 else k}",
+                                   "action": "a", "success": k % 2, "global_step": it}) + "\n"
+                       for k in range(n) for t in range(3)).encode()
+
+    files = {"a.jsonl": walks(8, 0) + walks(5, 1)}
+    for anchor in (None, r"room (\d)"):
+        res = worker.read_limited("steps", files, anchor=anchor)
+        assert res.error is None and set(res.profiles) == set(res.groups)
+        for it, groups in res.groups.items():
+            mine, theirs = dataclasses.astuple(res.profiles[it]), dataclasses.astuple(merge_profile(groups))
+            assert all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(mine, theirs, strict=True))
+    one_step = "".join(json.dumps({"uid": "g", "traj_uid": str(k), "anchor_obs": "a", "success": k % 2}) + "\n"
+                       for k in range(3)).encode()
+    res = worker.read_limited("steps", {"one.jsonl": one_step})
+    assert res.profiles[None].later_steps == 0 and math.isnan(res.profiles[None].later_share)
+
+
 def test_the_worker_refuses_within_its_budgets(tmp_path):
     bomb = dictionary_bomb(tmp_path / "bomb.parquet", 80_000).read_bytes()  # decodes to 160 MB
     t = time.perf_counter()

@@ -25,9 +25,9 @@ pytest.importorskip("verl")
 
 import crbc  # noqa: E402
 from crbc.cli.main import main  # noqa: E402
-from crbc.explain.merge_profile import merge_profile  # noqa: E402
 from crbc.io.anchor_keys import AnchorKeyError, regex_key, rekey  # noqa: E402
 from crbc.io.rollout_files import read_columns  # noqa: E402
+from crbc.process import merge_profile  # noqa: E402
 from crbc.report import run_report  # noqa: E402
 from devtools.textarena_run import BOARD, record_run  # noqa: E402
 from tests.support.paths import ROOT  # noqa: E402

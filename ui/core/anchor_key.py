@@ -10,7 +10,7 @@ process under an upload's budgets (:mod:`crbc.jobs.keying`), never on the server
 every ending is a notice quoting at most 60 characters of the pattern; at most :data:`AT_ONCE`
 keyings run at once on the server, others wait for a place. The keyed groups are kept
 per session (:data:`KEEP` of them, by source and pattern), so a rerun never keys twice. :func:`merge_line` shows, under the source, the
-:class:`crbc.explain.merge_profile.MergeProfile` of the keyed groups ("anchors, steps at shared
+:class:`crbc.process.MergeProfile` of the keyed groups ("anchors, steps at shared
 anchors, steps beyond the first at shared anchors") and warns when almost nothing beyond the
 first step merges.
 """
@@ -23,9 +23,9 @@ import time
 
 import streamlit as st
 
-from crbc.explain.merge_profile import MergeProfile, merge_profile
 from crbc.io.anchor_keys import SHOWN_CHARS, RegexError, compile_regex, effective_key, key_to_apply, shown
 from crbc.jobs.keying import KeyJob
+from crbc.process import MergeProfile, merge_profile
 from ui.core import widgets
 from ui.core.context import Keyed, NotKept
 from ui.core.state import Source

@@ -66,8 +66,8 @@ def _in_worker(source: Importer | None, files: dict[str, bytes], regex: str | No
 def _read(kind: str, files: dict[str, bytes], regex: str | None, threshold: float | None,
           key: str) -> tuple[dict | None, str | None]:
     """``({iteration: groups}, None)`` or ``(None, message)``; nothing is half-loaded. The result
-    is kept in this session only (``_crbc_upload_read``: key, groups, merge statistics), never
-    in a cache that every session shares."""
+    is kept in this session only (``_crbc_upload_read``: key, groups, merge statistics, merge
+    profiles), never in a cache that every session shares."""
     held = st.session_state.get("_crbc_upload_read")
     if held is not None and held[0] == key:
         return held[1], None
@@ -90,7 +90,7 @@ def _read(kind: str, files: dict[str, bytes], regex: str | None, threshold: floa
             msg += (" (a run's iteration file iter-NNNN: choose the format crbc.rollout/1, or open "
                     "its run folder as the source)")
         return None, msg
-    st.session_state["_crbc_upload_read"] = (key, res.groups, res.stats)
+    st.session_state["_crbc_upload_read"] = (key, res.groups, res.stats, res.profiles or {})
     return res.groups, None
 
 
@@ -142,7 +142,11 @@ def upload_source(regex: str = "") -> tuple[Source | None, str | None]:
     if not groups:
         return None, f"{shown}: no rollouts in the upload"
     suffix = "" if it is None or len(its) == 1 else f" iteration {it}"
-    return Source(f"{key}#{it}", f"upload {shown}{suffix}", groups), None
+    src = Source(f"{key}#{it}", f"upload {shown}{suffix}", groups)
+    profile = st.session_state["_crbc_upload_read"][3].get(it)
+    if profile is not None:  # the worker's merge profile: the sidebar's merge line needs no merge here
+        Keyed.of(src.key).kept("profile", (), lambda: profile)
+    return src, None
 
 
 _ICONS = {"error": ":material/error:", "warning": ":material/warning:", "info": ":material/info:"}
