@@ -233,8 +233,10 @@ async def player(browser, base: str, i: int, out: dict) -> None:
                 await page.wait_for_function(f"() => ({label})().includes('Play')",
                                              timeout=PLAY_TIMEOUT_S * 1000, polling=200)
                 out["plays"].append((t, time.perf_counter() - t))
-            except Exception:  # noqa: BLE001 (a Play that does not finish is what is measured)
+            except Exception as e:  # noqa: BLE001 (a Play that does not finish is what is measured)
                 out["plays"].append((time.perf_counter(), float("inf")))
+                out.setdefault("play_failures", []).append(  # which wait ran out, for the report
+                    {"t": time.perf_counter(), "error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"})
             await asyncio.sleep(1.0)
     finally:
         await ctx.close()
@@ -248,8 +250,9 @@ def report(out: dict, s: float, e: float) -> dict:
     before = [d for t, d in plays if t < s and d != float("inf")]
     during = [d for t, d in plays if s <= t < e and d != float("inf")]
     mb, md = summary(before).get("median"), summary(during).get("median")
+    failures = [{"at_s": round(f["t"] - s, 1), "error": f["error"]} for f in out.get("play_failures", [])]
     return {"play_s": {"before_attacks": summary(before), "during_attacks": summary(during),
-                       "unfinished": sum(d == float("inf") for _, d in plays)},
+                       "unfinished": sum(d == float("inf") for _, d in plays), "failures": failures},
             "play_during_over_before_median": round(md / mb, 2) if mb and md else None}
 
 
