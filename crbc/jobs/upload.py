@@ -9,7 +9,7 @@ the fork server at a lower scheduling priority than the server, ``RLIMIT_AS`` at
 on Cancel; or reported when it dies) that
 
 * reads under a decoded-size budget (:mod:`crbc.io.budgets`, the studio's by default),
-  validates, applies the anchor key (RE2) and merges (:func:`crbc.process.merge_stats`);
+  validates, applies the anchor key (RE2) and measures how well it merges (:func:`crbc.process.merge_profile`);
 * reports progress (rows and bytes decoded so far) as small JSON messages;
 * gets its importer as JSON (name, ``"module:function"`` of the reader, whether it takes a
   column map), so one registered after the fork server started is read too;
@@ -57,15 +57,13 @@ class Limits:
 @dataclass(frozen=True)
 class ReadResult:
     """What a finished read gives: ``groups`` {iteration or None: [RolloutGroup]}, and per
-    iteration the merge statistics ``stats`` {iteration: (shared_step_share, n_anchors,
-    n_shared_anchors, n_steps)} and ``profiles`` {iteration: :class:`crbc.process.MergeProfile`}
+    iteration how well its anchors merge, ``profiles`` {iteration: :class:`crbc.process.MergeProfile`}
     (None for an iteration without groups), computed in the worker; or ``error``, one line for
     people."""
 
     groups: dict[Any, list] | None = None
-    stats: dict[Any, tuple[float, int, int, int]] | None = None
-    error: str | None = None
     profiles: dict[Any, Any] | None = None
+    error: str | None = None
 
 
 def _error_line(e: BaseException, names: list[str], limits: Limits) -> str:
@@ -120,8 +118,8 @@ def _read(kind: str | Importer | None, files: dict[str, bytes], anchor: str | No
 
 
 def _read_job(payload: dict, send: Send) -> list[dict]:
-    """The worker's target: read, key, merge statistics, Parquet files; returns the manifest
-    (per iteration its file and statistics). Raises :class:`WorkerFailure` with one line."""
+    """The worker's target: read, key, merge profile, Parquet files; returns the manifest
+    (per iteration its file and merge profile). Raises :class:`WorkerFailure` with one line."""
     folder, anchor, threshold = payload["folder"], payload["anchor"], payload["threshold"]
     kind = _kind_from_json(payload["kind"])
     budget = budgets.Budget(**payload["budget"])
@@ -149,19 +147,17 @@ def _read_job(payload: dict, send: Send) -> list[dict]:
 
 def _write_results(folder: str, imported: dict) -> list[dict]:
     """Each iteration's groups as ``out-{i}.parquet`` in ``folder``; the manifest (per iteration
-    its file, merge statistics and merge profile; the profile's NaN share as null)."""
+    its file and merge profile; the profile's NaN share as null)."""
     from crbc.io.parquet_rollouts import write_parquet_rollouts
-    from crbc.process import merge, merge_profile, merge_stats
+    from crbc.process import merge_profile
 
     manifest = []
     for i, (it, groups) in enumerate(imported.items()):
-        p = merge(groups) if groups else None
-        ms, mp = (merge_stats(p), merge_profile(p)) if p is not None else (None, None)
+        mp = merge_profile(groups) if groups else None
         write_parquet_rollouts(Path(folder) / f"out-{i}.parquet", groups)
-        manifest.append({"iteration": it, "file": f"out-{i}.parquet", "stats": None if ms is None else [
-            ms.shared_step_share, ms.n_anchors, ms.n_shared_anchors, ms.n_steps],
-            "profile": None if mp is None else [mp.n_anchors, mp.n_steps, mp.shared_share, mp.later_steps,
-                                                None if mp.later_share != mp.later_share else mp.later_share]})
+        manifest.append({"iteration": it, "file": f"out-{i}.parquet", "profile": None if mp is None else [
+            mp.n_anchors, mp.n_steps, mp.shared_share, mp.later_steps,
+            None if mp.later_share != mp.later_share else mp.later_share]})
     return manifest
 
 
@@ -244,14 +240,13 @@ class ReadJob(LimitedRead):
         try:
             if "error" in msg:
                 return ReadResult(error=msg["error"])
-            groups, stats, profiles = {}, {}, {}
+            groups, profiles = {}, {}
             with budgets.scope(self.limits.budget):
                 for entry in msg["done"]:
                     it = entry["iteration"]
                     groups[it] = read_parquet_rollouts(Path(self.folder) / entry["file"])
-                    stats[it] = tuple(entry["stats"]) if entry["stats"] else (0.0, 0, 0, 0)
                     profiles[it] = _profile(entry.get("profile"))
-            return ReadResult(groups, stats, profiles=profiles)
+            return ReadResult(groups, profiles)
         except FormatError as e:
             return ReadResult(error=f"{self.what}: the worker's result could not be read ({e.reason})")
         finally:

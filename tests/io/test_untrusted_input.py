@@ -200,7 +200,7 @@ def test_duplicate_rllm_episodes_are_refused_naming_both(tmp_path):
 
 def test_the_worker_reads_keys_and_merges(tmp_path):
     res = worker.read_limited("steps", {"x.jsonl": rows_jsonl()}, anchor=r"(x)$")
-    assert res.error is None and res.stats[None][1] == 1  # one anchor after the key
+    assert res.error is None and res.profiles[None].n_anchors == 1  # one anchor after the key
     (groups,) = res.groups.values()
     assert [len(g) for g in groups] == [4] and groups[0].rollouts[0].steps[0].anchor == "x"
 

@@ -150,7 +150,7 @@ def findings(ctx, parts: tuple, groups: Sequence[RolloutGroup], iteration: int |
     from crbc.estimators.worker_job import INLINE_STEPS
 
     def build():  # the steps are counted once, when nothing is kept yet (not on every rerun)
-        steps = sum(len(r.steps) for g in groups for r in g.rollouts) if ctx.private else 0
+        steps = sum(g.n_steps for g in groups) if ctx.private else 0
         if steps <= INLINE_STEPS:
             return diagnose_iteration(list(groups), iteration, list(metrics))[1]
         return compute(groups, None, WHAT, "crbc", {"iteration": iteration, "metrics": list(metrics),

@@ -5,7 +5,7 @@ success threshold, reads the files all or nothing and returns ``(Source | None, 
 a run's Parquet iteration file (``iter-NNNN.parquet``) reads as the crbc.rollout/1 groups it holds.
 The anchor key is the sidebar's one field (:mod:`ui.core.anchor_key`), which also draws the merge line.
 The read (``crbc.io.importers.read_uploads``, or the ``crbc.rollout/1`` reader), the anchor key
-and the merge statistics run in a worker process with a time and memory limit and the studio's
+and the merge profile run in a worker process with a time and memory limit and the studio's
 decoded-size budget (:mod:`crbc.jobs.upload`), with progress and a Cancel in the sidebar, so one
 upload never stalls the other sessions. A refused upload's message names the file, row and
 column (``crbc.FormatError``) or the budget, never a traceback. An import with several iterations keeps them all in
@@ -66,7 +66,7 @@ def _in_worker(source: Importer | None, files: dict[str, bytes], regex: str | No
 def _read(kind: str, files: dict[str, bytes], regex: str | None, threshold: float | None,
           key: str) -> tuple[dict | None, str | None]:
     """``({iteration: groups}, None)`` or ``(None, message)``; nothing is half-loaded. The result
-    is kept in this session only (``_crbc_upload_read``: key, groups, merge statistics, merge
+    is kept in this session only (``_crbc_upload_read``: key, groups, merge
     profiles), never in a cache that every session shares."""
     held = st.session_state.get("_crbc_upload_read")
     if held is not None and held[0] == key:
@@ -90,7 +90,7 @@ def _read(kind: str, files: dict[str, bytes], regex: str | None, threshold: floa
             msg += (" (a run's iteration file iter-NNNN: choose the format crbc.rollout/1, or open "
                     "its run folder as the source)")
         return None, msg
-    st.session_state["_crbc_upload_read"] = (key, res.groups, res.stats, res.profiles or {})
+    st.session_state["_crbc_upload_read"] = (key, res.groups, res.profiles or {})
     return res.groups, None
 
 
@@ -143,7 +143,7 @@ def upload_source(regex: str = "") -> tuple[Source | None, str | None]:
         return None, f"{shown}: no rollouts in the upload"
     suffix = "" if it is None or len(its) == 1 else f" iteration {it}"
     src = Source(f"{key}#{it}", f"upload {shown}{suffix}", groups)
-    profile = st.session_state["_crbc_upload_read"][3].get(it)
+    profile = st.session_state["_crbc_upload_read"][2].get(it)
     if profile is not None:  # the worker's merge profile: the sidebar's merge line needs no merge here
         Keyed.of(src.key).kept("profile", (), lambda: profile)
     return src, None
